@@ -1,0 +1,99 @@
+-- Schema version 1: groups, keys, hosts with tags and a trigram search index, the vault row.
+--
+-- Shipped migrations are never edited; every change is a new numbered file (style §3.6).
+-- Ids are lowercase hyphenated UUID text; timestamps RFC 3339 UTC text with milliseconds.
+-- `name_key` columns hold the Rust-side lowercase of `name`: SQLite's NOCASE and lower()
+-- only fold ASCII, and names are sorted and compared case-insensitively in any script.
+
+CREATE TABLE groups (
+    id          TEXT PRIMARY KEY NOT NULL,
+    parent_id   TEXT REFERENCES groups(id),
+    name        TEXT NOT NULL,
+    name_key    TEXT NOT NULL,
+    color       TEXT NOT NULL DEFAULT '',
+    icon        TEXT NOT NULL DEFAULT '',
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+-- api-decisions §4: a name is unique among its siblings, compared case-insensitively.
+CREATE UNIQUE INDEX groups_sibling_name ON groups (coalesce(parent_id, ''), name_key);
+CREATE INDEX groups_parent ON groups (parent_id);
+
+CREATE TABLE keys (
+    id              TEXT PRIMARY KEY NOT NULL,
+    name            TEXT NOT NULL,
+    name_key        TEXT NOT NULL UNIQUE,
+    type            TEXT NOT NULL,
+    public_key      TEXT NOT NULL,
+    fingerprint     TEXT NOT NULL UNIQUE,
+    comment         TEXT NOT NULL DEFAULT '',
+    has_passphrase  INTEGER NOT NULL,
+    private_key     BLOB NOT NULL,      -- sealed by the vault, never plaintext
+    passphrase      BLOB,               -- sealed by the vault; NULL when none is stored
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+);
+
+-- `sort_order` is the API's `order` field: ORDER is an SQL keyword, and a column that must
+-- be quoted everywhere invites mistakes.
+CREATE TABLE hosts (
+    id            TEXT PRIMARY KEY NOT NULL,
+    name          TEXT NOT NULL,
+    name_key      TEXT NOT NULL,
+    hostname      TEXT NOT NULL,
+    port          INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),
+    username      TEXT NOT NULL,
+    auth_type     TEXT NOT NULL CHECK (auth_type IN ('password', 'key', 'agent')),
+    key_id        TEXT REFERENCES keys(id),
+    password      BLOB,                 -- sealed by the vault; NULL when none is stored
+    group_id      TEXT REFERENCES groups(id),
+    is_favorite   INTEGER NOT NULL DEFAULT 0,
+    color         TEXT NOT NULL DEFAULT '',
+    sort_order    INTEGER NOT NULL DEFAULT 0,
+    notes         TEXT NOT NULL DEFAULT '',
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    last_used_at  TEXT
+);
+-- One index per sort of GET /api/hosts, each ending in id so ties break the same way in
+-- every page (keyset paging walks these).
+CREATE INDEX hosts_by_name ON hosts (name_key, id);
+CREATE INDEX hosts_by_hostname ON hosts (hostname, id);
+CREATE INDEX hosts_by_created ON hosts (created_at, id);
+CREATE INDEX hosts_by_last_used ON hosts (last_used_at, id);
+CREATE INDEX hosts_by_group ON hosts (group_id, name_key, id);
+CREATE INDEX hosts_by_key ON hosts (key_id);
+
+CREATE TABLE host_tags (
+    host_id  TEXT NOT NULL REFERENCES hosts(id) ON DELETE CASCADE,
+    tag      TEXT NOT NULL,
+    PRIMARY KEY (host_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX host_tags_by_tag ON host_tags (tag, host_id);
+
+-- Substring search over name and hostname. Trigram answers terms of 3+ characters from the
+-- index (case-insensitively); shorter terms fall back to a LIKE scan in the store.
+CREATE VIRTUAL TABLE hosts_fts USING fts5 (
+    name, hostname, content = 'hosts', content_rowid = 'rowid', tokenize = 'trigram'
+);
+CREATE TRIGGER hosts_fts_insert AFTER INSERT ON hosts BEGIN
+    INSERT INTO hosts_fts (rowid, name, hostname) VALUES (new.rowid, new.name, new.hostname);
+END;
+CREATE TRIGGER hosts_fts_delete AFTER DELETE ON hosts BEGIN
+    INSERT INTO hosts_fts (hosts_fts, rowid, name, hostname)
+        VALUES ('delete', old.rowid, old.name, old.hostname);
+END;
+CREATE TRIGGER hosts_fts_update AFTER UPDATE OF name, hostname ON hosts BEGIN
+    INSERT INTO hosts_fts (hosts_fts, rowid, name, hostname)
+        VALUES ('delete', old.rowid, old.name, old.hostname);
+    INSERT INTO hosts_fts (rowid, name, hostname) VALUES (new.rowid, new.name, new.hostname);
+END;
+
+-- The vault: one row. With no master password `data_key` is the raw 32-byte data key and
+-- `header` is NULL; with one, `header` holds the KDF parameters and `data_key` the data key
+-- sealed under the password-derived key (api-decisions §2).
+CREATE TABLE vault (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    header    BLOB,
+    data_key  BLOB NOT NULL
+);

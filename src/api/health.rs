@@ -1,0 +1,23 @@
+//! `GET /api/health`: liveness and the vault state, answered even while the vault is locked.
+
+use serde::Serialize;
+
+use crate::api::Reply;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+#[derive(Serialize)]
+struct HealthView {
+    status: &'static str,
+    version: &'static str,
+    vault_locked: bool,
+}
+
+pub fn get(state: &AppState) -> Result<Reply, ApiError> {
+    let view = HealthView {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        vault_locked: state.vault_locked(),
+    };
+    Reply::json(200, &view)
+}

@@ -1,0 +1,262 @@
+//! Command-line flags and environment variables, parsed into a validated `Config`.
+//!
+//! Two steps, as in ripgrep: `RawArgs` is what was typed; `Config` is what the service
+//! runs with. Every error names the flag. Parsing touches nothing on disk, so `--help` and
+//! `--version` work anywhere (api-decisions §1).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+pub const USAGE: &str = "\
+host-manager: a local HTTP/JSON service for a catalogue of SSH hosts, groups and keys.
+
+Usage: host-manager [OPTIONS]
+
+Prints SERVICE_PORT=<port> on stdout once it accepts connections; logs go to stderr.
+
+Options:
+  --port N              Port to listen on; 0 lets the OS choose [env: HOST_MANAGER_PORT] [default: 0]
+  --data-dir DIR        Where the database lives [env: HOST_MANAGER_DATA_DIR]
+                        [default: $XDG_DATA_HOME/host-manager, else ~/.local/share/host-manager]
+  --bind ADDR           Address to listen on; only loopback addresses [default: 127.0.0.1]
+  --exit-with-parent    Shut down when stdin reaches end of file (the launching process went away)
+  -h, --help            Print this help and exit
+  -V, --version         Print the version and exit
+
+Environment:
+  RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
+";
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    Run(Config),
+    Help,
+    Version,
+}
+
+/// The validated settings the service runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: IpAddr,
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub exit_with_parent: bool,
+}
+
+/// A flag or variable that cannot be used; the text names it.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Flags as typed, before any validation.
+#[derive(Debug, Default)]
+struct RawArgs {
+    port: Option<String>,
+    data_dir: Option<String>,
+    bind: Option<String>,
+    exit_with_parent: bool,
+    help: bool,
+    version: bool,
+}
+
+impl Command {
+    /// Parses `args` (without the program name) and the environment `env`.
+    pub fn parse(
+        args: impl IntoIterator<Item = String>,
+        env: &HashMap<String, String>,
+    ) -> Result<Command, ConfigError> {
+        let raw = RawArgs::parse(args)?;
+        if raw.help {
+            return Ok(Command::Help);
+        }
+        if raw.version {
+            return Ok(Command::Version);
+        }
+        Ok(Command::Run(Config::from_raw(raw, env)?))
+    }
+}
+
+impl RawArgs {
+    fn parse(args: impl IntoIterator<Item = String>) -> Result<RawArgs, ConfigError> {
+        let mut raw = RawArgs::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => {
+                    (flag.to_owned(), Some(value.to_owned()))
+                }
+                _ => (arg.clone(), None),
+            };
+            let mut value = |name: &str| -> Result<String, ConfigError> {
+                match inline.clone().or_else(|| args.next()) {
+                    Some(value) => Ok(value),
+                    None => Err(ConfigError(format!("{name} needs a value"))),
+                }
+            };
+            match flag.as_str() {
+                "--port" => raw.port = Some(value("--port")?),
+                "--data-dir" => raw.data_dir = Some(value("--data-dir")?),
+                "--bind" => raw.bind = Some(value("--bind")?),
+                "--exit-with-parent" => raw.exit_with_parent = true,
+                "-h" | "--help" => raw.help = true,
+                "-V" | "--version" => raw.version = true,
+                other => return Err(ConfigError(format!("unknown option {other} (see --help)"))),
+            }
+        }
+        Ok(raw)
+    }
+}
+
+impl Config {
+    fn from_raw(raw: RawArgs, env: &HashMap<String, String>) -> Result<Config, ConfigError> {
+        let port = match raw
+            .port
+            .as_deref()
+            .or(env.get("HOST_MANAGER_PORT").map(String::as_str))
+        {
+            Some(text) => text.parse::<u16>().map_err(|_| {
+                ConfigError(format!(
+                    "--port (or HOST_MANAGER_PORT) must be 0-65535, got {text:?}"
+                ))
+            })?,
+            None => 0,
+        };
+        let bind = match raw.bind.as_deref() {
+            Some(text) => text
+                .parse::<IpAddr>()
+                .map_err(|_| ConfigError(format!("--bind must be an IP address, got {text:?}")))?,
+            None => IpAddr::from([127, 0, 0, 1]),
+        };
+        // api-decisions §1: the service is local; a remote bind needs a token (issue #8).
+        if !bind.is_loopback() {
+            return Err(ConfigError(format!(
+                "--bind {bind}: only loopback addresses are allowed"
+            )));
+        }
+        let data_dir = match raw
+            .data_dir
+            .or_else(|| env.get("HOST_MANAGER_DATA_DIR").cloned())
+        {
+            Some(dir) if dir.is_empty() => {
+                return Err(ConfigError("--data-dir must not be empty".into()))
+            }
+            Some(dir) => PathBuf::from(dir),
+            None => default_data_dir(env)?,
+        };
+        Ok(Config {
+            bind,
+            port,
+            data_dir,
+            exit_with_parent: raw.exit_with_parent,
+        })
+    }
+}
+
+/// `$XDG_DATA_HOME/host-manager`, else `~/.local/share/host-manager`. XDG says a relative
+/// `XDG_DATA_HOME` is invalid and must be ignored.
+fn default_data_dir(env: &HashMap<String, String>) -> Result<PathBuf, ConfigError> {
+    if let Some(xdg) = env.get("XDG_DATA_HOME").filter(|dir| dir.starts_with('/')) {
+        return Ok(PathBuf::from(xdg).join("host-manager"));
+    }
+    match env.get("HOME").filter(|home| !home.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".local/share/host-manager")),
+        None => Err(ConfigError(
+            "neither XDG_DATA_HOME nor HOME is set; pass --data-dir".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    use crate::config::{Command, Config};
+
+    fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match Command::parse(args.iter().map(|a| a.to_string()), &env) {
+            Ok(Command::Run(config)) => Ok(config),
+            Ok(other) => Err(format!("{other:?}")),
+            Err(err) => Err(err.0),
+        }
+    }
+
+    #[test]
+    fn defaults_to_os_chosen_port_on_loopback_under_xdg() {
+        let config = run(&[], &[("XDG_DATA_HOME", "/x"), ("HOME", "/h")]).unwrap();
+        assert_eq!(config.port, 0);
+        assert_eq!(config.bind.to_string(), "127.0.0.1");
+        assert_eq!(config.data_dir, PathBuf::from("/x/host-manager"));
+    }
+
+    #[test]
+    fn home_is_used_when_xdg_is_unset_or_relative() {
+        let config = run(&[], &[("XDG_DATA_HOME", "rel"), ("HOME", "/h")]).unwrap();
+        assert_eq!(
+            config.data_dir,
+            PathBuf::from("/h/.local/share/host-manager")
+        );
+    }
+
+    #[test]
+    fn flags_override_environment() {
+        let env = [
+            ("HOST_MANAGER_PORT", "7000"),
+            ("HOST_MANAGER_DATA_DIR", "/env"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(run(&[], &env).unwrap().port, 7000);
+        let config = run(&["--port=7001", "--data-dir", "/flag"], &env).unwrap();
+        assert_eq!(
+            (config.port, config.data_dir),
+            (7001, PathBuf::from("/flag"))
+        );
+    }
+
+    #[test]
+    fn port_65535_is_accepted_and_65536_is_rejected() {
+        assert_eq!(
+            run(&["--port", "65535"], &[("HOME", "/h")]).unwrap().port,
+            65535
+        );
+        assert!(run(&["--port", "65536"], &[("HOME", "/h")])
+            .unwrap_err()
+            .contains("--port"));
+    }
+
+    #[test]
+    fn non_loopback_bind_is_refused() {
+        assert!(run(&["--bind", "0.0.0.0"], &[("HOME", "/h")])
+            .unwrap_err()
+            .contains("--bind"));
+        assert!(run(&["--bind", "::1"], &[("HOME", "/h")]).is_ok());
+    }
+
+    #[test]
+    fn unknown_flag_and_missing_value_name_the_flag() {
+        assert!(run(&["--frobnicate"], &[])
+            .unwrap_err()
+            .contains("--frobnicate"));
+        assert!(run(&["--port"], &[]).unwrap_err().contains("--port"));
+    }
+
+    #[test]
+    fn help_wins_over_other_flags() {
+        assert_eq!(run(&["--port", "x", "--help"], &[]).unwrap_err(), "Help");
+    }
+}

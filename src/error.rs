@@ -1,0 +1,211 @@
+//! The one HTTP-facing error type: every failure a request can meet, with its status and code.
+//!
+//! Invariants: a variant carries ids, field names and rules, never a secret value; an
+//! `Internal` cause is logged by the server and never reaches a response body.
+
+use std::fmt;
+
+/// Everything a handler or the server layer can answer with instead of success.
+#[derive(Debug)]
+pub enum ApiError {
+    /// No route has this path (api-decisions §7).
+    NotFound,
+    /// The path exists but not with this method; the slice is the `Allow` list.
+    MethodNotAllowed(Vec<&'static str>),
+    /// The body is not JSON at all; the text says where parsing stopped.
+    InvalidJson(String),
+    /// A field broke a validation rule: `details` names the field and the rule.
+    Validation {
+        field: String,
+        rule: String,
+    },
+    /// A query parameter is malformed.
+    InvalidParameter {
+        name: String,
+        rule: String,
+    },
+    HostNotFound,
+    GroupNotFound,
+    KeyNotFound,
+    /// A name clashes with an existing one; the text names where.
+    DuplicateName(String),
+    DuplicateKey,
+    /// A key is still referenced by this many hosts.
+    KeyInUse(u64),
+    /// A host is still used as a jump host by this many hosts.
+    HostInUse(u64),
+    InvalidMove(String),
+    InvalidJumpChain(String),
+    InvalidKey(String),
+    InvalidPassphrase,
+    VaultLocked,
+    InvalidPassword,
+    VaultNoPassword,
+    Unauthorized,
+    Forbidden(String),
+    PayloadTooLarge,
+    /// The request itself is malformed at the HTTP level (framing, encoding).
+    BadRequest(String),
+    /// Too many slow operations at once; the client may retry.
+    Busy,
+    /// Anything unexpected. The cause is for the log only.
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn validation(field: &str, rule: impl Into<String>) -> ApiError {
+        ApiError::Validation {
+            field: field.to_owned(),
+            rule: rule.into(),
+        }
+    }
+
+    pub fn parameter(name: &str, rule: impl Into<String>) -> ApiError {
+        ApiError::InvalidParameter {
+            name: name.to_owned(),
+            rule: rule.into(),
+        }
+    }
+
+    pub fn internal(cause: impl fmt::Display) -> ApiError {
+        ApiError::Internal(cause.to_string())
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::InvalidJson(_)
+            | ApiError::Validation { .. }
+            | ApiError::InvalidParameter { .. }
+            | ApiError::InvalidMove(_)
+            | ApiError::InvalidJumpChain(_)
+            | ApiError::InvalidKey(_)
+            | ApiError::InvalidPassphrase
+            | ApiError::BadRequest(_) => 400,
+            ApiError::VaultLocked | ApiError::InvalidPassword | ApiError::Unauthorized => 401,
+            ApiError::Forbidden(_) => 403,
+            ApiError::NotFound
+            | ApiError::HostNotFound
+            | ApiError::GroupNotFound
+            | ApiError::KeyNotFound => 404,
+            ApiError::MethodNotAllowed(_) => 405,
+            ApiError::DuplicateName(_)
+            | ApiError::DuplicateKey
+            | ApiError::KeyInUse(_)
+            | ApiError::HostInUse(_)
+            | ApiError::VaultNoPassword => 409,
+            ApiError::PayloadTooLarge => 413,
+            ApiError::Busy => 503,
+            ApiError::Internal(_) => 500,
+        }
+    }
+
+    /// The stable upper-case identifier of the spec's error body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::NotFound => "NOT_FOUND",
+            ApiError::MethodNotAllowed(_) => "METHOD_NOT_ALLOWED",
+            ApiError::InvalidJson(_) => "INVALID_JSON",
+            ApiError::Validation { .. } | ApiError::InvalidParameter { .. } => "VALIDATION_ERROR",
+            ApiError::HostNotFound => "HOST_NOT_FOUND",
+            ApiError::GroupNotFound => "GROUP_NOT_FOUND",
+            ApiError::KeyNotFound => "KEY_NOT_FOUND",
+            ApiError::DuplicateName(_) => "DUPLICATE_NAME",
+            ApiError::DuplicateKey => "DUPLICATE_KEY",
+            ApiError::KeyInUse(_) => "KEY_IN_USE",
+            ApiError::HostInUse(_) => "HOST_IN_USE",
+            ApiError::InvalidMove(_) => "INVALID_MOVE",
+            ApiError::InvalidJumpChain(_) => "INVALID_JUMP_CHAIN",
+            ApiError::InvalidKey(_) => "INVALID_KEY",
+            ApiError::InvalidPassphrase => "INVALID_PASSPHRASE",
+            ApiError::VaultLocked => "VAULT_LOCKED",
+            ApiError::InvalidPassword => "INVALID_PASSWORD",
+            ApiError::VaultNoPassword => "VAULT_NO_PASSWORD",
+            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::Forbidden(_) => "FORBIDDEN",
+            ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ApiError::BadRequest(_) => "BAD_REQUEST",
+            ApiError::Busy => "BUSY",
+            ApiError::Internal(_) => "INTERNAL_ERROR",
+        }
+    }
+
+    /// The short human message of the error body.
+    pub fn message(&self) -> &'static str {
+        match self {
+            ApiError::NotFound => "no such endpoint",
+            ApiError::MethodNotAllowed(_) => "method not allowed on this endpoint",
+            ApiError::InvalidJson(_) => "request body is not valid JSON",
+            ApiError::Validation { .. } => "validation failed",
+            ApiError::InvalidParameter { .. } => "invalid query parameter",
+            ApiError::HostNotFound => "host not found",
+            ApiError::GroupNotFound => "group not found",
+            ApiError::KeyNotFound => "key not found",
+            ApiError::DuplicateName(_) => "name already in use",
+            ApiError::DuplicateKey => "key already stored",
+            ApiError::KeyInUse(_) => "key is in use",
+            ApiError::HostInUse(_) => "host is in use as a jump host",
+            ApiError::InvalidMove(_) => "invalid move",
+            ApiError::InvalidJumpChain(_) => "invalid jump chain",
+            ApiError::InvalidKey(_) => "invalid private key",
+            ApiError::InvalidPassphrase => "wrong passphrase for this key",
+            ApiError::VaultLocked => "vault is locked",
+            ApiError::InvalidPassword => "wrong master password",
+            ApiError::VaultNoPassword => "vault has no master password",
+            ApiError::Unauthorized => "missing or wrong bearer token",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::PayloadTooLarge => "request body too large",
+            ApiError::BadRequest(_) => "malformed request",
+            ApiError::Busy => "service busy, retry shortly",
+            ApiError::Internal(_) => "internal error",
+        }
+    }
+
+    /// The optional `details` text. Never carries an internal cause.
+    pub fn details(&self) -> Option<String> {
+        match self {
+            ApiError::InvalidJson(text)
+            | ApiError::DuplicateName(text)
+            | ApiError::InvalidMove(text)
+            | ApiError::InvalidJumpChain(text)
+            | ApiError::InvalidKey(text)
+            | ApiError::Forbidden(text)
+            | ApiError::BadRequest(text) => Some(text.clone()),
+            ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
+            ApiError::InvalidParameter { name, rule } => {
+                Some(format!("query parameter {name}: {rule}"))
+            }
+            ApiError::KeyInUse(count) => Some(format!("the key is used by {count} host(s)")),
+            ApiError::HostInUse(count) => {
+                Some(format!("the host is a jump host of {count} host(s)"))
+            }
+            ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),
+            ApiError::PayloadTooLarge => {
+                Some(format!("the limit is {} bytes", crate::api::MAX_BODY_BYTES))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.details() {
+            Some(details) => write!(f, "{} ({}): {details}", self.message(), self.code()),
+            None => write!(f, "{} ({})", self.message(), self.code()),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(err: crate::store::StoreError) -> ApiError {
+        match err {
+            crate::store::StoreError::HostNotFound => ApiError::HostNotFound,
+            crate::store::StoreError::GroupNotFound => ApiError::GroupNotFound,
+            crate::store::StoreError::KeyNotFound => ApiError::KeyNotFound,
+            crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
+            crate::store::StoreError::Sqlite(cause) => ApiError::Internal(cause),
+        }
+    }
+}
