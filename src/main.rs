@@ -73,6 +73,8 @@ fn serve(config: Config) -> Result<(), String> {
     let schema = db.schema_version().map_err(|err| err.to_string())?;
     let listener = TcpListener::bind((config.bind, config.port))
         .map_err(|err| format!("cannot listen on {}:{}: {err}", config.bind, config.port))?;
+    let listener = server::tune_listener(listener)
+        .map_err(|err| format!("cannot set socket options: {err}"))?;
     let port = listener.local_addr().map_err(|err| err.to_string())?.port();
 
     let (events_tx, events) = mpsc::channel();

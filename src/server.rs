@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
@@ -48,6 +49,13 @@ const RETIRED_IDLE: Duration = Duration::from_secs(30);
 /// Back-off between attempts to start a new `Server` after an accept failure.
 const ACCEPT_RETRY_MIN: Duration = Duration::from_millis(50);
 const ACCEPT_RETRY_MAX: Duration = Duration::from_secs(1);
+
+/// A connection that sends nothing for this long (between requests, or inside one) is
+/// closed, and a client that reads nothing of its response for this long is dropped.
+/// tiny_http sets no socket timeouts; Linux copies these from the listening socket to every
+/// socket it accepts. The value bounds how long an idle or stalled client can hold one of
+/// tiny_http's connection threads, and so how long a connection queued behind them can wait.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long shutdown waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -91,8 +99,9 @@ pub fn run(
         })
         .collect::<io::Result<_>>()?;
 
-    start_pump(&context, &listener, &events_tx)?;
-    let reason = supervise(&context, &listener, &events_tx, &events);
+    report_tiny_http_panics(events_tx.clone());
+    let first = start_pump(&context, &listener, &events_tx)?;
+    let reason = supervise(&context, &listener, first, &events_tx, &events);
     log::info!("shutting down ({reason})");
     context.shutdown.store(true, Ordering::SeqCst);
     let deadline = Instant::now() + SHUTDOWN_GRACE;
@@ -111,6 +120,7 @@ pub fn run(
 fn supervise(
     context: &Arc<Context>,
     listener: &TcpListener,
+    mut current: Arc<AtomicBool>,
     events_tx: &Sender<Event>,
     events: &Receiver<Event>,
 ) -> &'static str {
@@ -121,6 +131,7 @@ fn supervise(
             Err(_) => return "event channel closed",
             Ok(Event::AcceptFailed(err)) => {
                 log::warn!("accept stopped ({err}); starting a new listener thread");
+                current.store(true, Ordering::SeqCst);
                 // Retry until a new Server starts, staying responsive to shutdown.
                 loop {
                     match events.recv_timeout(backoff) {
@@ -130,15 +141,48 @@ fn supervise(
                     }
                     backoff = (backoff * 2).min(ACCEPT_RETRY_MAX);
                     match start_pump(context, listener, events_tx) {
-                        Ok(()) => break,
+                        Ok(retired) => {
+                            current = retired;
+                            break;
+                        }
                         Err(err) => log::warn!("cannot restart accepting yet: {err}"),
                     }
                 }
+                log::info!("accepting again");
             }
         }
-        // A restart that holds for a while resets the back-off.
         backoff = ACCEPT_RETRY_MIN;
     }
+}
+
+/// Gives every accepted socket `TCP_NODELAY` and the `IDLE_TIMEOUT` read and write
+/// timeouts by setting them on the listening socket, which Linux copies to each socket it
+/// accepts. The conversions through `OwnedFd` are std's safe ones.
+pub fn tune_listener(listener: TcpListener) -> io::Result<TcpListener> {
+    let socket = TcpStream::from(OwnedFd::from(listener));
+    socket.set_nodelay(true)?;
+    socket.set_read_timeout(Some(IDLE_TIMEOUT))?;
+    socket.set_write_timeout(Some(IDLE_TIMEOUT))?;
+    Ok(TcpListener::from(OwnedFd::from(socket)))
+}
+
+/// tiny_http's accept thread can also die by panicking (an `unwrap()` on `try_clone()` of an
+/// accepted socket when descriptors run out), which `recv()` never reports. Any panic
+/// inside tiny_http is therefore treated as an accept failure: a spare restart costs one
+/// new accept thread, a missed one costs the service. The previous hook still runs.
+fn report_tiny_http_panics(events: Sender<Event>) {
+    let previous = panic::take_hook();
+    panic::set_hook(Box::new(move |info| {
+        previous(info);
+        if info
+            .location()
+            .is_some_and(|location| location.file().contains("tiny_http"))
+        {
+            let _ = events.send(Event::AcceptFailed(io::Error::other(
+                "a tiny_http thread panicked",
+            )));
+        }
+    }));
 }
 
 /// What the server layer shares between its threads. `AppState` is the application's;
@@ -159,22 +203,26 @@ enum Job {
 }
 
 /// Starts a tiny_http `Server` on a clone of `listener` and a pump thread feeding workers.
+/// Returns the flag that retires this generation once its accept thread has died.
 fn start_pump(
     context: &Arc<Context>,
     listener: &TcpListener,
     events: &Sender<Event>,
-) -> io::Result<()> {
+) -> io::Result<Arc<AtomicBool>> {
     let server = Server::from_listener(listener.try_clone()?, None).map_err(io::Error::other)?;
     let context = Arc::clone(context);
     let events = events.clone();
+    let retired = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&retired);
     thread::Builder::new()
         .name("pump".into())
-        .spawn(move || pump(&server, &context, &events))?;
-    Ok(())
+        .spawn(move || pump(&server, &context, &flag, &events))?;
+    Ok(retired)
 }
 
-fn pump(server: &Server, context: &Context, events: &Sender<Event>) {
-    let mut retired = false;
+/// Moves requests from one tiny_http `Server` to the workers. A retired pump (its accept
+/// thread died) keeps serving the connections it has until they fall idle.
+fn pump(server: &Server, context: &Context, retired: &AtomicBool, events: &Sender<Event>) {
     let mut last_request = Instant::now();
     while !context.shutdown.load(Ordering::SeqCst) {
         match server.recv_timeout(TICK) {
@@ -184,14 +232,16 @@ fn pump(server: &Server, context: &Context, events: &Sender<Event>) {
                     return;
                 }
             }
-            Ok(None) if retired && last_request.elapsed() > RETIRED_IDLE => return,
+            Ok(None) if retired.load(Ordering::SeqCst) && last_request.elapsed() > RETIRED_IDLE => {
+                return
+            }
             Ok(None) => {}
             // recv_timeout only fails with the accept thread's final error.
-            Err(err) if !retired => {
-                retired = true;
-                let _ = events.send(Event::AcceptFailed(err));
+            Err(err) => {
+                if !retired.swap(true, Ordering::SeqCst) {
+                    let _ = events.send(Event::AcceptFailed(err));
+                }
             }
-            Err(_) => {}
         }
     }
 }
@@ -370,8 +420,8 @@ fn write_reply(request: Request, method: Method, reply: &Reply) {
     }
 }
 
-/// Answers `err` with `Connection: close` on a thread of its own: tiny_http drains the
-/// unread body (up to its declared length) after writing, and that may wait on the client.
+/// Answers `err` and gives up on the connection, on a thread of its own: tiny_http drains
+/// the unread body (up to its declared length) after writing, and that may wait on the client.
 fn respond_and_close(context: &Context, request: Request, err: &ApiError) {
     remember_closed(context, &request);
     let reply = Reply::error(err);
@@ -392,13 +442,14 @@ fn remember_closed(context: &Context, request: &Request) {
     }
 }
 
-/// Writes `reply` with `Connection: close` through tiny_http's own `respond`, which writes
-/// before it drains the unread body. Small bodies, so its two writes cost nothing here.
+/// Writes `reply` through tiny_http's own `respond`, which writes before it drains the
+/// unread body (`into_writer` drains first, and would wait on a client that declared a body
+/// and sends none). tiny_http drops any `Connection` header we add there, so the client is
+/// not told; `ClosedConnections` refuses whatever tiny_http reads from the socket next.
 fn write_and_close(request: Request, reply: &Reply) {
     let mut headers = vec![
         Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
             .expect("constant header is valid"),
-        Header::from_bytes(&b"Connection"[..], &b"close"[..]).expect("constant header is valid"),
     ];
     headers.extend(
         reply

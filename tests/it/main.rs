@@ -1,0 +1,8 @@
+//! The one integration-test crate (style §3.4): every test starts the real binary and
+//! talks HTTP to it. One module per area.
+
+#![allow(clippy::unwrap_used)]
+
+mod limits;
+mod process;
+mod support;

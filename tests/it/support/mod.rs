@@ -1,0 +1,496 @@
+//! The black-box harness: starts the real binary on a fresh data dir, reads `SERVICE_PORT`,
+//! and talks HTTP/1.1 over plain sockets (a small client is enough; no HTTP crate).
+//!
+//! `Service` kills and reaps its child on drop, also when a test panics, and prints the
+//! child's stderr when the test failed.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_host-manager");
+
+/// How long a service may take to print `SERVICE_PORT` before the test fails.
+const START_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Socket read timeout for requests: a hang fails the test instead of stalling the suite.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(20);
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh, empty directory under cargo's per-target temp dir, named after the test.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let n = NEXT_DIR.fetch_add(1, Ordering::SeqCst);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create test dir");
+    dir
+}
+
+/// One running service.
+pub struct Service {
+    pub child: Child,
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub stderr_path: PathBuf,
+    /// Lines printed on stdout after the `SERVICE_PORT` line (should stay empty).
+    pub stdout_rest: mpsc::Receiver<String>,
+    /// Every stdout line before and including `SERVICE_PORT`.
+    pub stdout_head: Vec<String>,
+    pub stdin: Option<ChildStdin>,
+}
+
+/// How to start a service.
+#[derive(Default)]
+pub struct Options<'a> {
+    pub args: Vec<String>,
+    pub data_dir: Option<PathBuf>,
+    /// Written to stdin right after spawning (then stdin stays open unless `close_stdin`).
+    pub stdin: Option<&'a [u8]>,
+    pub close_stdin: bool,
+    pub env: Vec<(String, String)>,
+    /// A shell prefix such as `ulimit -n 64;` (runs the binary through `sh -c`).
+    pub shell_prefix: Option<String>,
+}
+
+impl Service {
+    /// Starts the binary on a fresh data dir named after `name`.
+    pub fn start(name: &str) -> Service {
+        Service::start_with(name, Options::default())
+    }
+
+    pub fn start_args(name: &str, args: &[&str]) -> Service {
+        Service::start_with(
+            name,
+            Options {
+                args: args.iter().map(|a| a.to_string()).collect(),
+                ..Options::default()
+            },
+        )
+    }
+
+    pub fn start_with(name: &str, options: Options<'_>) -> Service {
+        match Service::try_start(name, options) {
+            Ok(service) => service,
+            Err((message, stderr)) => {
+                panic!("service did not start: {message}\n--- stderr ---\n{stderr}")
+            }
+        }
+    }
+
+    /// Starts the binary; on failure returns the reason and its stderr.
+    pub fn try_start(name: &str, options: Options<'_>) -> Result<Service, (String, String)> {
+        let base = fresh_dir(name);
+        let data_dir = options
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| base.join("data"));
+        let stderr_path = base.join("stderr.log");
+        let mut command = match &options.shell_prefix {
+            Some(prefix) => {
+                let mut command = Command::new("sh");
+                let quoted: Vec<String> = options.args.iter().map(|a| shell_quote(a)).collect();
+                command.arg("-c").arg(format!(
+                    "{prefix} exec {} --data-dir {} {}",
+                    shell_quote(BIN),
+                    shell_quote(&data_dir.to_string_lossy()),
+                    quoted.join(" ")
+                ));
+                command
+            }
+            None => {
+                let mut command = Command::new(BIN);
+                command.arg("--data-dir").arg(&data_dir).args(&options.args);
+                command
+            }
+        };
+        command
+            .env("RUST_LOG", "debug")
+            .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(fs::File::create(&stderr_path).expect("create stderr log"));
+        let mut child = command.spawn().expect("spawn host-manager");
+        let mut stdin = child.stdin.take();
+        if let (Some(bytes), Some(pipe)) = (options.stdin, stdin.as_mut()) {
+            pipe.write_all(bytes).expect("write stdin");
+            pipe.flush().expect("flush stdin");
+        }
+        if options.close_stdin {
+            stdin = None;
+        }
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines_tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(line) => {
+                        if lines_tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        let deadline = Instant::now() + START_DEADLINE;
+        let mut head = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    let port = line
+                        .strip_prefix("SERVICE_PORT=")
+                        .and_then(|p| p.parse::<u16>().ok());
+                    head.push(line);
+                    if let Some(port) = port {
+                        return Ok(Service {
+                            child,
+                            port,
+                            data_dir,
+                            stderr_path,
+                            stdout_rest: lines,
+                            stdout_head: head,
+                            stdin,
+                        });
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
+                    return Err((format!("no SERVICE_PORT line; stdout was {head:?}"), stderr));
+                }
+            }
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Sends one request on a new connection and reads the response.
+    pub fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Response {
+        let body_text = body.map(|b| b.to_string());
+        let mut headers = vec![];
+        if body_text.is_some() {
+            headers.push(("Content-Type", "application/json".to_string()));
+        }
+        self.request_raw_body(
+            method,
+            path,
+            &headers,
+            body_text.as_deref().map(str::as_bytes),
+        )
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> Response {
+        self.request("POST", path, Some(body))
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> Response {
+        self.request("PUT", path, Some(body))
+    }
+
+    pub fn delete(&self, path: &str) -> Response {
+        self.request("DELETE", path, None)
+    }
+
+    /// A request with explicit extra headers and raw body bytes.
+    pub fn request_raw_body(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Option<&[u8]>,
+    ) -> Response {
+        let mut client = self.client();
+        client.send(method, path, headers, body);
+        client.read_response()
+    }
+
+    /// A keep-alive connection.
+    pub fn client(&self) -> Client {
+        Client::connect(&self.addr())
+    }
+
+    /// Writes `bytes` on a new connection, half-closes, and returns everything read back.
+    pub fn raw(&self, bytes: &[u8]) -> String {
+        let mut stream = TcpStream::connect(self.addr()).expect("connect");
+        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        stream.write_all(bytes).expect("write raw");
+        let _ = stream.shutdown(Shutdown::Write);
+        let mut out = Vec::new();
+        let _ = stream.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Sends SIGTERM and waits up to `deadline` for the exit.
+    pub fn terminate(&mut self, deadline: Duration) -> Option<ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        self.wait_exit(deadline)
+    }
+
+    /// Polls for the child's exit until `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<ExitStatus> {
+        let until = Instant::now() + deadline;
+        while Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Paths of the database file and its WAL/SHM sidecars that exist now.
+    pub fn db_files(&self) -> Vec<PathBuf> {
+        [
+            "host-manager.db",
+            "host-manager.db-wal",
+            "host-manager.db-shm",
+        ]
+        .iter()
+        .map(|name| self.data_dir.join(name))
+        .filter(|path| path.exists())
+        .collect()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!(
+                "--- host-manager stderr ({}) ---\n{}",
+                self.stderr_path.display(),
+                self.stderr()
+            );
+        }
+    }
+}
+
+/// A parsed HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Header names lowercased; repeated headers joined with ", ".
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as JSON; panics with the raw text when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
+            panic!(
+                "body is not JSON ({err}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Asserts the status and the spec's error shape with this `code`.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) -> Value {
+        assert_eq!(self.status, status, "status; body: {}", self.text());
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json"),
+            "content type"
+        );
+        let body = self.json();
+        assert_eq!(body["code"], code, "error code; body: {body}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "error message: {body}"
+        );
+        if let Some(details) = body.get("details") {
+            assert!(details.is_string(), "details must be a string: {body}");
+        }
+        body
+    }
+
+    /// Asserts the status and returns the JSON body.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> Value {
+        assert_eq!(self.status, status, "status; body: {}", self.text());
+        if status == 204 {
+            assert!(self.body.is_empty(), "204 must have no body");
+            return Value::Null;
+        }
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json"),
+            "content type"
+        );
+        self.json()
+    }
+}
+
+/// A keep-alive HTTP/1.1 client over one socket.
+pub struct Client {
+    stream: BufReader<TcpStream>,
+}
+
+impl Client {
+    pub fn connect(addr: &str) -> Client {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        Client {
+            stream: BufReader::new(stream),
+        }
+    }
+
+    pub fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Option<&[u8]>,
+    ) {
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        let has_length = headers.iter().any(|(n, _)| {
+            n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
+        });
+        if let (Some(body), false) = (body, has_length) {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        if let Some(body) = body {
+            bytes.extend_from_slice(body);
+        }
+        self.stream
+            .get_mut()
+            .write_all(&bytes)
+            .expect("write request");
+    }
+
+    pub fn request(&mut self, method: &str, path: &str, body: Option<&Value>) -> Response {
+        let text = body.map(|b| b.to_string());
+        let headers = if text.is_some() {
+            vec![("Content-Type", "application/json".to_string())]
+        } else {
+            vec![]
+        };
+        self.send(method, path, &headers, text.as_deref().map(str::as_bytes));
+        self.read_response()
+    }
+
+    /// Reads one response framed by Content-Length (or none for 204/304).
+    pub fn read_response(&mut self) -> Response {
+        let mut status_line = String::new();
+        self.stream
+            .read_line(&mut status_line)
+            .expect("read status line");
+        let status = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let mut headers: HashMap<String, String> = HashMap::new();
+        loop {
+            let mut line = String::new();
+            self.stream.read_line(&mut line).expect("read header");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers
+                    .entry(name.trim().to_ascii_lowercase())
+                    .and_modify(|v| {
+                        v.push_str(", ");
+                        v.push_str(value.trim())
+                    })
+                    .or_insert_with(|| value.trim().to_string());
+            }
+        }
+        let length: usize = headers
+            .get("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).expect("read body");
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Polls `condition` every 20 ms until it holds or `deadline` passes.
+pub fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + deadline;
+    while Instant::now() < until {
+        if condition() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    condition()
+}
+
+/// All bytes of the files in `dir` (db, wal, shm, lock), for secret scans.
+pub fn read_all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_file() {
+                if let Ok(bytes) = fs::read(&path) {
+                    out.push((path, bytes));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// True when `needle` occurs in `haystack`.
+pub fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
