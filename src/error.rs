@@ -209,3 +209,12 @@ impl From<crate::store::StoreError> for ApiError {
         }
     }
 }
+
+impl From<crate::vault::VaultError> for ApiError {
+    fn from(err: crate::vault::VaultError) -> ApiError {
+        match err {
+            crate::vault::VaultError::Locked => ApiError::VaultLocked,
+            corrupt @ crate::vault::VaultError::Corrupt { .. } => ApiError::internal(corrupt),
+        }
+    }
+}

@@ -32,7 +32,7 @@ use std::thread;
 use crate::config::{Command, Config, USAGE};
 use crate::server::Event;
 use crate::state::AppState;
-use crate::vault::Vault;
+use crate::vault::{DataKey, Vault};
 
 /// Mode of the data directory (api-decisions §1).
 const DATA_DIR_MODE: u32 = 0o700;
@@ -87,7 +87,8 @@ fn serve(config: Config) -> Result<(), String> {
         config.bind,
         config.data_dir.display()
     );
-    let state = Arc::new(AppState::new(config, db, Vault::default()));
+    let vault = open_vault(&db)?;
+    let state = Arc::new(AppState::new(config, db, vault));
     if write_stdout(&format!("SERVICE_PORT={port}\n")) != ExitCode::SUCCESS {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
@@ -95,6 +96,25 @@ fn serve(config: Config) -> Result<(), String> {
         .map_err(|err| format!("server failed: {err}"))?;
     log::info!("stopped");
     Ok(())
+}
+
+/// Loads the vault's data key, creating one on first start (no master password yet).
+fn open_vault(db: &store::Db) -> Result<Vault, String> {
+    let row = db
+        .read(store::vault_meta::load)
+        .map_err(|err| format!("cannot read the vault: {err}"))?;
+    match row {
+        Some(row) => match DataKey::from_bytes(&row.data_key) {
+            Some(key) if row.header.is_none() => Ok(Vault::NoPassword(key)),
+            _ => Err("the vault row is not in a format this build understands".into()),
+        },
+        None => {
+            let key = DataKey::generate();
+            db.write(|tx| store::vault_meta::save(tx, None, key.expose()))
+                .map_err(|err| format!("cannot create the vault: {err}"))?;
+            Ok(Vault::NoPassword(key))
+        }
+    }
 }
 
 /// Creates the data dir (mode 0700) and takes its lock file. A second service on the same

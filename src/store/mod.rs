@@ -5,6 +5,7 @@
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
 pub mod migrate;
+pub mod vault_meta;
 
 use std::fmt;
 use std::fs::{self, OpenOptions};

@@ -1,0 +1,209 @@
+//! AES-256-GCM sealing of one secret under the data key, bound to where it is stored.
+//!
+//! Stored form: `version ‖ nonce(12) ‖ ciphertext+tag`. The associated data names the
+//! table, row id and field, so a ciphertext copied to another row or field fails to open.
+//! A fresh random 96-bit nonce per seal: with random nonces, one key stays safe for about
+//! 2^32 seals, far beyond a host catalogue's lifetime of edits.
+
+use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use aes_gcm::{Aes256Gcm, Key, Nonce};
+use zeroize::Zeroizing;
+
+use crate::vault::secret::Secret;
+
+/// Format byte of a sealed value.
+pub const SEALED_VERSION: u8 = 1;
+const NONCE_BYTES: usize = 12;
+/// Domain separation: no other use of the data key can produce this associated data.
+const AAD_PREFIX: &str = "host-manager/v1/secret";
+
+/// The 256-bit key that seals every secret. Wiped on drop; never logged.
+pub struct DataKey(Zeroizing<[u8; 32]>);
+
+/// Where a sealed value lives. Binds the ciphertext to that place.
+#[derive(Clone, Copy, Debug)]
+pub struct SealContext<'a> {
+    pub table: &'static str,
+    pub row_id: &'a str,
+    pub field: &'static str,
+}
+
+/// Why a sealed value could not be opened. Carries no secret and no key material.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SealError {
+    /// Too short, or an unknown format byte.
+    Malformed,
+    /// Authentication failed: wrong key, tampered bytes, or the wrong row or field.
+    Rejected,
+}
+
+impl DataKey {
+    /// A fresh key from the OS random source.
+    pub fn generate() -> DataKey {
+        let key = Aes256Gcm::generate_key(&mut OsRng);
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        bytes.copy_from_slice(&key);
+        DataKey(bytes)
+    }
+
+    /// A key from its 32 stored bytes; `None` for any other length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<DataKey> {
+        let array: [u8; 32] = bytes.try_into().ok()?;
+        Some(DataKey(Zeroizing::new(array)))
+    }
+
+    /// The raw key bytes, for storing it (unwrapped only when no master password is set).
+    pub fn expose(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    pub fn seal(&self, context: SealContext<'_>, plaintext: &[u8]) -> Vec<u8> {
+        seal_with(&self.0, &aad(context), plaintext)
+    }
+
+    pub fn open(&self, context: SealContext<'_>, sealed: &[u8]) -> Result<Secret, SealError> {
+        open_with(&self.0, &aad(context), sealed)
+    }
+}
+
+impl std::fmt::Debug for DataKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DataKey(<redacted>)")
+    }
+}
+
+/// Seals `plaintext` under a raw 256-bit `key` with associated data `aad`.
+pub fn seal_with(key: &[u8; 32], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
+    let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key));
+    let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+    // Encryption with a valid key and nonce fails only for plaintexts over 64 GiB.
+    let ciphertext = cipher
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: plaintext,
+                aad,
+            },
+        )
+        .expect("AES-GCM encryption of a bounded plaintext cannot fail");
+    let mut sealed = Vec::with_capacity(1 + NONCE_BYTES + ciphertext.len());
+    sealed.push(SEALED_VERSION);
+    sealed.extend_from_slice(&nonce);
+    sealed.extend_from_slice(&ciphertext);
+    sealed
+}
+
+/// Opens what `seal_with` produced with the same key and associated data.
+pub fn open_with(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Result<Secret, SealError> {
+    if sealed.len() < 1 + NONCE_BYTES + 16 || sealed[0] != SEALED_VERSION {
+        return Err(SealError::Malformed);
+    }
+    let (nonce, ciphertext) = sealed[1..].split_at(NONCE_BYTES);
+    let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key));
+    cipher
+        .decrypt(
+            Nonce::from_slice(nonce),
+            Payload {
+                msg: ciphertext,
+                aad,
+            },
+        )
+        .map(Secret::new)
+        .map_err(|_| SealError::Rejected)
+}
+
+/// The associated data of a secret: prefix, table, row id and field, NUL-separated so
+/// no two places share it.
+fn aad(context: SealContext<'_>) -> Vec<u8> {
+    format!(
+        "{AAD_PREFIX}\0{}\0{}\0{}",
+        context.table, context.row_id, context.field
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::vault::seal::{DataKey, SealContext, SealError};
+
+    const HOST_PASSWORD: SealContext<'static> = SealContext {
+        table: "hosts",
+        row_id: "a",
+        field: "password",
+    };
+
+    #[test]
+    fn sealed_secret_opens_in_the_same_place() {
+        let key = DataKey::generate();
+        let sealed = key.seal(HOST_PASSWORD, b"s3cret");
+        assert_eq!(
+            key.open(HOST_PASSWORD, &sealed).unwrap().expose(),
+            b"s3cret"
+        );
+    }
+
+    #[test]
+    fn two_seals_of_the_same_secret_differ() {
+        let key = DataKey::generate();
+        assert_ne!(key.seal(HOST_PASSWORD, b"x"), key.seal(HOST_PASSWORD, b"x"));
+    }
+
+    #[test]
+    fn ciphertext_moved_to_another_row_or_field_fails() {
+        let key = DataKey::generate();
+        let sealed = key.seal(HOST_PASSWORD, b"s3cret");
+        let other_row = SealContext {
+            row_id: "b",
+            ..HOST_PASSWORD
+        };
+        let other_field = SealContext {
+            field: "passphrase",
+            ..HOST_PASSWORD
+        };
+        assert_eq!(
+            key.open(other_row, &sealed).unwrap_err(),
+            SealError::Rejected
+        );
+        assert_eq!(
+            key.open(other_field, &sealed).unwrap_err(),
+            SealError::Rejected
+        );
+    }
+
+    #[test]
+    fn tampered_nonce_ciphertext_or_tag_fails() {
+        let key = DataKey::generate();
+        let sealed = key.seal(HOST_PASSWORD, b"s3cret");
+        for index in [1, 13, sealed.len() - 1] {
+            let mut tampered = sealed.clone();
+            tampered[index] ^= 1;
+            assert_eq!(
+                key.open(HOST_PASSWORD, &tampered).unwrap_err(),
+                SealError::Rejected,
+                "byte {index}"
+            );
+        }
+        let mut wrong_version = sealed.clone();
+        wrong_version[0] = 9;
+        assert_eq!(
+            key.open(HOST_PASSWORD, &wrong_version).unwrap_err(),
+            SealError::Malformed
+        );
+        assert_eq!(
+            key.open(HOST_PASSWORD, &sealed[..20]).unwrap_err(),
+            SealError::Malformed
+        );
+    }
+
+    #[test]
+    fn another_key_cannot_open() {
+        let sealed = DataKey::generate().seal(HOST_PASSWORD, b"s3cret");
+        assert_eq!(
+            DataKey::generate()
+                .open(HOST_PASSWORD, &sealed)
+                .unwrap_err(),
+            SealError::Rejected
+        );
+    }
+}
