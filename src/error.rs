@@ -205,6 +205,8 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::GroupNotFound => ApiError::GroupNotFound,
             crate::store::StoreError::KeyNotFound => ApiError::KeyNotFound,
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
+            crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
+            crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
             crate::store::StoreError::Sqlite(cause) => ApiError::Internal(cause),
         }
     }

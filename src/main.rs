@@ -11,8 +11,10 @@
 mod api;
 mod config;
 mod error;
+mod model;
 mod router;
 mod server;
+mod sshkey;
 mod state;
 mod store;
 mod vault;

@@ -1,8 +1,10 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
 //! Lock order when both are needed: vault first, then db (style §1.3). Config is read-only
-//! after start-up.
+//! after start-up. Besides the two mutexes it holds one counter: the RSA generations in
+//! progress (`AtomicUsize`).
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::config::Config;
@@ -13,6 +15,10 @@ pub struct AppState {
     pub config: Config,
     pub db: Db,
     vault: Mutex<Vault>,
+    /// RSA key generations running now (api::keys caps them). Lock-free on purpose: a
+    /// generation takes seconds and must not hold a lock; the counter is only ever moved by
+    /// a compare-and-swap that stays under the cap and by the slot's drop.
+    pub rsa_generations: AtomicUsize,
 }
 
 impl AppState {
@@ -21,6 +27,7 @@ impl AppState {
             config,
             db,
             vault: Mutex::new(vault),
+            rsa_generations: AtomicUsize::new(0),
         }
     }
 

@@ -1,30 +1,304 @@
-//! `/api/keys` endpoints. Placeholder until issue #7 lands: every route answers 404.
+//! `/api/keys` endpoints: import or generate a key (POST), list, get, rename or re-comment
+//! (PUT), delete.
+//!
+//! Invariants: a private key or passphrase moves from the request body into a
+//! `vault::Secret` and is sealed before it reaches the store; no response here carries one
+//! (only `hosts::connect` does). The slow work, RSA generation (seconds) and bcrypt-pbkdf
+//! (~120 ms), runs while neither the vault nor the db lock is held, and at most
+//! `MAX_RSA_GENERATIONS` RSA generations run at once, so other requests keep being answered.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
+use crate::model::key::{self, Invalid, KeyName, KeyPatch, KeySpec, KeyView};
+use crate::sshkey::{self, ImportError, OpenSshKey};
 use crate::state::AppState;
+use crate::store::{self, keys::KeyUpdate, keys::NewKeyRow};
+use crate::vault::{SealContext, Secret};
 
-// TODO #7: implement.
-pub fn list(_state: &AppState) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// RSA generations allowed at once; one more answers 503 `BUSY` with `Retry-After`. Each
+/// takes a worker for up to ~20 s (4096 bits, ssh-key 0.6); two leave 14 of the 16 workers
+/// for everything else, and two cores have nothing more to give anyway.
+pub const MAX_RSA_GENERATIONS: usize = 2;
+
+/// `POST /api/keys`: imports when the body has `private_key`, generates when it has a
+/// `type` instead (api-decisions §5).
+pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let input: KeyInput = req.json()?;
+    let name = KeyName::parse(input.name.as_ref()).map_err(invalid)?;
+    let comment = input
+        .comment
+        .as_ref()
+        .map(key::comment)
+        .transpose()
+        .map_err(invalid)?;
+    let passphrase = passphrase(input.passphrase)?;
+    let private_key = private_key(input.private_key)?;
+    let spec = match (&private_key, &input.key_type) {
+        (Some(_), _) => None,
+        (None, Some(key_type)) => {
+            Some(KeySpec::parse(key_type, input.bits.as_ref()).map_err(invalid)?)
+        }
+        (None, None) => {
+            return Err(ApiError::validation(
+                "private_key",
+                "either private_key (to import a key) or type (to generate one) is required",
+            ))
+        }
+    };
+    // Refuse a taken name before seconds of work; the insert checks again.
+    if state
+        .db
+        .read(|conn| store::keys::name_taken(conn, name.key(), ""))?
+    {
+        return Err(ApiError::DuplicateName(
+            "another key already has this name (names compare case-insensitively)".into(),
+        ));
+    }
+    let made = match (private_key, spec) {
+        (Some(text), _) => import(&text, passphrase.as_ref(), comment)?,
+        (None, Some(spec)) => generate(state, spec, comment, passphrase.as_ref())?,
+        (None, None) => return Err(ApiError::internal("neither import nor generation")),
+    };
+    let id = store::new_id();
+    let (sealed_private_key, sealed_passphrase) = seal(state, &id, &made.key, passphrase)?;
+    let now = store::now_timestamp();
+    let row = NewKeyRow {
+        id: &id,
+        name: name.text(),
+        name_key: name.key(),
+        key_type: made.key.info.key_type,
+        public_key: &made.key.info.public_key,
+        fingerprint: &made.key.info.fingerprint,
+        comment: &made.comment,
+        has_passphrase: made.key.encrypted,
+        sealed_private_key: &sealed_private_key,
+        sealed_passphrase: sealed_passphrase.as_deref(),
+        created_at: &now,
+    };
+    let stored = state.db.write(|tx| store::keys::insert(tx, &row))?;
+    Reply::json(201, &stored.view())
 }
 
-// TODO #7: implement.
-pub fn create(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `GET /api/keys`: every key, by name (case-insensitively), then id.
+pub fn list(state: &AppState) -> Result<Reply, ApiError> {
+    let items = state
+        .db
+        .read(store::keys::list)?
+        .iter()
+        .map(key::Key::view)
+        .collect();
+    Reply::json(200, &KeyList { items })
 }
 
-// TODO #7: implement.
-pub fn get(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `GET /api/keys/:id` (extension).
+pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let key = state.db.read(|conn| store::keys::by_id(conn, id))?;
+    Reply::json(200, &key.view())
 }
 
-// TODO #7: implement.
-pub fn update(_state: &AppState, _req: &Req, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `PUT /api/keys/:id` (extension): `name` and `comment` only.
+pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let body: Map<String, Value> = req.json()?;
+    let patch = KeyPatch::parse(&body).map_err(invalid)?;
+    let key = state.db.write(|tx| {
+        let current = store::keys::by_id(tx, id)?;
+        let (name, name_key) = match &patch.name {
+            Some(name) => (name.text().to_owned(), name.key().to_owned()),
+            None => (current.name.clone(), current.name.to_lowercase()),
+        };
+        let comment = patch.comment.as_deref().unwrap_or(&current.comment);
+        let updated_at = later_than(&current.updated_at);
+        let update = KeyUpdate {
+            name: &name,
+            name_key: &name_key,
+            comment,
+            updated_at: &updated_at,
+        };
+        store::keys::update(tx, id, &update)
+    })?;
+    Reply::json(200, &key.view())
 }
 
-// TODO #7: implement.
-pub fn delete(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `DELETE /api/keys/:id` (extension): 204, or 409 `KEY_IN_USE` while hosts use the key.
+pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    state.db.write(|tx| store::keys::delete(tx, id))?;
+    Ok(Reply::no_content())
+}
+
+/// The create body. Widest JSON types, so validation names the field; unknown fields are
+/// ignored. `null` is the same as absent.
+#[derive(Deserialize)]
+struct KeyInput {
+    name: Option<Value>,
+    private_key: Option<Value>,
+    passphrase: Option<Value>,
+    #[serde(rename = "type")]
+    key_type: Option<Value>,
+    bits: Option<Value>,
+    comment: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct KeyList {
+    items: Vec<KeyView>,
+}
+
+/// An imported or generated key and the comment it will be stored with.
+struct MadeKey {
+    key: OpenSshKey,
+    comment: String,
+}
+
+/// One of the `MAX_RSA_GENERATIONS` slots; given back on drop, also when a panic unwinds.
+struct RsaSlot<'a>(&'a AtomicUsize);
+
+impl<'a> RsaSlot<'a> {
+    fn take(counter: &'a AtomicUsize) -> Option<RsaSlot<'a>> {
+        counter
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running < MAX_RSA_GENERATIONS).then_some(running + 1)
+            })
+            .ok()
+            .map(|_| RsaSlot(counter))
+    }
+}
+
+impl Drop for RsaSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// api-decisions §5: an OpenSSH private key, checked with its passphrase when one is given.
+/// The comment is the request's, else the one inside the key file.
+fn import(
+    text: &Secret,
+    passphrase: Option<&Secret>,
+    comment: Option<String>,
+) -> Result<MadeKey, ApiError> {
+    let key = sshkey::import(text, passphrase).map_err(|err| match err {
+        ImportError::WrongPassphrase => ApiError::InvalidPassphrase,
+        ImportError::NotEncrypted => ApiError::validation("passphrase", err.to_string()),
+        other => ApiError::InvalidKey(other.to_string()),
+    })?;
+    let comment = comment.unwrap_or_else(|| key::comment_from_key_file(&key.info.comment));
+    Ok(MadeKey { key, comment })
+}
+
+/// api-decisions §5: a new key of `spec`; RSA only while a generation slot is free.
+fn generate(
+    state: &AppState,
+    spec: KeySpec,
+    comment: Option<String>,
+    passphrase: Option<&Secret>,
+) -> Result<MadeKey, ApiError> {
+    let comment = comment.unwrap_or_default();
+    let _slot = match spec.is_slow() {
+        true => Some(RsaSlot::take(&state.rsa_generations).ok_or(ApiError::Busy)?),
+        false => None,
+    };
+    let key = sshkey::generate(spec, &comment, passphrase).map_err(ApiError::internal)?;
+    Ok(MadeKey { key, comment })
+}
+
+/// Seals the private key text and the passphrase for row `id`. The vault guard lives only
+/// inside this function: never across the db write (lock order, style §1.3).
+fn seal(
+    state: &AppState,
+    id: &str,
+    key: &OpenSshKey,
+    passphrase: Option<Secret>,
+) -> Result<(Vec<u8>, Option<Vec<u8>>), ApiError> {
+    let context = |field| SealContext {
+        table: "keys",
+        row_id: id,
+        field,
+    };
+    let vault = state.vault();
+    let private_key = vault.seal(context("private_key"), key.text.expose())?;
+    let passphrase = match passphrase {
+        Some(passphrase) => Some(vault.seal(context("passphrase"), passphrase.expose())?),
+        None => None,
+    };
+    Ok((private_key, passphrase))
+}
+
+/// `private_key` as a secret: absent or `null` means "not an import"; anything but a
+/// non-empty string is refused.
+fn private_key(value: Option<Value>) -> Result<Option<Secret>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(Secret::from_string(text))),
+        Some(_) => Err(ApiError::validation(
+            "private_key",
+            "must be a non-empty string: the OpenSSH private key file's text",
+        )),
+    }
+}
+
+/// `passphrase` as a secret: absent, `null` and `""` all mean none (as `ssh-keygen -N ''`).
+fn passphrase(value: Option<Value>) -> Result<Option<Secret>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
+        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
+        Some(_) => Err(ApiError::validation("passphrase", "must be a string")),
+    }
+}
+
+fn invalid(err: Invalid) -> ApiError {
+    ApiError::validation(err.field, err.rule)
+}
+
+/// Now, or 1 ms after `previous` when the clock has not moved past it: api-decisions §7,
+/// `updated_at` changes on every successful update.
+fn later_than(previous: &str) -> String {
+    let now = store::now_timestamp();
+    if now.as_str() > previous {
+        return now;
+    }
+    match humantime::parse_rfc3339(previous) {
+        Ok(time) => humantime::format_rfc3339_millis(time + Duration::from_millis(1)).to_string(),
+        Err(_) => now,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::api::keys::{later_than, RsaSlot, MAX_RSA_GENERATIONS};
+
+    #[test]
+    fn rsa_slots_stop_at_the_cap_and_come_back_on_drop() {
+        let counter = AtomicUsize::new(0);
+        let slots: Vec<_> = (0..MAX_RSA_GENERATIONS)
+            .map(|_| RsaSlot::take(&counter).unwrap())
+            .collect();
+        assert!(RsaSlot::take(&counter).is_none());
+        drop(slots);
+        assert_eq!(counter.load(Ordering::Acquire), 0);
+        assert!(RsaSlot::take(&counter).is_some());
+    }
+
+    #[test]
+    fn later_than_a_future_timestamp_is_one_millisecond_after_it() {
+        assert_eq!(
+            later_than("2999-01-01T00:00:00.000Z"),
+            "2999-01-01T00:00:00.001Z"
+        );
+    }
+
+    #[test]
+    fn later_than_a_past_timestamp_is_now() {
+        let stamp = later_than("2000-01-01T00:00:00.000Z");
+        assert!(stamp.as_str() > "2020", "{stamp}");
+    }
 }

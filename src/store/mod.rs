@@ -4,6 +4,7 @@
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
+pub mod keys;
 pub mod migrate;
 pub mod vault_meta;
 
@@ -33,6 +34,10 @@ pub enum StoreError {
     GroupNotFound,
     KeyNotFound,
     DuplicateName(String),
+    /// A key with this fingerprint is already stored.
+    DuplicateKey,
+    /// A key is still referenced by this many hosts.
+    KeyInUse(u64),
     /// Anything else from SQLite; the text is for the log only.
     Sqlite(String),
 }
@@ -44,6 +49,8 @@ impl fmt::Display for StoreError {
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
+            StoreError::DuplicateKey => write!(f, "duplicate key"),
+            StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),
             StoreError::Sqlite(cause) => write!(f, "sqlite: {cause}"),
         }
     }

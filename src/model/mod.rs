@@ -1,0 +1,3 @@
+//! Plain domain types, their validation and their pure rules: no I/O at all.
+
+pub mod key;

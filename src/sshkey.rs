@@ -1,0 +1,1081 @@
+//! The only user of the ssh-key crate: reads OpenSSH private keys (checking a passphrase),
+//! generates new ones, and derives what the API shows (type, public key, fingerprint).
+//!
+//! Invariants: pure functions, no store and no HTTP; private key text and passphrases come
+//! in and go out as `vault::Secret`, and ssh-key's `PrivateKey` wipes itself on drop; no
+//! error or message carries key material. Key formats ssh-key 0.6 cannot read (PEM,
+//! PKCS#8, PuTTY) are recognised by their header before parsing, because ssh-key's own
+//! error for them ("PEM Base64 error") would mislead (baselines §5).
+
+use std::fmt;
+
+use ssh_key::private::{KeypairData, RsaKeypair};
+use ssh_key::rand_core::OsRng;
+use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, PublicKey};
+use zeroize::Zeroizing;
+
+use crate::model::key::{Curve, KeySpec};
+use crate::vault::Secret;
+
+/// The most bcrypt-pbkdf rounds an imported key may ask for before we try its passphrase.
+/// The rounds come from the key file, i.e. from the request: without a cap a crafted key
+/// with 2^32 rounds would keep a worker busy for days. ssh-keygen's default is 16 (~120 ms
+/// here) and guides suggest `-a 100`; 1024 rounds cost about 8 s.
+pub const MAX_BCRYPT_ROUNDS: u32 = 1024;
+
+/// What every answer about a key needs, derived from its public half.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// The OpenSSH algorithm name (`ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256`, ...).
+    pub key_type: &'static str,
+    /// `<algorithm> <base64>`, no comment.
+    pub public_key: String,
+    /// `SHA256:` and the unpadded base64 digest: field 2 of `ssh-keygen -lf`.
+    pub fingerprint: String,
+    /// The comment inside the key file; `""` for an encrypted key read without its
+    /// passphrase (OpenSSH keeps the comment in the encrypted part).
+    pub comment: String,
+}
+
+/// A private key ready to be sealed: its facts and its OpenSSH text.
+#[derive(Debug)]
+pub struct OpenSshKey {
+    pub info: KeyInfo,
+    /// True when the text is passphrase-protected.
+    pub encrypted: bool,
+    /// `-----BEGIN OPENSSH PRIVATE KEY-----` ... with LF line ends and a final newline.
+    pub text: Secret,
+}
+
+/// Why an import was refused. The `Display` text is the `details` the client sees; it
+/// never quotes the key or the passphrase.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ImportError {
+    /// A PEM or PKCS#8 key that `ssh-keygen -p -f FILE` turns into the OpenSSH format.
+    NeedsConversion(&'static str),
+    /// A PEM DSA key: no conversion helps, DSA is not supported.
+    PemDsa,
+    /// A PuTTY `.ppk` file.
+    Putty,
+    /// A public key (or certificate) where the private key belongs.
+    PublicKey,
+    /// An OpenSSH key of another algorithm (DSA, security keys, ...): its name.
+    Unsupported(String),
+    /// Not a readable OpenSSH private key.
+    Unreadable,
+    /// The passphrase does not decrypt the key.
+    WrongPassphrase,
+    /// A passphrase came with a key that has none.
+    NotEncrypted,
+    /// The key's KDF asks for more bcrypt rounds than `MAX_BCRYPT_ROUNDS`.
+    TooManyRounds(u32),
+}
+
+/// A generation or encoding failure inside ssh-key; the text is for the log only.
+#[derive(Debug)]
+pub struct KeyError(String);
+
+/// Reads an OpenSSH private key. With a `passphrase`, the key must be encrypted and the
+/// passphrase must decrypt it (bcrypt-pbkdf: ~120 ms at the default 16 rounds; call it
+/// without holding any lock). Without one, an encrypted key is accepted as it is: its
+/// public half is readable without decrypting.
+///
+/// The returned text is the key as given, with surrounding whitespace removed, line ends
+/// made LF and a final newline added: ssh and ssh-keygen refuse a key file with CRLF
+/// line ends or without the final newline ("error in libcrypto").
+pub fn import(text: &Secret, passphrase: Option<&Secret>) -> Result<OpenSshKey, ImportError> {
+    let Some(text) = text.expose_str() else {
+        return Err(ImportError::Unreadable);
+    };
+    let text = normalize(text);
+    let Some(normalized) = text.expose_str() else {
+        return Err(ImportError::Unreadable);
+    };
+    check_format(normalized)?;
+    let key = parse(normalized)?;
+    let Some(key_type) = supported_type(&key.algorithm()) else {
+        return Err(ImportError::Unsupported(
+            key.algorithm().as_str().to_owned(),
+        ));
+    };
+    let comment = match (key.is_encrypted(), passphrase) {
+        (false, None) => key.comment().to_owned(),
+        (false, Some(_)) => return Err(ImportError::NotEncrypted),
+        (true, None) => String::new(),
+        (true, Some(passphrase)) => decrypt(&key, passphrase)?.comment().to_owned(),
+    };
+    let info = KeyInfo {
+        key_type,
+        public_key: bare_public_key(key.public_key()).map_err(|_| ImportError::Unreadable)?,
+        fingerprint: key.fingerprint(HashAlg::Sha256).to_string(),
+        comment,
+    };
+    Ok(OpenSshKey {
+        info,
+        encrypted: key.is_encrypted(),
+        text,
+    })
+}
+
+/// Generates a key of `spec` with `comment`, encrypted with `passphrase` when one is given
+/// (aes256-ctr and bcrypt-pbkdf at 16 rounds, as `ssh-keygen` does). RSA takes seconds;
+/// call it without holding any lock.
+pub fn generate(
+    spec: KeySpec,
+    comment: &str,
+    passphrase: Option<&Secret>,
+) -> Result<OpenSshKey, KeyError> {
+    let mut key = match spec {
+        KeySpec::Ed25519 => PrivateKey::random(&mut OsRng, Algorithm::Ed25519)?,
+        KeySpec::Ecdsa(curve) => PrivateKey::random(
+            &mut OsRng,
+            Algorithm::Ecdsa {
+                curve: ecdsa_curve(curve),
+            },
+        )?,
+        // `Algorithm::Rsa` always makes 4096 bits in ssh-key 0.6; other sizes go through
+        // `RsaKeypair::random`.
+        KeySpec::Rsa(bits) => PrivateKey::new(
+            KeypairData::from(RsaKeypair::random(&mut OsRng, bits)?),
+            comment,
+        )?,
+    };
+    key.set_comment(comment);
+    let key_type = supported_type(&key.algorithm())
+        .ok_or_else(|| KeyError("generated an unsupported algorithm".into()))?;
+    let info = KeyInfo {
+        key_type,
+        public_key: bare_public_key(key.public_key())?,
+        fingerprint: key.fingerprint(HashAlg::Sha256).to_string(),
+        comment: comment.to_owned(),
+    };
+    let text = match passphrase {
+        Some(passphrase) => key
+            .encrypt(&mut OsRng, passphrase.expose())?
+            .to_openssh(LineEnding::LF)?,
+        None => key.to_openssh(LineEnding::LF)?,
+    };
+    Ok(OpenSshKey {
+        info,
+        encrypted: passphrase.is_some(),
+        // Copied once at its final size; the Zeroizing original is wiped when it drops.
+        text: Secret::new(text.as_bytes().to_vec()),
+    })
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportError::NeedsConversion(what) => write!(f, "this is {what}. {CONVERT_HINT}"),
+            ImportError::PemDsa => write!(
+                f,
+                "this is a PEM DSA private key: DSA keys are not supported ({SUPPORTED}), so \
+                 converting it would not help; generate a new key instead"
+            ),
+            ImportError::Putty => write!(
+                f,
+                "this is a PuTTY private key (.ppk). Only OpenSSH private keys are accepted: \
+                 convert it with `puttygen FILE -O private-openssh-new -o NEW_FILE` and \
+                 import NEW_FILE"
+            ),
+            ImportError::PublicKey => write!(
+                f,
+                "this is a public key; import the private key (the file without .pub, \
+                 starting with -----BEGIN OPENSSH PRIVATE KEY-----)"
+            ),
+            ImportError::Unsupported(algorithm) => write!(
+                f,
+                "keys of type {algorithm} are not supported ({SUPPORTED})"
+            ),
+            ImportError::Unreadable => write!(
+                f,
+                "private_key is not a readable OpenSSH private key: expected the whole file, \
+                 from -----BEGIN OPENSSH PRIVATE KEY----- to -----END OPENSSH PRIVATE KEY-----"
+            ),
+            ImportError::WrongPassphrase => write!(f, "the passphrase does not decrypt this key"),
+            ImportError::NotEncrypted => {
+                write!(f, "the key is not encrypted; send no passphrase with it")
+            }
+            ImportError::TooManyRounds(rounds) => write!(
+                f,
+                "the key's passphrase protection asks for {rounds} bcrypt rounds; at most \
+                 {MAX_BCRYPT_ROUNDS} are accepted (re-protect it with `ssh-keygen -p -a 100 \
+                 -f FILE`)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ssh-key: {}", self.0)
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+impl From<ssh_key::Error> for KeyError {
+    fn from(err: ssh_key::Error) -> KeyError {
+        KeyError(err.to_string())
+    }
+}
+
+/// api-decisions §5: the conversion hint for PEM and PKCS#8 keys.
+pub const CONVERT_HINT: &str = "Only OpenSSH private keys (-----BEGIN OPENSSH PRIVATE KEY-----) \
+    are accepted. Convert it with `ssh-keygen -p -f FILE`: it rewrites FILE in place in the \
+    OpenSSH format (give the current passphrase, then the same one again, a new one, or none); \
+    then import FILE again";
+
+/// The algorithms import and generation accept, for messages.
+const SUPPORTED: &str = "supported: ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256, \
+    ecdsa-sha2-nistp384, ecdsa-sha2-nistp521";
+
+/// Refuses, with a precise reason, every text that is not an OpenSSH private key and that
+/// ssh-key would only call "invalid Base64".
+fn check_format(text: &str) -> Result<(), ImportError> {
+    if text.starts_with("PuTTY-User-Key-File-") {
+        return Err(ImportError::Putty);
+    }
+    if looks_like_public_key_line(text) {
+        return Err(ImportError::PublicKey);
+    }
+    let Some(label) = pem_label(text) else {
+        return Err(ImportError::Unreadable);
+    };
+    match label {
+        "OPENSSH PRIVATE KEY" => Ok(()),
+        "RSA PRIVATE KEY" => Err(ImportError::NeedsConversion(
+            "a PEM (PKCS#1) RSA private key",
+        )),
+        "EC PRIVATE KEY" => Err(ImportError::NeedsConversion("a PEM (SEC1) EC private key")),
+        "DSA PRIVATE KEY" => Err(ImportError::PemDsa),
+        "PRIVATE KEY" => Err(ImportError::NeedsConversion("a PKCS#8 private key")),
+        "ENCRYPTED PRIVATE KEY" => Err(ImportError::NeedsConversion(
+            "an encrypted PKCS#8 private key",
+        )),
+        "SSH2 PUBLIC KEY" | "PUBLIC KEY" | "RSA PUBLIC KEY" => Err(ImportError::PublicKey),
+        _ => Err(ImportError::Unreadable),
+    }
+}
+
+/// The label of the first `-----BEGIN <label>-----` line (also RFC 4716's
+/// `---- BEGIN <label> ----`).
+fn pem_label(text: &str) -> Option<&str> {
+    let line = text.lines().next()?.trim();
+    let inner = line.trim_start_matches('-').trim_end_matches('-').trim();
+    let label = inner.strip_prefix("BEGIN ")?;
+    (line.starts_with("----") && line.ends_with("----")).then_some(label.trim())
+}
+
+/// True for an `authorized_keys`-style line: `<algorithm> <base64> [comment]`.
+fn looks_like_public_key_line(text: &str) -> bool {
+    let mut fields = text.split_whitespace();
+    let (Some(algorithm), Some(data)) = (fields.next(), fields.next()) else {
+        return false;
+    };
+    let known_prefix = ["ssh-", "ecdsa-sha2-", "sk-ssh-", "sk-ecdsa-", "rsa-sha2-"]
+        .iter()
+        .any(|prefix| algorithm.starts_with(prefix));
+    known_prefix
+        && data.starts_with("AAAA")
+        && data
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'='))
+}
+
+/// Trims the text and each line, joins the lines with LF and ends with one newline. The
+/// result is never longer than the input plus one byte, so it is allocated once.
+fn normalize(text: &str) -> Secret {
+    let trimmed = text.trim();
+    let mut out = Vec::with_capacity(trimmed.len() + 1);
+    for line in trimmed.lines() {
+        out.extend_from_slice(line.trim().as_bytes());
+        out.push(b'\n');
+    }
+    Secret::new(out)
+}
+
+/// Parses an OpenSSH private key. ssh-key 0.6.7 cannot decode an ECDSA private scalar
+/// written shorter than the curve's size, which OpenSSH does whenever it starts with zero
+/// bits (an mpint drops leading zero bytes: about 1 in 4 P-521 keys from ssh-keygen, 1 in
+/// 512 P-256 ones); such a key is read again with its scalar written at full size.
+fn parse(text: &str) -> Result<PrivateKey, ImportError> {
+    if let Ok(key) = PrivateKey::from_openssh(text) {
+        return Ok(key);
+    }
+    let binary = pem_body(text).ok_or(ImportError::Unreadable)?;
+    let container = Container::parse(&binary).ok_or(ImportError::Unreadable)?;
+    if container.cipher != b"none" {
+        return Err(ImportError::Unreadable);
+    }
+    let section = full_size_scalar(container.private).ok_or(ImportError::Unreadable)?;
+    PrivateKey::from_bytes(&unencrypted(container.public, &section))
+        .map_err(|_| ImportError::Unreadable)
+}
+
+/// Decrypts `key` with `passphrase`, which proves the passphrase right; the result wipes
+/// itself on drop. ssh-key also checks that the private half matches the public one.
+fn decrypt(key: &PrivateKey, passphrase: &Secret) -> Result<PrivateKey, ImportError> {
+    check_rounds(key.kdf())?;
+    if key.algorithm().is_ecdsa() {
+        return decrypt_ecdsa(key, passphrase);
+    }
+    match key.decrypt(passphrase.expose()) {
+        Ok(decrypted) => Ok(decrypted),
+        // A wrong passphrase fails the check integers (or the AEAD tag).
+        Err(ssh_key::Error::Crypto) => Err(ImportError::WrongPassphrase),
+        Err(_) => Err(ImportError::Unreadable),
+    }
+}
+
+/// `decrypt` for ECDSA keys, by hand rather than with `PrivateKey::decrypt`, so the
+/// decrypted section goes through the same scalar fix as `parse` before ssh-key decodes it.
+fn decrypt_ecdsa(key: &PrivateKey, passphrase: &Secret) -> Result<PrivateKey, ImportError> {
+    let binary = key.to_bytes().map_err(|_| ImportError::Unreadable)?;
+    let container = Container::parse(&binary).ok_or(ImportError::Unreadable)?;
+    let tag = match key.cipher().has_tag() {
+        true => Some(<[u8; 16]>::try_from(container.rest).map_err(|_| ImportError::Unreadable)?),
+        false => None,
+    };
+    let (cipher_key, iv) = key
+        .kdf()
+        .derive_key_and_iv(key.cipher(), passphrase.expose())
+        .map_err(|_| ImportError::Unreadable)?;
+    let mut plain = Zeroizing::new(container.private.to_vec());
+    // An AEAD cipher (aes-gcm, chacha20-poly1305) refuses a wrong key by its tag; the
+    // others leave garbage, which the two check integers catch.
+    key.cipher()
+        .decrypt(&cipher_key, &iv, &mut plain, tag)
+        .map_err(|_| ImportError::WrongPassphrase)?;
+    if plain.len() < 8 || plain[0..4] != plain[4..8] {
+        return Err(ImportError::WrongPassphrase);
+    }
+    let section = full_size_scalar(&plain).ok_or(ImportError::Unreadable)?;
+    PrivateKey::from_bytes(&unencrypted(container.public, &section))
+        .map_err(|_| ImportError::Unreadable)
+}
+
+/// Refuses a KDF cost above `MAX_BCRYPT_ROUNDS` before any work is spent on it.
+fn check_rounds(kdf: &Kdf) -> Result<(), ImportError> {
+    match kdf {
+        Kdf::Bcrypt { rounds, .. } if *rounds > MAX_BCRYPT_ROUNDS => {
+            Err(ImportError::TooManyRounds(*rounds))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The OpenSSH algorithm name when the service supports it.
+fn supported_type(algorithm: &Algorithm) -> Option<&'static str> {
+    match algorithm {
+        Algorithm::Ed25519 => Some("ssh-ed25519"),
+        Algorithm::Rsa { .. } => Some("ssh-rsa"),
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP256,
+        } => Some("ecdsa-sha2-nistp256"),
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP384,
+        } => Some("ecdsa-sha2-nistp384"),
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP521,
+        } => Some("ecdsa-sha2-nistp521"),
+        _ => None,
+    }
+}
+
+fn ecdsa_curve(curve: Curve) -> EcdsaCurve {
+    match curve {
+        Curve::P256 => EcdsaCurve::NistP256,
+        Curve::P384 => EcdsaCurve::NistP384,
+        Curve::P521 => EcdsaCurve::NistP521,
+    }
+}
+
+/// `<algorithm> <base64>`: the public key line without its comment.
+fn bare_public_key(public_key: &PublicKey) -> Result<String, KeyError> {
+    Ok(PublicKey::new(public_key.key_data().clone(), "").to_openssh()?)
+}
+
+/// The parts of the binary `openssh-key-v1` container (PROTOCOL.key) this module needs.
+struct Container<'a> {
+    cipher: &'a [u8],
+    /// The public key blob.
+    public: &'a [u8],
+    /// The private section: plain for cipher `none`, else the ciphertext.
+    private: &'a [u8],
+    /// What follows the private section: the AEAD tag, if any.
+    rest: &'a [u8],
+}
+
+const OPENSSH_MAGIC: &[u8] = b"openssh-key-v1\0";
+
+impl<'a> Container<'a> {
+    fn parse(binary: &'a [u8]) -> Option<Container<'a>> {
+        let mut reader = Reader(binary.strip_prefix(OPENSSH_MAGIC)?);
+        let cipher = reader.string()?;
+        let _kdf = reader.string()?;
+        let _kdf_options = reader.string()?;
+        if reader.u32()? != 1 {
+            return None;
+        }
+        let public = reader.string()?;
+        let private = reader.string()?;
+        Some(Container {
+            cipher,
+            public,
+            private,
+            rest: reader.0,
+        })
+    }
+}
+
+/// Reads SSH wire types (RFC 4251 §5) from a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, len: usize) -> Option<&'a [u8]> {
+        if self.0.len() < len {
+            return None;
+        }
+        let (head, tail) = self.0.split_at(len);
+        self.0 = tail;
+        Some(head)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let bytes: [u8; 4] = self.take(4)?.try_into().ok()?;
+        Some(u32::from_be_bytes(bytes))
+    }
+
+    fn string(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(self.u32()?).ok()?;
+        self.take(len)
+    }
+}
+
+/// A plain ECDSA private section (check integers, one key, comment, padding) rewritten with
+/// its scalar at the curve's full size, as ssh-key 0.6.7 decodes it, and padded for cipher
+/// `none`. `None` when the section does not parse or holds another key type.
+fn full_size_scalar(section: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
+    let mut reader = Reader(section);
+    let check = reader.take(8)?;
+    let key_type = reader.string()?;
+    let size = match key_type {
+        b"ecdsa-sha2-nistp256" => 32,
+        b"ecdsa-sha2-nistp384" => 48,
+        b"ecdsa-sha2-nistp521" => 66,
+        _ => return None,
+    };
+    let curve = reader.string()?;
+    let point = reader.string()?;
+    let scalar = reader.string()?;
+    let comment = reader.string()?;
+    let first_digit = scalar
+        .iter()
+        .position(|byte| *byte != 0)
+        .unwrap_or(scalar.len());
+    let digits = &scalar[first_digit..];
+    if digits.len() > size {
+        return None;
+    }
+    // Sized once: the scalar grows by at most `size + 1` bytes and the padding by 7.
+    let mut out = Zeroizing::new(Vec::with_capacity(section.len() + size + 8));
+    out.extend_from_slice(check);
+    for field in [key_type, curve, point] {
+        put_string(&mut out, field);
+    }
+    // A leading zero byte keeps a scalar whose top bit is set positive (mpint).
+    let sign_byte = usize::from(digits.len() == size && digits[0] >= 0x80);
+    put_u32(&mut out, size + sign_byte);
+    let scalar_start = out.len() + sign_byte + size - digits.len();
+    out.resize(scalar_start, 0);
+    out.extend_from_slice(digits);
+    put_string(&mut out, comment);
+    // PROTOCOL.key: padding 1, 2, 3, ... to the cipher block size (8 for `none`).
+    let mut pad = 1u8;
+    while out.len() % 8 != 0 {
+        out.push(pad);
+        pad += 1;
+    }
+    Some(out)
+}
+
+/// An unencrypted `openssh-key-v1` container around `public` and a plain `section`.
+fn unencrypted(public: &[u8], section: &[u8]) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(
+        OPENSSH_MAGIC.len() + 4 * 6 + 8 + public.len() + section.len(),
+    ));
+    out.extend_from_slice(OPENSSH_MAGIC);
+    put_string(&mut out, b"none");
+    put_string(&mut out, b"none");
+    put_string(&mut out, b"");
+    put_u32(&mut out, 1);
+    put_string(&mut out, public);
+    put_string(&mut out, section);
+    out
+}
+
+fn put_u32(out: &mut Vec<u8>, value: usize) {
+    // Every length here comes from a request body under 1 MiB.
+    let value = u32::try_from(value).unwrap_or(u32::MAX);
+    out.extend_from_slice(&value.to_be_bytes());
+}
+
+fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_u32(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
+/// The bytes of a PEM text's base64 body (between the BEGIN and END lines).
+fn pem_body(text: &str) -> Option<Zeroizing<Vec<u8>>> {
+    let mut lines = text.lines();
+    lines.next()?;
+    let mut out = Zeroizing::new(Vec::with_capacity(text.len() / 4 * 3 + 3));
+    let mut quad = [0u8; 4];
+    let mut filled = 0;
+    let mut ended = false;
+    for line in lines {
+        if line.starts_with("-----END ") {
+            ended = true;
+            break;
+        }
+        for byte in line.bytes().filter(|byte| *byte != b'=') {
+            quad[filled] = base64_value(byte)?;
+            filled += 1;
+            if filled == 4 {
+                out.extend_from_slice(&[
+                    quad[0] << 2 | quad[1] >> 4,
+                    quad[1] << 4 | quad[2] >> 2,
+                    quad[2] << 6 | quad[3],
+                ]);
+                filled = 0;
+            }
+        }
+    }
+    match filled {
+        0 => {}
+        2 => out.push(quad[0] << 2 | quad[1] >> 4),
+        3 => out.extend_from_slice(&[quad[0] << 2 | quad[1] >> 4, quad[1] << 4 | quad[2] >> 2]),
+        _ => return None,
+    }
+    quad.fill(0);
+    ended.then_some(out)
+}
+
+fn base64_value(byte: u8) -> Option<u8> {
+    match byte {
+        b'A'..=b'Z' => Some(byte - b'A'),
+        b'a'..=b'z' => Some(byte - b'a' + 26),
+        b'0'..=b'9' => Some(byte - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::fs::{self, OpenOptions};
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use ssh_key::{Cipher, Kdf, LineEnding, PrivateKey};
+
+    use crate::model::key::{Curve, KeySpec};
+    use crate::sshkey::{
+        check_rounds, full_size_scalar, generate, import, normalize, pem_body, put_string,
+        ImportError, OpenSshKey, Reader, CONVERT_HINT, MAX_BCRYPT_ROUNDS,
+    };
+    use crate::vault::Secret;
+
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+    /// A fresh scratch directory for key files.
+    fn scratch(name: &str) -> PathBuf {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!(
+            "host-manager-sshkey-{name}-{}-{n}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Writes a private key file with mode 0600 (ssh-keygen refuses wider ones).
+    fn write_private(path: &Path, bytes: &[u8]) {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+            .unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    fn ssh_keygen(args: &[&str]) -> Output {
+        Command::new("ssh-keygen")
+            .args(args)
+            .output()
+            .expect("ssh-keygen must be installed (scripts/test installs openssh-client)")
+    }
+
+    /// `<algorithm> <base64>` of an `ssh-keygen -y` line.
+    fn bare(line: &str) -> String {
+        line.split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn secret(text: &str) -> Secret {
+        Secret::from_string(text.to_owned())
+    }
+
+    /// Runs `ssh-keygen -t ... -f FILE` and returns the private key text.
+    fn keygen_file(dir: &Path, args: &[&str]) -> (PathBuf, String) {
+        let path = dir.join("id");
+        let mut all = vec!["-q", "-f", path.to_str().unwrap(), "-C", "made@by-keygen"];
+        all.extend_from_slice(args);
+        let output = ssh_keygen(&all);
+        assert!(output.status.success(), "{output:?}");
+        let text = fs::read_to_string(&path).unwrap();
+        (path, text)
+    }
+
+    /// Checks a generated key against ssh-keygen: `-y` (with `-P`) gives our public key and
+    /// `-lf` our fingerprint.
+    fn assert_keygen_agrees(key: &OpenSshKey, passphrase: Option<&str>) {
+        let dir = scratch("agree");
+        let path = dir.join("id");
+        write_private(&path, key.text.expose());
+        let path = path.to_str().unwrap();
+        let mut args = vec!["-y", "-f", path];
+        if let Some(passphrase) = passphrase {
+            args.extend_from_slice(&["-P", passphrase]);
+        }
+        let output = ssh_keygen(&args);
+        assert!(output.status.success(), "{output:?}");
+        let line = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(bare(&line), key.info.public_key);
+        let output = ssh_keygen(&["-l", "-f", path]);
+        let line = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(line.split_whitespace().nth(1), Some(&*key.info.fingerprint));
+    }
+
+    #[test]
+    fn generated_keys_of_every_fast_type_are_read_by_ssh_keygen() {
+        for (spec, key_type) in [
+            (KeySpec::Ed25519, "ssh-ed25519"),
+            (KeySpec::Ecdsa(Curve::P256), "ecdsa-sha2-nistp256"),
+            (KeySpec::Ecdsa(Curve::P384), "ecdsa-sha2-nistp384"),
+            (KeySpec::Ecdsa(Curve::P521), "ecdsa-sha2-nistp521"),
+        ] {
+            let key = generate(spec, "laptop", None).unwrap();
+            assert_eq!(key.info.key_type, key_type);
+            assert!(!key.encrypted);
+            assert_keygen_agrees(&key, None);
+        }
+    }
+
+    #[test]
+    fn generated_rsa_2048_and_3072_keys_are_read_by_ssh_keygen_with_their_size() {
+        for bits in [2048, 3072] {
+            let key = generate(KeySpec::Rsa(bits), "", None).unwrap();
+            assert_eq!(key.info.key_type, "ssh-rsa");
+            assert_keygen_agrees(&key, None);
+            let dir = scratch("rsa-size");
+            let path = dir.join("id");
+            write_private(&path, key.text.expose());
+            let output = ssh_keygen(&["-l", "-f", path.to_str().unwrap()]);
+            let line = String::from_utf8(output.stdout).unwrap();
+            assert!(line.starts_with(&format!("{bits} ")), "{line}");
+        }
+    }
+
+    #[test]
+    fn generated_key_with_a_passphrase_opens_in_ssh_keygen_only_with_it() {
+        let passphrase = secret("correct horse");
+        let key = generate(KeySpec::Ed25519, "c", Some(&passphrase)).unwrap();
+        assert!(key.encrypted);
+        assert_keygen_agrees(&key, Some("correct horse"));
+        let dir = scratch("wrong");
+        let path = dir.join("id");
+        write_private(&path, key.text.expose());
+        let output = ssh_keygen(&["-y", "-P", "wrong", "-f", path.to_str().unwrap()]);
+        assert!(!output.status.success());
+    }
+
+    #[test]
+    fn generated_key_carries_its_comment_inside() {
+        let key = generate(KeySpec::Ed25519, "work laptop", None).unwrap();
+        let again = import(&key.text, None).unwrap();
+        assert_eq!(again.info, key.info);
+        assert_eq!(again.info.comment, "work laptop");
+    }
+
+    #[test]
+    fn ssh_keygen_keys_of_every_type_import_with_its_fingerprint_and_public_key() {
+        for args in [
+            &["-t", "ed25519"][..],
+            &["-t", "rsa", "-b", "2048"],
+            &["-t", "ecdsa", "-b", "256"],
+            &["-t", "ecdsa", "-b", "384"],
+            &["-t", "ecdsa", "-b", "521"],
+        ] {
+            let dir = scratch("import");
+            let mut all = args.to_vec();
+            all.extend_from_slice(&["-N", ""]);
+            let (path, text) = keygen_file(&dir, &all);
+            let key = import(&secret(&text), None)
+                .unwrap_or_else(|err| panic!("{args:?}: {err:?}\n{text}"));
+            let public = fs::read_to_string(path.with_extension("pub")).unwrap();
+            assert_eq!(key.info.public_key, bare(&public), "{args:?}");
+            let output = ssh_keygen(&["-l", "-f", path.to_str().unwrap()]);
+            let line = String::from_utf8(output.stdout).unwrap();
+            assert_eq!(line.split_whitespace().nth(1), Some(&*key.info.fingerprint));
+            assert_eq!(key.info.comment, "made@by-keygen");
+            assert!(!key.encrypted);
+            assert_eq!(key.text.expose(), text.as_bytes(), "kept as given");
+        }
+    }
+
+    #[test]
+    fn encrypted_key_with_the_right_passphrase_is_kept_encrypted_with_its_comment() {
+        let dir = scratch("enc");
+        let (_, text) = keygen_file(&dir, &["-t", "ed25519", "-N", "secret"]);
+        let key = import(&secret(&text), Some(&secret("secret"))).unwrap();
+        assert!(key.encrypted);
+        assert_eq!(key.info.comment, "made@by-keygen");
+        assert_eq!(key.text.expose(), text.as_bytes(), "stored as given");
+    }
+
+    #[test]
+    fn encrypted_key_with_a_wrong_passphrase_is_refused() {
+        let dir = scratch("enc-wrong");
+        let (_, text) = keygen_file(&dir, &["-t", "ecdsa", "-N", "secret"]);
+        let err = import(&secret(&text), Some(&secret("Secret"))).unwrap_err();
+        assert_eq!(err, ImportError::WrongPassphrase);
+    }
+
+    #[test]
+    fn encrypted_key_without_a_passphrase_is_read_from_its_public_half() {
+        let dir = scratch("enc-none");
+        let (path, text) = keygen_file(&dir, &["-t", "rsa", "-b", "2048", "-N", "secret"]);
+        let key = import(&secret(&text), None).unwrap();
+        assert!(key.encrypted);
+        assert_eq!(key.info.comment, "", "the comment is in the encrypted part");
+        let public = fs::read_to_string(path.with_extension("pub")).unwrap();
+        assert_eq!(key.info.public_key, bare(&public));
+    }
+
+    #[test]
+    fn key_encrypted_with_aes256_gcm_and_chacha20_opens_with_its_passphrase() {
+        for cipher in ["aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com"] {
+            let dir = scratch("ciphers");
+            let (_, text) = keygen_file(&dir, &["-t", "ed25519", "-N", "secret", "-Z", cipher]);
+            assert!(import(&secret(&text), Some(&secret("secret"))).is_ok());
+            let err = import(&secret(&text), Some(&secret("wrong"))).unwrap_err();
+            assert_eq!(err, ImportError::WrongPassphrase, "{cipher}");
+        }
+    }
+
+    #[test]
+    fn unencrypted_key_with_a_passphrase_is_refused() {
+        let key = generate(KeySpec::Ed25519, "", None).unwrap();
+        let err = import(&key.text, Some(&secret("pass"))).unwrap_err();
+        assert_eq!(err, ImportError::NotEncrypted);
+    }
+
+    #[test]
+    fn kdf_rounds_above_the_cap_are_refused_before_decrypting() {
+        let key = PrivateKey::random(&mut ssh_key::rand_core::OsRng, ssh_key::Algorithm::Ed25519)
+            .unwrap();
+        let encrypted = key
+            .encrypt_with(
+                Cipher::Aes256Ctr,
+                Kdf::Bcrypt {
+                    salt: vec![7; 16],
+                    rounds: 1,
+                },
+                42,
+                "pass",
+            )
+            .unwrap();
+        // Patch the rounds in the binary form: the KDF options are not authenticated.
+        let mut bytes = encrypted.to_bytes().unwrap().to_vec();
+        let at = bytes
+            .windows(16)
+            .position(|window| window == [7; 16])
+            .unwrap()
+            + 16;
+        bytes[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+        let text = PrivateKey::from_bytes(&bytes)
+            .unwrap()
+            .to_openssh(LineEnding::LF)
+            .unwrap();
+        let err = import(&secret(&text), Some(&secret("pass"))).unwrap_err();
+        assert_eq!(err, ImportError::TooManyRounds(u32::MAX));
+        assert!(
+            import(&secret(&text), None).is_ok(),
+            "without a passphrase nothing is derived"
+        );
+    }
+
+    #[test]
+    fn kdf_rounds_up_to_the_cap_are_allowed_and_one_more_is_not() {
+        let kdf = |rounds| Kdf::Bcrypt {
+            salt: vec![0; 16],
+            rounds,
+        };
+        assert_eq!(check_rounds(&kdf(MAX_BCRYPT_ROUNDS)), Ok(()));
+        assert_eq!(check_rounds(&kdf(16)), Ok(()));
+        assert_eq!(
+            check_rounds(&kdf(MAX_BCRYPT_ROUNDS + 1)),
+            Err(ImportError::TooManyRounds(MAX_BCRYPT_ROUNDS + 1))
+        );
+    }
+
+    /// Runs ssh-keygen for P-521 keys until one has a scalar ssh-key 0.6.7 alone cannot
+    /// decode (about 1 in 4), as `unreadable` judges.
+    fn short_scalar_p521(passphrase: &str, unreadable: impl Fn(&str) -> bool) -> (PathBuf, String) {
+        for _ in 0..64 {
+            let dir = scratch("p521");
+            let (path, text) = keygen_file(&dir, &["-t", "ecdsa", "-b", "521", "-N", passphrase]);
+            if unreadable(&text) {
+                return (path, text);
+            }
+        }
+        panic!("64 P-521 keys in a row had a full-size scalar (odds about 1e-8)");
+    }
+
+    #[test]
+    fn p521_key_with_a_short_scalar_imports_with_ssh_keygens_fingerprint() {
+        let (path, text) = short_scalar_p521("", |text| PrivateKey::from_openssh(text).is_err());
+        let key = import(&secret(&text), None).unwrap();
+        let public = fs::read_to_string(path.with_extension("pub")).unwrap();
+        assert_eq!(key.info.public_key, bare(&public));
+        assert_eq!(key.info.comment, "made@by-keygen");
+        assert_eq!(key.text.expose(), text.as_bytes(), "stored as given");
+        let output = ssh_keygen(&["-l", "-f", path.to_str().unwrap()]);
+        let line = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(line.split_whitespace().nth(1), Some(&*key.info.fingerprint));
+    }
+
+    #[test]
+    fn encrypted_p521_key_with_a_short_scalar_opens_with_its_passphrase_only() {
+        let (_, text) = short_scalar_p521("secret", |text| {
+            let key = PrivateKey::from_openssh(text).unwrap();
+            !matches!(key.decrypt("secret"), Ok(_) | Err(ssh_key::Error::Crypto))
+        });
+        let key = import(&secret(&text), Some(&secret("secret"))).unwrap();
+        assert_eq!(key.info.comment, "made@by-keygen");
+        assert_eq!(
+            import(&secret(&text), Some(&secret("wrong"))).unwrap_err(),
+            ImportError::WrongPassphrase
+        );
+    }
+
+    #[test]
+    fn short_scalar_is_written_at_full_size_with_a_sign_byte_when_needed() {
+        let section = |scalar: &[u8]| {
+            let mut out = vec![1, 2, 3, 4, 1, 2, 3, 4];
+            for field in [
+                &b"ecdsa-sha2-nistp256"[..],
+                b"nistp256",
+                b"\x04point",
+                scalar,
+                b"c",
+            ] {
+                put_string(&mut out, field);
+            }
+            out.extend_from_slice(&[1, 2, 3]);
+            out
+        };
+        let fixed = full_size_scalar(&section(&[0x12; 31])).unwrap();
+        let mut expected = vec![0];
+        expected.extend_from_slice(&[0x12; 31]);
+        let mut reader = Reader(&fixed[8..]);
+        for _ in 0..3 {
+            reader.string().unwrap();
+        }
+        assert_eq!(reader.string().unwrap(), &expected[..]);
+        assert_eq!(reader.string().unwrap(), b"c");
+        assert_eq!(fixed.len() % 8, 0, "padded to the block size");
+
+        let fixed = full_size_scalar(&section(&[0x80; 32])).unwrap();
+        let mut reader = Reader(&fixed[8..]);
+        for _ in 0..3 {
+            reader.string().unwrap();
+        }
+        assert_eq!(reader.string().unwrap().len(), 33, "sign byte kept");
+
+        assert!(
+            full_size_scalar(&section(&[0x12; 33])).is_none(),
+            "too long"
+        );
+    }
+
+    #[test]
+    fn pem_body_decodes_base64_with_and_without_padding() {
+        let pem = |body: &str| format!("-----BEGIN X-----\n{body}\n-----END X-----\n");
+        assert_eq!(&pem_body(&pem("TWFu")).unwrap()[..], b"Man");
+        assert_eq!(&pem_body(&pem("TWE=")).unwrap()[..], b"Ma");
+        assert_eq!(&pem_body(&pem("TQ==")).unwrap()[..], b"M");
+        assert_eq!(&pem_body(&pem("TW\nFu")).unwrap()[..], b"Man");
+        assert!(pem_body(&pem("T")).is_none());
+        assert!(pem_body(&pem("TW!u")).is_none());
+        assert!(
+            pem_body("-----BEGIN X-----\nTWFu\n").is_none(),
+            "no END line"
+        );
+    }
+
+    #[test]
+    fn pem_and_pkcs8_keys_are_refused_with_the_conversion_hint() {
+        for (args, what) in [
+            (
+                &["-t", "rsa", "-b", "2048", "-m", "PEM", "-N", ""][..],
+                "PKCS#1",
+            ),
+            (&["-t", "ecdsa", "-m", "PEM", "-N", ""], "SEC1"),
+            (
+                &["-t", "rsa", "-b", "2048", "-m", "PKCS8", "-N", ""],
+                "PKCS#8",
+            ),
+            (
+                &["-t", "rsa", "-b", "2048", "-m", "PKCS8", "-N", "secret"],
+                "encrypted PKCS#8",
+            ),
+            (
+                &["-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "secret"],
+                "PKCS#1",
+            ),
+        ] {
+            let dir = scratch("pem");
+            let (_, text) = keygen_file(&dir, args);
+            let err = import(&secret(&text), None).unwrap_err();
+            let details = err.to_string();
+            assert!(matches!(err, ImportError::NeedsConversion(_)), "{args:?}");
+            assert!(details.contains(what), "{details}");
+            assert!(details.contains("ssh-keygen -p -f FILE"), "{details}");
+            assert!(details.ends_with(CONVERT_HINT), "{details}");
+        }
+    }
+
+    #[test]
+    fn pem_dsa_key_is_refused_as_unsupported() {
+        let text =
+            "-----BEGIN DSA PRIVATE KEY-----\nMIIBuwIBAAKBgQ==\n-----END DSA PRIVATE KEY-----\n";
+        assert_eq!(
+            import(&secret(text), None).unwrap_err(),
+            ImportError::PemDsa
+        );
+    }
+
+    #[test]
+    fn openssh_dsa_key_is_refused_as_unsupported() {
+        let dir = scratch("dsa");
+        let (_, text) = keygen_file(&dir, &["-t", "dsa", "-N", ""]);
+        assert_eq!(
+            import(&secret(&text), None).unwrap_err(),
+            ImportError::Unsupported("ssh-dss".into())
+        );
+    }
+
+    #[test]
+    fn public_keys_are_refused_as_public() {
+        let key = generate(KeySpec::Ed25519, "me@box", None).unwrap();
+        let line = format!("{} me@box\n", key.info.public_key);
+        assert_eq!(
+            import(&secret(&line), None).unwrap_err(),
+            ImportError::PublicKey
+        );
+        let rfc4716 = "---- BEGIN SSH2 PUBLIC KEY ----\nAAAA\n---- END SSH2 PUBLIC KEY ----\n";
+        assert_eq!(
+            import(&secret(rfc4716), None).unwrap_err(),
+            ImportError::PublicKey
+        );
+        let pem = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n";
+        assert_eq!(
+            import(&secret(pem), None).unwrap_err(),
+            ImportError::PublicKey
+        );
+    }
+
+    #[test]
+    fn putty_key_is_refused_with_the_puttygen_hint() {
+        let text = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n";
+        let err = import(&secret(text), None).unwrap_err();
+        assert_eq!(err, ImportError::Putty);
+        assert!(err.to_string().contains("puttygen"));
+    }
+
+    #[test]
+    fn garbage_is_unreadable() {
+        for text in [
+            "hello",
+            "",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nnot base64!\n-----END OPENSSH PRIVATE KEY-----",
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----",
+        ] {
+            assert_eq!(
+                import(&secret(text), None).unwrap_err(),
+                ImportError::Unreadable,
+                "{text:?}"
+            );
+        }
+        let not_utf8 = Secret::new(vec![0xff, 0xfe, 0x00]);
+        assert_eq!(
+            import(&not_utf8, None).unwrap_err(),
+            ImportError::Unreadable
+        );
+    }
+
+    #[test]
+    fn truncated_key_is_unreadable() {
+        let key = generate(KeySpec::Ed25519, "", None).unwrap();
+        let text = key.text.expose_str().unwrap();
+        let cut: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            import(&secret(&cut), None).unwrap_err(),
+            ImportError::Unreadable
+        );
+    }
+
+    #[test]
+    fn crlf_and_missing_final_newline_are_normalized_to_what_ssh_keygen_reads() {
+        let key = generate(KeySpec::Ed25519, "", None).unwrap();
+        let text = key.text.expose_str().unwrap();
+        let pasted = format!("  \r\n{}", text.trim_end().replace('\n', "\r\n"));
+        let imported = import(&secret(&pasted), None).unwrap();
+        assert_eq!(imported.text.expose(), key.text.expose());
+        assert_keygen_agrees(&imported, None);
+    }
+
+    #[test]
+    fn normalize_never_grows_past_one_byte() {
+        let text = " a \r\n b\n\n";
+        let normalized = normalize(text);
+        assert_eq!(normalized.expose(), b"a\nb\n");
+        assert!(normalized.expose().len() <= text.trim().len() + 1);
+    }
+
+    #[test]
+    fn messages_never_quote_the_key_or_the_passphrase() {
+        let dir = scratch("quote");
+        let (_, text) = keygen_file(&dir, &["-t", "ed25519", "-N", "pass-marker"]);
+        let err = import(&secret(&text), Some(&secret("wrong-marker"))).unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("marker"), "{shown}");
+        let body = text.lines().nth(1).unwrap();
+        assert!(!shown.contains(body));
+    }
+}

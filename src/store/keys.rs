@@ -1,0 +1,285 @@
+//! The `keys` table: insert, read, rename and delete keys; their sealed private key and
+//! passphrase are stored as the vault's bytes and never read back here except by `connect`
+//! (store::hosts).
+//!
+//! Invariants: never sees a plaintext secret; the `public_key` column holds
+//! `<algorithm> <base64>` without a comment (the view appends the current comment, so a
+//! comment change touches one column); uniqueness of `name_key` and `fingerprint` is
+//! checked inside the caller's transaction and reported as `DuplicateName` /
+//! `DuplicateKey`, never as a raw constraint error.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::model::key::Key;
+use crate::store::StoreError;
+
+const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
+     has_passphrase, created_at, updated_at FROM keys WHERE id = ?1";
+// api-decisions §5 (decided here): keys are listed by name, case-insensitively, then id.
+const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
+     has_passphrase, created_at, updated_at FROM keys ORDER BY name_key, id";
+const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE name_key = ?1 AND id <> ?2)";
+const FINGERPRINT_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fingerprint = ?1)";
+const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint, \
+     comment, has_passphrase, private_key, passphrase, created_at, updated_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
+const UPDATE_KEY: &str =
+    "UPDATE keys SET name = ?2, name_key = ?3, comment = ?4, updated_at = ?5 WHERE id = ?1";
+const HOSTS_USING_KEY: &str = "SELECT count(*) FROM hosts WHERE key_id = ?1";
+const DELETE_KEY: &str = "DELETE FROM keys WHERE id = ?1";
+
+/// A key to insert: validated fields and the vault's sealed bytes.
+pub struct NewKeyRow<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub name_key: &'a str,
+    pub key_type: &'a str,
+    /// `<algorithm> <base64>`, no comment.
+    pub public_key: &'a str,
+    pub fingerprint: &'a str,
+    pub comment: &'a str,
+    pub has_passphrase: bool,
+    pub sealed_private_key: &'a [u8],
+    pub sealed_passphrase: Option<&'a [u8]>,
+    pub created_at: &'a str,
+}
+
+/// The fields `PUT /api/keys/:id` may change, already merged with the stored ones.
+pub struct KeyUpdate<'a> {
+    pub name: &'a str,
+    pub name_key: &'a str,
+    pub comment: &'a str,
+    pub updated_at: &'a str,
+}
+
+/// Inserts a key. Errors: `DuplicateName` when another key has the name (compared
+/// case-insensitively), `DuplicateKey` when a key with the fingerprint is stored. The name
+/// is checked first.
+pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError> {
+    ensure_name_free(conn, key.name_key, key.id)?;
+    if fingerprint_taken(conn, key.fingerprint)? {
+        return Err(StoreError::DuplicateKey);
+    }
+    conn.prepare_cached(INSERT_KEY)?.execute(params![
+        key.id,
+        key.name,
+        key.name_key,
+        key.key_type,
+        key.public_key,
+        key.fingerprint,
+        key.comment,
+        key.has_passphrase,
+        key.sealed_private_key,
+        key.sealed_passphrase,
+        key.created_at,
+    ])?;
+    by_id(conn, key.id)
+}
+
+/// One key. Errors: `KeyNotFound`.
+pub fn by_id(conn: &Connection, id: &str) -> Result<Key, StoreError> {
+    conn.prepare_cached(SELECT_KEY_BY_ID)?
+        .query_row([id], key_from_row)
+        .optional()?
+        .ok_or(StoreError::KeyNotFound)
+}
+
+/// Every key, by name (case-insensitively) then id.
+pub fn list(conn: &Connection) -> Result<Vec<Key>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_KEYS)?;
+    let rows = statement.query_map([], key_from_row)?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// True when a key other than `except_id` has this name key.
+pub fn name_taken(conn: &Connection, name_key: &str, except_id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(NAME_TAKEN)?
+        .query_row(params![name_key, except_id], |row| row.get(0))?)
+}
+
+/// True when a key with this fingerprint is stored.
+pub fn fingerprint_taken(conn: &Connection, fingerprint: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(FINGERPRINT_TAKEN)?
+        .query_row([fingerprint], |row| row.get(0))?)
+}
+
+/// Renames or re-comments a key. Errors: `KeyNotFound`, `DuplicateName`.
+pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key, StoreError> {
+    by_id(conn, id)?;
+    ensure_name_free(conn, update.name_key, id)?;
+    conn.prepare_cached(UPDATE_KEY)?.execute(params![
+        id,
+        update.name,
+        update.name_key,
+        update.comment,
+        update.updated_at,
+    ])?;
+    by_id(conn, id)
+}
+
+/// Deletes a key and its sealed secrets. Errors: `KeyNotFound`, `KeyInUse(n)` while `n`
+/// hosts reference it (api-decisions §5). Run it in one transaction: the count and the
+/// delete must see the same hosts.
+pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    by_id(conn, id)?;
+    let users: i64 = conn
+        .prepare_cached(HOSTS_USING_KEY)?
+        .query_row([id], |row| row.get(0))?;
+    if users > 0 {
+        return Err(StoreError::KeyInUse(users.unsigned_abs()));
+    }
+    conn.prepare_cached(DELETE_KEY)?.execute([id])?;
+    Ok(())
+}
+
+fn ensure_name_free(conn: &Connection, name_key: &str, id: &str) -> Result<(), StoreError> {
+    // api-decisions §5: key names are unique, compared case-insensitively (name_key).
+    if name_taken(conn, name_key, id)? {
+        return Err(StoreError::DuplicateName(
+            "another key already has this name (names compare case-insensitively)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
+    Ok(Key {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        key_type: row.get(2)?,
+        public_key: row.get(3)?,
+        fingerprint: row.get(4)?,
+        comment: row.get(5)?,
+        has_passphrase: row.get(6)?,
+        created_at: row.get(7)?,
+        updated_at: row.get(8)?,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::store::keys::{self, KeyUpdate, NewKeyRow};
+    use crate::store::{open_in_memory, Db, StoreError};
+
+    fn row<'a>(id: &'a str, name: &'a str, fingerprint: &'a str) -> NewKeyRow<'a> {
+        NewKeyRow {
+            id,
+            name,
+            name_key: Box::leak(name.to_lowercase().into_boxed_str()),
+            key_type: "ssh-ed25519",
+            public_key: "ssh-ed25519 AAAA",
+            fingerprint,
+            comment: "",
+            has_passphrase: false,
+            sealed_private_key: b"sealed",
+            sealed_passphrase: None,
+            created_at: "2026-01-01T00:00:00.000Z",
+        }
+    }
+
+    fn db_with(rows: &[NewKeyRow<'_>]) -> Db {
+        let db = open_in_memory().unwrap();
+        for key in rows {
+            db.write(|tx| keys::insert(tx, key)).unwrap();
+        }
+        db
+    }
+
+    #[test]
+    fn list_sorts_by_lowercase_name_then_id() {
+        let db = db_with(&[
+            row("3", "beta", "SHA256:c"),
+            row("2", "Alpha", "SHA256:b"),
+            row("1", "Ärger", "SHA256:a"),
+        ]);
+        let names: Vec<String> = db
+            .read(keys::list)
+            .unwrap()
+            .into_iter()
+            .map(|key| key.name)
+            .collect();
+        assert_eq!(names, ["Alpha", "beta", "Ärger"]);
+    }
+
+    #[test]
+    fn same_name_in_another_case_is_a_duplicate_name() {
+        let db = db_with(&[row("1", "Work", "SHA256:a")]);
+        let err = db
+            .write(|tx| keys::insert(tx, &row("2", "WORK", "SHA256:b")))
+            .unwrap_err();
+        assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");
+    }
+
+    #[test]
+    fn same_fingerprint_is_a_duplicate_key() {
+        let db = db_with(&[row("1", "one", "SHA256:a")]);
+        let err = db
+            .write(|tx| keys::insert(tx, &row("2", "two", "SHA256:a")))
+            .unwrap_err();
+        assert!(matches!(err, StoreError::DuplicateKey), "{err}");
+    }
+
+    #[test]
+    fn renaming_a_key_to_its_own_name_in_another_case_is_allowed() {
+        let db = db_with(&[row("1", "work", "SHA256:a")]);
+        let update = KeyUpdate {
+            name: "WORK",
+            name_key: "work",
+            comment: "c",
+            updated_at: "2026-01-02T00:00:00.000Z",
+        };
+        let key = db.write(|tx| keys::update(tx, "1", &update)).unwrap();
+        assert_eq!((key.name.as_str(), key.comment.as_str()), ("WORK", "c"));
+        assert_eq!(key.updated_at, "2026-01-02T00:00:00.000Z");
+    }
+
+    #[test]
+    fn renaming_onto_another_keys_name_is_a_duplicate_name() {
+        let db = db_with(&[row("1", "one", "SHA256:a"), row("2", "two", "SHA256:b")]);
+        let update = KeyUpdate {
+            name: "One",
+            name_key: "one",
+            comment: "",
+            updated_at: "2026-01-02T00:00:00.000Z",
+        };
+        let err = db.write(|tx| keys::update(tx, "2", &update)).unwrap_err();
+        assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");
+    }
+
+    #[test]
+    fn deleting_a_key_used_by_two_hosts_reports_two() {
+        let db = db_with(&[row("k", "key", "SHA256:a")]);
+        db.write(|tx| {
+            for id in ["h1", "h2"] {
+                tx.execute(
+                    "INSERT INTO hosts (id, name, name_key, hostname, port, username, auth_type, \
+                     key_id, created_at, updated_at) VALUES (?1, 'h', 'h', 'example.com', 22, \
+                     'u', 'key', 'k', 'now', 'now')",
+                    [id],
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let err = db.write(|tx| keys::delete(tx, "k")).unwrap_err();
+        assert!(matches!(err, StoreError::KeyInUse(2)), "{err}");
+        db.write(|tx| {
+            tx.execute("DELETE FROM hosts", [])?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        db.write(|tx| keys::delete(tx, "k")).unwrap();
+        let err = db.read(|conn| keys::by_id(conn, "k")).unwrap_err();
+        assert!(matches!(err, StoreError::KeyNotFound));
+    }
+
+    #[test]
+    fn deleting_an_unknown_key_is_not_found() {
+        let db = db_with(&[]);
+        let err = db.write(|tx| keys::delete(tx, "nope")).unwrap_err();
+        assert!(matches!(err, StoreError::KeyNotFound));
+    }
+}
