@@ -272,9 +272,60 @@ fn later_than(previous: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::api::keys::{later_than, RsaSlot, MAX_RSA_GENERATIONS};
+    use zeroize::Zeroizing;
+
+    use crate::api::keys::{create, later_than, RsaSlot, MAX_RSA_GENERATIONS};
+    use crate::api::{Method, Req};
+    use crate::config::Command;
+    use crate::error::ApiError;
+    use crate::state::AppState;
+    use crate::store::open_in_memory;
+    use crate::vault::{DataKey, Vault};
+
+    fn state() -> AppState {
+        let args = ["--data-dir", "/unused"].map(String::from);
+        let Ok(Command::Run(config)) = Command::parse(args, &HashMap::new()) else {
+            panic!("not a run command");
+        };
+        let vault = Vault::NoPassword(DataKey::generate());
+        AppState::new(config, open_in_memory().unwrap(), vault)
+    }
+
+    fn post(body: &str) -> Req {
+        let body = Zeroizing::new(body.as_bytes().to_vec());
+        Req::new(Method::Post, "/api/keys", body).unwrap()
+    }
+
+    #[test]
+    fn rsa_generation_beyond_the_cap_is_busy_and_others_are_not() {
+        let state = state();
+        state
+            .rsa_generations
+            .store(MAX_RSA_GENERATIONS, Ordering::Release);
+        let err = create(&state, &post(r#"{"name": "r", "type": "rsa"}"#)).err();
+        assert!(matches!(err, Some(ApiError::Busy)), "{err:?}");
+        let reply = create(&state, &post(r#"{"name": "e", "type": "ed25519"}"#)).unwrap();
+        assert_eq!(reply.status, 201);
+        assert_eq!(
+            state.rsa_generations.load(Ordering::Acquire),
+            MAX_RSA_GENERATIONS,
+            "a refused generation gives back no slot it did not take"
+        );
+    }
+
+    #[test]
+    fn rsa_generation_gives_its_slot_back() {
+        let state = state();
+        let reply = create(
+            &state,
+            &post(r#"{"name": "r", "type": "rsa", "bits": 2048}"#),
+        );
+        assert_eq!(reply.unwrap().status, 201);
+        assert_eq!(state.rsa_generations.load(Ordering::Acquire), 0);
+    }
 
     #[test]
     fn rsa_slots_stop_at_the_cap_and_come_back_on_drop() {

@@ -177,12 +177,13 @@ impl KeySpec {
 }
 
 impl KeyPatch {
-    /// Reads a `PUT` body: `name` and `comment` may change. Fields that would change the
-    /// key itself are refused rather than silently ignored, so a client never believes it
-    /// changed a passphrase; the read-only fields of the Key object are ignored, so a
-    /// client may send back what it got.
+    /// Reads a `PUT` body: `name` and `comment` may change. The create-only fields
+    /// `private_key`, `passphrase` and `bits` are refused rather than silently ignored, so
+    /// a client never believes it changed a passphrase; the read-only fields of the Key
+    /// object (`type`, `fingerprint`, ...) are ignored, so a client may send back what it
+    /// got.
     pub fn parse(body: &serde_json::Map<String, Value>) -> Result<KeyPatch, Invalid> {
-        for field in ["private_key", "passphrase", "type", "bits"] {
+        for field in ["private_key", "passphrase", "bits"] {
             if body.get(field).is_some_and(|value| !value.is_null()) {
                 return Err(Invalid::new(
                     field_name(field),
@@ -286,7 +287,6 @@ fn field_name(field: &str) -> &'static str {
     match field {
         "private_key" => "private_key",
         "passphrase" => "passphrase",
-        "type" => "type",
         _ => "bits",
     }
 }
@@ -425,7 +425,7 @@ mod tests {
     fn patch_takes_name_and_comment_and_ignores_read_only_fields() {
         let patch = patch(json!({
             "name": " New ", "comment": "c", "fingerprint": "SHA256:x", "id": "y",
-            "private_key": null
+            "type": "ssh-rsa", "private_key": null
         }))
         .unwrap();
         assert_eq!(patch.name.unwrap().text(), "New");
@@ -434,7 +434,7 @@ mod tests {
 
     #[test]
     fn patch_refuses_fields_that_would_change_the_key() {
-        for field in ["private_key", "passphrase", "type", "bits"] {
+        for field in ["private_key", "passphrase", "bits"] {
             let err = patch(json!({ field: "x" })).unwrap_err();
             assert!(err.starts_with(&format!("{field}: ")), "{err}");
         }
