@@ -20,7 +20,15 @@ Options:
   --port N              Port to listen on; 0 lets the OS choose [env: HOST_MANAGER_PORT] [default: 0]
   --data-dir DIR        Where the database lives [env: HOST_MANAGER_DATA_DIR]
                         [default: $XDG_DATA_HOME/host-manager, else ~/.local/share/host-manager]
-  --bind ADDR           Address to listen on; only loopback addresses [default: 127.0.0.1]
+  --bind ADDR           Address to listen on [default: 127.0.0.1]; any other than a loopback
+                        address needs --allow-remote and a token
+  --allow-remote        Allow --bind on a non-loopback address (a token is then required)
+  --allow-origin ORIGIN Let web pages from ORIGIN (scheme://host[:port]) call the API with CORS;
+                        repeatable. Requests from any other Origin are refused
+  --token-file FILE     Require `Authorization: Bearer <token>` on every request but health; the
+                        token is the file's first line (at least 32 characters)
+  --generate-token      Like --token-file with a random token, printed as SERVICE_TOKEN=<token>
+                        on stdout before the SERVICE_PORT line
   --exit-with-parent    Shut down when stdin reaches end of file (the launching process went away)
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
@@ -44,6 +52,17 @@ pub struct Config {
     pub port: u16,
     pub data_dir: PathBuf,
     pub exit_with_parent: bool,
+    /// Origins whose pages may call the API (lowercased `scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    pub token: TokenSource,
+}
+
+/// Where the bearer token comes from, if one is required (api-decisions §6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    None,
+    File(PathBuf),
+    Generate,
 }
 
 /// A flag or variable that cannot be used; the text names it.
@@ -64,6 +83,10 @@ struct RawArgs {
     port: Option<String>,
     data_dir: Option<String>,
     bind: Option<String>,
+    allow_remote: bool,
+    allowed_origins: Vec<String>,
+    token_file: Option<String>,
+    generate_token: bool,
     exit_with_parent: bool,
     help: bool,
     version: bool,
@@ -107,6 +130,10 @@ impl RawArgs {
                 "--port" => raw.port = Some(value("--port")?),
                 "--data-dir" => raw.data_dir = Some(value("--data-dir")?),
                 "--bind" => raw.bind = Some(value("--bind")?),
+                "--allow-remote" => raw.allow_remote = true,
+                "--allow-origin" => raw.allowed_origins.push(value("--allow-origin")?),
+                "--token-file" => raw.token_file = Some(value("--token-file")?),
+                "--generate-token" => raw.generate_token = true,
                 "--exit-with-parent" => raw.exit_with_parent = true,
                 "-h" | "--help" => raw.help = true,
                 "-V" | "--version" => raw.version = true,
@@ -137,11 +164,36 @@ impl Config {
                 .map_err(|_| ConfigError(format!("--bind must be an IP address, got {text:?}")))?,
             None => IpAddr::from([127, 0, 0, 1]),
         };
-        // api-decisions §1: the service is local; a remote bind needs a token (issue #8).
-        if !bind.is_loopback() {
+        let token = match (raw.token_file, raw.generate_token) {
+            (Some(_), true) => {
+                return Err(ConfigError(
+                    "--token-file and --generate-token exclude each other".into(),
+                ))
+            }
+            (Some(file), false) => TokenSource::File(PathBuf::from(file)),
+            (None, true) => TokenSource::Generate,
+            (None, false) => TokenSource::None,
+        };
+        // api-decisions §1 and §6: the service is local; another address must be asked for
+        // twice (--bind and --allow-remote) and then never runs without a token.
+        if !bind.is_loopback() && !raw.allow_remote {
             return Err(ConfigError(format!(
-                "--bind {bind}: only loopback addresses are allowed"
+                "--bind {bind} is not a loopback address; add --allow-remote"
             )));
+        }
+        if !bind.is_loopback() && token == TokenSource::None {
+            return Err(ConfigError(format!(
+                "--bind {bind} needs --token-file or --generate-token"
+            )));
+        }
+        let mut allowed_origins = Vec::new();
+        for origin in raw.allowed_origins {
+            if !crate::gate::valid_origin(&origin) {
+                return Err(ConfigError(format!(
+                    "--allow-origin {origin:?} is not scheme://host[:port]"
+                )));
+            }
+            allowed_origins.push(origin.to_ascii_lowercase());
         }
         let data_dir = match raw
             .data_dir
@@ -158,6 +210,8 @@ impl Config {
             port,
             data_dir,
             exit_with_parent: raw.exit_with_parent,
+            allowed_origins,
+            token,
         })
     }
 }
@@ -240,11 +294,50 @@ mod tests {
     }
 
     #[test]
-    fn non_loopback_bind_is_refused() {
-        assert!(run(&["--bind", "0.0.0.0"], &[("HOME", "/h")])
+    fn non_loopback_bind_needs_allow_remote_and_a_token() {
+        let home = [("HOME", "/h")];
+        assert!(run(&["--bind", "0.0.0.0"], &home)
             .unwrap_err()
-            .contains("--bind"));
-        assert!(run(&["--bind", "::1"], &[("HOME", "/h")]).is_ok());
+            .contains("--allow-remote"));
+        let no_token = run(&["--bind", "0.0.0.0", "--allow-remote"], &home).unwrap_err();
+        assert!(no_token.contains("--generate-token"), "{no_token}");
+        assert!(run(
+            &["--bind", "0.0.0.0", "--allow-remote", "--generate-token"],
+            &home
+        )
+        .is_ok());
+        assert!(run(&["--bind", "::1"], &home).is_ok());
+    }
+
+    #[test]
+    fn allow_origin_is_repeatable_and_checked() {
+        let home = [("HOME", "/h")];
+        let config = run(
+            &[
+                "--allow-origin",
+                "http://A:1",
+                "--allow-origin=tauri://localhost",
+            ],
+            &home,
+        )
+        .unwrap();
+        assert_eq!(
+            config.allowed_origins,
+            vec!["http://a:1", "tauri://localhost"]
+        );
+        assert!(run(&["--allow-origin", "*"], &home)
+            .unwrap_err()
+            .contains("--allow-origin"));
+    }
+
+    #[test]
+    fn token_file_and_generate_token_exclude_each_other() {
+        let err = run(
+            &["--token-file", "/t", "--generate-token"],
+            &[("HOME", "/h")],
+        )
+        .unwrap_err();
+        assert!(err.contains("--token-file"), "{err}");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 mod api;
 mod config;
 mod error;
+mod gate;
 mod router;
 mod server;
 mod state;
@@ -29,10 +30,14 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread;
 
-use crate::config::{Command, Config, USAGE};
+use crate::config::{Command, Config, TokenSource, USAGE};
+use crate::gate::Gate;
 use crate::server::Event;
 use crate::state::AppState;
-use crate::vault::{DataKey, Vault};
+use crate::vault::{DataKey, Secret, Vault};
+
+/// api-decisions §6: a token from a file must have at least this many characters.
+const MIN_TOKEN_CHARS: usize = 32;
 
 /// Mode of the data directory (api-decisions §1).
 const DATA_DIR_MODE: u32 = 0o700;
@@ -88,14 +93,56 @@ fn serve(config: Config) -> Result<(), String> {
         config.data_dir.display()
     );
     let vault = open_vault(&db)?;
+    let token = load_token(&config.token)?;
+    // --generate-token: SERVICE_TOKEN comes before SERVICE_PORT, in one write.
+    let mut announcement = Secret::new(Vec::new());
+    if config.token == TokenSource::Generate {
+        if let Some(token) = token.as_ref().and_then(Secret::expose_str) {
+            announcement = Secret::from_string(format!("SERVICE_TOKEN={token}\n"));
+        }
+    }
+    let gate = Gate::new(config.allowed_origins.clone(), token);
     let state = Arc::new(AppState::new(config, db, vault));
-    if write_stdout(&format!("SERVICE_PORT={port}\n")) != ExitCode::SUCCESS {
+    let line = format!(
+        "{}SERVICE_PORT={port}\n",
+        announcement.expose_str().unwrap_or_default()
+    );
+    if write_stdout(&line) != ExitCode::SUCCESS {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
-    server::run(state, listener, events_tx, events)
+    drop(Secret::from_string(line));
+    server::run(state, gate, listener, events_tx, events)
         .map_err(|err| format!("server failed: {err}"))?;
     log::info!("stopped");
     Ok(())
+}
+
+/// The bearer token, when one is configured: the first line of `--token-file` (at least 32
+/// characters, api-decisions §6) or 32 random bytes as hex for `--generate-token`.
+fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
+    match source {
+        TokenSource::None => Ok(None),
+        TokenSource::Generate => Ok(Some(Secret::random_hex(32))),
+        TokenSource::File(path) => {
+            let text =
+                Secret::new(fs::read(path).map_err(|err| {
+                    format!("cannot read --token-file {}: {err}", path.display())
+                })?);
+            let first_line = text
+                .expose()
+                .split(|byte| *byte == b'\n')
+                .next()
+                .unwrap_or_default();
+            let first_line = first_line.strip_suffix(b"\r").unwrap_or(first_line);
+            if first_line.len() < MIN_TOKEN_CHARS || std::str::from_utf8(first_line).is_err() {
+                return Err(format!(
+                    "--token-file {}: the first line must be a token of at least {MIN_TOKEN_CHARS} characters",
+                    path.display()
+                ));
+            }
+            Ok(Some(Secret::new(first_line.to_vec())))
+        }
+    }
 }
 
 /// Loads the vault's data key, creating one on first start (no master password yet).

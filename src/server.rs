@@ -28,6 +28,7 @@ use zeroize::Zeroizing;
 
 use crate::api::{Method, Reply, Req, MAX_BODY_BYTES};
 use crate::error::ApiError;
+use crate::gate::{self, Facts, Gate, Pass};
 use crate::router;
 use crate::state::AppState;
 
@@ -83,6 +84,7 @@ pub enum Event {
 /// in flight for up to `SHUTDOWN_GRACE`.
 pub fn run(
     state: Arc<AppState>,
+    gate: Gate,
     listener: TcpListener,
     events_tx: Sender<Event>,
     events: Receiver<Event>,
@@ -90,6 +92,7 @@ pub fn run(
     let (jobs_tx, jobs_rx) = mpsc::sync_channel::<Job>(QUEUE_DEPTH);
     let context = Arc::new(Context {
         state,
+        gate,
         jobs: jobs_tx,
         shutdown: AtomicBool::new(false),
         closed: ClosedConnections::default(),
@@ -196,6 +199,7 @@ fn report_tiny_http_panics(events: Sender<Event>) {
 /// the rest belongs to HTTP handling only.
 struct Context {
     state: Arc<AppState>,
+    gate: Gate,
     jobs: SyncSender<Job>,
     /// Set once when shutdown starts; pumps and idle workers exit when they see it.
     shutdown: AtomicBool,
@@ -385,9 +389,21 @@ fn read_body(
 fn dispatch(context: &Context, request: Request, body: Zeroizing<Vec<u8>>) {
     let started = Instant::now();
     let method = Method::parse(request.method().as_str());
-    let reply = match Req::new(method, request.url(), body) {
-        Ok(req) => handle(&context.state, &req),
+    let reply = match admit(&context.gate, &request, method) {
         Err(err) => Reply::error(&err),
+        Ok(Pass::Preflight { origin }) => {
+            with_headers(Reply::no_content(), gate::preflight_headers(&origin))
+        }
+        Ok(Pass::Serve { cors_origin }) => {
+            let reply = match Req::new(method, request.url(), body) {
+                Ok(req) => handle(&context.state, &req),
+                Err(err) => Reply::error(&err),
+            };
+            match cors_origin {
+                Some(origin) => with_headers(reply, gate::cors_headers(&origin)),
+                None => reply,
+            }
+        }
     };
     let status = reply.status;
     let path = request.url().split('?').next().unwrap_or("").to_owned();
@@ -397,6 +413,27 @@ fn dispatch(context: &Context, request: Request, body: Zeroizing<Vec<u8>>) {
         method.as_str(),
         started.elapsed().as_secs_f64() * 1000.0
     );
+}
+
+/// Runs the gate (Host, Origin, token) on the request's headers.
+fn admit(gate: &Gate, request: &Request, method: Method) -> Result<Pass, ApiError> {
+    let headers = request.headers();
+    let facts = Facts {
+        method,
+        path: request.url().split('?').next().unwrap_or(""),
+        http_1_0: request.http_version().0 == 1 && request.http_version().1 == 0,
+        hosts: header_values(headers, "Host").collect(),
+        origins: header_values(headers, "Origin").collect(),
+        fetch_site: header_values(headers, "Sec-Fetch-Site").next(),
+        authorizations: header_values(headers, "Authorization").collect(),
+        preflight_method: header_values(headers, "Access-Control-Request-Method").next(),
+    };
+    gate.check(&facts)
+}
+
+fn with_headers(mut reply: Reply, headers: Vec<(&'static str, String)>) -> Reply {
+    reply.headers.extend(headers);
+    reply
 }
 
 /// Runs the router under `catch_unwind`: a panic answers 500 and the worker lives on.

@@ -5,4 +5,5 @@
 
 mod limits;
 mod process;
+mod security;
 mod support;
