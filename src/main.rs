@@ -11,6 +11,8 @@
 mod api;
 mod config;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod gate;
 mod router;
 mod server;
