@@ -33,17 +33,19 @@ const SELECT_SUBTREE: &str = "WITH RECURSIVE subtree(id) AS (
      SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at
      FROM groups AS g JOIN subtree ON g.id = subtree.id";
 
-/// Direct host counts, one row per non-empty group; walks the covering `hosts_by_group` index.
-const COUNT_HOSTS_PER_GROUP: &str = "SELECT group_id, count(*) FROM hosts
-     WHERE group_id IS NOT NULL GROUP BY group_id";
+/// Direct host counts from the trigger-kept `group_host_counts` table (sql/0001_init.sql):
+/// one row per group, never a scan of the hosts.
+const SELECT_HOST_COUNTS: &str = "SELECT group_id, host_count FROM group_host_counts
+     WHERE host_count > 0";
 
-const COUNT_SUBTREE_HOSTS_PER_GROUP: &str = "WITH RECURSIVE subtree(id) AS (
+const SELECT_SUBTREE_HOST_COUNTS: &str = "WITH RECURSIVE subtree(id) AS (
          SELECT id FROM groups WHERE id = ?1
          UNION
          SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id
      )
-     SELECT hosts.group_id, count(*) FROM subtree JOIN hosts ON hosts.group_id = subtree.id
-     GROUP BY hosts.group_id";
+     SELECT counts.group_id, counts.host_count
+     FROM subtree JOIN group_host_counts AS counts ON counts.group_id = subtree.id
+     WHERE counts.host_count > 0";
 
 /// Walks up from `?1`: its depth (1 = top level) and whether `?2` is `?1` or one of its
 /// ancestors. The walk stops after `?3` steps, so a corrupt cycle cannot hang it.
@@ -101,14 +103,14 @@ pub enum Placement {
 /// The whole forest: one query for the groups, one for the direct host counts.
 pub fn tree(conn: &Connection) -> Result<Vec<GroupView>, StoreError> {
     let groups = query_groups(conn, SELECT_ALL_GROUPS, params![])?;
-    let counts = query_counts(conn, COUNT_HOSTS_PER_GROUP, params![])?;
+    let counts = query_counts(conn, SELECT_HOST_COUNTS, params![])?;
     Ok(tree::build(groups, &counts))
 }
 
 /// One group with its counts and its subtree. `GroupNotFound` when `id` is unknown.
 pub fn view(conn: &Connection, id: &str) -> Result<GroupView, StoreError> {
     let groups = query_groups(conn, SELECT_SUBTREE, params![id])?;
-    let counts = query_counts(conn, COUNT_SUBTREE_HOSTS_PER_GROUP, params![id])?;
+    let counts = query_counts(conn, SELECT_SUBTREE_HOST_COUNTS, params![id])?;
     // The subtree's root is the only row whose parent is not in it, so it is the one item.
     tree::build(groups, &counts)
         .into_iter()
@@ -424,6 +426,25 @@ mod tests {
         .unwrap();
     }
 
+    fn delete_host(db: &Db, id: &str) {
+        db.write(|tx| {
+            tx.execute("DELETE FROM hosts WHERE id = ?1", params![id])?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    fn move_host(db: &Db, id: &str, group: Option<&str>) {
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE hosts SET group_id = ?2 WHERE id = ?1",
+                params![id, group],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
     fn host_groups(db: &Db) -> HashMap<String, Option<String>> {
         db.read(|conn| {
             let mut statement = conn.prepare("SELECT id, group_id FROM hosts")?;
@@ -554,6 +575,46 @@ mod tests {
         assert_eq!(stamp(group_stamp, &other), NOW);
         assert_eq!(stamp(group_stamp, &top), NOW);
         assert_eq!(stamp(host_stamp, "stays"), NOW);
+    }
+
+    #[test]
+    fn host_counts_follow_host_inserts_moves_and_deletes() {
+        let db = open_in_memory().unwrap();
+        let a = add(&db, "a", None);
+        let b = add(&db, "b", Some(&a));
+        add_host(&db, "h1", Some(&a));
+        add_host(&db, "h2", Some(&a));
+        add_host(&db, "h3", None);
+        let counts = |db: &Db| -> Vec<(u64, u64)> {
+            let forest = tree(db);
+            let b_view = &forest[0].children[0];
+            vec![
+                (forest[0].host_count, forest[0].total_host_count),
+                (b_view.host_count, b_view.total_host_count),
+            ]
+        };
+        assert_eq!(counts(&db), [(2, 2), (0, 0)]);
+        move_host(&db, "h1", Some(&b));
+        move_host(&db, "h3", Some(&b));
+        assert_eq!(counts(&db), [(1, 3), (2, 2)]);
+        move_host(&db, "h3", Some(&b));
+        move_host(&db, "h2", None);
+        assert_eq!(counts(&db), [(0, 2), (2, 2)]);
+        delete_host(&db, "h1");
+        assert_eq!(counts(&db), [(0, 1), (1, 1)]);
+        db.write(|tx| groups::delete(tx, &b, LATER)).unwrap();
+        assert_eq!(tree(&db)[0].host_count, 1, "h3 went up to a with its count");
+        let leftover: i64 = db
+            .read(|conn| {
+                conn.query_row(
+                    "SELECT count(*) FROM group_host_counts WHERE group_id = ?1",
+                    [&b],
+                    |row| row.get(0),
+                )
+                .map_err(StoreError::from)
+            })
+            .unwrap();
+        assert_eq!(leftover, 0, "a deleted group's count row goes with it");
     }
 
     #[test]
@@ -716,16 +777,15 @@ mod tests {
                     }
                 }
                 _ => {
+                    // Host moves and re-creations drive every count trigger.
                     let host = format!("host-{}", rng.below(HOSTS));
-                    let group = rng.pick(&ids).cloned();
-                    db.write(|tx| {
-                        tx.execute(
-                            "UPDATE hosts SET group_id = ?2 WHERE id = ?1",
-                            params![host, group],
-                        )?;
-                        Ok::<_, StoreError>(())
-                    })
-                    .unwrap();
+                    let group = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    if rng.below(2) == 0 {
+                        move_host(&db, &host, group.as_deref());
+                    } else {
+                        delete_host(&db, &host);
+                        add_host(&db, &host, group.as_deref());
+                    }
                 }
             }
             check_invariants(&db, HOSTS, &format!("seed {seed:#x} after step {step}"));
