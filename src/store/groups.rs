@@ -4,7 +4,8 @@
 //! Invariants: no write leaves a cycle, a group deeper than `MAX_DEPTH`, or two siblings
 //! whose names compare equal case-insensitively; a delete never loses a host or a group.
 //! Functions that write expect to run inside the caller's IMMEDIATE transaction
-//! (`Db::write`), so every check and its write see the same rows.
+//! (`Db::write`), so every check and its write see the same rows. Direct host counts come
+//! from `group_host_counts`, which triggers on `hosts` keep (sql/0001_init.sql).
 
 use std::collections::{HashMap, HashSet};
 
@@ -118,8 +119,9 @@ pub fn view(conn: &Connection, id: &str) -> Result<GroupView, StoreError> {
         .ok_or(StoreError::GroupNotFound)
 }
 
-/// One stored row. `GroupNotFound` when `id` is unknown (any text, UUID or not).
+/// One stored row. `GroupNotFound` when `id` is unknown.
 pub fn by_id(conn: &Connection, id: &str) -> Result<Group, StoreError> {
+    // api-decisions §7: an id that is not a UUID is simply not found, so no parse first.
     conn.prepare_cached(SELECT_GROUP_BY_ID)?
         .query_row(params![id], group_from_row)
         .optional()?
