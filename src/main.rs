@@ -14,6 +14,7 @@ mod error;
 #[cfg(test)]
 mod fuzz;
 mod gate;
+mod model;
 mod router;
 mod server;
 mod state;

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod groups;
 mod limits;
 mod process;
 mod security;

@@ -1,0 +1,4 @@
+//! Plain domain types, validation rules and tree logic: no I/O, no other module of ours.
+
+pub mod group;
+pub mod tree;
