@@ -1,18 +1,30 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
 //! Lock order when both are needed: vault first, then db (style §1.3). Config is read-only
-//! after start-up.
+//! after start-up. Besides the two mutexes it holds only counters: the last-activity clock
+//! (`AtomicU64`, for `--auto-lock`) and the password-guess throttle (atomics).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::store::Db;
-use crate::vault::Vault;
+use crate::vault::{PasswordThrottle, Vault};
 
 pub struct AppState {
     pub config: Config,
     pub db: Db,
     vault: Mutex<Vault>,
+    /// Slows down master password guesses (unlock, password change and removal).
+    pub password_checks: PasswordThrottle,
+    /// When the process started; the zero of `last_activity_ms`.
+    started: Instant,
+    /// Milliseconds after `started` of the last request that counts as activity for
+    /// `--auto-lock`. Lock-free on purpose: every request writes it (one relaxed store),
+    /// and the auto-lock thread only compares it with the clock; a read racing a write
+    /// costs at most one tick of lateness.
+    last_activity_ms: AtomicU64,
 }
 
 impl AppState {
@@ -21,6 +33,9 @@ impl AppState {
             config,
             db,
             vault: Mutex::new(vault),
+            password_checks: PasswordThrottle::default(),
+            started: Instant::now(),
+            last_activity_ms: AtomicU64::new(0),
         }
     }
 
@@ -35,5 +50,35 @@ impl AppState {
 
     pub fn vault_locked(&self) -> bool {
         self.vault().is_locked()
+    }
+
+    /// Records activity now: the auto-lock countdown starts again.
+    pub fn touch(&self) {
+        self.last_activity_ms
+            .store(self.elapsed_ms(), Ordering::Relaxed);
+    }
+
+    /// How long since the last activity (or since start, before any).
+    pub fn idle_for(&self) -> Duration {
+        let last = self.last_activity_ms.load(Ordering::Relaxed);
+        Duration::from_millis(self.elapsed_ms().saturating_sub(last))
+    }
+
+    /// Locks the vault when it is unlocked, has a master password and nothing happened
+    /// for `after`. Returns true when it locked it. The idle time is checked again under
+    /// the vault lock, so a request that arrived meanwhile keeps the vault open.
+    pub fn lock_if_idle(&self, after: Duration) -> bool {
+        if self.idle_for() < after {
+            return false;
+        }
+        let mut vault = self.vault();
+        if vault.is_locked() || !vault.has_password() || self.idle_for() < after {
+            return false;
+        }
+        vault.lock().is_ok()
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 }
