@@ -82,3 +82,61 @@ impl AppState {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use crate::config::Command;
+    use crate::state::AppState;
+    use crate::store::open_in_memory;
+    use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
+    use crate::vault::{DataKey, Vault, WrappedKey};
+
+    fn state_with(vault: Vault) -> AppState {
+        let args = ["--data-dir", "/unused"].map(String::from);
+        let Command::Run(config) = Command::parse(args, &HashMap::new()).unwrap() else {
+            panic!("not a run command");
+        };
+        AppState::new(config, open_in_memory().unwrap(), vault)
+    }
+
+    /// An unlocked vault with a (never stored) master password.
+    fn unlocked() -> Vault {
+        let header = Header::with_rounds(PBKDF2_ROUNDS_MIN).to_bytes();
+        let mut vault = Vault::from_stored(Some(&header), &[0u8; 61]).unwrap();
+        let Vault::Locked(wrapped) = &vault else {
+            panic!("a stored header starts locked");
+        };
+        let wrapped: WrappedKey = wrapped.clone();
+        vault.unlock(&wrapped, DataKey::generate()).unwrap();
+        vault
+    }
+
+    #[test]
+    fn idle_vault_with_a_password_is_locked() {
+        let state = state_with(unlocked());
+        assert!(!state.vault_locked());
+        assert!(state.lock_if_idle(Duration::ZERO));
+        assert!(state.vault_locked());
+        assert!(!state.lock_if_idle(Duration::ZERO), "already locked");
+    }
+
+    #[test]
+    fn vault_used_within_the_limit_stays_unlocked() {
+        let state = state_with(unlocked());
+        state.touch();
+        assert!(state.idle_for() < Duration::from_secs(3600));
+        assert!(!state.lock_if_idle(Duration::from_secs(3600)));
+        assert!(!state.vault_locked());
+    }
+
+    #[test]
+    fn vault_without_a_password_is_never_auto_locked() {
+        let state = state_with(Vault::NoPassword(DataKey::generate()));
+        assert!(!state.lock_if_idle(Duration::ZERO));
+        assert!(!state.vault_locked());
+    }
+}

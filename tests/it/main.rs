@@ -6,3 +6,4 @@
 mod limits;
 mod process;
 mod support;
+mod vault;
