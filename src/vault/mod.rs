@@ -237,10 +237,6 @@ impl WrappedKey {
             .open_data_key(&self.header, &self.sealed)
             .map_err(|_| VaultError::InvalidPassword)
     }
-
-    pub fn rounds(&self) -> u32 {
-        self.header.rounds()
-    }
 }
 
 impl NewPassword {
