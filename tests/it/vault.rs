@@ -577,6 +577,47 @@ fn setting_a_password_leaves_no_unwrapped_data_key_in_the_data_dir() {
     assert!(!found(&service), "nor after a clean stop");
 }
 
+#[test]
+fn tampered_kdf_header_is_refused_at_start_instead_of_hanging() {
+    let mut service = Service::start("vault-tampered-header");
+    set_password(&service, "pw");
+    assert_eq!(
+        service
+            .terminate(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    let data_dir = service.data_dir.clone();
+    drop(service);
+    {
+        let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
+        let mut header: Vec<u8> = conn
+            .query_row("SELECT header FROM vault", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!((header.len(), header[0]), (21, 1), "version 1, 21 bytes");
+        // Four billion rounds would keep a worker busy for hours.
+        header[1..5].copy_from_slice(&u32::MAX.to_be_bytes());
+        conn.execute("UPDATE vault SET header = ?1", [header])
+            .unwrap();
+    }
+    let started = Instant::now();
+    let failure = Service::try_start(
+        "vault-tampered-header-2",
+        Options {
+            data_dir: Some(data_dir),
+            ..Options::default()
+        },
+    );
+    let Err((_, stderr)) = failure else {
+        panic!("a service started on a tampered vault header");
+    };
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        stderr.contains("cannot open the vault") && stderr.contains("4294967295 PBKDF2 rounds"),
+        "{stderr}"
+    );
+}
+
 /// `bytes` as stored or logged in the forms a leak could take: raw, hex (both cases),
 /// base64 (standard and URL-safe, with and without padding).
 fn encodings(bytes: &[u8]) -> Vec<Vec<u8>> {
