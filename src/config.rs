@@ -28,8 +28,9 @@ Options:
                         stdin (read before SERVICE_PORT is printed). A wrong one is logged and the
                         service starts locked. With --exit-with-parent, stdin is then watched
                         for end of file as usual
-  --auto-lock SECS      Lock the vault after SECS seconds without a request (GET /api/health and
-                        GET /api/vault do not count); 0 = never [default: 0]
+  --auto-lock SECS      Lock the vault after SECS seconds without a request; status reads
+                        (GET /api/health, /api/vault, /api/openapi.json) do not count;
+                        0 = never [default: 0]
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 

@@ -159,10 +159,10 @@ fn read_password_line() -> Option<Secret> {
     // leaves a copy behind in freed memory).
     let mut line = Zeroizing::new(Vec::with_capacity(MAX_PASSWORD_BYTES + 1));
     let mut byte = Zeroizing::new([0u8; 1]);
-    let ended = loop {
+    loop {
         match stdin.read(&mut byte[..]) {
-            Ok(0) => break !line.is_empty(),
-            Ok(_) if byte[0] == b'\n' => break true,
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
             Ok(_) if line.len() > MAX_PASSWORD_BYTES => {
                 log::warn!(
                     "--vault-password-stdin: the first line is longer than {MAX_PASSWORD_BYTES} bytes; the vault stays locked"
@@ -178,11 +178,11 @@ fn read_password_line() -> Option<Secret> {
                 return None;
             }
         }
-    };
+    }
     if line.last() == Some(&b'\r') {
         line.pop();
     }
-    if !ended || line.is_empty() {
+    if line.is_empty() {
         log::warn!("--vault-password-stdin: stdin has no password line; the vault stays locked");
         return None;
     }

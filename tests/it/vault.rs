@@ -380,6 +380,28 @@ fn wrong_vault_password_stdin_starts_locked_with_a_warning() {
     );
     assert!(!stderr.contains("Wrong-Stdin-Marker"));
     unlock(&service, "right one").expect(200);
+
+    // No line at all (stdin closed at once) starts locked too.
+    let mut service = service;
+    assert_eq!(
+        service
+            .terminate(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    let service = Service::start_with(
+        "vault-stdin-wrong-3",
+        Options {
+            args: vec!["--vault-password-stdin".into()],
+            data_dir: Some(service.data_dir.clone()),
+            close_stdin: true,
+            ..Options::default()
+        },
+    );
+    assert!(vault_locked(&service));
+    assert!(service
+        .stderr()
+        .contains("--vault-password-stdin: stdin has no password line; the vault stays locked"));
 }
 
 #[test]
