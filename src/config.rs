@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub const USAGE: &str = "\
 host-manager: a local HTTP/JSON service for a catalogue of SSH hosts, groups and keys.
@@ -30,12 +31,24 @@ Options:
   --generate-token      Like --token-file with a random token, printed as SERVICE_TOKEN=<token>
                         on stdout before the SERVICE_PORT line
   --exit-with-parent    Shut down when stdin reaches end of file (the launching process went away)
+  --vault-password-stdin
+                        Unlock the vault at start with the master password on the first line of
+                        stdin (read before SERVICE_PORT is printed). A wrong one is logged and the
+                        service starts locked. With --exit-with-parent, stdin is then watched
+                        for end of file as usual
+  --auto-lock SECS      Lock the vault after SECS seconds without a request; status reads
+                        (GET /api/health, /api/vault, /api/openapi.json) do not count;
+                        0 = never [default: 0]
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
 ";
+
+/// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
+/// keeps the idle clock's millisecond arithmetic far from overflow.
+pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -55,6 +68,10 @@ pub struct Config {
     /// Origins whose pages may call the API (lowercased `scheme://host[:port]`).
     pub allowed_origins: Vec<String>,
     pub token: TokenSource,
+    /// Read the master password from the first line of stdin at start.
+    pub vault_password_stdin: bool,
+    /// Lock the vault after this long without a request; `None` = never.
+    pub auto_lock: Option<Duration>,
 }
 
 /// Where the bearer token comes from, if one is required (api-decisions §6).
@@ -88,6 +105,8 @@ struct RawArgs {
     token_file: Option<String>,
     generate_token: bool,
     exit_with_parent: bool,
+    vault_password_stdin: bool,
+    auto_lock: Option<String>,
     help: bool,
     version: bool,
 }
@@ -135,6 +154,8 @@ impl RawArgs {
                 "--token-file" => raw.token_file = Some(value("--token-file")?),
                 "--generate-token" => raw.generate_token = true,
                 "--exit-with-parent" => raw.exit_with_parent = true,
+                "--vault-password-stdin" => raw.vault_password_stdin = true,
+                "--auto-lock" => raw.auto_lock = Some(value("--auto-lock")?),
                 "-h" | "--help" => raw.help = true,
                 "-V" | "--version" => raw.version = true,
                 other => return Err(ConfigError(format!("unknown option {other} (see --help)"))),
@@ -205,6 +226,20 @@ impl Config {
             Some(dir) => PathBuf::from(dir),
             None => default_data_dir(env)?,
         };
+        let auto_lock = match raw.auto_lock.as_deref() {
+            None => None,
+            Some(text) => match text.parse::<u64>() {
+                Ok(0) => None,
+                Ok(seconds) if seconds <= MAX_AUTO_LOCK_SECONDS => {
+                    Some(Duration::from_secs(seconds))
+                }
+                _ => {
+                    return Err(ConfigError(format!(
+                        "--auto-lock must be a number of seconds 0-{MAX_AUTO_LOCK_SECONDS}, got {text:?}"
+                    )))
+                }
+            },
+        };
         Ok(Config {
             bind,
             port,
@@ -212,6 +247,8 @@ impl Config {
             exit_with_parent: raw.exit_with_parent,
             allowed_origins,
             token,
+            vault_password_stdin: raw.vault_password_stdin,
+            auto_lock,
         })
     }
 }
@@ -235,8 +272,9 @@ fn default_data_dir(env: &HashMap<String, String>) -> Result<PathBuf, ConfigErro
 mod tests {
     use std::collections::HashMap;
     use std::path::PathBuf;
+    use std::time::Duration;
 
-    use crate::config::{Command, Config};
+    use crate::config::{Command, Config, MAX_AUTO_LOCK_SECONDS};
 
     fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
         let env: HashMap<String, String> = env
@@ -346,6 +384,38 @@ mod tests {
             .unwrap_err()
             .contains("--frobnicate"));
         assert!(run(&["--port"], &[]).unwrap_err().contains("--port"));
+    }
+
+    #[test]
+    fn vault_flags_default_to_off() {
+        let config = run(&[], &[("HOME", "/h")]).unwrap();
+        assert!(!config.vault_password_stdin);
+        assert_eq!(config.auto_lock, None);
+    }
+
+    #[test]
+    fn auto_lock_takes_seconds_and_zero_means_never() {
+        let config = run(
+            &["--auto-lock", "90", "--vault-password-stdin"],
+            &[("HOME", "/h")],
+        );
+        let config = config.unwrap();
+        assert_eq!(config.auto_lock, Some(Duration::from_secs(90)));
+        assert!(config.vault_password_stdin);
+        let never = run(&["--auto-lock=0"], &[("HOME", "/h")]).unwrap();
+        assert_eq!(never.auto_lock, None);
+    }
+
+    #[test]
+    fn auto_lock_of_one_year_is_accepted_and_beyond_or_garbage_is_rejected() {
+        let year = MAX_AUTO_LOCK_SECONDS.to_string();
+        let config = run(&["--auto-lock", &year], &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.auto_lock, Some(Duration::from_secs(31_536_000)));
+        let over = (MAX_AUTO_LOCK_SECONDS + 1).to_string();
+        for bad in [over.as_str(), "-1", "1.5", "soon", ""] {
+            let err = run(&["--auto-lock", bad], &[("HOME", "/h")]).unwrap_err();
+            assert!(err.contains("--auto-lock"), "{bad}: {err}");
+        }
     }
 
     #[test]

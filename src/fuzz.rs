@@ -186,6 +186,8 @@ fn state() -> AppState {
         exit_with_parent: false,
         allowed_origins: Vec::new(),
         token: TokenSource::None,
+        vault_password_stdin: false,
+        auto_lock: None,
     };
     let db = store::open_in_memory().expect("in-memory database");
     AppState::new(config, db, Vault::NoPassword(DataKey::generate()))

@@ -8,3 +8,4 @@ mod limits;
 mod process;
 mod security;
 mod support;
+mod vault;
