@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub const USAGE: &str = "\
 host-manager: a local HTTP/JSON service for a catalogue of SSH hosts, groups and keys.
@@ -20,14 +21,34 @@ Options:
   --port N              Port to listen on; 0 lets the OS choose [env: HOST_MANAGER_PORT] [default: 0]
   --data-dir DIR        Where the database lives [env: HOST_MANAGER_DATA_DIR]
                         [default: $XDG_DATA_HOME/host-manager, else ~/.local/share/host-manager]
-  --bind ADDR           Address to listen on; only loopback addresses [default: 127.0.0.1]
+  --bind ADDR           Address to listen on [default: 127.0.0.1]; any other than a loopback
+                        address needs --allow-remote and a token
+  --allow-remote        Allow --bind on a non-loopback address (a token is then required)
+  --allow-origin ORIGIN Let web pages from ORIGIN (scheme://host[:port]) call the API with CORS;
+                        repeatable. Requests from any other Origin are refused
+  --token-file FILE     Require `Authorization: Bearer <token>` on every request but health; the
+                        token is the file's first line (at least 32 characters)
+  --generate-token      Like --token-file with a random token, printed as SERVICE_TOKEN=<token>
+                        on stdout before the SERVICE_PORT line
   --exit-with-parent    Shut down when stdin reaches end of file (the launching process went away)
+  --vault-password-stdin
+                        Unlock the vault at start with the master password on the first line of
+                        stdin (read before SERVICE_PORT is printed). A wrong one is logged and the
+                        service starts locked. With --exit-with-parent, stdin is then watched
+                        for end of file as usual
+  --auto-lock SECS      Lock the vault after SECS seconds without a request; status reads
+                        (GET /api/health, /api/vault, /api/openapi.json) do not count;
+                        0 = never [default: 0]
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
 ";
+
+/// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
+/// keeps the idle clock's millisecond arithmetic far from overflow.
+pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -44,6 +65,21 @@ pub struct Config {
     pub port: u16,
     pub data_dir: PathBuf,
     pub exit_with_parent: bool,
+    /// Origins whose pages may call the API (lowercased `scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    pub token: TokenSource,
+    /// Read the master password from the first line of stdin at start.
+    pub vault_password_stdin: bool,
+    /// Lock the vault after this long without a request; `None` = never.
+    pub auto_lock: Option<Duration>,
+}
+
+/// Where the bearer token comes from, if one is required (api-decisions §6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    None,
+    File(PathBuf),
+    Generate,
 }
 
 /// A flag or variable that cannot be used; the text names it.
@@ -64,7 +100,13 @@ struct RawArgs {
     port: Option<String>,
     data_dir: Option<String>,
     bind: Option<String>,
+    allow_remote: bool,
+    allowed_origins: Vec<String>,
+    token_file: Option<String>,
+    generate_token: bool,
     exit_with_parent: bool,
+    vault_password_stdin: bool,
+    auto_lock: Option<String>,
     help: bool,
     version: bool,
 }
@@ -107,7 +149,13 @@ impl RawArgs {
                 "--port" => raw.port = Some(value("--port")?),
                 "--data-dir" => raw.data_dir = Some(value("--data-dir")?),
                 "--bind" => raw.bind = Some(value("--bind")?),
+                "--allow-remote" => raw.allow_remote = true,
+                "--allow-origin" => raw.allowed_origins.push(value("--allow-origin")?),
+                "--token-file" => raw.token_file = Some(value("--token-file")?),
+                "--generate-token" => raw.generate_token = true,
                 "--exit-with-parent" => raw.exit_with_parent = true,
+                "--vault-password-stdin" => raw.vault_password_stdin = true,
+                "--auto-lock" => raw.auto_lock = Some(value("--auto-lock")?),
                 "-h" | "--help" => raw.help = true,
                 "-V" | "--version" => raw.version = true,
                 other => return Err(ConfigError(format!("unknown option {other} (see --help)"))),
@@ -137,11 +185,36 @@ impl Config {
                 .map_err(|_| ConfigError(format!("--bind must be an IP address, got {text:?}")))?,
             None => IpAddr::from([127, 0, 0, 1]),
         };
-        // api-decisions §1: the service is local; a remote bind needs a token (issue #8).
-        if !bind.is_loopback() {
+        let token = match (raw.token_file, raw.generate_token) {
+            (Some(_), true) => {
+                return Err(ConfigError(
+                    "--token-file and --generate-token exclude each other".into(),
+                ))
+            }
+            (Some(file), false) => TokenSource::File(PathBuf::from(file)),
+            (None, true) => TokenSource::Generate,
+            (None, false) => TokenSource::None,
+        };
+        // api-decisions §1 and §6: the service is local; another address must be asked for
+        // twice (--bind and --allow-remote) and then never runs without a token.
+        if !bind.is_loopback() && !raw.allow_remote {
             return Err(ConfigError(format!(
-                "--bind {bind}: only loopback addresses are allowed"
+                "--bind {bind} is not a loopback address; add --allow-remote"
             )));
+        }
+        if !bind.is_loopback() && token == TokenSource::None {
+            return Err(ConfigError(format!(
+                "--bind {bind} needs --token-file or --generate-token"
+            )));
+        }
+        let mut allowed_origins = Vec::new();
+        for origin in raw.allowed_origins {
+            if !crate::gate::valid_origin(&origin) {
+                return Err(ConfigError(format!(
+                    "--allow-origin {origin:?} is not scheme://host[:port]"
+                )));
+            }
+            allowed_origins.push(origin.to_ascii_lowercase());
         }
         let data_dir = match raw
             .data_dir
@@ -153,11 +226,29 @@ impl Config {
             Some(dir) => PathBuf::from(dir),
             None => default_data_dir(env)?,
         };
+        let auto_lock = match raw.auto_lock.as_deref() {
+            None => None,
+            Some(text) => match text.parse::<u64>() {
+                Ok(0) => None,
+                Ok(seconds) if seconds <= MAX_AUTO_LOCK_SECONDS => {
+                    Some(Duration::from_secs(seconds))
+                }
+                _ => {
+                    return Err(ConfigError(format!(
+                        "--auto-lock must be a number of seconds 0-{MAX_AUTO_LOCK_SECONDS}, got {text:?}"
+                    )))
+                }
+            },
+        };
         Ok(Config {
             bind,
             port,
             data_dir,
             exit_with_parent: raw.exit_with_parent,
+            allowed_origins,
+            token,
+            vault_password_stdin: raw.vault_password_stdin,
+            auto_lock,
         })
     }
 }
@@ -181,8 +272,9 @@ fn default_data_dir(env: &HashMap<String, String>) -> Result<PathBuf, ConfigErro
 mod tests {
     use std::collections::HashMap;
     use std::path::PathBuf;
+    use std::time::Duration;
 
-    use crate::config::{Command, Config};
+    use crate::config::{Command, Config, MAX_AUTO_LOCK_SECONDS};
 
     fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
         let env: HashMap<String, String> = env
@@ -240,11 +332,50 @@ mod tests {
     }
 
     #[test]
-    fn non_loopback_bind_is_refused() {
-        assert!(run(&["--bind", "0.0.0.0"], &[("HOME", "/h")])
+    fn non_loopback_bind_needs_allow_remote_and_a_token() {
+        let home = [("HOME", "/h")];
+        assert!(run(&["--bind", "0.0.0.0"], &home)
             .unwrap_err()
-            .contains("--bind"));
-        assert!(run(&["--bind", "::1"], &[("HOME", "/h")]).is_ok());
+            .contains("--allow-remote"));
+        let no_token = run(&["--bind", "0.0.0.0", "--allow-remote"], &home).unwrap_err();
+        assert!(no_token.contains("--generate-token"), "{no_token}");
+        assert!(run(
+            &["--bind", "0.0.0.0", "--allow-remote", "--generate-token"],
+            &home
+        )
+        .is_ok());
+        assert!(run(&["--bind", "::1"], &home).is_ok());
+    }
+
+    #[test]
+    fn allow_origin_is_repeatable_and_checked() {
+        let home = [("HOME", "/h")];
+        let config = run(
+            &[
+                "--allow-origin",
+                "http://A:1",
+                "--allow-origin=tauri://localhost",
+            ],
+            &home,
+        )
+        .unwrap();
+        assert_eq!(
+            config.allowed_origins,
+            vec!["http://a:1", "tauri://localhost"]
+        );
+        assert!(run(&["--allow-origin", "*"], &home)
+            .unwrap_err()
+            .contains("--allow-origin"));
+    }
+
+    #[test]
+    fn token_file_and_generate_token_exclude_each_other() {
+        let err = run(
+            &["--token-file", "/t", "--generate-token"],
+            &[("HOME", "/h")],
+        )
+        .unwrap_err();
+        assert!(err.contains("--token-file"), "{err}");
     }
 
     #[test]
@@ -253,6 +384,38 @@ mod tests {
             .unwrap_err()
             .contains("--frobnicate"));
         assert!(run(&["--port"], &[]).unwrap_err().contains("--port"));
+    }
+
+    #[test]
+    fn vault_flags_default_to_off() {
+        let config = run(&[], &[("HOME", "/h")]).unwrap();
+        assert!(!config.vault_password_stdin);
+        assert_eq!(config.auto_lock, None);
+    }
+
+    #[test]
+    fn auto_lock_takes_seconds_and_zero_means_never() {
+        let config = run(
+            &["--auto-lock", "90", "--vault-password-stdin"],
+            &[("HOME", "/h")],
+        );
+        let config = config.unwrap();
+        assert_eq!(config.auto_lock, Some(Duration::from_secs(90)));
+        assert!(config.vault_password_stdin);
+        let never = run(&["--auto-lock=0"], &[("HOME", "/h")]).unwrap();
+        assert_eq!(never.auto_lock, None);
+    }
+
+    #[test]
+    fn auto_lock_of_one_year_is_accepted_and_beyond_or_garbage_is_rejected() {
+        let year = MAX_AUTO_LOCK_SECONDS.to_string();
+        let config = run(&["--auto-lock", &year], &[("HOME", "/h")]).unwrap();
+        assert_eq!(config.auto_lock, Some(Duration::from_secs(31_536_000)));
+        let over = (MAX_AUTO_LOCK_SECONDS + 1).to_string();
+        for bad in [over.as_str(), "-1", "1.5", "soon", ""] {
+            let err = run(&["--auto-lock", bad], &[("HOME", "/h")]).unwrap_err();
+            assert!(err.contains("--auto-lock"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -216,7 +216,10 @@ impl From<crate::vault::VaultError> for ApiError {
     fn from(err: crate::vault::VaultError) -> ApiError {
         match err {
             crate::vault::VaultError::Locked => ApiError::VaultLocked,
-            corrupt @ crate::vault::VaultError::Corrupt { .. } => ApiError::internal(corrupt),
+            crate::vault::VaultError::InvalidPassword => ApiError::InvalidPassword,
+            crate::vault::VaultError::NoPassword => ApiError::VaultNoPassword,
+            internal @ (crate::vault::VaultError::Corrupt { .. }
+            | crate::vault::VaultError::Malformed(_)) => ApiError::internal(internal),
         }
     }
 }

@@ -11,6 +11,9 @@
 mod api;
 mod config;
 mod error;
+#[cfg(test)]
+mod fuzz;
+mod gate;
 mod model;
 mod router;
 mod server;
@@ -23,21 +26,32 @@ use std::collections::HashMap;
 use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread;
+use std::time::Duration;
 
-use crate::config::{Command, Config, USAGE};
+use zeroize::Zeroizing;
+
+use crate::config::{Command, Config, TokenSource, USAGE};
+use crate::gate::Gate;
 use crate::server::Event;
 use crate::state::AppState;
-use crate::vault::{DataKey, Vault};
+use crate::vault::{DataKey, Secret, Vault, MAX_PASSWORD_BYTES};
+
+/// api-decisions §6: a token from a file must have at least this many characters.
+const MIN_TOKEN_CHARS: usize = 32;
 
 /// Mode of the data directory (api-decisions §1).
 const DATA_DIR_MODE: u32 = 0o700;
+
+/// How often the `--auto-lock` thread compares the idle time with the limit.
+const AUTO_LOCK_TICK: Duration = Duration::from_millis(250);
 
 /// Held with an exclusive lock for the life of the process: one service per data dir.
 const LOCK_FILE: &str = "host-manager.lock";
@@ -78,6 +92,11 @@ fn serve(config: Config) -> Result<(), String> {
     let listener = server::tune_listener(listener)
         .map_err(|err| format!("cannot set socket options: {err}"))?;
     let port = listener.local_addr().map_err(|err| err.to_string())?.port();
+    // Before the --exit-with-parent watcher starts reading stdin: the line is ours.
+    let password = match config.vault_password_stdin {
+        true => read_password_line(),
+        false => None,
+    };
 
     let (events_tx, events) = mpsc::channel();
     watch_signals(events_tx.clone()).map_err(|err| format!("cannot watch signals: {err}"))?;
@@ -89,27 +108,82 @@ fn serve(config: Config) -> Result<(), String> {
         config.bind,
         config.data_dir.display()
     );
-    let vault = open_vault(&db)?;
+    let mut vault = open_vault(&db)?;
+    // The key derivation sits before SERVICE_PORT on purpose: the app that passed the
+    // password expects the vault's final state from its first request.
+    match password {
+        Some(password) => unlock_at_start(&mut vault, &password),
+        None if vault.is_locked() => {
+            log::info!("the vault is locked; unlock it with POST /api/vault/unlock")
+        }
+        None => {}
+    }
+    let token = load_token(&config.token)?;
+    // --generate-token: SERVICE_TOKEN comes before SERVICE_PORT, in one write.
+    let mut announcement = Secret::new(Vec::new());
+    if config.token == TokenSource::Generate {
+        if let Some(token) = token.as_ref().and_then(Secret::expose_str) {
+            announcement = Secret::from_string(format!("SERVICE_TOKEN={token}\n"));
+        }
+    }
+    let gate = Gate::new(config.allowed_origins.clone(), token);
+    let auto_lock = config.auto_lock;
     let state = Arc::new(AppState::new(config, db, vault));
-    if write_stdout(&format!("SERVICE_PORT={port}\n")) != ExitCode::SUCCESS {
+    if let Some(after) = auto_lock {
+        watch_idle(Arc::downgrade(&state), after)
+            .map_err(|err| format!("cannot start the auto-lock thread: {err}"))?;
+    }
+    let line = format!(
+        "{}SERVICE_PORT={port}\n",
+        announcement.expose_str().unwrap_or_default()
+    );
+    if write_stdout(&line) != ExitCode::SUCCESS {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
-    server::run(state, listener, events_tx, events)
+    drop(Secret::from_string(line));
+    server::run(state, gate, listener, events_tx, events)
         .map_err(|err| format!("server failed: {err}"))?;
     log::info!("stopped");
     Ok(())
 }
 
-/// Loads the vault's data key, creating one on first start (no master password yet).
+/// The bearer token, when one is configured: the first line of `--token-file` (at least 32
+/// characters, api-decisions §6) or 32 random bytes as hex for `--generate-token`.
+fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
+    match source {
+        TokenSource::None => Ok(None),
+        TokenSource::Generate => Ok(Some(Secret::random_hex(32))),
+        TokenSource::File(path) => {
+            let text =
+                Secret::new(fs::read(path).map_err(|err| {
+                    format!("cannot read --token-file {}: {err}", path.display())
+                })?);
+            let first_line = text
+                .expose()
+                .split(|byte| *byte == b'\n')
+                .next()
+                .unwrap_or_default();
+            let first_line = first_line.strip_suffix(b"\r").unwrap_or(first_line);
+            if first_line.len() < MIN_TOKEN_CHARS || std::str::from_utf8(first_line).is_err() {
+                return Err(format!(
+                    "--token-file {}: the first line must be a token of at least {MIN_TOKEN_CHARS} characters",
+                    path.display()
+                ));
+            }
+            Ok(Some(Secret::new(first_line.to_vec())))
+        }
+    }
+}
+
+/// Loads the vault's data key, creating one on first start (no master password yet). With
+/// a master password set, the vault starts locked (api-decisions §2).
 fn open_vault(db: &store::Db) -> Result<Vault, String> {
     let row = db
         .read(store::vault_meta::load)
         .map_err(|err| format!("cannot read the vault: {err}"))?;
     match row {
-        Some(row) => match DataKey::from_bytes(&row.data_key) {
-            Some(key) if row.header.is_none() => Ok(Vault::NoPassword(key)),
-            _ => Err("the vault row is not in a format this build understands".into()),
-        },
+        Some(row) => Vault::from_stored(row.header.as_deref(), &row.data_key)
+            .map_err(|err| format!("cannot open the vault: {err}")),
         None => {
             let key = DataKey::generate();
             db.write(|tx| store::vault_meta::save(tx, None, key.expose()))
@@ -117,6 +191,89 @@ fn open_vault(db: &store::Db) -> Result<Vault, String> {
             Ok(Vault::NoPassword(key))
         }
     }
+}
+
+/// `--vault-password-stdin`: the first line of stdin without its `\n` or `\r\n`; `None`
+/// (with a warning) when there is none or it is too long to be a password. Read a byte at a
+/// time from a duplicate of fd 0: nothing after the line is consumed, so the
+/// `--exit-with-parent` watcher reads on from there, and no copy of the password lands in
+/// std's stdin buffer. The buffer is sized once and wiped on drop.
+fn read_password_line() -> Option<Secret> {
+    let mut stdin = match io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => File::from(fd),
+        Err(err) => {
+            log::warn!("--vault-password-stdin: cannot read stdin ({err}); the vault stays locked");
+            return None;
+        }
+    };
+    // Room for the longest password plus a `\r`, so the vector never grows (and never
+    // leaves a copy behind in freed memory).
+    let mut line = Zeroizing::new(Vec::with_capacity(MAX_PASSWORD_BYTES + 1));
+    let mut byte = Zeroizing::new([0u8; 1]);
+    loop {
+        match stdin.read(&mut byte[..]) {
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) if line.len() > MAX_PASSWORD_BYTES => {
+                log::warn!(
+                    "--vault-password-stdin: the first line is longer than {MAX_PASSWORD_BYTES} bytes; the vault stays locked"
+                );
+                return None;
+            }
+            Ok(_) => line.push(byte[0]),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => {
+                log::warn!(
+                    "--vault-password-stdin: cannot read stdin ({err}); the vault stays locked"
+                );
+                return None;
+            }
+        }
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    if line.is_empty() {
+        log::warn!("--vault-password-stdin: stdin has no password line; the vault stays locked");
+        return None;
+    }
+    Some(Secret::new(std::mem::take(&mut *line)))
+}
+
+/// Unlocks `vault` with the password given on stdin. A wrong one does not stop the start:
+/// the vault stays locked and the app can still call unlock (api-decisions §2).
+fn unlock_at_start(vault: &mut Vault, password: &Secret) {
+    let Some(wrapped) = vault.wrapped_key().cloned() else {
+        log::warn!("--vault-password-stdin: no master password is set; the line was ignored");
+        return;
+    };
+    let unlocked = wrapped
+        .open(password.expose())
+        .and_then(|key| vault.unlock(&wrapped, key));
+    match unlocked {
+        Ok(()) => log::info!("vault unlocked with the master password from stdin"),
+        Err(err) => log::warn!("--vault-password-stdin: {err}; the vault stays locked"),
+    }
+}
+
+/// `--auto-lock`: locks the vault once nothing happened for `after`. Holds the state only
+/// weakly, so the database still closes when the server stops.
+fn watch_idle(state: Weak<AppState>, after: Duration) -> io::Result<()> {
+    thread::Builder::new()
+        .name("auto-lock".into())
+        .spawn(move || loop {
+            thread::sleep(AUTO_LOCK_TICK);
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            if state.lock_if_idle(after) {
+                log::info!(
+                    "vault locked after {} s without a request (--auto-lock)",
+                    after.as_secs()
+                );
+            }
+        })?;
+    Ok(())
 }
 
 /// Creates the data dir (mode 0700) and takes its lock file. A second service on the same

@@ -86,6 +86,9 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(endpoint) = resolve(req.method, &segments) else {
         return Err(not_routed(&segments));
     };
+    if endpoint.counts_as_activity() {
+        state.touch();
+    }
     // api-decisions §2: while locked, only these answer; everything else is 401.
     if endpoint.needs_unlocked_vault() && state.vault_locked() {
         return Err(ApiError::VaultLocked);
@@ -103,6 +106,16 @@ pub fn allowed_methods(path: &[&str]) -> Vec<&'static str> {
 }
 
 impl Endpoint<'_> {
+    /// Whether this request restarts the `--auto-lock` countdown. Polls of the service's
+    /// own status are not the user at work: an app that checks health every few seconds
+    /// must not keep the vault open forever.
+    fn counts_as_activity(self) -> bool {
+        !matches!(
+            self,
+            Endpoint::Health | Endpoint::OpenApi | Endpoint::VaultStatus
+        )
+    }
+
     fn needs_unlocked_vault(self) -> bool {
         !matches!(
             self,

@@ -1,8 +1,9 @@
 //! The HTTP layer: tiny_http on a listener we bind, defended against what tiny_http 0.12
 //! does not do (see `shared/design/http-layer.md`).
 //!
-//! Shape: a pump thread per tiny_http `Server` moves requests into a bounded queue served by
-//! `WORKERS` threads. Workers never block on a slow client: a body that is not already in
+//! Shape: a pump thread per tiny_http `Server` triages each request from its headers alone
+//! (framing, size, connections already given up on) in arrival order, and moves it into a
+//! bounded queue served by `WORKERS` threads. Workers never block on a slow client: a body that is not already in
 //! memory is read on a thread of its own, and every response that closes the connection is
 //! written on a thread of its own (tiny_http drains an unread body when a request drops).
 //! If tiny_http's accept thread dies (it stops for good on the first `accept()` error, e.g.
@@ -28,6 +29,7 @@ use zeroize::Zeroizing;
 
 use crate::api::{Method, Reply, Req, MAX_BODY_BYTES};
 use crate::error::ApiError;
+use crate::gate::{self, Facts, Gate, Pass};
 use crate::router;
 use crate::state::AppState;
 
@@ -83,6 +85,7 @@ pub enum Event {
 /// in flight for up to `SHUTDOWN_GRACE`.
 pub fn run(
     state: Arc<AppState>,
+    gate: Gate,
     listener: TcpListener,
     events_tx: Sender<Event>,
     events: Receiver<Event>,
@@ -90,6 +93,7 @@ pub fn run(
     let (jobs_tx, jobs_rx) = mpsc::sync_channel::<Job>(QUEUE_DEPTH);
     let context = Arc::new(Context {
         state,
+        gate,
         jobs: jobs_tx,
         shutdown: AtomicBool::new(false),
         closed: ClosedConnections::default(),
@@ -196,6 +200,7 @@ fn report_tiny_http_panics(events: Sender<Event>) {
 /// the rest belongs to HTTP handling only.
 struct Context {
     state: Arc<AppState>,
+    gate: Gate,
     jobs: SyncSender<Job>,
     /// Set once when shutdown starts; pumps and idle workers exit when they see it.
     shutdown: AtomicBool,
@@ -205,8 +210,8 @@ struct Context {
 }
 
 enum Job {
-    /// A request whose body (if any) is still unread.
-    Fresh(Request),
+    /// A request whose body, of this length, tiny_http already holds in memory (0: none).
+    Buffered(Request, usize),
     /// A request whose body was read on a body thread.
     Ready(Request, Zeroizing<Vec<u8>>),
 }
@@ -231,13 +236,13 @@ fn start_pump(
 
 /// Moves requests from one tiny_http `Server` to the workers. A retired pump (its accept
 /// thread died) keeps serving the connections it has until they fall idle.
-fn pump(server: &Server, context: &Context, retired: &AtomicBool, events: &Sender<Event>) {
+fn pump(server: &Server, context: &Arc<Context>, retired: &AtomicBool, events: &Sender<Event>) {
     let mut last_request = Instant::now();
     while !context.shutdown.load(Ordering::SeqCst) {
         match server.recv_timeout(TICK) {
             Ok(Some(request)) => {
                 last_request = Instant::now();
-                if context.jobs.send(Job::Fresh(request)).is_err() {
+                if triage(context, request).is_err() {
                     return;
                 }
             }
@@ -262,7 +267,10 @@ fn work(context: &Arc<Context>, jobs: &Mutex<Receiver<Job>>) {
             jobs.recv_timeout(TICK)
         };
         match job {
-            Ok(Job::Fresh(request)) => accept_request(context, request),
+            Ok(Job::Buffered(mut request, length)) => match read_body(&mut request, length) {
+                Ok(body) => dispatch(context, request, body),
+                Err(err) => respond_and_close(context, request, &err),
+            },
             Ok(Job::Ready(request, body)) => dispatch(context, request, body),
             Err(RecvTimeoutError::Timeout) if context.shutdown.load(Ordering::SeqCst) => return,
             Err(RecvTimeoutError::Timeout) => {}
@@ -271,28 +279,37 @@ fn work(context: &Arc<Context>, jobs: &Mutex<Receiver<Job>>) {
     }
 }
 
-/// Checks what can be checked before the body, then reads the body (here when it is
-/// already in memory, on a body thread when it must come from the socket).
-fn accept_request(context: &Arc<Context>, mut request: Request) {
+/// Decides, from the headers alone, where a request goes next. Runs on the pump thread,
+/// which sees each connection's requests in order: a request that closes its connection
+/// is marked before tiny_http's next request from that socket can be looked at.
+/// Never blocks: anything that may wait on the client runs on a thread of its own.
+/// Fails only when the workers are gone (shutdown).
+fn triage(context: &Arc<Context>, mut request: Request) -> Result<(), ()> {
     if let Some(addr) = request.remote_addr() {
         if context.closed.contains(addr) {
             let err =
                 ApiError::BadRequest("this connection was closed after an earlier error".into());
-            return respond_and_close(context, request, &err);
+            respond_and_close(context, request, &err);
+            return Ok(());
         }
     }
-    let body = match body_plan(&request) {
+    let plan = match body_plan(&request) {
         Ok(plan) => plan,
-        Err(err) => return respond_and_close(context, request, &err),
+        Err(err) => {
+            respond_and_close(context, request, &err);
+            return Ok(());
+        }
     };
-    match body {
+    match plan {
         BodyPlan::TooLarge(declared) if declared >= ABANDON_BODY_BYTES => abandon(context, request),
         BodyPlan::TooLarge(_) => respond_and_close(context, request, &ApiError::PayloadTooLarge),
-        BodyPlan::None => dispatch(context, request, Zeroizing::new(Vec::new())),
-        BodyPlan::InMemory(length) => match read_body(&mut request, length) {
-            Ok(body) => dispatch(context, request, body),
-            Err(err) => respond_and_close(context, request, &err),
-        },
+        BodyPlan::None => return context.jobs.send(Job::Buffered(request, 0)).map_err(|_| ()),
+        BodyPlan::InMemory(length) => {
+            return context
+                .jobs
+                .send(Job::Buffered(request, length))
+                .map_err(|_| ())
+        }
         BodyPlan::FromSocket(length) => {
             let context = Arc::clone(context);
             // The thread owns the request; if it cannot start, the request drops and
@@ -310,6 +327,7 @@ fn accept_request(context: &Arc<Context>, mut request: Request) {
             });
         }
     }
+    Ok(())
 }
 
 /// How the body of a request will be read.
@@ -385,9 +403,21 @@ fn read_body(
 fn dispatch(context: &Context, request: Request, body: Zeroizing<Vec<u8>>) {
     let started = Instant::now();
     let method = Method::parse(request.method().as_str());
-    let reply = match Req::new(method, request.url(), body) {
-        Ok(req) => handle(&context.state, &req),
+    let reply = match admit(&context.gate, &request, method) {
         Err(err) => Reply::error(&err),
+        Ok(Pass::Preflight { origin }) => {
+            with_headers(Reply::no_content(), gate::preflight_headers(&origin))
+        }
+        Ok(Pass::Serve { cors_origin }) => {
+            let reply = match Req::new(method, request.url(), body) {
+                Ok(req) => handle(&context.state, &req),
+                Err(err) => Reply::error(&err),
+            };
+            match cors_origin {
+                Some(origin) => with_headers(reply, gate::cors_headers(&origin)),
+                None => reply,
+            }
+        }
     };
     let status = reply.status;
     let path = request.url().split('?').next().unwrap_or("").to_owned();
@@ -397,6 +427,27 @@ fn dispatch(context: &Context, request: Request, body: Zeroizing<Vec<u8>>) {
         method.as_str(),
         started.elapsed().as_secs_f64() * 1000.0
     );
+}
+
+/// Runs the gate (Host, Origin, token) on the request's headers.
+fn admit(gate: &Gate, request: &Request, method: Method) -> Result<Pass, ApiError> {
+    let headers = request.headers();
+    let facts = Facts {
+        method,
+        path: request.url().split('?').next().unwrap_or(""),
+        http_1_0: request.http_version().0 == 1 && request.http_version().1 == 0,
+        hosts: header_values(headers, "Host").collect(),
+        origins: header_values(headers, "Origin").collect(),
+        fetch_site: header_values(headers, "Sec-Fetch-Site").next(),
+        authorizations: header_values(headers, "Authorization").collect(),
+        preflight_method: header_values(headers, "Access-Control-Request-Method").next(),
+    };
+    gate.check(&facts)
+}
+
+fn with_headers(mut reply: Reply, headers: Vec<(&'static str, String)>) -> Reply {
+    reply.headers.extend(headers);
+    reply
 }
 
 /// Runs the router under `catch_unwind`: a panic answers 500 and the worker lives on.
@@ -459,8 +510,19 @@ fn respond_and_close(context: &Context, request: Request, err: &ApiError) {
 /// drained it (`ABANDON_BODY_BYTES`), through `upgrade()`: the only tiny_http call that hands
 /// over the body reader without dropping it. The stream is then parked for good: this costs
 /// one tiny_http thread and one socket per such request, where dropping it costs the service.
-fn abandon(context: &Context, request: Request) {
+fn abandon(context: &Arc<Context>, request: Request) {
     remember_closed(context, &request);
+    let context = Arc::clone(context);
+    let spawned = thread::Builder::new()
+        .name("abandon".into())
+        .spawn(move || park(&context, request));
+    if let Err(err) = spawned {
+        log::warn!("cannot start a thread to refuse an absurd body length: {err}");
+    }
+}
+
+/// Writes the 413 through `upgrade()` and keeps the stream forever (see `abandon`).
+fn park(context: &Context, request: Request) {
     let reply = Reply::error(&ApiError::PayloadTooLarge);
     let response = Response::from_data(reply.body.to_vec())
         .with_status_code(reply.status)

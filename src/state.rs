@@ -1,20 +1,31 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
 //! Lock order when both are needed: vault first, then db (style §1.3). Config is read-only
-//! after start-up. Besides the two mutexes it holds one counter: the RSA generations in
-//! progress (`AtomicUsize`).
+//! after start-up. Besides the two mutexes it holds only counters: the last-activity clock
+//! (`AtomicU64`, for `--auto-lock`), the password-guess throttle (atomics) and the RSA
+//! key generations in progress (`AtomicUsize`).
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::store::Db;
-use crate::vault::Vault;
+use crate::vault::{PasswordThrottle, Vault};
 
 pub struct AppState {
     pub config: Config,
     pub db: Db,
     vault: Mutex<Vault>,
+    /// Slows down master password guesses (unlock, password change and removal).
+    pub password_checks: PasswordThrottle,
+    /// When the process started; the zero of `last_activity_ms`.
+    started: Instant,
+    /// Milliseconds after `started` of the last request that counts as activity for
+    /// `--auto-lock`. Lock-free on purpose: every request writes it (one relaxed store),
+    /// and the auto-lock thread only compares it with the clock; a read racing a write
+    /// costs at most one tick of lateness.
+    last_activity_ms: AtomicU64,
     /// RSA key generations running now (api::keys caps them). Lock-free on purpose: a
     /// generation takes seconds and must not hold a lock; the counter is only ever moved by
     /// a compare-and-swap that stays under the cap and by the slot's drop.
@@ -27,6 +38,9 @@ impl AppState {
             config,
             db,
             vault: Mutex::new(vault),
+            password_checks: PasswordThrottle::default(),
+            started: Instant::now(),
+            last_activity_ms: AtomicU64::new(0),
             rsa_generations: AtomicUsize::new(0),
         }
     }
@@ -42,5 +56,93 @@ impl AppState {
 
     pub fn vault_locked(&self) -> bool {
         self.vault().is_locked()
+    }
+
+    /// Records activity now: the auto-lock countdown starts again.
+    pub fn touch(&self) {
+        self.last_activity_ms
+            .store(self.elapsed_ms(), Ordering::Relaxed);
+    }
+
+    /// How long since the last activity (or since start, before any).
+    pub fn idle_for(&self) -> Duration {
+        let last = self.last_activity_ms.load(Ordering::Relaxed);
+        Duration::from_millis(self.elapsed_ms().saturating_sub(last))
+    }
+
+    /// Locks the vault when it is unlocked, has a master password and nothing happened
+    /// for `after`. Returns true when it locked it. The idle time is checked again under
+    /// the vault lock, so a request that arrived meanwhile keeps the vault open.
+    pub fn lock_if_idle(&self, after: Duration) -> bool {
+        if self.idle_for() < after {
+            return false;
+        }
+        let mut vault = self.vault();
+        if vault.is_locked() || !vault.has_password() || self.idle_for() < after {
+            return false;
+        }
+        vault.lock().is_ok()
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use crate::config::Command;
+    use crate::state::AppState;
+    use crate::store::open_in_memory;
+    use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
+    use crate::vault::{DataKey, Vault, WrappedKey};
+
+    fn state_with(vault: Vault) -> AppState {
+        let args = ["--data-dir", "/unused"].map(String::from);
+        let Command::Run(config) = Command::parse(args, &HashMap::new()).unwrap() else {
+            panic!("not a run command");
+        };
+        AppState::new(config, open_in_memory().unwrap(), vault)
+    }
+
+    /// An unlocked vault with a (never stored) master password.
+    fn unlocked() -> Vault {
+        let header = Header::with_rounds(PBKDF2_ROUNDS_MIN).to_bytes();
+        let mut vault = Vault::from_stored(Some(&header), &[0u8; 61]).unwrap();
+        let Vault::Locked(wrapped) = &vault else {
+            panic!("a stored header starts locked");
+        };
+        let wrapped: WrappedKey = wrapped.clone();
+        vault.unlock(&wrapped, DataKey::generate()).unwrap();
+        vault
+    }
+
+    #[test]
+    fn idle_vault_with_a_password_is_locked() {
+        let state = state_with(unlocked());
+        assert!(!state.vault_locked());
+        assert!(state.lock_if_idle(Duration::ZERO));
+        assert!(state.vault_locked());
+        assert!(!state.lock_if_idle(Duration::ZERO), "already locked");
+    }
+
+    #[test]
+    fn vault_used_within_the_limit_stays_unlocked() {
+        let state = state_with(unlocked());
+        state.touch();
+        assert!(state.idle_for() < Duration::from_secs(3600));
+        assert!(!state.lock_if_idle(Duration::from_secs(3600)));
+        assert!(!state.vault_locked());
+    }
+
+    #[test]
+    fn vault_without_a_password_is_never_auto_locked() {
+        let state = state_with(Vault::NoPassword(DataKey::generate()));
+        assert!(!state.lock_if_idle(Duration::ZERO));
+        assert!(!state.vault_locked());
     }
 }

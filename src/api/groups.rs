@@ -1,35 +1,187 @@
-//! `/api/groups` endpoints. Placeholder until issue #6 lands: every route answers 404.
+//! `/api/groups` endpoints: the tree, one group, create, update, move and delete.
+//!
+//! Every group response (create, get, update, move) has the same shape as an item of the
+//! tree: the stored fields plus `host_count`, `total_host_count` and the sorted `children`.
+//! Bodies are read as JSON objects so that validation, not serde, names the offending field;
+//! unknown fields are ignored.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
+use crate::model::group::{parse_color, parse_icon, GroupName, GroupPatch, GroupView, NewGroup};
 use crate::state::AppState;
+use crate::store;
+use crate::store::groups::Placement;
 
-// TODO #6: implement.
-pub fn list(_state: &AppState) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// The spec's list-of-groups shape.
+#[derive(Serialize)]
+struct GroupList {
+    items: Vec<GroupView>,
 }
 
-// TODO #6: implement.
-pub fn create(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `GET /api/groups`: the top-level groups with their subtrees and counts.
+pub fn list(state: &AppState) -> Result<Reply, ApiError> {
+    let items = state.db.read(store::groups::tree)?;
+    Reply::json(200, &GroupList { items })
 }
 
-// TODO #6: implement.
-pub fn get(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `POST /api/groups` → 201 with the new group.
+pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let body = req.json::<Map<String, Value>>()?;
+    let group = new_group(&body)?;
+    let id = store::new_id();
+    let now = store::now_timestamp();
+    let view = state.db.write(|tx| {
+        match store::groups::insert(tx, &id, &group, &now)? {
+            Placement::Placed => {}
+            Placement::TooDeep => return Err(too_deep_for_parent()),
+            Placement::UnderItself => {
+                return Err(ApiError::internal("a new group was placed under itself"))
+            }
+        }
+        Ok(store::groups::view(tx, &id)?)
+    })?;
+    Reply::json(201, &view)
 }
 
-// TODO #6: implement.
-pub fn update(_state: &AppState, _req: &Req, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `GET /api/groups/:id` (extension, api-decisions §4).
+pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let view = state.db.read(|conn| store::groups::view(conn, id))?;
+    Reply::json(200, &view)
 }
 
-// TODO #6: implement.
-pub fn delete(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `PUT /api/groups/:id`: a partial update; a `parent_id` moves the group as `move` does.
+pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let body = req.json::<Map<String, Value>>()?;
+    let patch = group_patch(&body)?;
+    apply(state, id, &patch)
 }
 
-// TODO #6: implement.
-pub fn move_to(_state: &AppState, _req: &Req, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (api-decisions §4).
+pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let now = store::now_timestamp();
+    state.db.write(|tx| store::groups::delete(tx, id, &now))?;
+    Ok(Reply::no_content())
+}
+
+/// `PUT /api/groups/:id/move` with `{ parent_id }`: `null` or `""` for the top level.
+pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let body = req.json::<Map<String, Value>>()?;
+    // A move names its destination: a missing parent_id is a mistake, not "top level".
+    let Some(parent) = body.get("parent_id") else {
+        return Err(ApiError::validation(
+            "parent_id",
+            "is required: a group id, or null or \"\" for the top level",
+        ));
+    };
+    let patch = GroupPatch {
+        parent_id: Some(parent_field(parent)?),
+        ..GroupPatch::default()
+    };
+    apply(state, id, &patch)
+}
+
+/// Writes `patch` and answers 200 with the group as it is now.
+fn apply(state: &AppState, id: &str, patch: &GroupPatch) -> Result<Reply, ApiError> {
+    let now = store::now_timestamp();
+    let view = state.db.write(|tx| {
+        match store::groups::update(tx, id, patch, &now)? {
+            Placement::Placed => {}
+            // api-decisions §4: under itself or a descendant is INVALID_MOVE.
+            Placement::UnderItself => {
+                return Err(ApiError::InvalidMove(
+                    "a group cannot move under itself or one of its descendants".into(),
+                ))
+            }
+            Placement::TooDeep => {
+                return Err(ApiError::InvalidMove(format!(
+                    "the group or a group below it would sit deeper than {} levels",
+                    crate::model::group::MAX_DEPTH
+                )))
+            }
+        }
+        Ok(store::groups::view(tx, id)?)
+    })?;
+    Reply::json(200, &view)
+}
+
+fn new_group(body: &Map<String, Value>) -> Result<NewGroup, ApiError> {
+    let name = match body.get("name") {
+        Some(value) => name_field(value)?,
+        None => return Err(ApiError::validation("name", "is required")),
+    };
+    Ok(NewGroup {
+        name,
+        parent_id: body
+            .get("parent_id")
+            .map(parent_field)
+            .transpose()?
+            .flatten(),
+        color: text_field(body, "color", parse_color)?.unwrap_or_default(),
+        icon: text_field(body, "icon", parse_icon)?.unwrap_or_default(),
+    })
+}
+
+fn group_patch(body: &Map<String, Value>) -> Result<GroupPatch, ApiError> {
+    Ok(GroupPatch {
+        name: body.get("name").map(name_field).transpose()?,
+        parent_id: body.get("parent_id").map(parent_field).transpose()?,
+        color: text_field(body, "color", parse_color)?,
+        icon: text_field(body, "icon", parse_icon)?,
+    })
+}
+
+fn name_field(value: &Value) -> Result<GroupName, ApiError> {
+    match value {
+        Value::String(text) => {
+            GroupName::parse(text).map_err(|rule| ApiError::validation("name", rule))
+        }
+        _ => Err(ApiError::validation(
+            "name",
+            "must be a string of 1-100 characters",
+        )),
+    }
+}
+
+/// `null` and `""` mean the top level (api-decisions §4); any other string is a group id,
+/// looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
+fn parent_field(value: &Value) -> Result<Option<String>, ApiError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) if text.is_empty() => Ok(None),
+        Value::String(text) => Ok(Some(text.clone())),
+        _ => Err(ApiError::validation(
+            "parent_id",
+            "must be a group id string, or null or \"\" for the top level",
+        )),
+    }
+}
+
+/// An optional text field checked by `parse`: absent is `None` (unchanged on update),
+/// `null` is the same as `""` (none).
+fn text_field(
+    body: &Map<String, Value>,
+    field: &str,
+    parse: fn(&str) -> Result<String, &'static str>,
+) -> Result<Option<String>, ApiError> {
+    match body.get(field) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(String::new())),
+        Some(Value::String(text)) => parse(text)
+            .map(Some)
+            .map_err(|rule| ApiError::validation(field, rule)),
+        Some(_) => Err(ApiError::validation(field, "must be a string")),
+    }
+}
+
+fn too_deep_for_parent() -> ApiError {
+    ApiError::validation(
+        "parent_id",
+        format!(
+            "the parent is already {} levels deep, the most a group may be",
+            crate::model::group::MAX_DEPTH
+        ),
+    )
 }

@@ -1,30 +1,252 @@
-//! `/api/vault` endpoints. Placeholder until issue #4 lands: every route answers 404.
+//! `/api/vault` endpoints: status, unlock, lock, set or change the master password, remove it
+//! (api-decisions §2).
+//!
+//! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
+//! wrong password run with no lock held: read what is needed under the vault lock, release
+//! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
+//! one assignment. A password change holds the vault lock (then the db lock, in that order)
+//! across its one database write, so the row on disk and the state in memory change
+//! together. No password is ever logged, echoed or kept outside `Secret`.
+
+use std::thread;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::store;
+use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
-// TODO #4: implement.
-pub fn status(_state: &AppState) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// `GET /api/vault` and the answer of the password endpoints.
+#[derive(Serialize)]
+struct VaultView {
+    vault_locked: bool,
+    has_password: bool,
+    /// `--auto-lock` in seconds; 0 = never.
+    auto_lock_seconds: u64,
 }
 
-// TODO #4: implement.
-pub fn unlock(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// The answer of unlock and lock.
+#[derive(Serialize)]
+struct LockView {
+    vault_locked: bool,
 }
 
-// TODO #4: implement.
-pub fn lock(_state: &AppState) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+#[derive(Deserialize, Default)]
+struct UnlockInput {
+    password: Option<Value>,
 }
 
-// TODO #4: implement.
-pub fn set_password(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+#[derive(Deserialize, Default)]
+struct SetPasswordInput {
+    current_password: Option<Value>,
+    new_password: Option<Value>,
 }
 
-// TODO #4: implement.
-pub fn remove_password(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+#[derive(Deserialize, Default)]
+struct RemovePasswordInput {
+    current_password: Option<Value>,
+}
+
+/// `GET /api/vault`: answered while locked too.
+pub fn status(state: &AppState) -> Result<Reply, ApiError> {
+    let (vault_locked, has_password) = {
+        let vault = state.vault();
+        (vault.is_locked(), vault.has_password())
+    };
+    let view = VaultView {
+        vault_locked,
+        has_password,
+        auto_lock_seconds: state.config.auto_lock.map_or(0, |after| after.as_secs()),
+    };
+    Reply::json(200, &view)
+}
+
+/// `POST /api/vault/unlock {password}`: 200 `{vault_locked: false}` (also when already
+/// unlocked and the password is right), 401 `INVALID_PASSWORD`, 409 `VAULT_NO_PASSWORD`.
+pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let input: UnlockInput = body(req)?;
+    let password = required(password_field(input.password, "password")?, "password")?;
+    let _slot = check_slot(state)?;
+    let Some(wrapped) = current_wrapped_key(state) else {
+        return Err(ApiError::VaultNoPassword);
+    };
+    let key = check_password(state, &wrapped, &password)?;
+    // Fails when the password changed while it was checked: it is no longer the password.
+    let outcome = state.vault().unlock(&wrapped, key);
+    outcome?;
+    // The check may have taken seconds; the auto-lock countdown starts from the unlock.
+    state.touch();
+    log::info!("vault unlocked");
+    Reply::json(
+        200,
+        &LockView {
+            vault_locked: false,
+        },
+    )
+}
+
+/// `POST /api/vault/lock`: 200 `{vault_locked: true}` (also when already locked), 409
+/// `VAULT_NO_PASSWORD` when there would be no way back in.
+pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
+    let outcome = state.vault().lock();
+    outcome?;
+    log::info!("vault locked");
+    Reply::json(200, &LockView { vault_locked: true })
+}
+
+/// `PUT /api/vault/password {current_password?, new_password}`: sets the first password
+/// (`current_password` is then ignored) or changes it (`current_password` required). Only
+/// the data key is re-wrapped. Answers the vault status.
+pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let input: SetPasswordInput = body(req)?;
+    let new_password = new_password_field(input.new_password)?;
+    let current_password = password_field(input.current_password, "current_password")?;
+    let _slot = check_slot(state)?;
+    let expected = current_wrapped_key(state);
+    if let Some(wrapped) = &expected {
+        let current_password = required(current_password, "current_password")?;
+        check_password(state, wrapped, &current_password)?;
+    }
+    let new = NewPassword::derive(new_password.expose());
+    {
+        let mut vault = state.vault();
+        if !vault.password_is(expected.as_ref()) {
+            return Err(changed_meanwhile());
+        }
+        // style §1.3: vault, then db. Held across the write so that disk and memory agree.
+        vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
+    }
+    forget_replaced_rows(state);
+    match expected {
+        None => log::info!("master password set"),
+        Some(_) => log::info!("master password changed"),
+    }
+    status(state)
+}
+
+/// `DELETE /api/vault/password {current_password}`: back to no master password; the data
+/// key is stored unwrapped again. Answers the vault status.
+pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let input: RemovePasswordInput = body(req)?;
+    let current_password = required(
+        password_field(input.current_password, "current_password")?,
+        "current_password",
+    )?;
+    let _slot = check_slot(state)?;
+    let Some(wrapped) = current_wrapped_key(state) else {
+        return Err(ApiError::VaultNoPassword);
+    };
+    check_password(state, &wrapped, &current_password)?;
+    {
+        let mut vault = state.vault();
+        if !vault.password_is(Some(&wrapped)) {
+            return Err(changed_meanwhile());
+        }
+        vault.remove_password(|header, data_key| persist(state, header, data_key))?;
+    }
+    forget_replaced_rows(state);
+    log::info!("master password removed");
+    status(state)
+}
+
+/// The JSON body; no body at all reads as `{}`, so validation names the missing field.
+fn body<T: DeserializeOwned + Default>(req: &Req) -> Result<T, ApiError> {
+    if req.body_is_empty() {
+        return Ok(T::default());
+    }
+    req.json()
+}
+
+/// A password field: absent or `null` is `None`; a string moves into a `Secret` without a
+/// copy; any other JSON type is a validation error (which never quotes the value).
+fn password_field(value: Option<Value>, field: &str) -> Result<Option<Secret>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
+        Some(_) => Err(ApiError::validation(field, "must be a string")),
+    }
+}
+
+fn required(password: Option<Secret>, field: &str) -> Result<Secret, ApiError> {
+    password.ok_or_else(|| ApiError::validation(field, "is required"))
+}
+
+/// api-decisions §2 (bounds chosen here): a new master password is 1 to
+/// `MAX_PASSWORD_BYTES` bytes of UTF-8.
+fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
+    let password = required(password_field(value, "new_password")?, "new_password")?;
+    if password.is_empty() {
+        return Err(ApiError::validation("new_password", "must not be empty"));
+    }
+    if password.expose().len() > MAX_PASSWORD_BYTES {
+        return Err(ApiError::validation(
+            "new_password",
+            format!("must be at most {MAX_PASSWORD_BYTES} bytes of UTF-8"),
+        ));
+    }
+    Ok(password)
+}
+
+/// One of the few concurrent password-check slots, or 503 `BUSY` when all are taken.
+fn check_slot(state: &AppState) -> Result<crate::vault::throttle::CheckSlot<'_>, ApiError> {
+    state.password_checks.begin().ok_or(ApiError::Busy)
+}
+
+/// The wrapped key a password is checked against, copied out so that the vault lock is
+/// released before PBKDF2 runs. `None` when no master password is set.
+fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
+    state.vault().wrapped_key().cloned()
+}
+
+/// Checks `password` against `wrapped` (PBKDF2, no lock held). A wrong password waits the
+/// throttle's delay before its 401, still holding no lock: other requests go on.
+fn check_password(
+    state: &AppState,
+    wrapped: &WrappedKey,
+    password: &Secret,
+) -> Result<DataKey, ApiError> {
+    match wrapped.open(password.expose()) {
+        Ok(key) => {
+            state.password_checks.succeeded();
+            Ok(key)
+        }
+        Err(_) => {
+            // api-decisions §2: repeated wrong passwords are slowed down, never locked out.
+            let delay = state.password_checks.failed();
+            log::warn!(
+                "wrong master password; answering in {} ms",
+                delay.as_millis()
+            );
+            thread::sleep(delay);
+            Err(ApiError::InvalidPassword)
+        }
+    }
+}
+
+/// Another request changed or removed the password while this one was checking: the
+/// check no longer says anything. The client may retry and get a definite answer.
+fn changed_meanwhile() -> ApiError {
+    log::warn!("the master password changed during a password check; answering busy");
+    ApiError::Busy
+}
+
+/// Writes the vault row (header and data key) in one statement, in one transaction.
+fn persist(state: &AppState, header: Option<&[u8]>, data_key: &[u8]) -> Result<(), ApiError> {
+    Ok(state
+        .db
+        .write(|tx| store::vault_meta::save(tx, header, data_key))?)
+}
+
+/// After the vault row changed, moves the WAL into the database file and empties it, so the
+/// replaced row (an unwrapped data key, a key wrapped under the old password) does not stay
+/// readable in the `-wal` file; `secure_delete` has zeroed it in the pages. Best effort:
+/// the change itself is already committed.
+fn forget_replaced_rows(state: &AppState) {
+    if let Err(err) = state.db.read(store::checkpoint) {
+        log::warn!("cannot checkpoint the database after a vault change: {err}");
+    }
 }

@@ -1,3 +1,5 @@
-//! Plain domain types, their validation and their pure rules: no I/O at all.
+//! Plain domain types, validation rules and tree logic: no I/O, no other module of ours.
 
+pub mod group;
 pub mod key;
+pub mod tree;

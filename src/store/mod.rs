@@ -4,6 +4,7 @@
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
+pub mod groups;
 pub mod keys;
 pub mod migrate;
 pub mod vault_meta;
@@ -20,6 +21,9 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// How long a statement waits on a lock held by another connection (a backup tool, the
 /// sqlite3 shell) before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Copies every WAL frame into the database file, then truncates the WAL to zero bytes.
+const CHECKPOINT_TRUNCATE: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
 
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
@@ -140,6 +144,20 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
         conn: Mutex::new(conn),
         path: PathBuf::from(":memory:"),
     })
+}
+
+/// Moves the WAL into the database file and empties it, so that the previous versions of
+/// rows changed since the last checkpoint are no longer in the `-wal` file (with
+/// `secure_delete` on, their old bytes are zeroed in the pages written back). Runs outside
+/// any transaction; fails when another connection's reader blocks it.
+pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
+    let blocked: i64 = conn.query_row(CHECKPOINT_TRUNCATE, [], |row| row.get(0))?;
+    if blocked != 0 {
+        return Err(StoreError::Sqlite(
+            "the WAL checkpoint was blocked by another connection".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and

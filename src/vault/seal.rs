@@ -57,6 +57,12 @@ impl DataKey {
         &self.0
     }
 
+    /// A second copy, so a state change can move the key into the next state in one
+    /// assignment; the copy this one came from is wiped when its state drops.
+    pub fn duplicate(&self) -> DataKey {
+        DataKey(Zeroizing::new(*self.0))
+    }
+
     pub fn seal(&self, context: SealContext<'_>, plaintext: &[u8]) -> Vec<u8> {
         seal_with(&self.0, &aad(context), plaintext)
     }
@@ -125,7 +131,10 @@ fn aad(context: SealContext<'_>) -> Vec<u8> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::vault::seal::{DataKey, SealContext, SealError};
+    use aes_gcm::aead::{Aead, KeyInit, Payload};
+    use aes_gcm::{Aes256Gcm, Key, Nonce};
+
+    use crate::vault::seal::{open_with, DataKey, SealContext, SealError, SEALED_VERSION};
 
     const HOST_PASSWORD: SealContext<'static> = SealContext {
         table: "hosts",
@@ -204,6 +213,88 @@ mod tests {
                 .open(HOST_PASSWORD, &sealed)
                 .unwrap_err(),
             SealError::Rejected
+        );
+    }
+
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Test cases 14 and 16 of McGrew and Viega, "The Galois/Counter Mode of Operation
+    /// (GCM)" (the AES-256 cases NIST's GCM validation suite also carries): key, IV,
+    /// plaintext, associated data, ciphertext, tag.
+    const GCM_VECTORS: [(&str, &str, &str, &str, &str, &str); 2] = [
+        (
+            "0000000000000000000000000000000000000000000000000000000000000000",
+            "000000000000000000000000",
+            "00000000000000000000000000000000",
+            "",
+            "cea7403d4d606b6e074ec5d3baf39d18",
+            "d0d1c8a799996bf0265b98b5d48ab919",
+        ),
+        (
+            "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308",
+            "cafebabefacedbaddecaf888",
+            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72\
+             1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39",
+            "feedfacedeadbeeffeedfacedeadbeefabaddad2",
+            "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa\
+             8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662",
+            "76fc6ece0f4e1768cddf8853bb2d551b",
+        ),
+    ];
+
+    #[test]
+    fn aes_256_gcm_matches_the_published_test_vectors() {
+        for (key, iv, plaintext, aad, ciphertext, tag) in GCM_VECTORS {
+            let (key, iv, plaintext, aad) = (hex(key), hex(iv), hex(plaintext), hex(aad));
+            let mut expected = hex(ciphertext);
+            expected.extend(hex(tag));
+            let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&key));
+            let sealed = cipher
+                .encrypt(
+                    Nonce::from_slice(&iv),
+                    Payload {
+                        msg: &plaintext,
+                        aad: &aad,
+                    },
+                )
+                .unwrap();
+            assert_eq!(sealed, expected);
+        }
+    }
+
+    #[test]
+    fn open_with_accepts_the_published_vectors_in_the_stored_layout() {
+        for (key, iv, plaintext, aad, ciphertext, tag) in GCM_VECTORS {
+            let key: [u8; 32] = hex(key).try_into().unwrap();
+            let mut stored = vec![SEALED_VERSION];
+            stored.extend(hex(iv));
+            stored.extend(hex(ciphertext));
+            stored.extend(hex(tag));
+            let opened = open_with(&key, &hex(aad), &stored).unwrap();
+            assert_eq!(opened.expose(), hex(plaintext));
+            let last = stored.len() - 1;
+            stored[last] ^= 0x80;
+            assert_eq!(
+                open_with(&key, &hex(aad), &stored).unwrap_err(),
+                SealError::Rejected
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_key_opens_what_the_original_sealed() {
+        let key = DataKey::generate();
+        let sealed = key.seal(HOST_PASSWORD, b"s3cret");
+        let copy = key.duplicate();
+        drop(key);
+        assert_eq!(
+            copy.open(HOST_PASSWORD, &sealed).unwrap().expose(),
+            b"s3cret"
         );
     }
 }

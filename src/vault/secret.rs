@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use aes_gcm::aead::rand_core::RngCore;
+use aes_gcm::aead::OsRng;
 use zeroize::Zeroizing;
 
 /// Secret bytes: a password, a private key, a passphrase, a data key in transit.
@@ -31,10 +33,24 @@ impl Secret {
         std::str::from_utf8(&self.0).ok()
     }
 
+    /// A random token of `bytes` bytes from the OS, as lowercase hex text.
+    pub fn random_hex(bytes: usize) -> Secret {
+        let mut raw = Zeroizing::new(vec![0u8; bytes]);
+        OsRng.fill_bytes(&mut raw);
+        let mut text = Vec::with_capacity(bytes * 2);
+        for byte in raw.iter() {
+            text.push(HEX[usize::from(byte >> 4)]);
+            text.push(HEX[usize::from(byte & 0x0f)]);
+        }
+        Secret::new(text)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,5 +67,14 @@ mod tests {
         let secret = Secret::from_string("hunter2-marker".into());
         assert_eq!(format!("{secret:?}"), "Secret(<redacted>)");
         assert_eq!(secret.expose(), b"hunter2-marker");
+    }
+
+    #[test]
+    fn random_hex_tokens_are_hex_of_twice_the_length_and_differ() {
+        let one = Secret::random_hex(32);
+        let two = Secret::random_hex(32);
+        assert_eq!(one.expose().len(), 64);
+        assert!(one.expose().iter().all(u8::is_ascii_hexdigit));
+        assert_ne!(one.expose(), two.expose());
     }
 }

@@ -903,3 +903,27 @@ fn private_keys_and_passphrases_appear_in_no_response_log_or_file() {
     }
     assert_nowhere(&service, &markers, &[], "deleted");
 }
+
+#[test]
+fn keys_answer_401_while_locked_and_are_all_there_after_unlock() {
+    let service = Service::start("keys-locked");
+    let dir = fresh_dir("keys-locked");
+    let (_, text) = keygen(&dir, &["-t", "ed25519", "-N", "secret"]);
+    let key = import(&service, "before", &text, Some("secret")).expect(201);
+    service
+        .put("/api/vault/password", &json!({"new_password": "master"}))
+        .expect(200);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    service.get("/api/keys").assert_error(401, "VAULT_LOCKED");
+    service
+        .post("/api/keys", &json!({"name": "k", "type": "ed25519"}))
+        .assert_error(401, "VAULT_LOCKED");
+    service
+        .post("/api/vault/unlock", &json!({"password": "master"}))
+        .expect(200);
+    let generated = service
+        .post("/api/keys", &json!({"name": "after", "type": "ed25519"}))
+        .expect(201);
+    let items = service.get("/api/keys").expect(200)["items"].clone();
+    assert_eq!(items, json!([generated, key]), "by name: after, before");
+}

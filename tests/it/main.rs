@@ -3,7 +3,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod groups;
 mod keys;
 mod limits;
 mod process;
+mod security;
 mod support;
+mod vault;

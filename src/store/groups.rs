@@ -1,0 +1,904 @@
+//! Group rows: the tree read, create, update (which covers move), and the delete that hands
+//! hosts and child groups to the parent.
+//!
+//! Invariants: no write leaves a cycle, a group deeper than `MAX_DEPTH`, or two siblings
+//! whose names compare equal case-insensitively; a delete never loses a host or a group.
+//! Functions that write expect to run inside the caller's IMMEDIATE transaction
+//! (`Db::write`), so every check and its write see the same rows. Direct host counts come
+//! from `group_host_counts`, which triggers on `hosts` keep (sql/0001_init.sql).
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::model::group::{free_name, Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+use crate::model::tree;
+use crate::store::StoreError;
+
+const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
+     updated_at FROM groups";
+
+const SELECT_GROUP_BY_ID: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
+     updated_at FROM groups WHERE id = ?1";
+
+const SELECT_CHILDREN: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
+     updated_at FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
+
+/// The group `?1` and every group below it. `UNION` (not `UNION ALL`) stops on a repeated
+/// id, so even a corrupt cycle cannot make this run forever.
+const SELECT_SUBTREE: &str = "WITH RECURSIVE subtree(id) AS (
+         SELECT id FROM groups WHERE id = ?1
+         UNION
+         SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id
+     )
+     SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at
+     FROM groups AS g JOIN subtree ON g.id = subtree.id";
+
+/// Direct host counts from the trigger-kept `group_host_counts` table (sql/0001_init.sql):
+/// one row per group, never a scan of the hosts.
+const SELECT_HOST_COUNTS: &str = "SELECT group_id, host_count FROM group_host_counts
+     WHERE host_count > 0";
+
+const SELECT_SUBTREE_HOST_COUNTS: &str = "WITH RECURSIVE subtree(id) AS (
+         SELECT id FROM groups WHERE id = ?1
+         UNION
+         SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id
+     )
+     SELECT counts.group_id, counts.host_count
+     FROM subtree JOIN group_host_counts AS counts ON counts.group_id = subtree.id
+     WHERE counts.host_count > 0";
+
+/// Walks up from `?1`: its depth (1 = top level) and whether `?2` is `?1` or one of its
+/// ancestors. The walk stops after `?3` steps, so a corrupt cycle cannot hang it.
+const WALK_ANCESTORS: &str = "WITH RECURSIVE ancestors(id, depth) AS (
+         SELECT ?1, 1
+         UNION ALL
+         SELECT groups.parent_id, ancestors.depth + 1
+         FROM groups JOIN ancestors ON groups.id = ancestors.id
+         WHERE groups.parent_id IS NOT NULL AND ancestors.depth < ?3
+     )
+     SELECT max(depth), coalesce(max(id = ?2), 0) FROM ancestors";
+
+/// How many levels the subtree of `?1` spans (1 = no children), counting at most `?2`.
+const SUBTREE_HEIGHT: &str = "WITH RECURSIVE subtree(id, level) AS (
+         SELECT ?1, 1
+         UNION ALL
+         SELECT groups.id, subtree.level + 1
+         FROM groups JOIN subtree ON groups.parent_id = subtree.id
+         WHERE subtree.level < ?2
+     )
+     SELECT max(level) FROM subtree";
+
+/// Matches the expression of the `groups_sibling_name` unique index, so it is a lookup.
+const SIBLING_NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM groups
+     WHERE coalesce(parent_id, '') = coalesce(?1, '') AND name_key = ?2 AND id <> ?3)";
+
+const SELECT_SIBLING_KEYS: &str = "SELECT name_key FROM groups
+     WHERE coalesce(parent_id, '') = coalesce(?1, '')";
+
+const INSERT_GROUP: &str = "INSERT INTO groups
+     (id, parent_id, name, name_key, color, icon, created_at, updated_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)";
+
+const UPDATE_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
+     color = ?5, icon = ?6, updated_at = ?7 WHERE id = ?1";
+
+const REPARENT_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
+     updated_at = ?5 WHERE id = ?1";
+
+const REPARENT_HOSTS: &str = "UPDATE hosts SET group_id = ?2, updated_at = ?3
+     WHERE group_id = ?1";
+
+const DELETE_GROUP: &str = "DELETE FROM groups WHERE id = ?1";
+
+/// Whether a create or update could put the group where it asked to go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Placed,
+    /// The new parent is the group itself or one of its descendants.
+    UnderItself,
+    /// The group, or the deepest group below it, would sit deeper than `MAX_DEPTH`.
+    TooDeep,
+}
+
+/// The whole forest: one query for the groups, one for the direct host counts.
+pub fn tree(conn: &Connection) -> Result<Vec<GroupView>, StoreError> {
+    let groups = query_groups(conn, SELECT_ALL_GROUPS, params![])?;
+    let counts = query_counts(conn, SELECT_HOST_COUNTS, params![])?;
+    Ok(tree::build(groups, &counts))
+}
+
+/// One group with its counts and its subtree. `GroupNotFound` when `id` is unknown.
+pub fn view(conn: &Connection, id: &str) -> Result<GroupView, StoreError> {
+    let groups = query_groups(conn, SELECT_SUBTREE, params![id])?;
+    let counts = query_counts(conn, SELECT_SUBTREE_HOST_COUNTS, params![id])?;
+    // The subtree's root is the only row whose parent is not in it, so it is the one item.
+    tree::build(groups, &counts)
+        .into_iter()
+        .find(|view| view.id == id)
+        .ok_or(StoreError::GroupNotFound)
+}
+
+/// One stored row. `GroupNotFound` when `id` is unknown.
+pub fn by_id(conn: &Connection, id: &str) -> Result<Group, StoreError> {
+    // api-decisions §7: an id that is not a UUID is simply not found, so no parse first.
+    conn.prepare_cached(SELECT_GROUP_BY_ID)?
+        .query_row(params![id], group_from_row)
+        .optional()?
+        .ok_or(StoreError::GroupNotFound)
+}
+
+/// Inserts a new group `id`. Errors: `GroupNotFound` for an unknown parent, `DuplicateName`
+/// for a sibling with the same name; `TooDeep` when the parent is at `MAX_DEPTH`.
+pub fn insert(
+    conn: &Connection,
+    id: &str,
+    group: &NewGroup,
+    now: &str,
+) -> Result<Placement, StoreError> {
+    if let Some(parent) = group.parent_id.as_deref() {
+        by_id(conn, parent)?;
+        let (parent_depth, _) = walk_ancestors(conn, parent, id)?;
+        // MAX_DEPTH (model::group): the new group sits one level below its parent.
+        if parent_depth + 1 > MAX_DEPTH {
+            return Ok(Placement::TooDeep);
+        }
+    }
+    ensure_name_free(conn, group.parent_id.as_deref(), group.name.key(), id)?;
+    conn.execute(
+        INSERT_GROUP,
+        params![
+            id,
+            group.parent_id,
+            group.name.as_str(),
+            group.name.key(),
+            group.color,
+            group.icon,
+            now
+        ],
+    )?;
+    Ok(Placement::Placed)
+}
+
+/// Applies `patch` to group `id`; a new `parent_id` moves it, with the same checks as a move.
+/// Errors in this order: `GroupNotFound` (the group, then the new parent), then the
+/// placement (`UnderItself`, `TooDeep`), then `DuplicateName` at the destination.
+pub fn update(
+    conn: &Connection,
+    id: &str,
+    patch: &GroupPatch,
+    now: &str,
+) -> Result<Placement, StoreError> {
+    let current = by_id(conn, id)?;
+    let parent_id = match &patch.parent_id {
+        Some(parent_id) => parent_id.clone(),
+        None => current.parent_id.clone(),
+    };
+    if let Some(Some(parent)) = &patch.parent_id {
+        by_id(conn, parent)?;
+        let placement = check_placement(conn, id, parent)?;
+        if placement != Placement::Placed {
+            return Ok(placement);
+        }
+    }
+    let (name, name_key) = match &patch.name {
+        Some(name) => (name.as_str(), name.key()),
+        None => (current.name.as_str(), current.name_key.as_str()),
+    };
+    ensure_name_free(conn, parent_id.as_deref(), name_key, id)?;
+    let color = patch.color.as_deref().unwrap_or(&current.color);
+    let icon = patch.icon.as_deref().unwrap_or(&current.icon);
+    conn.execute(
+        UPDATE_GROUP,
+        params![id, parent_id, name, name_key, color, icon, now],
+    )?;
+    Ok(Placement::Placed)
+}
+
+/// Deletes group `id` and gives its hosts and child groups to its parent (or makes them
+/// ungrouped / top-level). A child whose name clashes at the destination is renamed
+/// `name (2)`, `name (3)`, ... Every moved row gets `updated_at = now`.
+/// Must run inside the caller's transaction: it defers foreign keys until that commit.
+pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> {
+    let group = by_id(conn, id)?;
+    let destination = group.parent_id.as_deref();
+    let children = query_groups(conn, SELECT_CHILDREN, params![id])?;
+
+    // The group row goes first, so a child named like it does not clash with it; the
+    // references to it are repaired below, before the commit checks them.
+    conn.pragma_update(None, "defer_foreign_keys", true)?;
+    conn.execute(DELETE_GROUP, params![id])?;
+
+    let mut taken = sibling_keys(conn, destination)?;
+    let clashes: Vec<bool> = children
+        .iter()
+        .map(|child| taken.contains(&child.name_key))
+        .collect();
+    // Children keep their names unless they clash, so a renamed child must not take the
+    // name of one that moves along unchanged.
+    taken.extend(children.iter().map(|child| child.name_key.clone()));
+    for (child, clashes) in children.iter().zip(clashes) {
+        // api-decisions §4: a child whose name clashes at the destination gets " (2)", ...
+        let (name, name_key) = if clashes {
+            let renamed = free_name(&child.name, &taken);
+            taken.insert(renamed.key().to_owned());
+            (renamed.as_str().to_owned(), renamed.key().to_owned())
+        } else {
+            (child.name.clone(), child.name_key.clone())
+        };
+        conn.execute(
+            REPARENT_GROUP,
+            params![child.id, destination, name, name_key, now],
+        )?;
+    }
+    // api-decisions §4 and the spec: hosts move to the parent, or become ungrouped.
+    conn.execute(REPARENT_HOSTS, params![id, destination, now])?;
+    Ok(())
+}
+
+/// Whether `id` may move under `parent`: not under itself or a descendant, not too deep.
+fn check_placement(conn: &Connection, id: &str, parent: &str) -> Result<Placement, StoreError> {
+    let (parent_depth, is_ancestor) = walk_ancestors(conn, parent, id)?;
+    // api-decisions §4: under itself or any descendant is refused.
+    if is_ancestor {
+        return Ok(Placement::UnderItself);
+    }
+    let height = subtree_height(conn, id)?;
+    if parent_depth + height > MAX_DEPTH {
+        return Ok(Placement::TooDeep);
+    }
+    Ok(Placement::Placed)
+}
+
+/// The depth of `start` (1 = top level, capped just past `MAX_DEPTH`) and whether `target`
+/// is `start` or one of its ancestors.
+fn walk_ancestors(
+    conn: &Connection,
+    start: &str,
+    target: &str,
+) -> Result<(usize, bool), StoreError> {
+    let limit = MAX_DEPTH as i64 + 1;
+    let (depth, found): (i64, bool) = conn
+        .prepare_cached(WALK_ANCESTORS)?
+        .query_row(params![start, target, limit], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?;
+    Ok((usize::try_from(depth).unwrap_or(usize::MAX), found))
+}
+
+/// Levels spanned by the subtree of `id` (1 = a leaf), capped just past `MAX_DEPTH`.
+fn subtree_height(conn: &Connection, id: &str) -> Result<usize, StoreError> {
+    let limit = MAX_DEPTH as i64 + 1;
+    let height: i64 = conn
+        .prepare_cached(SUBTREE_HEIGHT)?
+        .query_row(params![id, limit], |row| row.get(0))?;
+    Ok(usize::try_from(height).unwrap_or(usize::MAX))
+}
+
+/// `DuplicateName` when a sibling under `parent` other than `id` has this key.
+fn ensure_name_free(
+    conn: &Connection,
+    parent: Option<&str>,
+    name_key: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    // api-decisions §4: unique among siblings, compared case-insensitively (name_key).
+    let taken: bool = conn
+        .prepare_cached(SIBLING_NAME_TAKEN)?
+        .query_row(params![parent, name_key, id], |row| row.get(0))?;
+    if taken {
+        return Err(StoreError::DuplicateName(
+            "another group under the same parent already has this name (names compare case-insensitively)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn sibling_keys(conn: &Connection, parent: Option<&str>) -> Result<HashSet<String>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_SIBLING_KEYS)?;
+    let keys = statement
+        .query_map(params![parent], |row| row.get(0))?
+        .collect::<Result<HashSet<String>, _>>()?;
+    Ok(keys)
+}
+
+fn query_groups(
+    conn: &Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<Group>, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let groups = statement
+        .query_map(args, group_from_row)?
+        .collect::<Result<Vec<Group>, _>>()?;
+    Ok(groups)
+}
+
+fn query_counts(
+    conn: &Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<HashMap<String, u64>, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let counts = statement
+        .query_map(args, |row| {
+            let count: i64 = row.get(1)?;
+            Ok((row.get(0)?, u64::try_from(count).unwrap_or(0)))
+        })?
+        .collect::<Result<HashMap<String, u64>, _>>()?;
+    Ok(counts)
+}
+
+fn group_from_row(row: &Row<'_>) -> rusqlite::Result<Group> {
+    Ok(Group {
+        id: row.get(0)?,
+        parent_id: row.get(1)?,
+        name: row.get(2)?,
+        name_key: row.get(3)?,
+        color: row.get(4)?,
+        icon: row.get(5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::{HashMap, HashSet};
+
+    use rusqlite::params;
+
+    use crate::model::group::{GroupName, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+    use crate::store::groups::{self, Placement};
+    use crate::store::{open_in_memory, Db, StoreError};
+
+    const NOW: &str = "2026-01-01T00:00:00.000Z";
+    const LATER: &str = "2026-01-02T00:00:00.000Z";
+
+    /// A small xorshift64 generator: the property test needs a seeded sequence, not a crate.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            let mut x = self.0;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0 = x;
+            x
+        }
+
+        fn below(&mut self, bound: usize) -> usize {
+            (self.next() % bound as u64) as usize
+        }
+
+        fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+            if items.is_empty() {
+                return None;
+            }
+            items.get(self.below(items.len()))
+        }
+    }
+
+    fn new_group(name: &str, parent: Option<&str>) -> NewGroup {
+        NewGroup {
+            name: GroupName::parse(name).unwrap(),
+            parent_id: parent.map(str::to_owned),
+            color: String::new(),
+            icon: String::new(),
+        }
+    }
+
+    fn try_add(
+        db: &Db,
+        name: &str,
+        parent: Option<&str>,
+    ) -> Result<(String, Placement), StoreError> {
+        let id = crate::store::new_id();
+        let placement = db.write(|tx| groups::insert(tx, &id, &new_group(name, parent), NOW))?;
+        Ok((id, placement))
+    }
+
+    fn add(db: &Db, name: &str, parent: Option<&str>) -> String {
+        let (id, placement) = try_add(db, name, parent).unwrap();
+        assert_eq!(placement, Placement::Placed);
+        id
+    }
+
+    fn move_to(db: &Db, id: &str, parent: Option<&str>) -> Result<Placement, StoreError> {
+        let patch = GroupPatch {
+            parent_id: Some(parent.map(str::to_owned)),
+            ..GroupPatch::default()
+        };
+        db.write(|tx| groups::update(tx, id, &patch, LATER))
+    }
+
+    fn add_host(db: &Db, id: &str, group: Option<&str>) {
+        db.write(|tx| {
+            tx.execute(
+                "INSERT INTO hosts (id, name, name_key, hostname, port, username, auth_type,
+                     group_id, created_at, updated_at)
+                 VALUES (?1, ?1, ?1, 'example.org', 22, 'root', 'agent', ?2, ?3, ?3)",
+                params![id, group, NOW],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    fn delete_host(db: &Db, id: &str) {
+        db.write(|tx| {
+            tx.execute("DELETE FROM hosts WHERE id = ?1", params![id])?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    fn move_host(db: &Db, id: &str, group: Option<&str>) {
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE hosts SET group_id = ?2 WHERE id = ?1",
+                params![id, group],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    fn host_groups(db: &Db) -> HashMap<String, Option<String>> {
+        db.read(|conn| {
+            let mut statement = conn.prepare("SELECT id, group_id FROM hosts")?;
+            let rows = statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<Result<HashMap<_, _>, _>>()?;
+            Ok::<_, StoreError>(rows)
+        })
+        .unwrap()
+    }
+
+    /// id -> (parent_id, name, name_key), straight from the table.
+    fn group_rows(db: &Db) -> HashMap<String, (Option<String>, String, String)> {
+        db.read(|conn| {
+            let mut statement = conn.prepare("SELECT id, parent_id, name, name_key FROM groups")?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get(0)?, (row.get(1)?, row.get(2)?, row.get(3)?)))
+                })?
+                .collect::<Result<HashMap<_, _>, _>>()?;
+            Ok::<_, StoreError>(rows)
+        })
+        .unwrap()
+    }
+
+    fn tree(db: &Db) -> Vec<GroupView> {
+        db.read(groups::tree).unwrap()
+    }
+
+    fn chain(db: &Db, levels: usize) -> Vec<String> {
+        let mut ids: Vec<String> = Vec::new();
+        for level in 1..=levels {
+            let id = add(
+                db,
+                &format!("level {level}"),
+                ids.last().map(String::as_str),
+            );
+            ids.push(id);
+        }
+        ids
+    }
+
+    #[test]
+    fn delete_gives_hosts_and_children_to_the_parent_and_renames_a_clash() {
+        let db = open_in_memory().unwrap();
+        let top = add(&db, "top", None);
+        let web = add(&db, "Web", Some(&top));
+        let middle = add(&db, "middle", Some(&top));
+        let clashing = add(&db, "web", Some(&middle));
+        let plain = add(&db, "db", Some(&middle));
+        add_host(&db, "h-middle", Some(&middle));
+        add_host(&db, "h-clashing", Some(&clashing));
+
+        db.write(|tx| groups::delete(tx, &middle, LATER)).unwrap();
+
+        let rows = group_rows(&db);
+        assert!(!rows.contains_key(&middle));
+        assert_eq!(rows[&clashing].0.as_deref(), Some(top.as_str()));
+        assert_eq!(rows[&clashing].1, "web (2)");
+        assert_eq!(rows[&plain], (Some(top.clone()), "db".into(), "db".into()));
+        assert_eq!(
+            rows[&web].1, "Web",
+            "the sibling already there keeps its name"
+        );
+        let hosts = host_groups(&db);
+        assert_eq!(hosts["h-middle"].as_deref(), Some(top.as_str()));
+        assert_eq!(hosts["h-clashing"].as_deref(), Some(clashing.as_str()));
+    }
+
+    #[test]
+    fn delete_of_top_level_group_makes_children_top_level_and_hosts_ungrouped() {
+        let db = open_in_memory().unwrap();
+        let top = add(&db, "top", None);
+        let child = add(&db, "child", Some(&top));
+        add_host(&db, "h", Some(&top));
+        db.write(|tx| groups::delete(tx, &top, LATER)).unwrap();
+        assert_eq!(group_rows(&db)[&child].0, None);
+        assert_eq!(host_groups(&db)["h"], None);
+    }
+
+    #[test]
+    fn child_named_like_its_deleted_parent_keeps_its_name() {
+        let db = open_in_memory().unwrap();
+        let parent = add(&db, "Same", None);
+        let child = add(&db, "same", Some(&parent));
+        db.write(|tx| groups::delete(tx, &parent, LATER)).unwrap();
+        assert_eq!(
+            group_rows(&db)[&child],
+            (None, "same".into(), "same".into())
+        );
+    }
+
+    #[test]
+    fn renamed_child_skips_names_taken_at_the_destination_and_by_its_siblings() {
+        let db = open_in_memory().unwrap();
+        let middle = add(&db, "middle", None);
+        add(&db, "A", None);
+        add(&db, "a (2)", None);
+        let clashing = add(&db, "a", Some(&middle));
+        let sibling = add(&db, "A (3)", Some(&middle));
+        db.write(|tx| groups::delete(tx, &middle, LATER)).unwrap();
+        let rows = group_rows(&db);
+        assert_eq!(rows[&clashing].1, "a (4)");
+        assert_eq!(rows[&sibling].1, "A (3)");
+    }
+
+    #[test]
+    fn delete_sets_updated_at_of_moved_rows_only() {
+        let db = open_in_memory().unwrap();
+        let top = add(&db, "top", None);
+        let other = add(&db, "other", Some(&top));
+        let middle = add(&db, "middle", Some(&top));
+        let child = add(&db, "child", Some(&middle));
+        add_host(&db, "h", Some(&middle));
+        add_host(&db, "stays", Some(&other));
+        db.write(|tx| groups::delete(tx, &middle, LATER)).unwrap();
+        let stamp = |sql: &str, id: &str| -> String {
+            db.read(|conn| {
+                conn.query_row(sql, [id], |row| row.get(0))
+                    .map_err(StoreError::from)
+            })
+            .unwrap()
+        };
+        let group_stamp = "SELECT updated_at FROM groups WHERE id = ?1";
+        let host_stamp = "SELECT updated_at FROM hosts WHERE id = ?1";
+        assert_eq!(stamp(group_stamp, &child), LATER);
+        assert_eq!(stamp(host_stamp, "h"), LATER);
+        assert_eq!(stamp(group_stamp, &other), NOW);
+        assert_eq!(stamp(group_stamp, &top), NOW);
+        assert_eq!(stamp(host_stamp, "stays"), NOW);
+    }
+
+    #[test]
+    fn host_counts_follow_host_inserts_moves_and_deletes() {
+        let db = open_in_memory().unwrap();
+        let a = add(&db, "a", None);
+        let b = add(&db, "b", Some(&a));
+        add_host(&db, "h1", Some(&a));
+        add_host(&db, "h2", Some(&a));
+        add_host(&db, "h3", None);
+        let counts = |db: &Db| -> Vec<(u64, u64)> {
+            let forest = tree(db);
+            let b_view = &forest[0].children[0];
+            vec![
+                (forest[0].host_count, forest[0].total_host_count),
+                (b_view.host_count, b_view.total_host_count),
+            ]
+        };
+        assert_eq!(counts(&db), [(2, 2), (0, 0)]);
+        move_host(&db, "h1", Some(&b));
+        move_host(&db, "h3", Some(&b));
+        assert_eq!(counts(&db), [(1, 3), (2, 2)]);
+        move_host(&db, "h3", Some(&b));
+        move_host(&db, "h2", None);
+        assert_eq!(counts(&db), [(0, 2), (2, 2)]);
+        delete_host(&db, "h1");
+        assert_eq!(counts(&db), [(0, 1), (1, 1)]);
+        db.write(|tx| groups::delete(tx, &b, LATER)).unwrap();
+        assert_eq!(tree(&db)[0].host_count, 1, "h3 went up to a with its count");
+        let leftover: i64 = db
+            .read(|conn| {
+                conn.query_row(
+                    "SELECT count(*) FROM group_host_counts WHERE group_id = ?1",
+                    [&b],
+                    |row| row.get(0),
+                )
+                .map_err(StoreError::from)
+            })
+            .unwrap();
+        assert_eq!(leftover, 0, "a deleted group's count row goes with it");
+    }
+
+    #[test]
+    fn group_at_depth_32_is_placed_and_33_is_too_deep() {
+        let db = open_in_memory().unwrap();
+        let ids = chain(&db, MAX_DEPTH);
+        let (_, placement) = try_add(&db, "too deep", ids.last().map(String::as_str)).unwrap();
+        assert_eq!(placement, Placement::TooDeep);
+        assert_eq!(group_rows(&db).len(), MAX_DEPTH);
+    }
+
+    #[test]
+    fn move_that_would_push_a_subtree_past_depth_32_is_too_deep() {
+        let db = open_in_memory().unwrap();
+        let ids = chain(&db, MAX_DEPTH - 1);
+        let pair_top = add(&db, "pair", None);
+        add(&db, "below", Some(&pair_top));
+        // Under level 30 the pair spans levels 31-32: allowed; under level 31 it would not be.
+        assert_eq!(
+            move_to(&db, &pair_top, Some(&ids[29])).unwrap(),
+            Placement::Placed
+        );
+        assert_eq!(
+            move_to(&db, &pair_top, Some(&ids[30])).unwrap(),
+            Placement::TooDeep
+        );
+    }
+
+    #[test]
+    fn move_under_itself_or_a_descendant_is_refused_and_changes_nothing() {
+        let db = open_in_memory().unwrap();
+        let ids = chain(&db, 5);
+        let before = group_rows(&db);
+        for target in &ids {
+            assert_eq!(
+                move_to(&db, &ids[0], Some(target)).unwrap(),
+                Placement::UnderItself,
+                "target {target}"
+            );
+        }
+        assert_eq!(group_rows(&db), before);
+    }
+
+    #[test]
+    fn move_to_the_current_parent_is_not_a_clash_with_itself() {
+        let db = open_in_memory().unwrap();
+        let top = add(&db, "top", None);
+        let child = add(&db, "child", Some(&top));
+        assert_eq!(move_to(&db, &child, Some(&top)).unwrap(), Placement::Placed);
+    }
+
+    #[test]
+    fn view_of_a_middle_group_holds_only_its_subtree() {
+        let db = open_in_memory().unwrap();
+        let ids = chain(&db, 4);
+        add_host(&db, "h1", Some(&ids[0]));
+        add_host(&db, "h3", Some(&ids[2]));
+        add_host(&db, "h4", Some(&ids[3]));
+        let view = db.read(|conn| groups::view(conn, &ids[1])).unwrap();
+        assert_eq!((view.host_count, view.total_host_count), (0, 2));
+        assert_eq!(view.parent_id.as_deref(), Some(ids[0].as_str()));
+        assert_eq!(view.children[0].children[0].id, ids[3]);
+    }
+
+    #[test]
+    fn view_of_unknown_group_is_group_not_found() {
+        let db = open_in_memory().unwrap();
+        let err = db.read(|conn| groups::view(conn, "nope")).unwrap_err();
+        assert!(matches!(err, StoreError::GroupNotFound), "{err}");
+    }
+
+    /// Seeded random create / move / rename / delete / host-assign steps; after every step
+    /// the invariants hold and the tree's counts match a recount.
+    #[test]
+    fn random_sequences_keep_the_tree_sound_and_lose_nothing() {
+        for seed in [0x9E37_79B9_7F4A_7C15_u64, 0xDEAD_BEEF_CAFE_F00D, 42] {
+            run_sequence(seed, 300);
+        }
+    }
+
+    fn run_sequence(seed: u64, steps: usize) {
+        const NAMES: [&str; 8] = ["a", "A", "b", "Web", "web", "a (2)", "db", "É"];
+        const HOSTS: usize = 60;
+        let db = open_in_memory().unwrap();
+        let mut rng = XorShift(seed);
+        for index in 0..HOSTS {
+            add_host(&db, &format!("host-{index}"), None);
+        }
+        for step in 0..steps {
+            let rows = group_rows(&db);
+            let ids: Vec<String> = {
+                let mut ids: Vec<String> = rows.keys().cloned().collect();
+                ids.sort();
+                ids
+            };
+            let context = format!("seed {seed:#x} step {step}");
+            match rng.below(10) {
+                0..=3 => {
+                    let name = NAMES[rng.below(NAMES.len())];
+                    let parent = rng.pick(&ids).filter(|_| rng.below(4) != 0).cloned();
+                    match try_add(&db, name, parent.as_deref()) {
+                        Ok(_) | Err(StoreError::DuplicateName(_)) => {}
+                        Err(err) => panic!("{context}: create failed: {err}"),
+                    }
+                }
+                4..=5 => {
+                    let Some(id) = rng.pick(&ids).cloned() else {
+                        continue;
+                    };
+                    let target = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    let expect_under_itself = target
+                        .as_deref()
+                        .is_some_and(|target| is_ancestor_or_self(&rows, &id, target));
+                    match move_to(&db, &id, target.as_deref()) {
+                        Ok(Placement::UnderItself) => assert!(expect_under_itself, "{context}"),
+                        Ok(_) | Err(StoreError::DuplicateName(_)) => {
+                            assert!(!expect_under_itself, "{context}: cycle accepted")
+                        }
+                        Err(err) => panic!("{context}: move failed: {err}"),
+                    }
+                }
+                6 => {
+                    let Some(id) = rng.pick(&ids).cloned() else {
+                        continue;
+                    };
+                    let patch = GroupPatch {
+                        name: Some(GroupName::parse(NAMES[rng.below(NAMES.len())]).unwrap()),
+                        ..GroupPatch::default()
+                    };
+                    match db.write(|tx| groups::update(tx, &id, &patch, LATER)) {
+                        Ok(_) | Err(StoreError::DuplicateName(_)) => {}
+                        Err(err) => panic!("{context}: rename failed: {err}"),
+                    }
+                }
+                7..=8 => {
+                    let Some(id) = rng.pick(&ids).cloned() else {
+                        continue;
+                    };
+                    let parent = rows[&id].0.clone();
+                    let children: Vec<&String> = rows
+                        .iter()
+                        .filter(|(_, row)| row.0.as_deref() == Some(id.as_str()))
+                        .map(|(child, _)| child)
+                        .collect();
+                    let hosts_before = host_groups(&db);
+                    db.write(|tx| groups::delete(tx, &id, LATER)).unwrap();
+                    let after = group_rows(&db);
+                    assert_eq!(after.len(), rows.len() - 1, "{context}");
+                    for child in children {
+                        assert_eq!(after[child].0, parent, "{context}: child not at the parent");
+                    }
+                    for (host, group) in host_groups(&db) {
+                        let was_in_deleted = hosts_before[&host].as_deref() == Some(id.as_str());
+                        let expected = if was_in_deleted {
+                            parent.clone()
+                        } else {
+                            hosts_before[&host].clone()
+                        };
+                        assert_eq!(group, expected, "{context}: host {host}");
+                    }
+                }
+                _ => {
+                    // Host moves and re-creations drive every count trigger.
+                    let host = format!("host-{}", rng.below(HOSTS));
+                    let group = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    if rng.below(2) == 0 {
+                        move_host(&db, &host, group.as_deref());
+                    } else {
+                        delete_host(&db, &host);
+                        add_host(&db, &host, group.as_deref());
+                    }
+                }
+            }
+            check_invariants(&db, HOSTS, &format!("seed {seed:#x} after step {step}"));
+        }
+    }
+
+    fn is_ancestor_or_self(
+        rows: &HashMap<String, (Option<String>, String, String)>,
+        ancestor: &str,
+        start: &str,
+    ) -> bool {
+        let mut node = Some(start.to_owned());
+        let mut steps = 0;
+        while let Some(current) = node {
+            if current == ancestor {
+                return true;
+            }
+            steps += 1;
+            assert!(steps <= rows.len(), "cycle in the parent chain");
+            node = rows.get(&current).and_then(|row| row.0.clone());
+        }
+        false
+    }
+
+    fn check_invariants(db: &Db, hosts: usize, context: &str) {
+        let rows = group_rows(db);
+        let mut sibling_keys = HashSet::new();
+        for (id, (parent, name, key)) in &rows {
+            if let Some(parent) = parent {
+                assert!(
+                    rows.contains_key(parent),
+                    "{context}: parent of {id} is missing"
+                );
+            }
+            // No cycle, and no group deeper than MAX_DEPTH.
+            let mut depth = 1;
+            let mut node = parent.clone();
+            while let Some(current) = node {
+                assert_ne!(&current, id, "{context}: {id} is its own ancestor");
+                depth += 1;
+                assert!(
+                    depth <= MAX_DEPTH,
+                    "{context}: {id} is deeper than {MAX_DEPTH}"
+                );
+                node = rows[&current].0.clone();
+            }
+            assert_eq!(key, &name.to_lowercase(), "{context}");
+            assert!(name.chars().count() <= 100, "{context}");
+            assert!(
+                sibling_keys.insert((parent.clone(), key.clone())),
+                "{context}: two siblings named {key}"
+            );
+        }
+        let host_rows = host_groups(db);
+        assert_eq!(host_rows.len(), hosts, "{context}: a host was lost");
+        for (host, group) in &host_rows {
+            if let Some(group) = group {
+                assert!(
+                    rows.contains_key(group),
+                    "{context}: {host} is in a missing group"
+                );
+            }
+        }
+
+        let forest = tree(db);
+        let mut seen = HashSet::new();
+        check_nodes(&forest, None, &rows, &host_rows, &mut seen, context);
+        assert_eq!(
+            seen.len(),
+            rows.len(),
+            "{context}: tree does not hold every group once"
+        );
+    }
+
+    /// Checks each node against a recount; returns the total hosts below `views`.
+    fn check_nodes(
+        views: &[GroupView],
+        parent: Option<&str>,
+        rows: &HashMap<String, (Option<String>, String, String)>,
+        hosts: &HashMap<String, Option<String>>,
+        seen: &mut HashSet<String>,
+        context: &str,
+    ) -> u64 {
+        let mut total = 0;
+        let mut previous: Option<(String, String)> = None;
+        for view in views {
+            assert!(seen.insert(view.id.clone()), "{context}: {} twice", view.id);
+            assert_eq!(view.parent_id.as_deref(), parent, "{context}");
+            let sort_key = (rows[&view.id].2.clone(), view.id.clone());
+            if let Some(previous) = &previous {
+                assert!(previous < &sort_key, "{context}: children out of order");
+            }
+            previous = Some(sort_key);
+            let direct = hosts
+                .values()
+                .filter(|group| group.as_deref() == Some(view.id.as_str()))
+                .count() as u64;
+            assert_eq!(
+                view.host_count, direct,
+                "{context}: host_count of {}",
+                view.id
+            );
+            let below = check_nodes(&view.children, Some(&view.id), rows, hosts, seen, context);
+            assert_eq!(
+                view.total_host_count,
+                direct + below,
+                "{context}: total of {}",
+                view.id
+            );
+            total += direct + below;
+        }
+        total
+    }
+}

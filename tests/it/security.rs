@@ -1,0 +1,228 @@
+//! Who may talk to the service (api-decisions §6), over raw sockets: each test names the
+//! attack it stops.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use crate::support::{fresh_dir, Options, Service, BIN};
+
+fn status_of(raw: &str) -> u16 {
+    raw.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {raw:?}"))
+}
+
+fn header_of<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
+    let head = raw.split("\r\n\r\n").next()?;
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+fn get_with(service: &Service, headers: &str) -> String {
+    service.raw(format!("GET /api/hosts HTTP/1.1\r\n{headers}Connection: close\r\n\r\n").as_bytes())
+}
+
+#[test]
+fn dns_rebinding_host_is_403() {
+    let service = Service::start("rebind");
+    let raw = get_with(
+        &service,
+        &format!("Host: evil.example:{}\r\n", service.port),
+    );
+    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert!(raw.contains("\"code\":\"FORBIDDEN\""));
+    let raw = get_with(&service, "Host: localhost.evil.example\r\n");
+    assert_eq!(status_of(&raw), 403);
+}
+
+#[test]
+fn loopback_host_names_pass_with_and_without_port() {
+    let service = Service::start("hosts-ok");
+    for host in [
+        "localhost".to_string(),
+        format!("127.0.0.1:{}", service.port),
+        "[::1]".into(),
+        "LocalHost".into(),
+    ] {
+        let raw = get_with(&service, &format!("Host: {host}\r\n"));
+        assert_ne!(status_of(&raw), 403, "{host}: {raw}");
+    }
+}
+
+#[test]
+fn missing_or_doubled_host_on_http_1_1_is_403() {
+    let service = Service::start("host-missing");
+    let raw = service.raw(b"GET /api/health HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(status_of(&raw), 403, "{raw}");
+    let raw = get_with(&service, "Host: localhost\r\nHost: evil.example\r\n");
+    assert_eq!(status_of(&raw), 403, "{raw}");
+}
+
+#[test]
+fn cross_site_simple_post_from_a_web_page_is_403() {
+    // A page on another site can send this without a preflight (text/plain is "simple").
+    let service = Service::start("csrf");
+    let body = r#"{"name":"x","hostname":"h","port":22,"username":"u","auth":{"type":"agent"}}"#;
+    let raw = service.raw(
+        format!(
+            "POST /api/hosts HTTP/1.1\r\nHost: localhost:{}\r\nOrigin: https://evil.example\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            service.port,
+            body.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert!(header_of(&raw, "Access-Control-Allow-Origin").is_none());
+}
+
+#[test]
+fn sec_fetch_site_cross_site_is_403() {
+    let service = Service::start("fetch-site");
+    let raw = get_with(
+        &service,
+        "Host: localhost\r\nSec-Fetch-Site: cross-site\r\n",
+    );
+    assert_eq!(status_of(&raw), 403, "{raw}");
+}
+
+#[test]
+fn preflight_from_an_allowed_origin_is_answered_with_cors_headers() {
+    let service = Service::start_args("preflight-ok", &["--allow-origin", "http://app.local:3000"]);
+    let raw = service.raw(b"OPTIONS /api/hosts HTTP/1.1\r\nHost: localhost\r\nOrigin: http://app.local:3000\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n");
+    assert_eq!(status_of(&raw), 204, "{raw}");
+    assert_eq!(
+        header_of(&raw, "Access-Control-Allow-Origin"),
+        Some("http://app.local:3000")
+    );
+    assert!(header_of(&raw, "Access-Control-Allow-Methods")
+        .unwrap()
+        .contains("POST"));
+    assert!(header_of(&raw, "Access-Control-Allow-Headers")
+        .unwrap()
+        .contains("Content-Type"));
+    // A real request from that origin gets the CORS header too.
+    let raw = get_with(
+        &service,
+        "Host: localhost\r\nOrigin: http://app.local:3000\r\n",
+    );
+    assert_eq!(
+        header_of(&raw, "Access-Control-Allow-Origin"),
+        Some("http://app.local:3000"),
+        "{raw}"
+    );
+}
+
+#[test]
+fn preflight_from_a_refused_origin_is_403_without_cors_headers() {
+    let service = Service::start_args(
+        "preflight-refused",
+        &["--allow-origin", "http://app.local:3000"],
+    );
+    let raw = service.raw(b"OPTIONS /api/hosts HTTP/1.1\r\nHost: localhost\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n");
+    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert!(header_of(&raw, "Access-Control-Allow-Origin").is_none());
+}
+
+#[test]
+fn generated_token_is_printed_before_the_port_and_required_everywhere_but_health() {
+    let service = Service::start_args("token-gen", &["--generate-token"]);
+    assert_eq!(service.stdout_head.len(), 2, "{:?}", service.stdout_head);
+    let token = service.stdout_head[0]
+        .strip_prefix("SERVICE_TOKEN=")
+        .expect("token line first")
+        .to_string();
+    assert!(service.stdout_head[1].starts_with("SERVICE_PORT="));
+    assert_eq!(token.len(), 64);
+
+    // Health answers without a token (the app probes start-up with it).
+    assert_eq!(service.get("/api/health").status, 200);
+    // Missing token: 401, also on unknown paths (no route discovery without it).
+    service.get("/api/vault").assert_error(401, "UNAUTHORIZED");
+    service.get("/api/nope").assert_error(401, "UNAUTHORIZED");
+    // Wrong token.
+    let wrong = service.request_raw_body(
+        "GET",
+        "/api/vault",
+        &[("Authorization", format!("Bearer {}x", &token[1..]))],
+        None,
+    );
+    wrong.assert_error(401, "UNAUTHORIZED");
+    // Right token.
+    let right = service.request_raw_body(
+        "GET",
+        "/api/vault",
+        &[("Authorization", format!("Bearer {token}"))],
+        None,
+    );
+    assert_ne!(right.status, 401, "{}", right.text());
+    // The token never reaches the log.
+    assert!(!service.stderr().contains(&token));
+}
+
+#[test]
+fn token_file_token_is_required() {
+    let dir = fresh_dir("token-file");
+    let path = dir.join("token");
+    let token = "a-token-of-at-least-thirty-two-characters";
+    fs::write(&path, format!("{token}\nignored second line\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    let service = Service::start_args("token-file-svc", &["--token-file", path.to_str().unwrap()]);
+    assert_eq!(
+        service.stdout_head.len(),
+        1,
+        "no SERVICE_TOKEN line for a token file"
+    );
+    service.get("/api/vault").assert_error(401, "UNAUTHORIZED");
+    let right = service.request_raw_body(
+        "GET",
+        "/api/vault",
+        &[("Authorization", format!("Bearer {token}"))],
+        None,
+    );
+    assert_ne!(right.status, 401);
+}
+
+#[test]
+fn token_file_with_a_short_token_refuses_to_start() {
+    let dir = fresh_dir("token-short");
+    let path = dir.join("token");
+    fs::write(&path, "x".repeat(31)).unwrap();
+    let output = Command::new(BIN)
+        .args([
+            "--data-dir",
+            dir.join("data").to_str().unwrap(),
+            "--token-file",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 32"));
+    // 32 characters is enough.
+    fs::write(&path, "x".repeat(32)).unwrap();
+    let service = Service::start_with(
+        "token-32",
+        Options {
+            args: vec!["--token-file".into(), path.to_str().unwrap().into()],
+            ..Options::default()
+        },
+    );
+    assert_eq!(service.get("/api/health").status, 200);
+}
+
+#[test]
+fn remote_bind_without_allow_remote_or_token_refuses_to_start() {
+    for args in [
+        vec!["--bind", "0.0.0.0"],
+        vec!["--bind", "0.0.0.0", "--allow-remote"],
+    ] {
+        let output = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty());
+    }
+}

@@ -1,0 +1,684 @@
+//! The vault (api-decisions §2): master password set, change and removal, lock and unlock,
+//! the gate on every protected endpoint, start-up unlock from stdin, auto-lock, the
+//! brute-force delay, and no trace of the master password in logs or the data dir.
+
+use std::io::Write;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{
+    contains_bytes, read_all_files, wait_until, Client, Options, Response, Service,
+};
+
+/// A uuid that names no resource.
+const SOME_ID: &str = "00000000-0000-4000-8000-000000000000";
+
+/// Every route that needs an unlocked vault (spec summary plus the extensions of
+/// api-decisions), with a body where the route takes one.
+fn protected_routes() -> Vec<(&'static str, String, Option<Value>)> {
+    let host = json!({
+        "name": "web", "hostname": "example.com", "port": 22, "username": "root",
+        "auth": {"type": "password", "password": "pw"}
+    });
+    let group = json!({"name": "prod"});
+    let key = json!({"name": "k", "type": "ed25519"});
+    let id = SOME_ID;
+    vec![
+        ("GET", "/api/hosts".into(), None),
+        ("GET", "/api/hosts?search=web&page=1".into(), None),
+        ("POST", "/api/hosts".into(), Some(host.clone())),
+        ("GET", format!("/api/hosts/{id}"), None),
+        ("PUT", format!("/api/hosts/{id}"), Some(host)),
+        ("DELETE", format!("/api/hosts/{id}"), None),
+        ("PATCH", format!("/api/hosts/{id}/favorite"), None),
+        (
+            "PUT",
+            format!("/api/hosts/{id}/move"),
+            Some(json!({"group_id": id})),
+        ),
+        ("POST", format!("/api/hosts/{id}/connect"), None),
+        ("GET", "/api/groups".into(), None),
+        ("POST", "/api/groups".into(), Some(group.clone())),
+        ("GET", format!("/api/groups/{id}"), None),
+        ("PUT", format!("/api/groups/{id}"), Some(group)),
+        ("DELETE", format!("/api/groups/{id}"), None),
+        (
+            "PUT",
+            format!("/api/groups/{id}/move"),
+            Some(json!({"parent_id": null})),
+        ),
+        ("GET", "/api/keys".into(), None),
+        ("POST", "/api/keys".into(), Some(key)),
+        ("GET", format!("/api/keys/{id}"), None),
+        (
+            "PUT",
+            format!("/api/keys/{id}"),
+            Some(json!({"name": "k2"})),
+        ),
+        ("DELETE", format!("/api/keys/{id}"), None),
+        (
+            "PUT",
+            "/api/vault/password".into(),
+            Some(json!({"current_password": "pw", "new_password": "pw2"})),
+        ),
+        (
+            "DELETE",
+            "/api/vault/password".into(),
+            Some(json!({"current_password": "pw"})),
+        ),
+    ]
+}
+
+fn set_password(service: &Service, password: &str) -> Value {
+    service
+        .put("/api/vault/password", &json!({ "new_password": password }))
+        .expect(200)
+}
+
+fn change_password(service: &Service, current: &str, new: &str) -> Response {
+    service.put(
+        "/api/vault/password",
+        &json!({ "current_password": current, "new_password": new }),
+    )
+}
+
+fn remove_password(service: &Service, current: &str) -> Response {
+    service.request(
+        "DELETE",
+        "/api/vault/password",
+        Some(&json!({ "current_password": current })),
+    )
+}
+
+fn unlock(service: &Service, password: &str) -> Response {
+    service.post("/api/vault/unlock", &json!({ "password": password }))
+}
+
+fn vault_locked(service: &Service) -> bool {
+    service.get("/api/health").expect(200)["vault_locked"]
+        .as_bool()
+        .unwrap()
+}
+
+/// Stops `service` with SIGTERM and starts the binary again on the same data dir.
+fn restart(mut service: Service, name: &str, args: &[&str], stdin: Option<&[u8]>) -> Service {
+    let status = service.terminate(Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "clean stop");
+    let data_dir = service.data_dir.clone();
+    drop(service);
+    Service::start_with(
+        name,
+        Options {
+            args: args.iter().map(|a| a.to_string()).collect(),
+            data_dir: Some(data_dir),
+            stdin,
+            ..Options::default()
+        },
+    )
+}
+
+#[test]
+fn fresh_vault_has_no_password_and_is_open() {
+    let service = Service::start("vault-fresh");
+    let body = service.get("/api/vault").expect(200);
+    assert_eq!(
+        body,
+        json!({"vault_locked": false, "has_password": false, "auto_lock_seconds": 0})
+    );
+    assert!(!vault_locked(&service));
+}
+
+#[test]
+fn without_a_password_lock_unlock_and_removal_are_409_vault_no_password() {
+    let service = Service::start("vault-no-password");
+    service
+        .post("/api/vault/lock", &json!({}))
+        .assert_error(409, "VAULT_NO_PASSWORD");
+    unlock(&service, "anything").assert_error(409, "VAULT_NO_PASSWORD");
+    remove_password(&service, "anything").assert_error(409, "VAULT_NO_PASSWORD");
+    assert!(!vault_locked(&service));
+}
+
+#[test]
+fn first_password_set_lock_and_unlock() {
+    let service = Service::start("vault-first");
+    let body = set_password(&service, "correct horse");
+    assert_eq!(
+        body,
+        json!({"vault_locked": false, "has_password": true, "auto_lock_seconds": 0})
+    );
+    let body = service.post("/api/vault/lock", &json!({})).expect(200);
+    assert_eq!(body, json!({"vault_locked": true}));
+    assert!(vault_locked(&service));
+    assert_eq!(service.get("/api/vault").expect(200)["vault_locked"], true);
+    // Locking a locked vault is fine too.
+    assert_eq!(
+        service.post("/api/vault/lock", &json!({})).expect(200),
+        json!({"vault_locked": true})
+    );
+
+    unlock(&service, "correct horsE").assert_error(401, "INVALID_PASSWORD");
+    assert!(vault_locked(&service));
+    assert_eq!(
+        unlock(&service, "correct horse").expect(200),
+        json!({"vault_locked": false})
+    );
+    assert!(!vault_locked(&service));
+    // The right password on an unlocked vault is 200 too; a wrong one is still 401.
+    assert_eq!(
+        unlock(&service, "correct horse").expect(200),
+        json!({"vault_locked": false})
+    );
+    unlock(&service, "wrong").assert_error(401, "INVALID_PASSWORD");
+    assert!(!vault_locked(&service), "a wrong unlock does not lock");
+}
+
+#[test]
+fn every_protected_endpoint_is_401_vault_locked_while_locked() {
+    let service = Service::start("vault-gate");
+    set_password(&service, "pw");
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    for (method, path, body) in protected_routes() {
+        service
+            .request(method, &path, body.as_ref())
+            .assert_error(401, "VAULT_LOCKED");
+    }
+    // Still answered while locked.
+    assert_eq!(service.get("/api/health").expect(200)["vault_locked"], true);
+    assert_eq!(service.get("/api/vault").expect(200)["has_password"], true);
+    assert_ne!(service.get("/api/openapi.json").status, 401);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    // Routing comes first: unknown paths stay 404, wrong methods 405.
+    service.get("/api/nope").assert_error(404, "NOT_FOUND");
+    service
+        .get(&format!("/api/hosts/{SOME_ID}/nope"))
+        .assert_error(404, "NOT_FOUND");
+    let response = service.request("PATCH", "/api/vault/password", None);
+    response.assert_error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(response.header("allow"), Some("PUT, DELETE"));
+    service
+        .request("GET", "/api/vault/unlock", None)
+        .assert_error(405, "METHOD_NOT_ALLOWED");
+    service
+        .request("DELETE", "/api/hosts", None)
+        .assert_error(405, "METHOD_NOT_ALLOWED");
+
+    // Unlocked, the gate lets the same requests through to their handlers.
+    unlock(&service, "pw").expect(200);
+    for (method, path, body) in protected_routes() {
+        let response = service.request(method, &path, body.as_ref());
+        let code = serde_json::from_slice::<Value>(&response.body)
+            .ok()
+            .and_then(|body| body.get("code").cloned());
+        assert_ne!(
+            code,
+            Some(json!("VAULT_LOCKED")),
+            "{method} {path} after unlock"
+        );
+    }
+}
+
+#[test]
+fn new_password_must_be_a_non_empty_string_of_at_most_1024_bytes() {
+    let service = Service::start("vault-validation");
+    for body in [
+        json!({}),
+        json!({"new_password": null}),
+        json!({"new_password": ""}),
+        json!({"new_password": 12345}),
+        json!({"new_password": ["a"]}),
+        json!({"new_password": "x".repeat(1025)}),
+        // 513 two-byte characters: 1,026 bytes.
+        json!({"new_password": "é".repeat(513)}),
+    ] {
+        let error = service
+            .put("/api/vault/password", &body)
+            .assert_error(400, "VALIDATION_ERROR");
+        assert!(
+            error["details"].as_str().unwrap().contains("new_password"),
+            "{error}"
+        );
+    }
+    service
+        .request_raw_body("PUT", "/api/vault/password", &[], Some(b"{nope"))
+        .assert_error(400, "INVALID_JSON");
+    assert_eq!(service.get("/api/vault").expect(200)["has_password"], false);
+    // 1,024 bytes is the longest accepted, in any script.
+    let longest = "é".repeat(512);
+    set_password(&service, &longest);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    unlock(&service, &longest).expect(200);
+}
+
+#[test]
+fn unlock_needs_a_password_string() {
+    let service = Service::start("vault-unlock-validation");
+    set_password(&service, "pw");
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    for body in [json!({}), json!({"password": 7}), json!({"password": null})] {
+        let error = service
+            .post("/api/vault/unlock", &body)
+            .assert_error(400, "VALIDATION_ERROR");
+        assert!(error["details"].as_str().unwrap().contains("password"));
+    }
+    service
+        .request("POST", "/api/vault/unlock", None)
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(vault_locked(&service));
+}
+
+#[test]
+fn changing_the_password_needs_the_current_one() {
+    let service = Service::start("vault-change");
+    set_password(&service, "first");
+    let error = service
+        .put("/api/vault/password", &json!({"new_password": "second"}))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(error["details"]
+        .as_str()
+        .unwrap()
+        .contains("current_password"));
+    change_password(&service, "wrong", "second").assert_error(401, "INVALID_PASSWORD");
+    let body = change_password(&service, "first", "second").expect(200);
+    assert_eq!(body["has_password"], true);
+    assert_eq!(body["vault_locked"], false);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    unlock(&service, "first").assert_error(401, "INVALID_PASSWORD");
+    unlock(&service, "second").expect(200);
+}
+
+#[test]
+fn restart_with_a_password_comes_up_locked() {
+    let service = Service::start("vault-restart");
+    set_password(&service, "pw");
+    let service = restart(service, "vault-restart-2", &[], None);
+    assert!(vault_locked(&service));
+    assert_eq!(
+        service.get("/api/vault").expect(200),
+        json!({"vault_locked": true, "has_password": true, "auto_lock_seconds": 0})
+    );
+    service.get("/api/hosts").assert_error(401, "VAULT_LOCKED");
+    assert!(service
+        .stderr()
+        .contains("the vault is locked; unlock it with POST /api/vault/unlock"));
+    unlock(&service, "pw").expect(200);
+    assert!(!vault_locked(&service));
+}
+
+#[test]
+fn changed_password_opens_the_vault_after_restart_and_the_old_one_does_not() {
+    let service = Service::start("vault-change-restart");
+    set_password(&service, "old password");
+    change_password(&service, "old password", "new password").expect(200);
+    let service = restart(service, "vault-change-restart-2", &[], None);
+    assert!(vault_locked(&service));
+    unlock(&service, "old password").assert_error(401, "INVALID_PASSWORD");
+    assert!(vault_locked(&service));
+    unlock(&service, "new password").expect(200);
+    assert!(!vault_locked(&service));
+}
+
+#[test]
+fn removing_the_password_leaves_an_open_vault_that_restarts_unlocked() {
+    let service = Service::start("vault-remove");
+    set_password(&service, "pw");
+    let error = service
+        .request("DELETE", "/api/vault/password", Some(&json!({})))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(error["details"]
+        .as_str()
+        .unwrap()
+        .contains("current_password"));
+    remove_password(&service, "wrong").assert_error(401, "INVALID_PASSWORD");
+    let body = remove_password(&service, "pw").expect(200);
+    assert_eq!(
+        body,
+        json!({"vault_locked": false, "has_password": false, "auto_lock_seconds": 0})
+    );
+    service
+        .post("/api/vault/lock", &json!({}))
+        .assert_error(409, "VAULT_NO_PASSWORD");
+    let service = restart(service, "vault-remove-2", &[], None);
+    assert!(!vault_locked(&service));
+    assert_eq!(service.get("/api/vault").expect(200)["has_password"], false);
+    // A new first password can be set without a current one.
+    set_password(&service, "again");
+}
+
+#[test]
+fn vault_password_stdin_unlocks_at_start() {
+    let service = Service::start("vault-stdin");
+    set_password(&service, "from stdin");
+    let args = ["--vault-password-stdin"];
+    let service = restart(service, "vault-stdin-2", &args, Some(b"from stdin\n"));
+    assert!(!vault_locked(&service));
+    assert!(service
+        .stderr()
+        .contains("vault unlocked with the master password from stdin"));
+    // A line ending in \r\n works the same.
+    let service = restart(service, "vault-stdin-3", &args, Some(b"from stdin\r\n"));
+    assert!(!vault_locked(&service));
+}
+
+#[test]
+fn wrong_vault_password_stdin_starts_locked_with_a_warning() {
+    let service = Service::start("vault-stdin-wrong");
+    set_password(&service, "right one");
+    let service = restart(
+        service,
+        "vault-stdin-wrong-2",
+        &["--vault-password-stdin"],
+        Some(b"Wrong-Stdin-Marker\n"),
+    );
+    assert!(vault_locked(&service));
+    let stderr = service.stderr();
+    assert!(
+        stderr.contains("--vault-password-stdin: wrong master password; the vault stays locked"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Wrong-Stdin-Marker"));
+    unlock(&service, "right one").expect(200);
+
+    // No line at all (stdin closed at once) starts locked too.
+    let mut service = service;
+    assert_eq!(
+        service
+            .terminate(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    let service = Service::start_with(
+        "vault-stdin-wrong-3",
+        Options {
+            args: vec!["--vault-password-stdin".into()],
+            data_dir: Some(service.data_dir.clone()),
+            close_stdin: true,
+            ..Options::default()
+        },
+    );
+    assert!(vault_locked(&service));
+    assert!(service
+        .stderr()
+        .contains("--vault-password-stdin: stdin has no password line; the vault stays locked"));
+}
+
+#[test]
+fn vault_password_stdin_and_exit_with_parent_work_together() {
+    let service = Service::start("vault-stdin-parent");
+    set_password(&service, "pw");
+    let mut service = restart(
+        service,
+        "vault-stdin-parent-2",
+        &["--vault-password-stdin", "--exit-with-parent"],
+        Some(b"pw\n"),
+    );
+    assert!(!vault_locked(&service));
+    // The rest of stdin is watched: more bytes change nothing, end of file stops.
+    let stdin = service.stdin.as_mut().unwrap();
+    stdin.write_all(b"noise after the password line\n").unwrap();
+    stdin.flush().unwrap();
+    assert!(service.wait_exit(Duration::from_millis(300)).is_none());
+    assert!(!vault_locked(&service));
+    drop(service.stdin.take());
+    let status = service.wait_exit(Duration::from_secs(10)).expect("exited");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn auto_lock_locks_an_idle_vault_and_health_polls_do_not_keep_it_open() {
+    let service = Service::start_args("vault-auto-lock", &["--auto-lock", "1"]);
+    assert_eq!(
+        service.get("/api/vault").expect(200)["auto_lock_seconds"],
+        1
+    );
+    // Without a master password there is nothing to lock.
+    set_password(&service, "pw");
+    assert!(!vault_locked(&service));
+    // Polling health (which does not count as activity) until the vault locks.
+    assert!(wait_until(Duration::from_secs(10), || vault_locked(
+        &service
+    )));
+    service.get("/api/hosts").assert_error(401, "VAULT_LOCKED");
+    unlock(&service, "pw").expect(200);
+    assert!(!vault_locked(&service));
+    assert!(wait_until(Duration::from_secs(10), || vault_locked(
+        &service
+    )));
+}
+
+#[test]
+fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out() {
+    let service = Service::start("vault-throttle");
+    set_password(&service, "right");
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    // Three failures in a row: the next delays are 2 s, then 4 s.
+    for _ in 0..3 {
+        unlock(&service, "wrong").assert_error(401, "INVALID_PASSWORD");
+    }
+    // Each guess on a connection that already served a request: tiny_http 0.12 gives every
+    // connection a thread of its pool, and a burst of new connections can be queued behind
+    // busy ones before the pool grows (a counting race in its TaskPool), which would
+    // measure tiny_http's pool instead of the vault.
+    let clients: Vec<Client> = (0..5)
+        .map(|_| {
+            let mut client = service.client();
+            assert_eq!(client.request("GET", "/api/health", None).status, 200);
+            client
+        })
+        .collect();
+    let guesses: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            thread::spawn(move || {
+                let started = Instant::now();
+                let body = json!({"password": "wrong"});
+                let response = client.request("POST", "/api/vault/unlock", Some(&body));
+                (response, started.elapsed())
+            })
+        })
+        .collect();
+    // Health answers at once while the guesses wait out their delays.
+    let mut slowest = Duration::ZERO;
+    while guesses.iter().any(|guess| !guess.is_finished()) {
+        let started = Instant::now();
+        assert_eq!(service.get("/api/health").status, 200);
+        slowest = slowest.max(started.elapsed());
+    }
+    assert!(
+        slowest < Duration::from_millis(500),
+        "health took {slowest:?}"
+    );
+    let mut rejected = 0;
+    let mut busy = 0;
+    for guess in guesses {
+        let (response, took) = guess.join().unwrap();
+        match response.status {
+            401 => {
+                response.assert_error(401, "INVALID_PASSWORD");
+                assert!(took >= Duration::from_secs(2), "delayed: {took:?}");
+                rejected += 1;
+            }
+            _ => {
+                response.assert_error(503, "BUSY");
+                assert_eq!(response.header("retry-after"), Some("1"));
+                busy += 1;
+            }
+        }
+    }
+    assert_eq!(
+        (rejected, busy),
+        (4, 1),
+        "four checks at once, the fifth is turned away"
+    );
+    // Never a lockout: the right password still opens, and resets the delay.
+    unlock(&service, "right").expect(200);
+    let started = Instant::now();
+    unlock(&service, "wrong").assert_error(401, "INVALID_PASSWORD");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "delay was reset"
+    );
+}
+
+#[test]
+fn master_password_never_appears_in_logs_or_the_data_dir() {
+    let first = "MasterPw-first-7f3a9c1e";
+    let second = "MasterPw-second-b42d60aa";
+    let service = Service::start("vault-no-trace");
+    set_password(&service, first);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    unlock(&service, "MasterPw-wrong-0c9e").assert_error(401, "INVALID_PASSWORD");
+    unlock(&service, first).expect(200);
+    change_password(&service, first, second).expect(200);
+    let service = restart(
+        service,
+        "vault-no-trace-2",
+        &["--vault-password-stdin"],
+        Some(format!("{second}\n").as_bytes()),
+    );
+    assert!(!vault_locked(&service));
+    let mut stderr = service.stderr();
+    let mut files = read_all_files(&service.data_dir);
+    let service = restart(service, "vault-no-trace-3", &[], None);
+    unlock(&service, second).expect(200);
+    remove_password(&service, second).expect(200);
+    stderr.push_str(&service.stderr());
+    files.extend(read_all_files(&service.data_dir));
+    assert!(files.len() >= 3, "db, wal and shm were scanned");
+    for password in [first, second, "MasterPw-wrong-0c9e"] {
+        for form in encodings(password.as_bytes()) {
+            assert!(
+                !contains_bytes(stderr.as_bytes(), &form),
+                "{password} in stderr"
+            );
+            for (path, bytes) in &files {
+                assert!(
+                    !contains_bytes(bytes, &form),
+                    "{password} ({:?}) in {}",
+                    String::from_utf8_lossy(&form),
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn setting_a_password_leaves_no_unwrapped_data_key_in_the_data_dir() {
+    let mut service = Service::start("vault-key-trace");
+    service.get("/api/health").expect(200);
+    // The raw data key as the fresh install stored it.
+    let data_key: Vec<u8> = {
+        let db = service.data_dir.join("host-manager.db");
+        let conn =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        conn.query_row("SELECT data_key FROM vault", [], |row| row.get(0))
+            .unwrap()
+    };
+    assert_eq!(data_key.len(), 32);
+    let found = |service: &Service| {
+        read_all_files(&service.data_dir)
+            .iter()
+            .any(|(_, bytes)| contains_bytes(bytes, &data_key))
+    };
+    assert!(found(&service), "the scan can see the key before");
+    set_password(&service, "pw");
+    assert!(
+        !found(&service),
+        "no unwrapped key after the password is set"
+    );
+    assert_eq!(
+        service
+            .terminate(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    assert!(!found(&service), "nor after a clean stop");
+}
+
+#[test]
+fn tampered_kdf_header_is_refused_at_start_instead_of_hanging() {
+    let mut service = Service::start("vault-tampered-header");
+    set_password(&service, "pw");
+    assert_eq!(
+        service
+            .terminate(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    let data_dir = service.data_dir.clone();
+    drop(service);
+    {
+        let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
+        let mut header: Vec<u8> = conn
+            .query_row("SELECT header FROM vault", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!((header.len(), header[0]), (21, 1), "version 1, 21 bytes");
+        // Four billion rounds would keep a worker busy for hours.
+        header[1..5].copy_from_slice(&u32::MAX.to_be_bytes());
+        conn.execute("UPDATE vault SET header = ?1", [header])
+            .unwrap();
+    }
+    let started = Instant::now();
+    let failure = Service::try_start(
+        "vault-tampered-header-2",
+        Options {
+            data_dir: Some(data_dir),
+            ..Options::default()
+        },
+    );
+    let Err((_, stderr)) = failure else {
+        panic!("a service started on a tampered vault header");
+    };
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        stderr.contains("cannot open the vault") && stderr.contains("4294967295 PBKDF2 rounds"),
+        "{stderr}"
+    );
+}
+
+/// `bytes` as stored or logged in the forms a leak could take: raw, hex (both cases),
+/// base64 (standard and URL-safe, with and without padding).
+fn encodings(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let standard = base64(bytes, b"+/");
+    let url_safe = base64(bytes, b"-_");
+    vec![
+        bytes.to_vec(),
+        hex.clone().into_bytes(),
+        hex.to_uppercase().into_bytes(),
+        standard.trim_end_matches('=').as_bytes().to_vec(),
+        url_safe.trim_end_matches('=').as_bytes().to_vec(),
+    ]
+}
+
+fn base64(bytes: &[u8], last_two: &[u8; 2]) -> String {
+    let mut alphabet: Vec<u8> =
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".to_vec();
+    alphabet.extend_from_slice(last_two);
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+        for _ in chunk.len()..3 {
+            out.push('=');
+        }
+    }
+    out
+}
+
+#[test]
+fn base64_helper_matches_known_encodings() {
+    assert_eq!(base64(b"foobar", b"+/"), "Zm9vYmFy");
+    assert_eq!(base64(b"fooba", b"+/"), "Zm9vYmE=");
+    assert_eq!(base64(b"foob", b"+/"), "Zm9vYg==");
+    assert_eq!(base64(&[0xfb, 0xff], b"-_"), "-_8=");
+}
