@@ -26,8 +26,8 @@ use crate::vault::{SealContext, Secret};
 /// for everything else, and two cores have nothing more to give anyway.
 pub const MAX_RSA_GENERATIONS: usize = 2;
 
-/// `POST /api/keys`: imports when the body has `private_key`, generates when it has a
-/// `type` instead (api-decisions §5).
+/// `POST /api/keys`: imports when the body has `private_key`, generates otherwise: of the
+/// given `type`, else ed25519 (api-decisions §5, issue #7).
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: KeyInput = req.json()?;
     let name = KeyName::parse(input.name.as_ref()).map_err(invalid)?;
@@ -44,12 +44,11 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         (None, Some(key_type)) => {
             Some(KeySpec::parse(key_type, input.bits.as_ref()).map_err(invalid)?)
         }
-        (None, None) => {
-            return Err(ApiError::validation(
-                "private_key",
-                "either private_key (to import a key) or type (to generate one) is required",
-            ))
-        }
+        // Issue #7: ed25519 is the default type, as with `ssh-keygen` without `-t`.
+        (None, None) => Some(
+            KeySpec::parse(&Value::String("ed25519".into()), input.bits.as_ref())
+                .map_err(invalid)?,
+        ),
     };
     // Refuse a taken name before seconds of work; the insert checks again.
     if state

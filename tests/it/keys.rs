@@ -357,16 +357,16 @@ fn same_name_in_another_case_is_duplicate_name_for_import_and_generation() {
 }
 
 #[test]
-fn body_with_neither_private_key_nor_type_is_a_validation_error_naming_both() {
-    let service = Service::start("keys-neither");
+fn body_with_neither_private_key_nor_type_generates_ed25519_by_default() {
+    let service = Service::start("keys-default-type");
+    let key = service.post("/api/keys", &json!({"name": "k"})).expect(201);
+    assert_eq!(key["type"], "ssh-ed25519");
+    assert_eq!(key["has_passphrase"], false);
+    // ed25519 takes no bits, default or not.
     let body = service
-        .post("/api/keys", &json!({"name": "k"}))
+        .post("/api/keys", &json!({"name": "k2", "bits": 256}))
         .assert_error(400, "VALIDATION_ERROR");
-    let details = details(&body);
-    assert!(
-        details.starts_with("private_key: ") && details.contains("type"),
-        "{details}"
-    );
+    assert!(details(&body).starts_with("bits: "), "{body}");
 }
 
 #[test]
