@@ -56,17 +56,27 @@ CREATE TABLE hosts (
     last_used_at  TEXT
 );
 -- One index per sort of GET /api/hosts, each ending in id so ties break the same way in
--- every page (keyset paging walks these).
+-- every page; a page walks one of them and reads only row ids (store/hosts.rs).
+-- Hostnames are ASCII (validated), so NOCASE is an exact case-insensitive order for them.
+-- last_used_at: never-used hosts come last in both orders (api-decisions §3). Descending,
+-- the plain index already puts NULL last; ascending needs the `IS NULL` expression first.
 CREATE INDEX hosts_by_name ON hosts (name_key, id);
-CREATE INDEX hosts_by_hostname ON hosts (hostname, id);
+CREATE INDEX hosts_by_hostname ON hosts (hostname COLLATE NOCASE, id);
 CREATE INDEX hosts_by_created ON hosts (created_at, id);
 CREATE INDEX hosts_by_last_used ON hosts (last_used_at, id);
+CREATE INDEX hosts_by_last_used_nulls_last ON hosts (last_used_at IS NULL, last_used_at, id);
 CREATE INDEX hosts_by_group ON hosts (group_id, name_key, id);
+-- "End of its group" on create and move is max(sort_order) of the group: one index probe.
+CREATE INDEX hosts_by_group_order ON hosts (group_id, sort_order);
+CREATE INDEX hosts_by_favorite ON hosts (is_favorite, name_key, id);
 CREATE INDEX hosts_by_key ON hosts (key_id);
 
+-- `position` keeps the order the tags were given in (api-decisions §3: repeats removed,
+-- order kept).
 CREATE TABLE host_tags (
-    host_id  TEXT NOT NULL REFERENCES hosts(id) ON DELETE CASCADE,
-    tag      TEXT NOT NULL,
+    host_id   TEXT NOT NULL REFERENCES hosts(id) ON DELETE CASCADE,
+    tag       TEXT NOT NULL,
+    position  INTEGER NOT NULL,
     PRIMARY KEY (host_id, tag)
 ) WITHOUT ROWID;
 CREATE INDEX host_tags_by_tag ON host_tags (tag, host_id);

@@ -11,6 +11,7 @@
 mod api;
 mod config;
 mod error;
+mod model;
 mod router;
 mod server;
 mod state;
