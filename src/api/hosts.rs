@@ -323,3 +323,114 @@ impl io::Write for ByteCounter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::path::PathBuf;
+
+    use serde_json::{json, Value};
+    use zeroize::Zeroizing;
+
+    use crate::api::hosts::{connect, create};
+    use crate::api::{Method, Req};
+    use crate::config::Config;
+    use crate::state::AppState;
+    use crate::store;
+    use crate::vault::{DataKey, SealContext, Vault};
+
+    const PRIVATE_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n";
+
+    fn state() -> AppState {
+        let config = Config {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            data_dir: PathBuf::from("/nonexistent"),
+            exit_with_parent: false,
+        };
+        let db = store::open_in_memory().unwrap();
+        AppState::new(config, db, Vault::NoPassword(DataKey::generate()))
+    }
+
+    /// Stores key `id` the way the keys endpoints will: secrets sealed for the keys table.
+    fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
+        let seal = |field, bytes: &[u8]| {
+            let context = SealContext {
+                table: "keys",
+                row_id: sealed_for,
+                field,
+            };
+            state.vault().seal(context, bytes).unwrap()
+        };
+        let private_key = seal("private_key", PRIVATE_KEY.as_bytes());
+        let passphrase = passphrase.map(|text| seal("passphrase", text.as_bytes()));
+        state
+            .db
+            .write(|tx| {
+                store::hosts::insert_key_for_tests(tx, id, &private_key, passphrase.as_deref())
+            })
+            .unwrap();
+    }
+
+    fn create_key_host(state: &AppState, key_id: &str) -> String {
+        let body = json!({
+            "name": "k", "hostname": "k.example.com", "port": 22, "username": "git",
+            "auth": {"type": "key", "key_id": key_id}
+        });
+        let req = Req::new(
+            Method::Post,
+            "/api/hosts",
+            Zeroizing::new(body.to_string().into_bytes()),
+        )
+        .unwrap();
+        let reply = create(state, &req).unwrap();
+        let host: Value = serde_json::from_slice(&reply.body).unwrap();
+        host["id"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn connect_with_key_auth_answers_the_private_key_and_passphrase() {
+        let state = state();
+        store_key(&state, "k1", "k1", Some("pass-phrase"));
+        let host_id = create_key_host(&state, "k1");
+        let reply = connect(&state, &host_id).unwrap();
+        assert!(reply
+            .headers
+            .contains(&("Cache-Control", "no-store".to_string())));
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(
+            body["credentials"],
+            json!({
+                "type": "key", "username": "git", "key_id": "k1",
+                "private_key": PRIVATE_KEY, "passphrase": "pass-phrase"
+            })
+        );
+        assert_eq!(body["host"]["auth"]["key_id"], "k1");
+        assert!(body["host"]["last_used_at"].is_string());
+    }
+
+    #[test]
+    fn connect_with_a_key_without_passphrase_has_no_passphrase_field() {
+        let state = state();
+        store_key(&state, "k2", "k2", None);
+        let host_id = create_key_host(&state, "k2");
+        let body: Value = serde_json::from_slice(&connect(&state, &host_id).unwrap().body).unwrap();
+        assert_eq!(body["credentials"]["private_key"], PRIVATE_KEY);
+        assert!(body["credentials"].get("passphrase").is_none(), "{body}");
+    }
+
+    #[test]
+    fn key_sealed_for_another_row_does_not_open_and_is_not_a_use() {
+        let state = state();
+        store_key(&state, "k3", "some-other-key", None);
+        let host_id = create_key_host(&state, "k3");
+        let err = connect(&state, &host_id).err().unwrap();
+        assert_eq!(err.code(), "INTERNAL_ERROR");
+        let host = state
+            .db
+            .read(|conn| store::hosts::by_id(conn, &host_id))
+            .unwrap();
+        assert_eq!(host.last_used_at, None);
+    }
+}

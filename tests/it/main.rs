@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod hosts;
 mod limits;
 mod process;
 mod support;
