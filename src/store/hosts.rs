@@ -5,9 +5,12 @@
 //! whether the vault is locked); every reference (group, key) is checked inside the caller's
 //! transaction before it is written; `updated_at` strictly increases on every change.
 //!
-//! A page is read in three statements: the page's rowids (a walk of the sort's index that
-//! touches no table row, so deep OFFSETs stay cheap), the rows for those rowids, and the
-//! tags of the whole page in one query.
+//! A page is read in three statements: the `seq`s of the page, the rows for those `seq`s,
+//! and the tags of the whole page in one query. The first statement follows one of two
+//! plans, chosen from the match count (see `Plan`): walk the sort's index and test each
+//! host against the filters, stopping once the page is full; or collect the matching hosts
+//! through the filters' own indexes and sort them. An unfiltered walk reads only the index,
+//! so even deep OFFSETs stay cheap.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -48,21 +51,31 @@ const GROUP_EXISTS: &str = "SELECT 1 FROM groups WHERE id = ?1";
 const KEY_EXISTS: &str = "SELECT 1 FROM keys WHERE id = ?1";
 const SELECT_KEY_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
 
-const INSERT_TAG: &str = "INSERT INTO host_tags (host_id, tag, position) VALUES (?1, ?2, ?3)";
-const DELETE_TAGS: &str = "DELETE FROM host_tags WHERE host_id = ?1";
-const SELECT_TAGS: &str = "SELECT tag FROM host_tags WHERE host_id = ?1 ORDER BY position";
-/// Tags of a whole page: `?1` is a JSON array of host ids.
-const SELECT_TAGS_OF_PAGE: &str = "SELECT host_id, tag FROM host_tags \
-     WHERE host_id IN (SELECT value FROM json_each(?1)) ORDER BY host_id, position";
-/// Rows of a page: `?1` is a JSON array of rowids.
-const SELECT_ROWS_OF_PAGE: &str = "SELECT rowid, id, name, hostname, port, username, \
+const SELECT_SEQ: &str = "SELECT seq FROM hosts WHERE id = ?1";
+const SELECT_CATALOGUE_SIZE: &str = "SELECT count(*) FROM hosts";
+
+const INSERT_TAG: &str = "INSERT INTO host_tags (host_seq, tag, position) VALUES (?1, ?2, ?3)";
+const DELETE_TAGS: &str = "DELETE FROM host_tags WHERE host_seq = ?1";
+const SELECT_TAGS: &str = "SELECT tag FROM host_tags \
+     WHERE host_seq = (SELECT seq FROM hosts WHERE id = ?1) ORDER BY position";
+/// Tags of a whole page: `?1` is a JSON array of `seq`s.
+const SELECT_TAGS_OF_PAGE: &str = "SELECT host_seq, tag FROM host_tags \
+     WHERE host_seq IN (SELECT value FROM json_each(?1)) ORDER BY host_seq, position";
+/// Rows of a page: `?1` is a JSON array of `seq`s.
+const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, username, \
      auth_type, key_id, password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, \
      created_at, updated_at, last_used_at FROM hosts \
-     WHERE rowid IN (SELECT value FROM json_each(?1))";
+     WHERE seq IN (SELECT value FROM json_each(?1))";
 
 /// Search terms shorter than this cannot use the trigram index (FTS5 trigram needs at
 /// least three characters) and fall back to a LIKE scan.
 const TRIGRAM_MIN_CHARS: usize = 3;
+
+/// A filtered walk may visit this many hosts per matching host before the page is
+/// collected instead: at 100,000 hosts, testing a host on a walk (a tag or search probe)
+/// costs 0.3-0.9 µs and collecting and sorting one match 1-2 µs (measured; see
+/// scripts/bench-hosts), so a walk that fails wastes at most about what collecting costs.
+const WALK_COST_RATIO: u64 = 2;
 
 /// A host's stored secrets, still sealed.
 pub enum SealedCredentials {
@@ -110,7 +123,7 @@ pub fn insert(
         host.notes,
         now,
     ])?;
-    write_tags(conn, id, &host.tags)?;
+    write_tags(conn, conn.last_insert_rowid(), &host.tags)?;
     Ok(Host {
         id: id.to_owned(),
         name: host.name.clone(),
@@ -197,7 +210,10 @@ pub fn update(
         }
     };
     if host.tags != previous.tags {
-        write_tags(conn, &host.id, &host.tags)?;
+        let seq: i64 = conn
+            .prepare_cached(SELECT_SEQ)?
+            .query_row([&host.id], |row| row.get(0))?;
+        write_tags(conn, seq, &host.tags)?;
     }
     Ok(Host {
         order,
@@ -292,27 +308,25 @@ pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, 
 pub fn list(conn: &Connection, query: &HostQuery) -> Result<(Vec<Host>, u64), StoreError> {
     let filters = Filters::new(query);
     let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM hosts{}", filters.sql))?
+        .prepare_cached(&filters.count_sql())?
         .query_row(filters.params().as_slice(), |row| row.get(0))?;
     let total = u64::try_from(total).unwrap_or(0);
     let Some(offset) = query.offset().filter(|offset| *offset < total) else {
         return Ok((Vec::new(), total));
     };
-    let page_sql = format!(
-        "SELECT rowid FROM hosts{} ORDER BY {} LIMIT :limit OFFSET :offset",
-        filters.sql,
-        order_by(query.sort, query.direction)
-    );
-    let limit = i64::try_from(query.per_page).unwrap_or(i64::MAX);
-    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-    let mut params = filters.params();
-    params.push((":limit", &limit));
-    params.push((":offset", &offset));
-    let rowids: Vec<i64> = conn
-        .prepare_cached(&page_sql)?
-        .query_map(params.as_slice(), |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
-    Ok((rows_of_page(conn, &rowids)?, total))
+    let on_page = query.per_page.min(total - offset);
+    let seqs = match choose_plan(conn, &filters, query, offset, total)? {
+        Plan::WalkWithin(budget) => {
+            let seqs = page_seqs(conn, &filters, query, offset, Plan::WalkWithin(budget))?;
+            // A page found within the budget is exact: matches are taken in sort order.
+            match seqs.len() as u64 == on_page {
+                true => seqs,
+                false => page_seqs(conn, &filters, query, offset, Plan::Collect)?,
+            }
+        }
+        plan => page_seqs(conn, &filters, query, offset, plan)?,
+    };
+    Ok((rows_of_page(conn, &seqs)?, total))
 }
 
 /// True when a group with this id exists.
@@ -347,66 +361,260 @@ pub fn next_updated_at(previous: &str) -> String {
     humantime::format_rfc3339_millis(chosen).to_string()
 }
 
-/// The WHERE clause of a list query and the values it binds, by name.
+/// How the `seq`s of one page are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// Walk the sort's index in order and stop when the page is full. Unfiltered, it
+    /// reads the index only, so its cost is the offset plus the page.
+    Walk,
+    /// Walk at most this many hosts of the sort's index, testing each against the
+    /// filters: cost grows with (offset + page) / share of hosts matching, which is small
+    /// for broad filters. Matches that cluster late in the order (a search for "web"
+    /// sorted by name) can exhaust the budget; the page is then collected instead.
+    WalkWithin(u64),
+    /// Collect the matching hosts through the filters' own indexes, then sort them: cost
+    /// grows with the number of matches. Best for narrow filters.
+    Collect,
+}
+
+/// The cheaper plan for this page. `total` (hosts matching) is known and non-zero.
+fn choose_plan(
+    conn: &Connection,
+    filters: &Filters,
+    query: &HostQuery,
+    offset: u64,
+    total: u64,
+) -> Result<Plan, StoreError> {
+    if filters.is_empty() {
+        return Ok(Plan::Walk);
+    }
+    // A group, favorite or short-search test reads the host's row on every step of a walk,
+    // which costs what collecting a match does; the group and favorite indexes also come
+    // ordered by name.
+    if filters.tests_host_columns() {
+        return Ok(Plan::Collect);
+    }
+    // A search term is often a prefix of the names and hostnames it finds, so its matches
+    // bunch together in those two orders and a walk would cross the whole gap first.
+    if filters.has_indexed_search() && matches!(query.sort, Sort::Name | Sort::Hostname) {
+        return Ok(Plan::Collect);
+    }
+    let catalogue: i64 = conn
+        .prepare_cached(SELECT_CATALOGUE_SIZE)?
+        .query_row([], |row| row.get(0))?;
+    let catalogue = u64::try_from(catalogue).unwrap_or(0);
+    // Hosts a walk visits when matches spread evenly over the order.
+    let expected = offset
+        .saturating_add(query.per_page)
+        .saturating_mul(catalogue)
+        / total;
+    Ok(match expected <= total {
+        true => Plan::WalkWithin(total.saturating_mul(WALK_COST_RATIO)),
+        false => Plan::Collect,
+    })
+}
+
+/// The `seq`s of one page under `plan`.
+fn page_seqs(
+    conn: &Connection,
+    filters: &Filters,
+    query: &HostQuery,
+    offset: u64,
+    plan: Plan,
+) -> Result<Vec<i64>, StoreError> {
+    let sql = filters.page_sql(plan, query.sort, query.direction);
+    let limit = i64::try_from(query.per_page).unwrap_or(i64::MAX);
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+    let budget = match plan {
+        Plan::WalkWithin(budget) => i64::try_from(budget).unwrap_or(i64::MAX),
+        Plan::Walk | Plan::Collect => 0,
+    };
+    let mut params = filters.params();
+    params.push((":limit", &limit));
+    params.push((":offset", &offset));
+    if let Plan::WalkWithin(_) = plan {
+        params.push((":budget", &budget));
+    }
+    let seqs = conn
+        .prepare_cached(&sql)?
+        .query_map(params.as_slice(), |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(seqs)
+}
+
+/// A search term, bound the way its plan needs it.
+enum Search {
+    /// 3+ characters: an FTS5 string for the trigram index.
+    Indexed(String),
+    /// 1-2 characters: an escaped LIKE pattern over `name_key` and `hostname`.
+    Scanned(String),
+}
+
+/// The filters of a list query and the values they bind, by name.
 struct Filters {
-    sql: String,
-    group: Option<String>,
+    group: Option<GroupFilter>,
     tag: Option<String>,
-    search: Option<String>,
+    search: Option<Search>,
     favorite: Option<bool>,
 }
 
 impl Filters {
     fn new(query: &HostQuery) -> Filters {
-        let mut clauses: Vec<&'static str> = Vec::new();
-        let group = match &query.group {
-            None => None,
-            Some(GroupFilter::Ungrouped) => {
-                clauses.push("group_id IS NULL");
-                None
-            }
-            Some(GroupFilter::Group(id)) => {
-                clauses.push("group_id = :group");
-                Some(id.clone())
-            }
-        };
-        if query.tag.is_some() {
-            clauses.push("id IN (SELECT host_id FROM host_tags WHERE tag = :tag)");
-        }
-        if query.favorite.is_some() {
-            clauses.push("is_favorite = :favorite");
-        }
         // api-decisions §3: search is a case-insensitive substring of name or hostname,
-        // with % and _ literal. The trigram index answers 3+ characters (as an FTS5 string,
-        // so no character is an operator); shorter terms scan with an escaped LIKE.
-        let search = query.search.as_ref().map(|term| {
-            if term.chars().count() >= TRIGRAM_MIN_CHARS {
-                clauses
-                    .push("rowid IN (SELECT rowid FROM hosts_fts WHERE hosts_fts MATCH :search)");
-                format!("\"{}\"", term.replace('"', "\"\""))
-            } else {
-                clauses.push(
-                    "(name_key LIKE :search ESCAPE '\\' OR hostname LIKE :search ESCAPE '\\')",
-                );
-                format!("%{}%", escape_like(&term.to_lowercase()))
-            }
-        });
-        let sql = match clauses.is_empty() {
-            true => String::new(),
-            false => format!(" WHERE {}", clauses.join(" AND ")),
-        };
+        // with % and _ literal. The trigram index answers 3+ characters (as one FTS5 string,
+        // so no character is an operator); shorter terms scan with an escaped LIKE against
+        // name_key (lowercased in Rust, so non-ASCII case folds too) and hostname (ASCII,
+        // which LIKE folds).
+        let search =
+            query
+                .search
+                .as_ref()
+                .map(|term| match term.chars().count() >= TRIGRAM_MIN_CHARS {
+                    true => Search::Indexed(format!("\"{}\"", term.replace('"', "\"\""))),
+                    false => Search::Scanned(format!("%{}%", escape_like(&term.to_lowercase()))),
+                });
         Filters {
-            sql,
-            group,
+            group: query.group.clone(),
             tag: query.tag.clone(),
             search,
             favorite: query.favorite,
         }
     }
 
+    fn is_empty(&self) -> bool {
+        self.group.is_none()
+            && self.tag.is_none()
+            && self.search.is_none()
+            && self.favorite.is_none()
+    }
+
+    /// True when a filter reads columns of the host row (not only a set of hosts).
+    fn tests_host_columns(&self) -> bool {
+        self.group.is_some()
+            || self.favorite.is_some()
+            || matches!(self.search, Some(Search::Scanned(_)))
+    }
+
+    fn has_indexed_search(&self) -> bool {
+        matches!(self.search, Some(Search::Indexed(_)))
+    }
+
+    /// `count(*)` of the matching hosts. Filters that are sets of hosts (a tag, an indexed
+    /// search) are counted from their own index when nothing else needs the hosts table.
+    fn count_sql(&self) -> String {
+        match (
+            self.tests_host_columns(),
+            self.tag.is_some(),
+            self.has_indexed_search(),
+        ) {
+            (false, false, false) => "SELECT count(*) FROM hosts".to_owned(),
+            (false, true, false) => "SELECT count(*) FROM host_tags WHERE tag = :tag".to_owned(),
+            (false, false, true) => {
+                "SELECT count(*) FROM hosts_fts WHERE hosts_fts MATCH :search".to_owned()
+            }
+            (false, true, true) => format!(
+                "SELECT count(*) FROM host_tags WHERE tag = :tag AND host_seq IN ({FTS_SEQS})"
+            ),
+            (true, _, _) => format!(
+                "SELECT count(*) FROM hosts{}",
+                self.where_sql(Plan::Collect)
+            ),
+        }
+    }
+
+    /// The SQL of one page under `plan`.
+    fn page_sql(&self, plan: Plan, sort: Sort, direction: Direction) -> String {
+        let order = order_by(sort, direction);
+        let index = sort_index(sort, direction);
+        let filter = self.where_sql(plan);
+        match plan {
+            Plan::Walk => format!(
+                "SELECT seq FROM hosts INDEXED BY {index}{filter} ORDER BY {order} \
+                 LIMIT :limit OFFSET :offset"
+            ),
+            // The inner walk carries the columns the filters test, under the table's name
+            // so the filters read the same either way, and the sort keys as plain columns,
+            // from which SQLite sees the rows already come in order (no sort of the walk).
+            Plan::WalkWithin(_) => {
+                let (keys, key_order) = walk_keys(sort, direction);
+                format!(
+                    "SELECT seq FROM (SELECT {}, {keys} FROM hosts INDEXED BY {index} \
+                     ORDER BY {order} LIMIT :budget) AS hosts{filter} ORDER BY {key_order} \
+                     LIMIT :limit OFFSET :offset",
+                    self.walk_columns().join(", ")
+                )
+            }
+            // Without a group or favorite filter (whose indexes lead the way), matches
+            // come from the sets (tag, search) by seq, or from one scan for a short search:
+            // NOT INDEXED keeps SQLite from walking a sort index in search of the first
+            // matches instead, which is the plan this one exists to avoid.
+            Plan::Collect => {
+                let not_indexed = match self.group.is_some() || self.favorite.is_some() {
+                    true => "",
+                    false => " NOT INDEXED",
+                };
+                format!(
+                    "SELECT seq FROM hosts{not_indexed}{filter} ORDER BY {order} \
+                     LIMIT :limit OFFSET :offset"
+                )
+            }
+        }
+    }
+
+    /// The columns a bounded walk must carry besides the sort keys: `seq`, `id` and those
+    /// the filters test.
+    fn walk_columns(&self) -> Vec<&'static str> {
+        let mut columns = vec!["seq", "id"];
+        if self.group.is_some() {
+            columns.push("group_id");
+        }
+        if self.favorite.is_some() {
+            columns.push("is_favorite");
+        }
+        if let Some(Search::Scanned(_)) = self.search {
+            columns.extend(["name_key", "hostname"]);
+        }
+        columns
+    }
+
+    /// The WHERE clause. A tag is a per-host probe of host_tags' primary key while walking
+    /// (building the set of a common tag would cost more than the walk), and a set to
+    /// collect from otherwise.
+    fn where_sql(&self, plan: Plan) -> String {
+        let walking = !matches!(plan, Plan::Collect);
+        let mut clauses: Vec<String> = Vec::new();
+        match &self.group {
+            None => {}
+            Some(GroupFilter::Ungrouped) => clauses.push("group_id IS NULL".into()),
+            Some(GroupFilter::Group(_)) => clauses.push("group_id = :group".into()),
+        }
+        if self.favorite.is_some() {
+            clauses.push("is_favorite = :favorite".into());
+        }
+        if self.tag.is_some() {
+            clauses.push(match walking {
+                true => "EXISTS (SELECT 1 FROM host_tags \
+                     WHERE host_seq = hosts.seq AND tag = :tag)"
+                    .into(),
+                false => "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into(),
+            });
+        }
+        match &self.search {
+            None => {}
+            Some(Search::Indexed(_)) => clauses.push(format!("seq IN ({FTS_SEQS})")),
+            Some(Search::Scanned(_)) => clauses.push(
+                "(name_key LIKE :search ESCAPE '\\' OR hostname LIKE :search ESCAPE '\\')".into(),
+            ),
+        }
+        match clauses.is_empty() {
+            true => String::new(),
+            false => format!(" WHERE {}", clauses.join(" AND ")),
+        }
+    }
+
     fn params(&self) -> Vec<(&'static str, &dyn rusqlite::ToSql)> {
         let mut params: Vec<(&'static str, &dyn rusqlite::ToSql)> = Vec::new();
-        if let Some(group) = &self.group {
+        if let Some(GroupFilter::Group(group)) = &self.group {
             params.push((":group", group));
         }
         if let Some(tag) = &self.tag {
@@ -415,15 +623,19 @@ impl Filters {
         if let Some(favorite) = &self.favorite {
             params.push((":favorite", favorite));
         }
-        if let Some(search) = &self.search {
-            params.push((":search", search));
+        match &self.search {
+            Some(Search::Indexed(term) | Search::Scanned(term)) => params.push((":search", term)),
+            None => {}
         }
         params
     }
 }
 
+/// The `seq`s whose name or hostname contains the `:search` string (trigram index).
+const FTS_SEQS: &str = "SELECT rowid FROM hosts_fts WHERE hosts_fts MATCH :search";
+
 /// The ORDER BY of each sort, from a fixed list; every one ends in `id` so ties always
-/// break the same way (api-decisions §3) and matches an index in sql/0001_init.sql.
+/// break the same way (api-decisions §3) and matches `sort_index`.
 fn order_by(sort: Sort, direction: Direction) -> &'static str {
     match (sort, direction) {
         (Sort::Name, Direction::Asc) => "name_key, id",
@@ -432,9 +644,41 @@ fn order_by(sort: Sort, direction: Direction) -> &'static str {
         (Sort::Hostname, Direction::Desc) => "hostname COLLATE NOCASE DESC, id DESC",
         (Sort::CreatedAt, Direction::Asc) => "created_at, id",
         (Sort::CreatedAt, Direction::Desc) => "created_at DESC, id DESC",
-        // Never-used (NULL) last in both orders: descending puts NULL last by itself.
+        // api-decisions §3: never-used (NULL) last in both orders; descending puts NULL
+        // last by itself.
         (Sort::LastUsedAt, Direction::Asc) => "last_used_at IS NULL, last_used_at, id",
         (Sort::LastUsedAt, Direction::Desc) => "last_used_at DESC, id DESC",
+    }
+}
+
+/// The sort keys of `order_by` as named columns of a bounded walk, and the ORDER BY over
+/// those names.
+fn walk_keys(sort: Sort, direction: Direction) -> (&'static str, &'static str) {
+    match (sort, direction) {
+        (Sort::Name, Direction::Asc) => ("name_key AS key_1", "key_1, id"),
+        (Sort::Name, Direction::Desc) => ("name_key AS key_1", "key_1 DESC, id DESC"),
+        (Sort::Hostname, Direction::Asc) => ("hostname COLLATE NOCASE AS key_1", "key_1, id"),
+        (Sort::Hostname, Direction::Desc) => {
+            ("hostname COLLATE NOCASE AS key_1", "key_1 DESC, id DESC")
+        }
+        (Sort::CreatedAt, Direction::Asc) => ("created_at AS key_1", "key_1, id"),
+        (Sort::CreatedAt, Direction::Desc) => ("created_at AS key_1", "key_1 DESC, id DESC"),
+        (Sort::LastUsedAt, Direction::Asc) => (
+            "last_used_at IS NULL AS key_1, last_used_at AS key_2",
+            "key_1, key_2, id",
+        ),
+        (Sort::LastUsedAt, Direction::Desc) => ("last_used_at AS key_1", "key_1 DESC, id DESC"),
+    }
+}
+
+/// The index (sql/0001_init.sql) that yields hosts in `order_by` order.
+fn sort_index(sort: Sort, direction: Direction) -> &'static str {
+    match (sort, direction) {
+        (Sort::Name, _) => "hosts_by_name",
+        (Sort::Hostname, _) => "hosts_by_hostname",
+        (Sort::CreatedAt, _) => "hosts_by_created",
+        (Sort::LastUsedAt, Direction::Asc) => "hosts_by_last_used_nulls_last",
+        (Sort::LastUsedAt, Direction::Desc) => "hosts_by_last_used",
     }
 }
 
@@ -450,36 +694,29 @@ fn escape_like(term: &str) -> String {
     escaped
 }
 
-/// The hosts with these rowids, in the given order, tags included (one query for all).
-fn rows_of_page(conn: &Connection, rowids: &[i64]) -> Result<Vec<Host>, StoreError> {
-    if rowids.is_empty() {
+/// The hosts with these `seq`s, in the given order, tags included (one query for all).
+fn rows_of_page(conn: &Connection, seqs: &[i64]) -> Result<Vec<Host>, StoreError> {
+    if seqs.is_empty() {
         return Ok(Vec::new());
     }
-    let rowid_list =
-        serde_json::to_string(rowids).map_err(|err| StoreError::Sqlite(err.to_string()))?;
-    let mut rows: HashMap<i64, Host> = HashMap::with_capacity(rowids.len());
+    let seq_list =
+        serde_json::to_string(seqs).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+    let mut rows: HashMap<i64, Host> = HashMap::with_capacity(seqs.len());
     let mut statement = conn.prepare_cached(SELECT_ROWS_OF_PAGE)?;
-    let mut cursor = statement.query([&rowid_list])?;
+    let mut cursor = statement.query([&seq_list])?;
     while let Some(row) = cursor.next()? {
-        let rowid: i64 = row.get(0)?;
-        rows.insert(rowid, host_from_row(row, 1)??);
+        let seq: i64 = row.get(0)?;
+        rows.insert(seq, host_from_row(row, 1)??);
     }
-    let mut hosts: Vec<Host> = rowids
-        .iter()
-        .filter_map(|rowid| rows.remove(rowid))
-        .collect();
-    let ids: Vec<&str> = hosts.iter().map(|host| host.id.as_str()).collect();
-    let id_list = serde_json::to_string(&ids).map_err(|err| StoreError::Sqlite(err.to_string()))?;
-    let mut tags: HashMap<String, Vec<String>> = HashMap::new();
     let mut statement = conn.prepare_cached(SELECT_TAGS_OF_PAGE)?;
-    let mut cursor = statement.query([&id_list])?;
+    let mut cursor = statement.query([&seq_list])?;
     while let Some(row) = cursor.next()? {
-        tags.entry(row.get(0)?).or_default().push(row.get(1)?);
+        let seq: i64 = row.get(0)?;
+        if let Some(host) = rows.get_mut(&seq) {
+            host.tags.push(row.get(1)?);
+        }
     }
-    for host in &mut hosts {
-        host.tags = tags.remove(&host.id).unwrap_or_default();
-    }
-    Ok(hosts)
+    Ok(seqs.iter().filter_map(|seq| rows.remove(seq)).collect())
 }
 
 /// A host from the columns of `SELECT_HOST_BY_ID` starting at column `first`; tags are left empty. The outer
@@ -546,11 +783,11 @@ fn end_of_group(
 }
 
 /// Replaces a host's tags, keeping their order.
-fn write_tags(conn: &Connection, host_id: &str, tags: &[String]) -> Result<(), StoreError> {
-    conn.prepare_cached(DELETE_TAGS)?.execute([host_id])?;
+fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE_TAGS)?.execute([seq])?;
     let mut insert = conn.prepare_cached(INSERT_TAG)?;
     for (position, tag) in tags.iter().enumerate() {
-        insert.execute(params![host_id, tag, position as i64])?;
+        insert.execute(params![seq, tag, position as i64])?;
     }
     Ok(())
 }
@@ -594,7 +831,7 @@ mod tests {
     use crate::model::host::{HostQuery, NewHost, PasswordField};
     use crate::store::hosts::{
         by_id, delete, escape_like, insert, insert_group_for_tests, list, move_to, next_updated_at,
-        toggle_favorite, touch_last_used,
+        page_seqs, rows_of_page, sort_index, toggle_favorite, touch_last_used, Filters, Plan,
     };
     use crate::store::{open_in_memory, StoreError};
 
@@ -743,5 +980,209 @@ mod tests {
         assert_eq!(found("\"x"), ids(&[]));
         assert_eq!(found("example"), ids(&["1", "2", "3"]));
         assert_eq!(found("ex"), ids(&["1", "2", "3"]));
+    }
+
+    /// A catalogue with repeated names, two groups, tags of several shares, favorites and
+    /// some used hosts.
+    fn varied_catalogue() -> crate::store::Db {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert_group_for_tests(tx, "g1")?;
+            insert_group_for_tests(tx, "g2")?;
+            for n in 0..60 {
+                let mut tags = vec![json!("all")];
+                if n % 3 == 0 {
+                    tags.push(json!("third"));
+                }
+                if n == 7 {
+                    tags.push(json!("rare"));
+                }
+                let group = match n % 4 {
+                    0 => Value::Null,
+                    1 | 2 => json!("g1"),
+                    _ => json!("g2"),
+                };
+                let name = format!("{}-{}", ["Web", "db", "web", "Cache"][n % 4], n % 5);
+                let hostname = format!("h{}.Example.com", (n * 7) % 13);
+                // Mixed case: NOCASE and binary orders differ.
+                let hostname = match n % 2 {
+                    0 => hostname.to_uppercase(),
+                    _ => hostname,
+                };
+                let extra = json!({"tags": tags, "group_id": group, "is_favorite": n % 5 == 0});
+                let id = format!("id-{:02}", (n * 37) % 60);
+                insert(tx, &id, &new_host(&name, &hostname, extra), None)?;
+                if n % 3 == 1 {
+                    touch_last_used(tx, &id)?;
+                }
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        db
+    }
+
+    fn plan_seqs(conn: &rusqlite::Connection, query: &HostQuery, plan: Plan) -> Vec<i64> {
+        page_seqs(
+            conn,
+            &Filters::new(query),
+            query,
+            query.offset().unwrap(),
+            plan,
+        )
+        .unwrap()
+    }
+
+    const FILTERS: [&[(&str, &str)]; 10] = [
+        &[],
+        &[("tag", "third")],
+        &[("tag", "rare")],
+        &[("group", "g1")],
+        &[("group", "")],
+        &[("favorite", "true")],
+        &[("search", "web")],
+        &[("search", "b-")],
+        &[("tag", "third"), ("search", "web")],
+        &[
+            ("tag", "all"),
+            ("group", "g1"),
+            ("favorite", "false"),
+            ("search", "eb"),
+        ],
+    ];
+
+    /// Every filter, sort, order and a few pages, as query pairs.
+    fn every_query() -> Vec<Vec<(&'static str, &'static str)>> {
+        let mut queries = Vec::new();
+        for filter in FILTERS {
+            for sort in ["name", "hostname", "created_at", "last_used_at"] {
+                for order in ["asc", "desc"] {
+                    for (page, per_page) in [("1", "7"), ("2", "7"), ("3", "50"), ("5", "3")] {
+                        let mut pairs = filter.to_vec();
+                        pairs.extend([
+                            ("sort", sort),
+                            ("order", order),
+                            ("page", page),
+                            ("per_page", per_page),
+                        ]);
+                        queries.push(pairs);
+                    }
+                }
+            }
+        }
+        queries
+    }
+
+    #[test]
+    fn walk_and_collect_plans_give_the_same_pages() {
+        let db = varied_catalogue();
+        let mut compared = 0;
+        for pairs in every_query() {
+            let query = query(&pairs);
+            db.read(|conn| {
+                let collect = plan_seqs(conn, &query, Plan::Collect);
+                assert_eq!(plan_seqs(conn, &query, Plan::Walk), collect, "{pairs:?}");
+                let within = plan_seqs(conn, &query, Plan::WalkWithin(1000));
+                assert_eq!(within, collect, "{pairs:?}");
+                compared += usize::from(!collect.is_empty());
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        }
+        assert!(compared > 150, "only {compared} non-empty pages compared");
+    }
+
+    #[test]
+    fn list_answers_the_collected_page_whichever_plan_it_picks() {
+        let db = varied_catalogue();
+        for pairs in every_query() {
+            let query = query(&pairs);
+            db.read(|conn| {
+                let listed: Vec<String> = list(conn, &query)?.0.into_iter().map(|h| h.id).collect();
+                let collected: Vec<String> =
+                    rows_of_page(conn, &plan_seqs(conn, &query, Plan::Collect))?
+                        .into_iter()
+                        .map(|h| h.id)
+                        .collect();
+                assert_eq!(listed, collected, "{pairs:?}");
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_walk_out_of_budget_falls_short_and_list_still_answers_the_full_page() {
+        let db = varied_catalogue();
+        // Names starting with "web" sort last: a short walk by name cannot reach them.
+        let query = query(&[("search", "web"), ("per_page", "5")]);
+        db.read(|conn| {
+            assert!(plan_seqs(conn, &query, Plan::WalkWithin(10)).len() < 5);
+            assert_eq!(list(conn, &query)?.0.len(), 5);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn walks_read_the_sort_index_in_order_without_sorting() {
+        let db = varied_catalogue();
+        for sort in ["name", "hostname", "created_at", "last_used_at"] {
+            for order in ["asc", "desc"] {
+                for filter in [None, Some(("tag", "third")), Some(("search", "web"))] {
+                    let mut pairs = vec![("sort", sort), ("order", order)];
+                    pairs.extend(filter);
+                    let query = query(&pairs);
+                    let filters = Filters::new(&query);
+                    let plan = match filter {
+                        None => Plan::Walk,
+                        Some(_) => Plan::WalkWithin(1000),
+                    };
+                    let sql = filters.page_sql(plan, query.sort, query.direction);
+                    let plan: Vec<String> = db
+                        .read(|conn| {
+                            let mut statement =
+                                conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                            let mut params = filters.params();
+                            let (limit, offset, budget) = (50i64, 0i64, 1000i64);
+                            params.push((":limit", &limit));
+                            params.push((":offset", &offset));
+                            if plan != Plan::Walk {
+                                params.push((":budget", &budget));
+                            }
+                            let rows = statement
+                                .query_map(params.as_slice(), |row| row.get::<_, String>(3))?
+                                .collect::<Result<Vec<_>, _>>()?;
+                            Ok::<_, StoreError>(rows)
+                        })
+                        .unwrap();
+                    let text = plan.join(" | ");
+                    assert!(
+                        text.contains(sort_index(query.sort, query.direction)),
+                        "{pairs:?}: {text}"
+                    );
+                    assert!(!text.contains("TEMP B-TREE"), "{pairs:?}: {text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn list_counts_match_the_pages_for_every_filter() {
+        let db = varied_catalogue();
+        let filters: [&[(&str, &str)]; 6] = [
+            &[("tag", "third")],
+            &[("search", "web")],
+            &[("tag", "third"), ("search", "web")],
+            &[("search", "eb"), ("tag", "all")],
+            &[("group", "g2"), ("favorite", "false")],
+            &[("tag", "none-such")],
+        ];
+        for filter in filters {
+            let mut pairs = filter.to_vec();
+            pairs.push(("per_page", "1000"));
+            let (hosts, total) = db.read(|conn| list(conn, &query(&pairs))).unwrap();
+            assert_eq!(hosts.len() as u64, total, "{pairs:?}");
+        }
     }
 }
