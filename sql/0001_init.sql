@@ -36,8 +36,13 @@ CREATE TABLE keys (
 
 -- `sort_order` is the API's `order` field: ORDER is an SQL keyword, and a column that must
 -- be quoted everywhere invites mistakes.
+-- `seq` is the row's integer key, never shown: the search index and the tag rows refer to
+-- it (an integer join is several times cheaper than one on the text id), and as an
+-- INTEGER PRIMARY KEY it is the rowid, which VACUUM keeps (a plain rowid it may renumber,
+-- which would silently detach the search index).
 CREATE TABLE hosts (
-    id            TEXT PRIMARY KEY NOT NULL,
+    seq           INTEGER PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
     name          TEXT NOT NULL,
     name_key      TEXT NOT NULL,
     hostname      TEXT NOT NULL,
@@ -56,37 +61,47 @@ CREATE TABLE hosts (
     last_used_at  TEXT
 );
 -- One index per sort of GET /api/hosts, each ending in id so ties break the same way in
--- every page (keyset paging walks these).
+-- every page; a page walks one of them and reads only `seq` (store/hosts.rs).
+-- Hostnames are ASCII (validated), so NOCASE is an exact case-insensitive order for them.
+-- last_used_at: never-used hosts come last in both orders (api-decisions §3). Descending,
+-- the plain index already puts NULL last; ascending needs the `IS NULL` expression first.
 CREATE INDEX hosts_by_name ON hosts (name_key, id);
-CREATE INDEX hosts_by_hostname ON hosts (hostname, id);
+CREATE INDEX hosts_by_hostname ON hosts (hostname COLLATE NOCASE, id);
 CREATE INDEX hosts_by_created ON hosts (created_at, id);
 CREATE INDEX hosts_by_last_used ON hosts (last_used_at, id);
+CREATE INDEX hosts_by_last_used_nulls_last ON hosts (last_used_at IS NULL, last_used_at, id);
 CREATE INDEX hosts_by_group ON hosts (group_id, name_key, id);
+-- "End of its group" on create and move is max(sort_order) of the group: one index probe.
+CREATE INDEX hosts_by_group_order ON hosts (group_id, sort_order);
+CREATE INDEX hosts_by_favorite ON hosts (is_favorite, name_key, id);
 CREATE INDEX hosts_by_key ON hosts (key_id);
 
+-- `position` keeps the order the tags were given in (api-decisions §3: repeats removed,
+-- order kept).
 CREATE TABLE host_tags (
-    host_id  TEXT NOT NULL REFERENCES hosts(id) ON DELETE CASCADE,
-    tag      TEXT NOT NULL,
-    PRIMARY KEY (host_id, tag)
+    host_seq  INTEGER NOT NULL REFERENCES hosts(seq) ON DELETE CASCADE,
+    tag       TEXT NOT NULL,
+    position  INTEGER NOT NULL,
+    PRIMARY KEY (host_seq, tag)
 ) WITHOUT ROWID;
-CREATE INDEX host_tags_by_tag ON host_tags (tag, host_id);
+CREATE INDEX host_tags_by_tag ON host_tags (tag, host_seq);
 
 -- Substring search over name and hostname. Trigram answers terms of 3+ characters from the
 -- index (case-insensitively); shorter terms fall back to a LIKE scan in the store.
 CREATE VIRTUAL TABLE hosts_fts USING fts5 (
-    name, hostname, content = 'hosts', content_rowid = 'rowid', tokenize = 'trigram'
+    name, hostname, content = 'hosts', content_rowid = 'seq', tokenize = 'trigram'
 );
 CREATE TRIGGER hosts_fts_insert AFTER INSERT ON hosts BEGIN
-    INSERT INTO hosts_fts (rowid, name, hostname) VALUES (new.rowid, new.name, new.hostname);
+    INSERT INTO hosts_fts (rowid, name, hostname) VALUES (new.seq, new.name, new.hostname);
 END;
 CREATE TRIGGER hosts_fts_delete AFTER DELETE ON hosts BEGIN
     INSERT INTO hosts_fts (hosts_fts, rowid, name, hostname)
-        VALUES ('delete', old.rowid, old.name, old.hostname);
+        VALUES ('delete', old.seq, old.name, old.hostname);
 END;
 CREATE TRIGGER hosts_fts_update AFTER UPDATE OF name, hostname ON hosts BEGIN
     INSERT INTO hosts_fts (hosts_fts, rowid, name, hostname)
-        VALUES ('delete', old.rowid, old.name, old.hostname);
-    INSERT INTO hosts_fts (rowid, name, hostname) VALUES (new.rowid, new.name, new.hostname);
+        VALUES ('delete', old.seq, old.name, old.hostname);
+    INSERT INTO hosts_fts (rowid, name, hostname) VALUES (new.seq, new.name, new.hostname);
 END;
 
 -- Direct host count per group, kept by triggers so GET /api/groups reads one row per group

@@ -32,10 +32,7 @@ pub enum ApiError {
     DuplicateKey,
     /// A key is still referenced by this many hosts.
     KeyInUse(u64),
-    /// A host is still used as a jump host by this many hosts.
-    HostInUse(u64),
     InvalidMove(String),
-    InvalidJumpChain(String),
     InvalidKey(String),
     InvalidPassphrase,
     VaultLocked,
@@ -77,7 +74,6 @@ impl ApiError {
             | ApiError::Validation { .. }
             | ApiError::InvalidParameter { .. }
             | ApiError::InvalidMove(_)
-            | ApiError::InvalidJumpChain(_)
             | ApiError::InvalidKey(_)
             | ApiError::InvalidPassphrase
             | ApiError::BadRequest(_) => 400,
@@ -91,7 +87,6 @@ impl ApiError {
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
-            | ApiError::HostInUse(_)
             | ApiError::VaultNoPassword => 409,
             ApiError::PayloadTooLarge => 413,
             ApiError::Busy => 503,
@@ -112,9 +107,7 @@ impl ApiError {
             ApiError::DuplicateName(_) => "DUPLICATE_NAME",
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse(_) => "KEY_IN_USE",
-            ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::InvalidMove(_) => "INVALID_MOVE",
-            ApiError::InvalidJumpChain(_) => "INVALID_JUMP_CHAIN",
             ApiError::InvalidKey(_) => "INVALID_KEY",
             ApiError::InvalidPassphrase => "INVALID_PASSPHRASE",
             ApiError::VaultLocked => "VAULT_LOCKED",
@@ -143,9 +136,7 @@ impl ApiError {
             ApiError::DuplicateName(_) => "name already in use",
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse(_) => "key is in use",
-            ApiError::HostInUse(_) => "host is in use as a jump host",
             ApiError::InvalidMove(_) => "invalid move",
-            ApiError::InvalidJumpChain(_) => "invalid jump chain",
             ApiError::InvalidKey(_) => "invalid private key",
             ApiError::InvalidPassphrase => "wrong passphrase for this key",
             ApiError::VaultLocked => "vault is locked",
@@ -166,7 +157,6 @@ impl ApiError {
             ApiError::InvalidJson(text)
             | ApiError::DuplicateName(text)
             | ApiError::InvalidMove(text)
-            | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
             | ApiError::Forbidden(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
@@ -175,9 +165,7 @@ impl ApiError {
                 Some(format!("query parameter {name}: {rule}"))
             }
             ApiError::KeyInUse(count) => Some(format!("the key is used by {count} host(s)")),
-            ApiError::HostInUse(count) => {
-                Some(format!("the host is a jump host of {count} host(s)"))
-            }
+
             ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),
             ApiError::PayloadTooLarge => {
                 Some(format!("the limit is {} bytes", crate::api::MAX_BODY_BYTES))

@@ -11,10 +11,8 @@ use serde_json::{json, Map, Value};
 use zeroize::Zeroizing;
 
 use crate::api::{Method, Req};
-use crate::config::{Config, TokenSource};
 use crate::router;
 use crate::state::AppState;
-use crate::store;
 use crate::vault::{DataKey, Vault};
 
 /// xorshift64*: small, fast, and enough to spread inputs; no crate needed.
@@ -179,18 +177,7 @@ fn target(rng: &mut Rng, ids: &[String]) -> String {
 }
 
 fn state() -> AppState {
-    let config = Config {
-        bind: std::net::IpAddr::from([127, 0, 0, 1]),
-        port: 0,
-        data_dir: std::path::PathBuf::from("/nonexistent"),
-        exit_with_parent: false,
-        allowed_origins: Vec::new(),
-        token: TokenSource::None,
-        vault_password_stdin: false,
-        auto_lock: None,
-    };
-    let db = store::open_in_memory().expect("in-memory database");
-    AppState::new(config, db, Vault::NoPassword(DataKey::generate()))
+    AppState::for_tests(Vault::NoPassword(DataKey::generate()))
 }
 
 #[test]

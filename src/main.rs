@@ -5,9 +5,6 @@
 //! a protocol channel for the launching app: it carries `SERVICE_PORT=<port>` and nothing
 //! else (`--help`/`--version` aside); everything else goes to stderr.
 
-// TODO #4-#7: the placeholders leave shared helpers unused until the endpoints land.
-#![allow(dead_code)]
-
 mod api;
 mod config;
 mod error;

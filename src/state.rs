@@ -33,6 +33,19 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// A state on an in-memory database with default flags, for unit tests of handlers.
+    #[cfg(test)]
+    pub fn for_tests(vault: Vault) -> AppState {
+        let args = ["--data-dir", "/unused"].map(String::from);
+        let Ok(crate::config::Command::Run(config)) =
+            crate::config::Command::parse(args, &std::collections::HashMap::new())
+        else {
+            panic!("default flags parse to a run command");
+        };
+        let db = crate::store::open_in_memory().expect("in-memory database opens");
+        AppState::new(config, db, vault)
+    }
+
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
         AppState {
             config,
@@ -92,21 +105,14 @@ impl AppState {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::HashMap;
     use std::time::Duration;
 
-    use crate::config::Command;
     use crate::state::AppState;
-    use crate::store::open_in_memory;
     use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
     use crate::vault::{DataKey, Vault, WrappedKey};
 
     fn state_with(vault: Vault) -> AppState {
-        let args = ["--data-dir", "/unused"].map(String::from);
-        let Command::Run(config) = Command::parse(args, &HashMap::new()).unwrap() else {
-            panic!("not a run command");
-        };
-        AppState::new(config, open_in_memory().unwrap(), vault)
+        AppState::for_tests(vault)
     }
 
     /// An unlocked vault with a (never stored) master password.

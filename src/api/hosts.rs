@@ -1,45 +1,426 @@
-//! `/api/hosts` endpoints. Placeholder until issue #5 lands: every route answers 404.
+//! `/api/hosts` endpoints: list, create, get, update, delete, favorite toggle, move, and the
+//! `connect` extension that hands the desktop app a host's decrypted credentials.
+//!
+//! Invariants: a request's `auth.password` is moved out of the parsed body into a `Secret`
+//! before anything else looks at the body, sealed before the database transaction, and
+//! never returned; `connect` is the one reply that carries secrets, built in a buffer of its
+//! final size (no reallocation copies) and sent with `Cache-Control: no-store`. For routes
+//! with an id, an unknown host is answered before the body is judged (404 before 400).
+
+use std::io;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use zeroize::Zeroizing;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
+use crate::model::host::{
+    AuthType, HostPatch, HostQuery, HostView, NewHost, PasswordAction, PasswordField,
+};
+use crate::model::validate::{self, Invalid};
 use crate::state::AppState;
+use crate::store;
+use crate::store::hosts::SealedCredentials;
+use crate::vault::{SealContext, Secret};
 
-// TODO #5: implement.
-pub fn list(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// Spec: list of hosts `{ items, total, page, per_page }`.
+#[derive(Serialize)]
+struct HostPage<'a> {
+    items: Vec<HostView<'a>>,
+    total: u64,
+    page: u64,
+    per_page: u64,
 }
 
-// TODO #5: implement.
-pub fn create(_state: &AppState, _req: &Req) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// Spec: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
+#[derive(Serialize)]
+struct FavoriteView<'a> {
+    id: &'a str,
+    is_favorite: bool,
 }
 
-// TODO #5: implement.
-pub fn get(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// api-decisions §3: `connect` answers `{ host, credentials }`.
+#[derive(Serialize)]
+struct ConnectView<'a> {
+    host: HostView<'a>,
+    credentials: CredentialsView<'a>,
 }
 
-// TODO #5: implement.
-pub fn update(_state: &AppState, _req: &Req, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// The secret the auth type needs: a password, or a private key (plus its passphrase when
+/// one is stored); nothing for `agent`.
+#[derive(Serialize)]
+struct CredentialsView<'a> {
+    #[serde(rename = "type")]
+    auth_type: &'static str,
+    username: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    password: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    private_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    passphrase: Option<&'a str>,
 }
 
-// TODO #5: implement.
-pub fn delete(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+/// Opened secrets of one host, wiped on drop.
+enum Credentials {
+    Password(Option<Secret>),
+    Key {
+        key_id: String,
+        private_key: Secret,
+        passphrase: Option<Secret>,
+    },
+    Agent,
 }
 
-// TODO #5: implement.
-pub fn toggle_favorite(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let query = HostQuery::parse(|name| req.query(name))
+        .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
+    let (hosts, total) = state.db.read(|conn| store::hosts::list(conn, &query))?;
+    let page = HostPage {
+        items: hosts.iter().map(|host| host.view()).collect(),
+        total,
+        page: query.page,
+        per_page: query.per_page,
+    };
+    Reply::json(200, &page)
 }
 
-// TODO #5: implement.
-pub fn move_to(_state: &AppState, _req: &Req, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let mut body: Map<String, Value> = req.json()?;
+    let (password_field, password) = take_password(&mut body)?;
+    let host = NewHost::from_json(&body, password_field).map_err(invalid)?;
+    let id = store::new_id();
+    let sealed = match (host.auth.password, password) {
+        (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
+        _ => None,
+    };
+    let host = state
+        .db
+        .write(|tx| store::hosts::insert(tx, &id, &host, sealed.as_deref()))?;
+    Reply::json(201, &host.view())
 }
 
-// TODO #5: implement.
-pub fn connect(_state: &AppState, _id: &str) -> Result<Reply, ApiError> {
-    Err(ApiError::NotFound)
+pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let host = state.db.read(|conn| store::hosts::by_id(conn, id))?;
+    Reply::json(200, &host.view())
+}
+
+/// Spec: every field optional (partial update). See `HostPatch::from_json` for `null`.
+pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let mut body: Map<String, Value> = req.json()?;
+    let checked = check_patch(state, &mut body, id);
+    let host = state.db.write(|tx| {
+        let current = store::hosts::by_id(tx, id)?;
+        let (patch, sealed) = checked?;
+        let change = patch.apply(&current).map_err(invalid)?;
+        Ok::<_, ApiError>(store::hosts::update(
+            tx,
+            &current,
+            &change,
+            sealed.as_deref(),
+        )?)
+    })?;
+    Reply::json(200, &host.view())
+}
+
+pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    state.db.write(|tx| store::hosts::delete(tx, id))?;
+    Ok(Reply::no_content())
+}
+
+pub fn toggle_favorite(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let is_favorite = state.db.write(|tx| store::hosts::toggle_favorite(tx, id))?;
+    Reply::json(200, &FavoriteView { id, is_favorite })
+}
+
+/// Spec: `{ group_id }`; api-decisions §3: absent, `null` or `""` means ungrouped.
+pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let body: Map<String, Value> = req.json()?;
+    let group_id = match body.get("group_id") {
+        None => Ok(None),
+        Some(value) => validate::optional_id("group_id", value).map_err(invalid),
+    };
+    let host = state.db.write(|tx| {
+        store::hosts::by_id(tx, id)?;
+        let group_id = group_id?;
+        Ok::<_, ApiError>(store::hosts::move_to(tx, id, group_id.as_deref())?)
+    })?;
+    Reply::json(200, &host.view())
+}
+
+/// api-decisions §3 (extension): sets `last_used_at` and answers the decrypted
+/// credentials. The only response with a secret; `Cache-Control: no-store`.
+pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let sealed = state.db.read(|conn| {
+        let host = store::hosts::by_id(conn, id)?;
+        store::hosts::credentials(conn, &host)
+    })?;
+    let credentials = open_credentials(state, id, &sealed)?;
+    // Set only once the secrets opened: a failed connect is not a use.
+    let host = state.db.write(|tx| store::hosts::touch_last_used(tx, id))?;
+    let view = ConnectView {
+        host: host.view(),
+        credentials: credentials_view(&credentials, host.auth_type, &host.username)?,
+    };
+    Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
+}
+
+/// A validation failure of a body field as the API's error.
+fn invalid(err: Invalid) -> ApiError {
+    ApiError::validation(&err.field, err.rule)
+}
+
+/// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
+/// was. Spec: the password is a string, and the empty string is allowed.
+fn take_password(
+    body: &mut Map<String, Value>,
+) -> Result<(PasswordField, Option<Secret>), ApiError> {
+    let Some(Value::Object(auth)) = body.get_mut("auth") else {
+        return Ok((PasswordField::Absent, None));
+    };
+    match auth.remove("password") {
+        None => Ok((PasswordField::Absent, None)),
+        Some(Value::Null) => Ok((PasswordField::Cleared, None)),
+        Some(Value::String(text)) if text.is_empty() => Ok((PasswordField::Cleared, None)),
+        Some(Value::String(text)) => Ok((PasswordField::Given, Some(Secret::from_string(text)))),
+        Some(_) => Err(ApiError::validation(
+            "auth.password",
+            "must be a string or null",
+        )),
+    }
+}
+
+/// Checks an update body and seals its password (before any database lock is taken).
+fn check_patch(
+    state: &AppState,
+    body: &mut Map<String, Value>,
+    id: &str,
+) -> Result<(HostPatch, Option<Vec<u8>>), ApiError> {
+    let (password_field, password) = take_password(body)?;
+    let patch = HostPatch::from_json(body, password_field).map_err(invalid)?;
+    let sealed = match password {
+        Some(password) => Some(seal_password(state, id, &password)?),
+        None => None,
+    };
+    Ok((patch, sealed))
+}
+
+/// Seals a host password bound to its row. Takes the vault lock only for the seal.
+fn seal_password(state: &AppState, id: &str, password: &Secret) -> Result<Vec<u8>, ApiError> {
+    let context = SealContext {
+        table: "hosts",
+        row_id: id,
+        field: "password",
+    };
+    Ok(state.vault().seal(context, password.expose())?)
+}
+
+/// Opens what `connect` hands out. Takes the vault lock once, holds no db lock.
+fn open_credentials(
+    state: &AppState,
+    host_id: &str,
+    sealed: &SealedCredentials,
+) -> Result<Credentials, ApiError> {
+    let vault = state.vault();
+    Ok(match sealed {
+        SealedCredentials::Password(None) => Credentials::Password(None),
+        SealedCredentials::Password(Some(sealed)) => {
+            let context = SealContext {
+                table: "hosts",
+                row_id: host_id,
+                field: "password",
+            };
+            Credentials::Password(Some(vault.open(context, sealed)?))
+        }
+        SealedCredentials::Key {
+            key_id,
+            private_key,
+            passphrase,
+        } => {
+            let context = |field| SealContext {
+                table: "keys",
+                row_id: key_id,
+                field,
+            };
+            Credentials::Key {
+                key_id: key_id.clone(),
+                private_key: vault.open(context("private_key"), private_key)?,
+                passphrase: match passphrase {
+                    Some(sealed) => Some(vault.open(context("passphrase"), sealed)?),
+                    None => None,
+                },
+            }
+        }
+        SealedCredentials::Agent => Credentials::Agent,
+    })
+}
+
+fn credentials_view<'a>(
+    credentials: &'a Credentials,
+    auth_type: AuthType,
+    username: &'a str,
+) -> Result<CredentialsView<'a>, ApiError> {
+    let mut view = CredentialsView {
+        auth_type: auth_type.as_str(),
+        username,
+        password: None,
+        key_id: None,
+        private_key: None,
+        passphrase: None,
+    };
+    match credentials {
+        Credentials::Password(password) => {
+            view.password = password.as_ref().map(text_of).transpose()?;
+        }
+        Credentials::Key {
+            key_id,
+            private_key,
+            passphrase,
+        } => {
+            view.key_id = Some(key_id);
+            view.private_key = Some(text_of(private_key)?);
+            view.passphrase = passphrase.as_ref().map(text_of).transpose()?;
+        }
+        Credentials::Agent => {}
+    }
+    Ok(view)
+}
+
+/// A stored secret as text. Every secret arrived as a JSON string, so it is UTF-8.
+fn text_of(secret: &Secret) -> Result<&str, ApiError> {
+    secret
+        .expose_str()
+        .ok_or_else(|| ApiError::internal("a stored secret is not UTF-8"))
+}
+
+/// A 200 JSON reply whose body holds secrets: serialized once to measure, then into a
+/// wiped buffer of exactly that size, so no growing `Vec` leaves copies in freed memory.
+fn secret_reply<T: Serialize>(value: &T) -> Result<Reply, ApiError> {
+    let mut counter = ByteCounter(0);
+    serde_json::to_writer(&mut counter, value).map_err(ApiError::internal)?;
+    let mut body = Zeroizing::new(Vec::with_capacity(counter.0));
+    serde_json::to_writer(&mut *body, value).map_err(ApiError::internal)?;
+    Ok(Reply {
+        status: 200,
+        headers: Vec::new(),
+        body,
+    })
+}
+
+/// A writer that only counts bytes.
+struct ByteCounter(usize);
+
+impl io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+
+    use serde_json::{json, Value};
+    use zeroize::Zeroizing;
+
+    use crate::api::hosts::{connect, create};
+    use crate::api::{Method, Req};
+    use crate::state::AppState;
+    use crate::store;
+    use crate::vault::{DataKey, SealContext, Vault};
+
+    const PRIVATE_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n";
+
+    fn state() -> AppState {
+        AppState::for_tests(Vault::NoPassword(DataKey::generate()))
+    }
+
+    /// Stores key `id` the way the keys endpoints will: secrets sealed for the keys table.
+    fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
+        let seal = |field, bytes: &[u8]| {
+            let context = SealContext {
+                table: "keys",
+                row_id: sealed_for,
+                field,
+            };
+            state.vault().seal(context, bytes).unwrap()
+        };
+        let private_key = seal("private_key", PRIVATE_KEY.as_bytes());
+        let passphrase = passphrase.map(|text| seal("passphrase", text.as_bytes()));
+        state
+            .db
+            .write(|tx| {
+                store::hosts::insert_key_for_tests(tx, id, &private_key, passphrase.as_deref())
+            })
+            .unwrap();
+    }
+
+    fn create_key_host(state: &AppState, key_id: &str) -> String {
+        let body = json!({
+            "name": "k", "hostname": "k.example.com", "port": 22, "username": "git",
+            "auth": {"type": "key", "key_id": key_id}
+        });
+        let req = Req::new(
+            Method::Post,
+            "/api/hosts",
+            Zeroizing::new(body.to_string().into_bytes()),
+        )
+        .unwrap();
+        let reply = create(state, &req).unwrap();
+        let host: Value = serde_json::from_slice(&reply.body).unwrap();
+        host["id"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn connect_with_key_auth_answers_the_private_key_and_passphrase() {
+        let state = state();
+        store_key(&state, "k1", "k1", Some("pass-phrase"));
+        let host_id = create_key_host(&state, "k1");
+        let reply = connect(&state, &host_id).unwrap();
+        assert!(reply
+            .headers
+            .contains(&("Cache-Control", "no-store".to_string())));
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(
+            body["credentials"],
+            json!({
+                "type": "key", "username": "git", "key_id": "k1",
+                "private_key": PRIVATE_KEY, "passphrase": "pass-phrase"
+            })
+        );
+        assert_eq!(body["host"]["auth"]["key_id"], "k1");
+        assert!(body["host"]["last_used_at"].is_string());
+    }
+
+    #[test]
+    fn connect_with_a_key_without_passphrase_has_no_passphrase_field() {
+        let state = state();
+        store_key(&state, "k2", "k2", None);
+        let host_id = create_key_host(&state, "k2");
+        let body: Value = serde_json::from_slice(&connect(&state, &host_id).unwrap().body).unwrap();
+        assert_eq!(body["credentials"]["private_key"], PRIVATE_KEY);
+        assert!(body["credentials"].get("passphrase").is_none(), "{body}");
+    }
+
+    #[test]
+    fn key_sealed_for_another_row_does_not_open_and_is_not_a_use() {
+        let state = state();
+        store_key(&state, "k3", "some-other-key", None);
+        let host_id = create_key_host(&state, "k3");
+        let err = connect(&state, &host_id).err().unwrap();
+        assert_eq!(err.code(), "INTERNAL_ERROR");
+        let host = state
+            .db
+            .read(|conn| store::hosts::by_id(conn, &host_id))
+            .unwrap();
+        assert_eq!(host.last_used_at, None);
+    }
 }

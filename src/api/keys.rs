@@ -271,26 +271,18 @@ fn later_than(previous: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use zeroize::Zeroizing;
 
     use crate::api::keys::{create, later_than, RsaSlot, MAX_RSA_GENERATIONS};
     use crate::api::{Method, Req};
-    use crate::config::Command;
     use crate::error::ApiError;
     use crate::state::AppState;
-    use crate::store::open_in_memory;
     use crate::vault::{DataKey, Vault};
 
     fn state() -> AppState {
-        let args = ["--data-dir", "/unused"].map(String::from);
-        let Ok(Command::Run(config)) = Command::parse(args, &HashMap::new()) else {
-            panic!("not a run command");
-        };
-        let vault = Vault::NoPassword(DataKey::generate());
-        AppState::new(config, open_in_memory().unwrap(), vault)
+        AppState::for_tests(Vault::NoPassword(DataKey::generate()))
     }
 
     fn post(body: &str) -> Req {

@@ -1,5 +1,10 @@
-//! Plain domain types, validation rules and tree logic: no I/O, no other module of ours.
+//! Plain domain types, their validation and their pure rules (tree logic): no I/O at all.
+//!
+//! Invariants: never touches the database, the network, the clock or the vault; never holds
+//! a secret value (the api layer keeps those in `vault::Secret`).
 
 pub mod group;
+pub mod host;
 pub mod key;
 pub mod tree;
+pub mod validate;

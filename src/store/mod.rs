@@ -5,6 +5,7 @@
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
 pub mod groups;
+pub mod hosts;
 pub mod keys;
 pub mod migrate;
 pub mod vault_meta;
@@ -71,7 +72,6 @@ impl From<rusqlite::Error> for StoreError {
 /// The one connection, behind a mutex. Handlers reach SQL only through `read` and `write`.
 pub struct Db {
     conn: Mutex<Connection>,
-    path: PathBuf,
 }
 
 impl Db {
@@ -96,11 +96,6 @@ impl Db {
         let value = work(&tx)?;
         tx.commit().map_err(StoreError::from)?;
         Ok(value)
-    }
-
-    /// The database file, for tools and tests that inspect it.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The schema version the database is at.
@@ -130,7 +125,6 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     restrict_sidecar_files(&path);
     Ok(Db {
         conn: Mutex::new(conn),
-        path,
     })
 }
 
@@ -142,7 +136,6 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     migrate::migrate(&mut conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
-        path: PathBuf::from(":memory:"),
     })
 }
 

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod groups;
+mod hosts;
 mod keys;
 mod limits;
 mod process;

@@ -1,0 +1,926 @@
+//! Hosts as stored, as answered, as requested (create, partial update, list query), and the
+//! rules that turn a request body into a checked value (api-decisions §3).
+//!
+//! Invariants: no I/O; no secret value ever lives here: the api layer takes `auth.password`
+//! out of the body into a `Secret` first and passes only what kind of value it was
+//! (`PasswordField`). `HostView` is the only wire type and has no password field.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::model::validate::{self, Invalid, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
+
+/// api-decisions §3: `per_page` defaults to 50 (spec Limits) and is clamped to 1000.
+pub const DEFAULT_PER_PAGE: u64 = 50;
+pub const MAX_PER_PAGE: u64 = 1000;
+
+/// How a host authenticates (spec: Host auth).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthType {
+    Password,
+    Key,
+    Agent,
+}
+
+/// A host as stored, without its sealed password (only whether one is stored).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    pub id: String,
+    pub name: String,
+    pub hostname: String,
+    pub port: u16,
+    pub username: String,
+    pub auth_type: AuthType,
+    pub key_id: Option<String>,
+    pub has_password: bool,
+    pub group_id: Option<String>,
+    pub tags: Vec<String>,
+    pub is_favorite: bool,
+    pub color: String,
+    pub order: i64,
+    pub notes: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub last_used_at: Option<String>,
+}
+
+/// The Host object of the spec, as every endpoint answers it (api-decisions §3): every
+/// field present, `group_id` omitted when ungrouped, `last_used_at` null until first use.
+#[derive(Serialize)]
+pub struct HostView<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub hostname: &'a str,
+    pub port: u16,
+    pub username: &'a str,
+    pub auth: AuthView<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<&'a str>,
+    pub tags: &'a [String],
+    pub is_favorite: bool,
+    pub color: &'a str,
+    pub order: i64,
+    pub notes: &'a str,
+    pub created_at: &'a str,
+    pub updated_at: &'a str,
+    pub last_used_at: Option<&'a str>,
+}
+
+/// `auth` in responses: `{type, key_id (type key only), has_password}`; never the password.
+#[derive(Serialize)]
+pub struct AuthView<'a> {
+    #[serde(rename = "type")]
+    pub auth_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<&'a str>,
+    pub has_password: bool,
+}
+
+/// What a request said about `auth.password`, without the value itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PasswordField {
+    /// Not in the body.
+    Absent,
+    /// `null` or `""`: no stored password (on update: remove the stored one).
+    Cleared,
+    /// A non-empty string; the api layer holds it as a `Secret`.
+    Given,
+}
+
+/// What to do with the stored password once a create or update is resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PasswordAction {
+    /// Leave the stored value (or its absence) as it is.
+    Keep,
+    /// Store no password (drop any stored one).
+    Clear,
+    /// Store the password the request carried.
+    Store,
+}
+
+/// The auth a host ends up with after a create or update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthChange {
+    pub auth_type: AuthType,
+    pub key_id: Option<String>,
+    pub password: PasswordAction,
+}
+
+/// A checked create request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewHost {
+    pub name: String,
+    pub name_key: String,
+    pub hostname: String,
+    pub port: u16,
+    pub username: String,
+    pub auth: AuthChange,
+    pub group_id: Option<String>,
+    pub tags: Vec<String>,
+    pub is_favorite: bool,
+    pub color: String,
+    /// `None`: at the end of its group.
+    pub order: Option<i64>,
+    pub notes: String,
+}
+
+/// A checked partial update: `None` leaves a field as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostPatch {
+    pub name: Option<String>,
+    pub hostname: Option<String>,
+    pub port: Option<u16>,
+    pub username: Option<String>,
+    pub auth: Option<AuthPatch>,
+    /// `Some(None)`: ungrouped.
+    pub group_id: Option<Option<String>>,
+    pub tags: Option<Vec<String>>,
+    pub is_favorite: Option<bool>,
+    pub color: Option<String>,
+    pub order: Option<OrderChange>,
+    pub notes: Option<String>,
+}
+
+/// An update applied to the current host: the new field values (`has_password`,
+/// `order` and `updated_at` are settled by the store) and what to do with the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostChange {
+    pub host: Host,
+    pub name_key: String,
+    pub order: OrderChange,
+    pub password: PasswordAction,
+}
+
+/// The `auth` object of an update, each part optional.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthPatch {
+    pub auth_type: Option<AuthType>,
+    pub key_id: IdField,
+    pub password: PasswordField,
+}
+
+/// What a request said about a reference such as `auth.key_id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdField {
+    Absent,
+    /// `null` or `""`.
+    Cleared,
+    Given(String),
+}
+
+/// A new `order` for an updated host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderChange {
+    To(i64),
+    /// `null`: the default, the end of its group.
+    End,
+}
+
+/// `GET /api/hosts` parameters, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostQuery {
+    pub group: Option<GroupFilter>,
+    pub tag: Option<String>,
+    /// Never empty (an empty `search` is no filter).
+    pub search: Option<String>,
+    pub favorite: Option<bool>,
+    pub sort: Sort,
+    pub direction: Direction,
+    pub page: u64,
+    pub per_page: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupFilter {
+    /// `group=` (empty): hosts in no group.
+    Ungrouped,
+    /// Direct members of this group (an unknown id matches nothing).
+    Group(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sort {
+    Name,
+    Hostname,
+    CreatedAt,
+    LastUsedAt,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Asc,
+    Desc,
+}
+
+impl AuthType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthType::Password => "password",
+            AuthType::Key => "key",
+            AuthType::Agent => "agent",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AuthType> {
+        match text {
+            "password" => Some(AuthType::Password),
+            "key" => Some(AuthType::Key),
+            "agent" => Some(AuthType::Agent),
+            _ => None,
+        }
+    }
+}
+
+impl Host {
+    pub fn view(&self) -> HostView<'_> {
+        HostView {
+            id: &self.id,
+            name: &self.name,
+            hostname: &self.hostname,
+            port: self.port,
+            username: &self.username,
+            auth: AuthView {
+                auth_type: self.auth_type.as_str(),
+                key_id: match self.auth_type {
+                    AuthType::Key => self.key_id.as_deref(),
+                    AuthType::Password | AuthType::Agent => None,
+                },
+                has_password: self.has_password,
+            },
+            group_id: self.group_id.as_deref(),
+            tags: &self.tags,
+            is_favorite: self.is_favorite,
+            color: &self.color,
+            order: self.order,
+            notes: &self.notes,
+            created_at: &self.created_at,
+            updated_at: &self.updated_at,
+            last_used_at: self.last_used_at.as_deref(),
+        }
+    }
+}
+
+impl NewHost {
+    /// Checks a create body. `password` says what `auth.password` was (the caller took the
+    /// value out). Unknown fields are ignored; `null` for an optional field is its default.
+    pub fn from_json(
+        body: &Map<String, Value>,
+        password: PasswordField,
+    ) -> Result<NewHost, Invalid> {
+        let name = validate::trimmed_text("name", required(body, "name")?, MAX_NAME_CHARS)?;
+        let hostname = validate::hostname(required(body, "hostname")?)?;
+        let port = validate::port(required(body, "port")?)?;
+        let username =
+            validate::trimmed_text("username", required(body, "username")?, MAX_USERNAME_CHARS)?;
+        let auth = auth_patch(required(body, "auth")?, password)?;
+        if auth.auth_type.is_none() {
+            return Err(Invalid::new("auth.type", "is required"));
+        }
+        let auth = resolve_auth(&auth, None)?;
+        Ok(NewHost {
+            name_key: name_key(&name),
+            name,
+            hostname,
+            port,
+            username,
+            auth,
+            group_id: optional(body, "group_id", |v| validate::optional_id("group_id", v))?
+                .flatten(),
+            tags: optional(body, "tags", validate::tags)?.unwrap_or_default(),
+            is_favorite: optional(body, "is_favorite", |v| validate::boolean("is_favorite", v))?
+                .unwrap_or(false),
+            color: optional(body, "color", validate::color)?.unwrap_or_default(),
+            order: optional(body, "order", validate::order)?,
+            notes: optional(body, "notes", validate::notes)?.unwrap_or_default(),
+        })
+    }
+}
+
+impl HostPatch {
+    /// Checks an update body: every field optional. `null` resets an optional field to its
+    /// create default (ungrouped, no tags, not favorite, no colour, no notes, end of group);
+    /// `null` for a required field (name, hostname, port, username, auth) is refused.
+    pub fn from_json(
+        body: &Map<String, Value>,
+        password: PasswordField,
+    ) -> Result<HostPatch, Invalid> {
+        Ok(HostPatch {
+            name: present(body, "name", |v| {
+                validate::trimmed_text("name", v, MAX_NAME_CHARS)
+            })?,
+            hostname: present(body, "hostname", validate::hostname)?,
+            port: present(body, "port", validate::port)?,
+            username: present(body, "username", |v| {
+                validate::trimmed_text("username", v, MAX_USERNAME_CHARS)
+            })?,
+            auth: present(body, "auth", |v| auth_patch(v, password))?,
+            group_id: present(body, "group_id", |v| validate::optional_id("group_id", v))?,
+            tags: present(body, "tags", |v| match v {
+                Value::Null => Ok(Vec::new()),
+                _ => validate::tags(v),
+            })?,
+            is_favorite: present(body, "is_favorite", |v| match v {
+                Value::Null => Ok(false),
+                _ => validate::boolean("is_favorite", v),
+            })?,
+            color: present(body, "color", |v| match v {
+                Value::Null => Ok(String::new()),
+                _ => validate::color(v),
+            })?,
+            order: present(body, "order", |v| match v {
+                Value::Null => Ok(OrderChange::End),
+                _ => validate::order(v).map(OrderChange::To),
+            })?,
+            notes: present(body, "notes", |v| match v {
+                Value::Null => Ok(String::new()),
+                _ => validate::notes(v),
+            })?,
+        })
+    }
+}
+
+impl HostPatch {
+    /// The host this patch makes of `current`. A host that changes group without an
+    /// explicit `order` goes to the end of its new group (like a create without `order`).
+    pub fn apply(&self, current: &Host) -> Result<HostChange, Invalid> {
+        let auth = match &self.auth {
+            Some(patch) => {
+                resolve_auth(patch, Some((current.auth_type, current.key_id.as_deref())))?
+            }
+            None => AuthChange {
+                auth_type: current.auth_type,
+                key_id: current.key_id.clone(),
+                password: PasswordAction::Keep,
+            },
+        };
+        let group_id = match &self.group_id {
+            Some(group_id) => group_id.clone(),
+            None => current.group_id.clone(),
+        };
+        let order = match self.order {
+            Some(order) => order,
+            None if group_id != current.group_id => OrderChange::End,
+            None => OrderChange::To(current.order),
+        };
+        let name = self.name.clone().unwrap_or_else(|| current.name.clone());
+        let host = Host {
+            id: current.id.clone(),
+            name,
+            hostname: self
+                .hostname
+                .clone()
+                .unwrap_or_else(|| current.hostname.clone()),
+            port: self.port.unwrap_or(current.port),
+            username: self
+                .username
+                .clone()
+                .unwrap_or_else(|| current.username.clone()),
+            auth_type: auth.auth_type,
+            key_id: auth.key_id,
+            has_password: current.has_password,
+            group_id,
+            tags: self.tags.clone().unwrap_or_else(|| current.tags.clone()),
+            is_favorite: self.is_favorite.unwrap_or(current.is_favorite),
+            color: self.color.clone().unwrap_or_else(|| current.color.clone()),
+            order: current.order,
+            notes: self.notes.clone().unwrap_or_else(|| current.notes.clone()),
+            created_at: current.created_at.clone(),
+            updated_at: current.updated_at.clone(),
+            last_used_at: current.last_used_at.clone(),
+        };
+        Ok(HostChange {
+            name_key: name_key(&host.name),
+            host,
+            order,
+            password: auth.password,
+        })
+    }
+}
+
+/// The auth a host ends up with, from the request's `auth` and the host's current auth
+/// (`None` on create).
+///
+/// api-decisions §3: type `key` requires `key_id`. Decisions of this service: a non-empty
+/// `key_id` with another type, or a non-empty `password` with a type other than `password`,
+/// is refused rather than silently dropped; switching away from `password` drops the stored
+/// password, and switching away from `key` drops `key_id`; an update that leaves the type
+/// at `key` may omit `key_id` to keep the current key.
+pub fn resolve_auth(
+    patch: &AuthPatch,
+    current: Option<(AuthType, Option<&str>)>,
+) -> Result<AuthChange, Invalid> {
+    let current_type = current.map(|(auth_type, _)| auth_type);
+    let auth_type = match (patch.auth_type, current_type) {
+        (Some(auth_type), _) | (None, Some(auth_type)) => auth_type,
+        (None, None) => return Err(Invalid::new("auth.type", "is required")),
+    };
+    if auth_type != AuthType::Key && matches!(patch.key_id, IdField::Given(_)) {
+        return Err(Invalid::new(
+            "auth.key_id",
+            "is only allowed with auth.type \"key\"",
+        ));
+    }
+    if auth_type != AuthType::Password && patch.password == PasswordField::Given {
+        return Err(Invalid::new(
+            "auth.password",
+            "is only allowed with auth.type \"password\"",
+        ));
+    }
+    let key_id = match (auth_type, &patch.key_id, current) {
+        (AuthType::Key, IdField::Given(id), _) => Some(id.clone()),
+        (AuthType::Key, IdField::Absent, Some((AuthType::Key, Some(id)))) => Some(id.to_owned()),
+        (AuthType::Key, _, _) => {
+            return Err(Invalid::new(
+                "auth.key_id",
+                "is required with auth.type \"key\"",
+            ))
+        }
+        (AuthType::Password | AuthType::Agent, _, _) => None,
+    };
+    let password = match (auth_type, patch.password, current_type) {
+        (AuthType::Password, PasswordField::Given, _) => PasswordAction::Store,
+        (AuthType::Password, PasswordField::Absent, Some(AuthType::Password)) => {
+            PasswordAction::Keep
+        }
+        _ => PasswordAction::Clear,
+    };
+    Ok(AuthChange {
+        auth_type,
+        key_id,
+        password,
+    })
+}
+
+/// The case-insensitive sort and compare key of a (trimmed) name (style: `name_key`).
+pub fn name_key(name: &str) -> String {
+    name.to_lowercase()
+}
+
+impl HostQuery {
+    /// Checks the list parameters; `get` returns a query parameter's decoded value.
+    /// Errors name the parameter (api-decisions §3: non-numeric or < 1 page/per_page,
+    /// unknown sort/order, bad boolean are 400).
+    pub fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<HostQuery, Invalid> {
+        let group = get("group").map(|group| match group {
+            "" => GroupFilter::Ungrouped,
+            id => GroupFilter::Group(id.to_owned()),
+        });
+        let tag = match get("tag") {
+            Some("") => return Err(Invalid::new("tag", "must not be empty")),
+            tag => tag.map(str::to_owned),
+        };
+        let search = get("search")
+            .filter(|search| !search.is_empty())
+            .map(str::to_owned);
+        let favorite = match get("favorite") {
+            None => None,
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            Some(_) => return Err(Invalid::new("favorite", "must be true or false")),
+        };
+        let sort = match get("sort") {
+            None | Some("name") => Sort::Name,
+            Some("hostname") => Sort::Hostname,
+            Some("created_at") => Sort::CreatedAt,
+            Some("last_used_at") => Sort::LastUsedAt,
+            Some(_) => {
+                return Err(Invalid::new(
+                    "sort",
+                    "must be one of name, hostname, created_at, last_used_at",
+                ))
+            }
+        };
+        let direction = match get("order") {
+            None | Some("asc") => Direction::Asc,
+            Some("desc") => Direction::Desc,
+            Some(_) => return Err(Invalid::new("order", "must be asc or desc")),
+        };
+        let page = positive("page", get("page"), 1)?;
+        let per_page = positive("per_page", get("per_page"), DEFAULT_PER_PAGE)?.min(MAX_PER_PAGE);
+        Ok(HostQuery {
+            group,
+            tag,
+            search,
+            favorite,
+            sort,
+            direction,
+            page,
+            per_page,
+        })
+    }
+
+    /// Rows to skip; `None` when the page lies beyond any possible catalogue.
+    pub fn offset(&self) -> Option<u64> {
+        (self.page - 1)
+            .checked_mul(self.per_page)
+            .filter(|offset| i64::try_from(*offset).is_ok())
+    }
+}
+
+/// The value of a field a create requires: missing and `null` are both "is required".
+fn required<'a>(body: &'a Map<String, Value>, field: &str) -> Result<&'a Value, Invalid> {
+    match body.get(field) {
+        None | Some(Value::Null) => Err(Invalid::new(field, "is required")),
+        Some(value) => Ok(value),
+    }
+}
+
+/// An optional create field: absent and `null` are `None` (the default).
+fn optional<T>(
+    body: &Map<String, Value>,
+    field: &str,
+    check: impl Fn(&Value) -> Result<T, Invalid>,
+) -> Result<Option<T>, Invalid> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => check(value).map(Some),
+    }
+}
+
+/// An update field: absent is `None`; anything else, `null` included, goes to `check`.
+fn present<T>(
+    body: &Map<String, Value>,
+    field: &str,
+    check: impl Fn(&Value) -> Result<T, Invalid>,
+) -> Result<Option<T>, Invalid> {
+    body.get(field).map(check).transpose()
+}
+
+/// The `auth` object, each part optional (`resolve_auth` applies what is required).
+fn auth_patch(value: &Value, password: PasswordField) -> Result<AuthPatch, Invalid> {
+    let Value::Object(auth) = value else {
+        return Err(Invalid::new("auth", "must be an object"));
+    };
+    let auth_type = match auth.get("type") {
+        None => None,
+        Some(Value::String(text)) if AuthType::parse(text).is_some() => AuthType::parse(text),
+        Some(_) => {
+            return Err(Invalid::new(
+                "auth.type",
+                "must be one of password, key, agent",
+            ))
+        }
+    };
+    let key_id = match auth.get("key_id") {
+        None => IdField::Absent,
+        Some(value) => match validate::optional_id("auth.key_id", value)? {
+            None => IdField::Cleared,
+            Some(id) => IdField::Given(id),
+        },
+    };
+    Ok(AuthPatch {
+        auth_type,
+        key_id,
+        password,
+    })
+}
+
+/// A page number or size: ASCII digits, at least 1. Digit strings too long for u64
+/// saturate (a page far past the end, or a size clamped to the maximum).
+fn positive(name: &str, value: Option<&str>, default: u64) -> Result<u64, Invalid> {
+    let Some(text) = value else {
+        return Ok(default);
+    };
+    let rule = "must be an integer of at least 1";
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(Invalid::new(name, rule));
+    }
+    let number = text.parse::<u64>().unwrap_or(u64::MAX);
+    if number == 0 {
+        return Err(Invalid::new(name, rule));
+    }
+    Ok(number)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashMap;
+
+    use serde_json::{json, Map, Value};
+
+    use crate::model::host::{
+        resolve_auth, AuthChange, AuthPatch, AuthType, Direction, GroupFilter, HostPatch,
+        HostQuery, IdField, NewHost, OrderChange, PasswordAction, PasswordField, Sort,
+    };
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => panic!("not an object"),
+        }
+    }
+
+    fn valid() -> Value {
+        json!({
+            "name": "  Web 1 ",
+            "hostname": "web1.example.com",
+            "port": 22,
+            "username": " root ",
+            "auth": {"type": "agent"}
+        })
+    }
+
+    fn create(body: Value) -> Result<NewHost, String> {
+        NewHost::from_json(&object(body), PasswordField::Absent).map_err(|err| err.field)
+    }
+
+    fn query(pairs: &[(&str, &str)]) -> Result<HostQuery, String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        HostQuery::parse(|name| map.get(name).map(String::as_str)).map_err(|err| err.field)
+    }
+
+    fn auth(auth_type: Option<AuthType>, key_id: IdField, password: PasswordField) -> AuthPatch {
+        AuthPatch {
+            auth_type,
+            key_id,
+            password,
+        }
+    }
+
+    #[test]
+    fn create_applies_defaults_and_trims() {
+        let host = create(valid()).unwrap();
+        assert_eq!(host.name, "Web 1");
+        assert_eq!(host.name_key, "web 1");
+        assert_eq!(host.username, "root");
+        assert_eq!(host.group_id, None);
+        assert!(host.tags.is_empty());
+        assert!(!host.is_favorite);
+        assert_eq!(host.color, "");
+        assert_eq!(host.order, None);
+        assert_eq!(host.notes, "");
+    }
+
+    #[test]
+    fn create_requires_each_required_field() {
+        for field in ["name", "hostname", "port", "username", "auth"] {
+            let mut body = valid();
+            body.as_object_mut().unwrap().remove(field);
+            assert_eq!(create(body).unwrap_err(), field);
+            let mut body = valid();
+            body[field] = Value::Null;
+            assert_eq!(create(body).unwrap_err(), field);
+        }
+        let mut body = valid();
+        body["auth"] = json!({});
+        assert_eq!(create(body).unwrap_err(), "auth.type");
+    }
+
+    #[test]
+    fn create_treats_null_optional_fields_as_defaults() {
+        let mut body = valid();
+        for field in ["group_id", "tags", "is_favorite", "color", "order", "notes"] {
+            body[field] = Value::Null;
+        }
+        let host = create(body).unwrap();
+        assert_eq!(host.group_id, None);
+        assert_eq!(host.order, None);
+    }
+
+    #[test]
+    fn create_takes_an_empty_group_id_as_ungrouped() {
+        let mut body = valid();
+        body["group_id"] = json!("");
+        assert_eq!(create(body).unwrap().group_id, None);
+    }
+
+    #[test]
+    fn create_names_the_field_of_a_wrong_json_type() {
+        for (field, value) in [
+            ("tags", json!("a")),
+            ("is_favorite", json!("true")),
+            ("color", json!(1)),
+            ("order", json!(1.5)),
+            ("notes", json!([])),
+            ("group_id", json!(1)),
+            ("auth", json!("agent")),
+        ] {
+            let mut body = valid();
+            body[field] = value;
+            assert_eq!(create(body).unwrap_err(), field);
+        }
+    }
+
+    #[test]
+    fn unknown_auth_type_is_rejected() {
+        let mut body = valid();
+        body["auth"] = json!({"type": "kerberos"});
+        assert_eq!(create(body).unwrap_err(), "auth.type");
+    }
+
+    #[test]
+    fn key_type_requires_a_key_id() {
+        let patch = auth(Some(AuthType::Key), IdField::Absent, PasswordField::Absent);
+        assert_eq!(resolve_auth(&patch, None).unwrap_err().field, "auth.key_id");
+        let patch = auth(Some(AuthType::Key), IdField::Cleared, PasswordField::Absent);
+        assert_eq!(resolve_auth(&patch, None).unwrap_err().field, "auth.key_id");
+        let patch = auth(
+            Some(AuthType::Key),
+            IdField::Given("k".into()),
+            PasswordField::Absent,
+        );
+        assert_eq!(
+            resolve_auth(&patch, None).unwrap(),
+            AuthChange {
+                auth_type: AuthType::Key,
+                key_id: Some("k".into()),
+                password: PasswordAction::Clear
+            }
+        );
+    }
+
+    #[test]
+    fn key_id_with_another_type_is_rejected_unless_empty() {
+        for auth_type in [AuthType::Password, AuthType::Agent] {
+            let patch = auth(
+                Some(auth_type),
+                IdField::Given("k".into()),
+                PasswordField::Absent,
+            );
+            assert_eq!(resolve_auth(&patch, None).unwrap_err().field, "auth.key_id");
+            let patch = auth(Some(auth_type), IdField::Cleared, PasswordField::Absent);
+            assert_eq!(resolve_auth(&patch, None).unwrap().key_id, None);
+        }
+    }
+
+    #[test]
+    fn password_with_another_type_is_rejected_unless_empty() {
+        for auth_type in [AuthType::Key, AuthType::Agent] {
+            let key_id = match auth_type {
+                AuthType::Key => IdField::Given("k".into()),
+                _ => IdField::Absent,
+            };
+            let patch = auth(Some(auth_type), key_id.clone(), PasswordField::Given);
+            assert_eq!(
+                resolve_auth(&patch, None).unwrap_err().field,
+                "auth.password"
+            );
+            let patch = auth(Some(auth_type), key_id, PasswordField::Cleared);
+            assert_eq!(
+                resolve_auth(&patch, None).unwrap().password,
+                PasswordAction::Clear
+            );
+        }
+    }
+
+    #[test]
+    fn password_type_stores_a_given_password_and_not_an_empty_one() {
+        let given = auth(
+            Some(AuthType::Password),
+            IdField::Absent,
+            PasswordField::Given,
+        );
+        assert_eq!(
+            resolve_auth(&given, None).unwrap().password,
+            PasswordAction::Store
+        );
+        let empty = auth(
+            Some(AuthType::Password),
+            IdField::Absent,
+            PasswordField::Cleared,
+        );
+        assert_eq!(
+            resolve_auth(&empty, None).unwrap().password,
+            PasswordAction::Clear
+        );
+    }
+
+    #[test]
+    fn update_without_password_keeps_it_only_while_the_type_stays_password() {
+        let patch = auth(None, IdField::Absent, PasswordField::Absent);
+        let current = Some((AuthType::Password, None));
+        assert_eq!(
+            resolve_auth(&patch, current).unwrap().password,
+            PasswordAction::Keep
+        );
+        let to_agent = auth(
+            Some(AuthType::Agent),
+            IdField::Absent,
+            PasswordField::Absent,
+        );
+        assert_eq!(
+            resolve_auth(&to_agent, current).unwrap().password,
+            PasswordAction::Clear
+        );
+    }
+
+    #[test]
+    fn update_that_stays_key_may_omit_key_id() {
+        let patch = auth(None, IdField::Absent, PasswordField::Absent);
+        let change = resolve_auth(&patch, Some((AuthType::Key, Some("k1")))).unwrap();
+        assert_eq!(change.auth_type, AuthType::Key);
+        assert_eq!(change.key_id.as_deref(), Some("k1"));
+    }
+
+    #[test]
+    fn switching_to_key_from_password_needs_a_key_id() {
+        let patch = auth(Some(AuthType::Key), IdField::Absent, PasswordField::Absent);
+        assert_eq!(
+            resolve_auth(&patch, Some((AuthType::Password, None)))
+                .unwrap_err()
+                .field,
+            "auth.key_id"
+        );
+    }
+
+    #[test]
+    fn patch_null_resets_optional_fields_and_refuses_required_ones() {
+        let body = object(json!({
+            "group_id": null, "tags": null, "is_favorite": null,
+            "color": null, "order": null, "notes": null
+        }));
+        let patch = HostPatch::from_json(&body, PasswordField::Absent).unwrap();
+        assert_eq!(patch.group_id, Some(None));
+        assert_eq!(patch.tags, Some(vec![]));
+        assert_eq!(patch.is_favorite, Some(false));
+        assert_eq!(patch.color.as_deref(), Some(""));
+        assert_eq!(patch.order, Some(OrderChange::End));
+        assert_eq!(patch.notes.as_deref(), Some(""));
+        for field in ["name", "hostname", "port", "username", "auth"] {
+            let mut body = Map::new();
+            body.insert(field.to_string(), Value::Null);
+            assert_eq!(
+                HostPatch::from_json(&body, PasswordField::Absent)
+                    .unwrap_err()
+                    .field,
+                field
+            );
+        }
+    }
+
+    #[test]
+    fn empty_patch_changes_nothing() {
+        let patch = HostPatch::from_json(&Map::new(), PasswordField::Absent).unwrap();
+        assert_eq!(patch, HostPatch::default());
+    }
+
+    #[test]
+    fn query_defaults() {
+        let query = query(&[]).unwrap();
+        assert_eq!(query.sort, Sort::Name);
+        assert_eq!(query.direction, Direction::Asc);
+        assert_eq!((query.page, query.per_page), (1, 50));
+        assert_eq!(query.offset(), Some(0));
+    }
+
+    #[test]
+    fn per_page_is_clamped_to_1000() {
+        assert_eq!(query(&[("per_page", "1000")]).unwrap().per_page, 1000);
+        assert_eq!(query(&[("per_page", "1001")]).unwrap().per_page, 1000);
+        assert_eq!(
+            query(&[("per_page", "99999999999999999999999")])
+                .unwrap()
+                .per_page,
+            1000
+        );
+    }
+
+    #[test]
+    fn page_and_per_page_must_be_integers_of_at_least_1() {
+        for bad in ["0", "-1", "1.5", "abc", "", "+2", " 1"] {
+            assert_eq!(query(&[("page", bad)]).unwrap_err(), "page", "{bad:?}");
+            assert_eq!(
+                query(&[("per_page", bad)]).unwrap_err(),
+                "per_page",
+                "{bad:?}"
+            );
+        }
+        assert_eq!(query(&[("page", "1")]).unwrap().page, 1);
+        assert_eq!(query(&[("per_page", "1")]).unwrap().per_page, 1);
+    }
+
+    #[test]
+    fn huge_page_has_no_offset() {
+        let query = query(&[("page", "99999999999999999999"), ("per_page", "1000")]).unwrap();
+        assert_eq!(query.offset(), None);
+    }
+
+    #[test]
+    fn sort_order_and_favorite_take_only_known_words() {
+        assert_eq!(query(&[("sort", "Name")]).unwrap_err(), "sort");
+        assert_eq!(query(&[("order", "up")]).unwrap_err(), "order");
+        assert_eq!(query(&[("favorite", "1")]).unwrap_err(), "favorite");
+        assert_eq!(
+            query(&[("favorite", "false")]).unwrap().favorite,
+            Some(false)
+        );
+        assert_eq!(
+            query(&[("sort", "last_used_at"), ("order", "desc")])
+                .unwrap()
+                .sort,
+            Sort::LastUsedAt
+        );
+    }
+
+    #[test]
+    fn empty_group_means_ungrouped_and_empty_search_means_no_filter() {
+        let query_ = query(&[("group", ""), ("search", "")]).unwrap();
+        assert_eq!(query_.group, Some(GroupFilter::Ungrouped));
+        assert_eq!(query_.search, None);
+        assert_eq!(query(&[("tag", "")]).unwrap_err(), "tag");
+    }
+}

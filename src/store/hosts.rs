@@ -1,0 +1,1188 @@
+//! Host rows, their tags, and the list query (filters, sorts, pages) over the `hosts`,
+//! `host_tags` and `hosts_fts` tables.
+//!
+//! Invariants: sealed passwords go in and out as opaque bytes (this module never knows
+//! whether the vault is locked); every reference (group, key) is checked inside the caller's
+//! transaction before it is written; `updated_at` strictly increases on every change.
+//!
+//! A page is read in three statements: the `seq`s of the page, the rows for those `seq`s,
+//! and the tags of the whole page in one query. The first statement follows one of two
+//! plans, chosen from the match count (see `Plan`): walk the sort's index and test each
+//! host against the filters, stopping once the page is full; or collect the matching hosts
+//! through the filters' own indexes and sort them. An unfiltered walk reads only the index,
+//! so even deep OFFSETs stay cheap.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::model::host::{
+    AuthType, Direction, GroupFilter, Host, HostChange, HostQuery, NewHost, OrderChange,
+    PasswordAction, Sort,
+};
+use crate::store::{now_timestamp, StoreError};
+
+const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
+     password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
+     updated_at, last_used_at FROM hosts WHERE id = ?1";
+const INSERT_HOST: &str = "INSERT INTO hosts (id, name, name_key, hostname, port, username, \
+     auth_type, key_id, password, group_id, is_favorite, color, sort_order, notes, created_at, \
+     updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)";
+/// Name and hostname are written only when they change: the FTS trigger fires on any
+/// UPDATE that names them, and re-indexing costs more than the rest of the update.
+const UPDATE_HOST: &str = "UPDATE hosts SET port = ?2, username = ?3, auth_type = ?4, \
+     key_id = ?5, group_id = ?6, is_favorite = ?7, color = ?8, sort_order = ?9, notes = ?10, \
+     updated_at = ?11 WHERE id = ?1";
+const UPDATE_HOST_NAMES: &str =
+    "UPDATE hosts SET name = ?2, name_key = ?3, hostname = ?4 WHERE id = ?1";
+const UPDATE_PASSWORD: &str = "UPDATE hosts SET password = ?2 WHERE id = ?1";
+const UPDATE_FAVORITE: &str = "UPDATE hosts SET is_favorite = ?2, updated_at = ?3 WHERE id = ?1";
+const UPDATE_GROUP: &str =
+    "UPDATE hosts SET group_id = ?2, sort_order = ?3, updated_at = ?4 WHERE id = ?1";
+const UPDATE_LAST_USED: &str = "UPDATE hosts SET last_used_at = ?2 WHERE id = ?1";
+const DELETE_HOST: &str = "DELETE FROM hosts WHERE id = ?1";
+const SELECT_PASSWORD: &str = "SELECT password FROM hosts WHERE id = ?1";
+/// The end of a group: one probe of `hosts_by_group_order`. `IS` matches NULL (ungrouped
+/// counts as one group); the host itself is left out so moving it never counts it.
+const SELECT_MAX_ORDER: &str =
+    "SELECT max(sort_order) FROM hosts WHERE group_id IS ?1 AND id IS NOT ?2";
+const GROUP_EXISTS: &str = "SELECT 1 FROM groups WHERE id = ?1";
+const KEY_EXISTS: &str = "SELECT 1 FROM keys WHERE id = ?1";
+const SELECT_KEY_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
+
+const SELECT_SEQ: &str = "SELECT seq FROM hosts WHERE id = ?1";
+const SELECT_CATALOGUE_SIZE: &str = "SELECT count(*) FROM hosts";
+
+const INSERT_TAG: &str = "INSERT INTO host_tags (host_seq, tag, position) VALUES (?1, ?2, ?3)";
+const DELETE_TAGS: &str = "DELETE FROM host_tags WHERE host_seq = ?1";
+const SELECT_TAGS: &str = "SELECT tag FROM host_tags \
+     WHERE host_seq = (SELECT seq FROM hosts WHERE id = ?1) ORDER BY position";
+/// Tags of a whole page: `?1` is a JSON array of `seq`s.
+const SELECT_TAGS_OF_PAGE: &str = "SELECT host_seq, tag FROM host_tags \
+     WHERE host_seq IN (SELECT value FROM json_each(?1)) ORDER BY host_seq, position";
+/// Rows of a page: `?1` is a JSON array of `seq`s.
+const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, username, \
+     auth_type, key_id, password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, \
+     created_at, updated_at, last_used_at FROM hosts \
+     WHERE seq IN (SELECT value FROM json_each(?1))";
+
+/// Search terms shorter than this cannot use the trigram index (FTS5 trigram needs at
+/// least three characters) and fall back to a LIKE scan.
+const TRIGRAM_MIN_CHARS: usize = 3;
+
+/// A filtered walk may visit this many hosts per matching host before the page is
+/// collected instead. At 100,000 hosts here, testing a host on a walk (a tag or search
+/// probe) costs 0.4-0.9 µs and collecting one match (a row lookup, then the sort) about
+/// 1-1.4 µs (measured), so a walk that runs out wastes at most about what collecting costs.
+const WALK_COST_RATIO: u64 = 1;
+
+/// A host's stored secrets, still sealed.
+pub enum SealedCredentials {
+    Password(Option<Vec<u8>>),
+    Key {
+        key_id: String,
+        private_key: Vec<u8>,
+        passphrase: Option<Vec<u8>>,
+    },
+    Agent,
+}
+
+/// Inserts a checked host with id `id`. Fails with `GroupNotFound`/`KeyNotFound` for a
+/// reference that does not exist. Caller holds a write transaction.
+pub fn insert(
+    conn: &Connection,
+    id: &str,
+    host: &NewHost,
+    sealed_password: Option<&[u8]>,
+) -> Result<Host, StoreError> {
+    check_references(conn, host.group_id.as_deref(), host.auth.key_id.as_deref())?;
+    let order = match host.order {
+        Some(order) => order,
+        None => end_of_group(conn, host.group_id.as_deref(), None)?,
+    };
+    let now = now_timestamp();
+    let password = match host.auth.password {
+        PasswordAction::Store => sealed_password,
+        PasswordAction::Keep | PasswordAction::Clear => None,
+    };
+    conn.prepare_cached(INSERT_HOST)?.execute(params![
+        id,
+        host.name,
+        host.name_key,
+        host.hostname,
+        host.port,
+        host.username,
+        host.auth.auth_type.as_str(),
+        host.auth.key_id,
+        password,
+        host.group_id,
+        host.is_favorite,
+        host.color,
+        order,
+        host.notes,
+        now,
+    ])?;
+    write_tags(conn, conn.last_insert_rowid(), &host.tags)?;
+    Ok(Host {
+        id: id.to_owned(),
+        name: host.name.clone(),
+        hostname: host.hostname.clone(),
+        port: host.port,
+        username: host.username.clone(),
+        auth_type: host.auth.auth_type,
+        key_id: host.auth.key_id.clone(),
+        has_password: password.is_some(),
+        group_id: host.group_id.clone(),
+        tags: host.tags.clone(),
+        is_favorite: host.is_favorite,
+        color: host.color.clone(),
+        order,
+        notes: host.notes.clone(),
+        created_at: now.clone(),
+        updated_at: now,
+        last_used_at: None,
+    })
+}
+
+/// One host with its tags; `HostNotFound` for any id that is not stored (UUID or not).
+pub fn by_id(conn: &Connection, id: &str) -> Result<Host, StoreError> {
+    let mut host = conn
+        .prepare_cached(SELECT_HOST_BY_ID)?
+        .query_row([id], |row| host_from_row(row, 0))
+        .optional()?
+        .ok_or(StoreError::HostNotFound)??;
+    host.tags = conn
+        .prepare_cached(SELECT_TAGS)?
+        .query_map([id], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(host)
+}
+
+/// Writes `change`, computed from the current row `previous`. Checks references, places
+/// the host, bumps `updated_at` past the previous value; `sealed_password` is written when
+/// the change says `Store`. Caller holds a write transaction.
+pub fn update(
+    conn: &Connection,
+    previous: &Host,
+    change: &HostChange,
+    sealed_password: Option<&[u8]>,
+) -> Result<Host, StoreError> {
+    let host = &change.host;
+    check_references(conn, host.group_id.as_deref(), host.key_id.as_deref())?;
+    let order = match change.order {
+        OrderChange::To(order) => order,
+        OrderChange::End => end_of_group(conn, host.group_id.as_deref(), Some(&host.id))?,
+    };
+    let updated_at = next_updated_at(&previous.updated_at);
+    if host.name != previous.name || host.hostname != previous.hostname {
+        conn.prepare_cached(UPDATE_HOST_NAMES)?.execute(params![
+            host.id,
+            host.name,
+            change.name_key,
+            host.hostname
+        ])?;
+    }
+    conn.prepare_cached(UPDATE_HOST)?.execute(params![
+        host.id,
+        host.port,
+        host.username,
+        host.auth_type.as_str(),
+        host.key_id,
+        host.group_id,
+        host.is_favorite,
+        host.color,
+        order,
+        host.notes,
+        updated_at,
+    ])?;
+    let has_password = match (change.password, sealed_password) {
+        (PasswordAction::Keep, _) => previous.has_password,
+        (PasswordAction::Store, Some(sealed)) => {
+            conn.prepare_cached(UPDATE_PASSWORD)?
+                .execute(params![host.id, sealed])?;
+            true
+        }
+        (PasswordAction::Store, None) | (PasswordAction::Clear, _) => {
+            conn.prepare_cached(UPDATE_PASSWORD)?
+                .execute(params![host.id, None::<Vec<u8>>])?;
+            false
+        }
+    };
+    if host.tags != previous.tags {
+        let seq: i64 = conn
+            .prepare_cached(SELECT_SEQ)?
+            .query_row([&host.id], |row| row.get(0))?;
+        write_tags(conn, seq, &host.tags)?;
+    }
+    Ok(Host {
+        order,
+        updated_at,
+        has_password,
+        ..host.clone()
+    })
+}
+
+/// Deletes a host and (by cascade) its tags. With `secure_delete` on, its sealed password
+/// is overwritten in the file, not just unlinked.
+pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    match conn.prepare_cached(DELETE_HOST)?.execute([id])? {
+        0 => Err(StoreError::HostNotFound),
+        _ => Ok(()),
+    }
+}
+
+/// Flips `is_favorite` and bumps `updated_at`; returns the new value.
+pub fn toggle_favorite(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    let host = by_id(conn, id)?;
+    let favorite = !host.is_favorite;
+    conn.prepare_cached(UPDATE_FAVORITE)?.execute(params![
+        id,
+        favorite,
+        next_updated_at(&host.updated_at)
+    ])?;
+    Ok(favorite)
+}
+
+/// Moves a host to `group_id` (`None`: ungrouped). A host that changes group goes to the
+/// end of the new one; a move to its own group keeps its place. Bumps `updated_at`.
+pub fn move_to(conn: &Connection, id: &str, group_id: Option<&str>) -> Result<Host, StoreError> {
+    let host = by_id(conn, id)?;
+    check_references(conn, group_id, None)?;
+    let order = match host.group_id.as_deref() == group_id {
+        true => host.order,
+        false => end_of_group(conn, group_id, Some(id))?,
+    };
+    let updated_at = next_updated_at(&host.updated_at);
+    conn.prepare_cached(UPDATE_GROUP)?
+        .execute(params![id, group_id, order, updated_at])?;
+    Ok(Host {
+        group_id: group_id.map(str::to_owned),
+        order,
+        updated_at,
+        ..host
+    })
+}
+
+/// Sets `last_used_at` to now and nothing else (not `updated_at`).
+pub fn touch_last_used(conn: &Connection, id: &str) -> Result<Host, StoreError> {
+    let host = by_id(conn, id)?;
+    let now = now_timestamp();
+    conn.prepare_cached(UPDATE_LAST_USED)?
+        .execute(params![id, now])?;
+    Ok(Host {
+        last_used_at: Some(now),
+        ..host
+    })
+}
+
+/// The sealed secrets `host`'s auth type needs to connect.
+pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, StoreError> {
+    match (host.auth_type, host.key_id.as_deref()) {
+        (AuthType::Password, _) => {
+            let sealed: Option<Vec<u8>> = conn
+                .prepare_cached(SELECT_PASSWORD)?
+                .query_row([&host.id], |row| row.get(0))
+                .optional()?
+                .ok_or(StoreError::HostNotFound)?;
+            Ok(SealedCredentials::Password(sealed))
+        }
+        (AuthType::Key, Some(key_id)) => {
+            let (private_key, passphrase) = conn
+                .prepare_cached(SELECT_KEY_SECRETS)?
+                .query_row([key_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?
+                .ok_or(StoreError::KeyNotFound)?;
+            Ok(SealedCredentials::Key {
+                key_id: key_id.to_owned(),
+                private_key,
+                passphrase,
+            })
+        }
+        (AuthType::Key, None) => Err(StoreError::KeyNotFound),
+        (AuthType::Agent, _) => Ok(SealedCredentials::Agent),
+    }
+}
+
+/// One page of hosts and the number of hosts matching the filters.
+pub fn list(conn: &Connection, query: &HostQuery) -> Result<(Vec<Host>, u64), StoreError> {
+    let filters = Filters::new(query);
+    let total: i64 = conn
+        .prepare_cached(&filters.count_sql())?
+        .query_row(filters.params().as_slice(), |row| row.get(0))?;
+    let total = u64::try_from(total).unwrap_or(0);
+    let Some(offset) = query.offset().filter(|offset| *offset < total) else {
+        return Ok((Vec::new(), total));
+    };
+    let on_page = query.per_page.min(total - offset);
+    let seqs = match choose_plan(conn, &filters, query, offset, total)? {
+        Plan::WalkWithin(budget) => {
+            let seqs = page_seqs(conn, &filters, query, offset, Plan::WalkWithin(budget))?;
+            // A page found within the budget is exact: matches are taken in sort order.
+            match seqs.len() as u64 == on_page {
+                true => seqs,
+                false => page_seqs(conn, &filters, query, offset, Plan::Collect)?,
+            }
+        }
+        plan => page_seqs(conn, &filters, query, offset, plan)?,
+    };
+    Ok((rows_of_page(conn, &seqs)?, total))
+}
+
+/// True when a group with this id exists.
+pub fn group_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(GROUP_EXISTS)?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// True when a key with this id exists.
+pub fn key_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(KEY_EXISTS)?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// A new `updated_at` strictly later than `previous`: now, or `previous` + 1 ms when the
+/// clock has not moved past it (two changes in one millisecond, or a clock stepped back).
+pub fn next_updated_at(previous: &str) -> String {
+    let now = SystemTime::now();
+    let floor = humantime::parse_rfc3339(previous)
+        .ok()
+        .and_then(|time| time.checked_add(Duration::from_millis(1)));
+    let chosen = match floor {
+        Some(floor) if floor > now => floor,
+        _ => now,
+    };
+    humantime::format_rfc3339_millis(chosen).to_string()
+}
+
+/// How the `seq`s of one page are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// Walk the sort's index in order and stop when the page is full. Unfiltered, it
+    /// reads the index only, so its cost is the offset plus the page.
+    Walk,
+    /// Walk at most this many hosts of the sort's index, testing each against the
+    /// filters: cost grows with (offset + page) / share of hosts matching, which is small
+    /// for broad filters. Matches that cluster late in the order (a search for "web"
+    /// sorted by name) can exhaust the budget; the page is then collected instead.
+    WalkWithin(u64),
+    /// Collect the matching hosts through the filters' own indexes, then sort them: cost
+    /// grows with the number of matches. Best for narrow filters.
+    Collect,
+}
+
+/// The cheaper plan for this page. `total` (hosts matching) is known and non-zero.
+fn choose_plan(
+    conn: &Connection,
+    filters: &Filters,
+    query: &HostQuery,
+    offset: u64,
+    total: u64,
+) -> Result<Plan, StoreError> {
+    if filters.is_empty() {
+        return Ok(Plan::Walk);
+    }
+    // A group, favorite or short-search test reads the host's row on every step of a walk,
+    // which costs what collecting a match does; the group and favorite indexes also come
+    // ordered by name.
+    if filters.tests_host_columns() {
+        return Ok(Plan::Collect);
+    }
+    // A search term is often a prefix of the names and hostnames it finds, so its matches
+    // bunch together in those two orders and a walk would cross the whole gap first.
+    if filters.has_indexed_search() && matches!(query.sort, Sort::Name | Sort::Hostname) {
+        return Ok(Plan::Collect);
+    }
+    let catalogue: i64 = conn
+        .prepare_cached(SELECT_CATALOGUE_SIZE)?
+        .query_row([], |row| row.get(0))?;
+    let catalogue = u64::try_from(catalogue).unwrap_or(0);
+    // Hosts a walk visits when matches spread evenly over the order.
+    let expected = offset
+        .saturating_add(query.per_page)
+        .saturating_mul(catalogue)
+        / total;
+    Ok(match expected <= total {
+        true => Plan::WalkWithin(total.saturating_mul(WALK_COST_RATIO)),
+        false => Plan::Collect,
+    })
+}
+
+/// The `seq`s of one page under `plan`.
+fn page_seqs(
+    conn: &Connection,
+    filters: &Filters,
+    query: &HostQuery,
+    offset: u64,
+    plan: Plan,
+) -> Result<Vec<i64>, StoreError> {
+    let sql = filters.page_sql(plan, query.sort, query.direction);
+    let limit = i64::try_from(query.per_page).unwrap_or(i64::MAX);
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+    let budget = match plan {
+        Plan::WalkWithin(budget) => i64::try_from(budget).unwrap_or(i64::MAX),
+        Plan::Walk | Plan::Collect => 0,
+    };
+    let mut params = filters.params();
+    params.push((":limit", &limit));
+    params.push((":offset", &offset));
+    if let Plan::WalkWithin(_) = plan {
+        params.push((":budget", &budget));
+    }
+    let seqs = conn
+        .prepare_cached(&sql)?
+        .query_map(params.as_slice(), |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(seqs)
+}
+
+/// A search term, bound the way its plan needs it.
+enum Search {
+    /// 3+ characters: an FTS5 string for the trigram index.
+    Indexed(String),
+    /// 1-2 characters: an escaped LIKE pattern over `name_key` and `hostname`.
+    Scanned(String),
+}
+
+/// The filters of a list query and the values they bind, by name.
+struct Filters {
+    group: Option<GroupFilter>,
+    tag: Option<String>,
+    search: Option<Search>,
+    favorite: Option<bool>,
+}
+
+impl Filters {
+    fn new(query: &HostQuery) -> Filters {
+        // api-decisions §3: search is a case-insensitive substring of name or hostname,
+        // with % and _ literal. The trigram index answers 3+ characters (as one FTS5 string,
+        // so no character is an operator); shorter terms scan with an escaped LIKE against
+        // name_key (lowercased in Rust, so non-ASCII case folds too) and hostname (ASCII,
+        // which LIKE folds).
+        let search =
+            query
+                .search
+                .as_ref()
+                .map(|term| match term.chars().count() >= TRIGRAM_MIN_CHARS {
+                    true => Search::Indexed(format!("\"{}\"", term.replace('"', "\"\""))),
+                    false => Search::Scanned(format!("%{}%", escape_like(&term.to_lowercase()))),
+                });
+        Filters {
+            group: query.group.clone(),
+            tag: query.tag.clone(),
+            search,
+            favorite: query.favorite,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.group.is_none()
+            && self.tag.is_none()
+            && self.search.is_none()
+            && self.favorite.is_none()
+    }
+
+    /// True when a filter reads columns of the host row (not only a set of hosts).
+    fn tests_host_columns(&self) -> bool {
+        self.group.is_some()
+            || self.favorite.is_some()
+            || matches!(self.search, Some(Search::Scanned(_)))
+    }
+
+    fn has_indexed_search(&self) -> bool {
+        matches!(self.search, Some(Search::Indexed(_)))
+    }
+
+    /// `count(*)` of the matching hosts. Filters that are sets of hosts (a tag, an indexed
+    /// search) are counted from their own index when nothing else needs the hosts table.
+    fn count_sql(&self) -> String {
+        match (
+            self.tests_host_columns(),
+            self.tag.is_some(),
+            self.has_indexed_search(),
+        ) {
+            (false, false, false) => "SELECT count(*) FROM hosts".to_owned(),
+            (false, true, false) => "SELECT count(*) FROM host_tags WHERE tag = :tag".to_owned(),
+            (false, false, true) => {
+                "SELECT count(*) FROM hosts_fts WHERE hosts_fts MATCH :search".to_owned()
+            }
+            (false, true, true) => format!(
+                "SELECT count(*) FROM host_tags WHERE tag = :tag AND host_seq IN ({FTS_SEQS})"
+            ),
+            (true, _, _) => format!(
+                "SELECT count(*) FROM hosts{}",
+                self.where_sql(Plan::Collect)
+            ),
+        }
+    }
+
+    /// The SQL of one page under `plan`.
+    fn page_sql(&self, plan: Plan, sort: Sort, direction: Direction) -> String {
+        let order = order_by(sort, direction);
+        let index = sort_index(sort, direction);
+        let filter = self.where_sql(plan);
+        match plan {
+            Plan::Walk => format!(
+                "SELECT seq FROM hosts INDEXED BY {index}{filter} ORDER BY {order} \
+                 LIMIT :limit OFFSET :offset"
+            ),
+            // The inner walk carries the columns the filters test, under the table's name
+            // so the filters read the same either way, and the sort keys as plain columns,
+            // from which SQLite sees the rows already come in order (no sort of the walk).
+            Plan::WalkWithin(_) => {
+                let (keys, key_order) = walk_keys(sort, direction);
+                format!(
+                    "SELECT seq FROM (SELECT {}, {keys} FROM hosts INDEXED BY {index} \
+                     ORDER BY {order} LIMIT :budget) AS hosts{filter} ORDER BY {key_order} \
+                     LIMIT :limit OFFSET :offset",
+                    self.walk_columns().join(", ")
+                )
+            }
+            // Without a group or favorite filter (whose indexes lead the way), matches
+            // come from the sets (tag, search) by seq, or from one scan for a short search:
+            // NOT INDEXED keeps SQLite from walking a sort index in search of the first
+            // matches instead, which is the plan this one exists to avoid.
+            Plan::Collect => {
+                let not_indexed = match self.group.is_some() || self.favorite.is_some() {
+                    true => "",
+                    false => " NOT INDEXED",
+                };
+                format!(
+                    "SELECT seq FROM hosts{not_indexed}{filter} ORDER BY {order} \
+                     LIMIT :limit OFFSET :offset"
+                )
+            }
+        }
+    }
+
+    /// The columns a bounded walk must carry besides the sort keys: `seq`, `id` and those
+    /// the filters test.
+    fn walk_columns(&self) -> Vec<&'static str> {
+        let mut columns = vec!["seq", "id"];
+        if self.group.is_some() {
+            columns.push("group_id");
+        }
+        if self.favorite.is_some() {
+            columns.push("is_favorite");
+        }
+        if let Some(Search::Scanned(_)) = self.search {
+            columns.extend(["name_key", "hostname"]);
+        }
+        columns
+    }
+
+    /// The WHERE clause. A tag is a per-host probe of host_tags' primary key while walking
+    /// (building the set of a common tag would cost more than the walk), and a set to
+    /// collect from otherwise.
+    fn where_sql(&self, plan: Plan) -> String {
+        let walking = !matches!(plan, Plan::Collect);
+        let mut clauses: Vec<String> = Vec::new();
+        match &self.group {
+            None => {}
+            Some(GroupFilter::Ungrouped) => clauses.push("group_id IS NULL".into()),
+            Some(GroupFilter::Group(_)) => clauses.push("group_id = :group".into()),
+        }
+        if self.favorite.is_some() {
+            clauses.push("is_favorite = :favorite".into());
+        }
+        if self.tag.is_some() {
+            clauses.push(match walking {
+                true => "EXISTS (SELECT 1 FROM host_tags \
+                     WHERE host_seq = hosts.seq AND tag = :tag)"
+                    .into(),
+                false => "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into(),
+            });
+        }
+        match &self.search {
+            None => {}
+            Some(Search::Indexed(_)) => clauses.push(format!("seq IN ({FTS_SEQS})")),
+            Some(Search::Scanned(_)) => clauses.push(
+                "(name_key LIKE :search ESCAPE '\\' OR hostname LIKE :search ESCAPE '\\')".into(),
+            ),
+        }
+        match clauses.is_empty() {
+            true => String::new(),
+            false => format!(" WHERE {}", clauses.join(" AND ")),
+        }
+    }
+
+    fn params(&self) -> Vec<(&'static str, &dyn rusqlite::ToSql)> {
+        let mut params: Vec<(&'static str, &dyn rusqlite::ToSql)> = Vec::new();
+        if let Some(GroupFilter::Group(group)) = &self.group {
+            params.push((":group", group));
+        }
+        if let Some(tag) = &self.tag {
+            params.push((":tag", tag));
+        }
+        if let Some(favorite) = &self.favorite {
+            params.push((":favorite", favorite));
+        }
+        match &self.search {
+            Some(Search::Indexed(term) | Search::Scanned(term)) => params.push((":search", term)),
+            None => {}
+        }
+        params
+    }
+}
+
+/// The `seq`s whose name or hostname contains the `:search` string (trigram index).
+const FTS_SEQS: &str = "SELECT rowid FROM hosts_fts WHERE hosts_fts MATCH :search";
+
+/// The ORDER BY of each sort, from a fixed list; every one ends in `id` so ties always
+/// break the same way (api-decisions §3) and matches `sort_index`.
+fn order_by(sort: Sort, direction: Direction) -> &'static str {
+    match (sort, direction) {
+        (Sort::Name, Direction::Asc) => "name_key, id",
+        (Sort::Name, Direction::Desc) => "name_key DESC, id DESC",
+        (Sort::Hostname, Direction::Asc) => "hostname COLLATE NOCASE, id",
+        (Sort::Hostname, Direction::Desc) => "hostname COLLATE NOCASE DESC, id DESC",
+        (Sort::CreatedAt, Direction::Asc) => "created_at, id",
+        (Sort::CreatedAt, Direction::Desc) => "created_at DESC, id DESC",
+        // api-decisions §3: never-used (NULL) last in both orders; descending puts NULL
+        // last by itself.
+        (Sort::LastUsedAt, Direction::Asc) => "last_used_at IS NULL, last_used_at, id",
+        (Sort::LastUsedAt, Direction::Desc) => "last_used_at DESC, id DESC",
+    }
+}
+
+/// The sort keys of `order_by` as named columns of a bounded walk, and the ORDER BY over
+/// those names.
+fn walk_keys(sort: Sort, direction: Direction) -> (&'static str, &'static str) {
+    match (sort, direction) {
+        (Sort::Name, Direction::Asc) => ("name_key AS key_1", "key_1, id"),
+        (Sort::Name, Direction::Desc) => ("name_key AS key_1", "key_1 DESC, id DESC"),
+        (Sort::Hostname, Direction::Asc) => ("hostname COLLATE NOCASE AS key_1", "key_1, id"),
+        (Sort::Hostname, Direction::Desc) => {
+            ("hostname COLLATE NOCASE AS key_1", "key_1 DESC, id DESC")
+        }
+        (Sort::CreatedAt, Direction::Asc) => ("created_at AS key_1", "key_1, id"),
+        (Sort::CreatedAt, Direction::Desc) => ("created_at AS key_1", "key_1 DESC, id DESC"),
+        (Sort::LastUsedAt, Direction::Asc) => (
+            "last_used_at IS NULL AS key_1, last_used_at AS key_2",
+            "key_1, key_2, id",
+        ),
+        (Sort::LastUsedAt, Direction::Desc) => ("last_used_at AS key_1", "key_1 DESC, id DESC"),
+    }
+}
+
+/// The index (sql/0001_init.sql) that yields hosts in `order_by` order.
+fn sort_index(sort: Sort, direction: Direction) -> &'static str {
+    match (sort, direction) {
+        (Sort::Name, _) => "hosts_by_name",
+        (Sort::Hostname, _) => "hosts_by_hostname",
+        (Sort::CreatedAt, _) => "hosts_by_created",
+        (Sort::LastUsedAt, Direction::Asc) => "hosts_by_last_used_nulls_last",
+        (Sort::LastUsedAt, Direction::Desc) => "hosts_by_last_used",
+    }
+}
+
+/// Escapes LIKE's wildcards and its escape character (`ESCAPE '\'`).
+fn escape_like(term: &str) -> String {
+    let mut escaped = String::with_capacity(term.len() + 2);
+    for ch in term.chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            escaped.push('\\');
+        }
+        escaped.push(ch);
+    }
+    escaped
+}
+
+/// The hosts with these `seq`s, in the given order, tags included (one query for all).
+fn rows_of_page(conn: &Connection, seqs: &[i64]) -> Result<Vec<Host>, StoreError> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let seq_list =
+        serde_json::to_string(seqs).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+    let mut rows: HashMap<i64, Host> = HashMap::with_capacity(seqs.len());
+    let mut statement = conn.prepare_cached(SELECT_ROWS_OF_PAGE)?;
+    let mut cursor = statement.query([&seq_list])?;
+    while let Some(row) = cursor.next()? {
+        let seq: i64 = row.get(0)?;
+        rows.insert(seq, host_from_row(row, 1)??);
+    }
+    let mut statement = conn.prepare_cached(SELECT_TAGS_OF_PAGE)?;
+    let mut cursor = statement.query([&seq_list])?;
+    while let Some(row) = cursor.next()? {
+        let seq: i64 = row.get(0)?;
+        if let Some(host) = rows.get_mut(&seq) {
+            host.tags.push(row.get(1)?);
+        }
+    }
+    Ok(seqs.iter().filter_map(|seq| rows.remove(seq)).collect())
+}
+
+/// A host from the columns of `SELECT_HOST_BY_ID` starting at column `first`; tags are left empty. The outer
+/// error is SQLite's; the inner one a stored value this build does not understand.
+fn host_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<Result<Host, StoreError>> {
+    let auth_type: String = row.get(first + 5)?;
+    let port: i64 = row.get(first + 3)?;
+    let (Some(auth_type), Ok(port)) = (AuthType::parse(&auth_type), u16::try_from(port)) else {
+        return Ok(Err(StoreError::Sqlite(
+            "a hosts row has an auth_type or port this build does not know".into(),
+        )));
+    };
+    Ok(Ok(Host {
+        id: row.get(first)?,
+        name: row.get(first + 1)?,
+        hostname: row.get(first + 2)?,
+        port,
+        username: row.get(first + 4)?,
+        auth_type,
+        key_id: row.get(first + 6)?,
+        has_password: row.get(first + 7)?,
+        group_id: row.get(first + 8)?,
+        tags: Vec::new(),
+        is_favorite: row.get(first + 9)?,
+        color: row.get(first + 10)?,
+        order: row.get(first + 11)?,
+        notes: row.get(first + 12)?,
+        created_at: row.get(first + 13)?,
+        updated_at: row.get(first + 14)?,
+        last_used_at: row.get(first + 15)?,
+    }))
+}
+
+/// `GroupNotFound`/`KeyNotFound` when a reference does not exist.
+fn check_references(
+    conn: &Connection,
+    group_id: Option<&str>,
+    key_id: Option<&str>,
+) -> Result<(), StoreError> {
+    if let Some(group_id) = group_id {
+        if !group_exists(conn, group_id)? {
+            return Err(StoreError::GroupNotFound);
+        }
+    }
+    if let Some(key_id) = key_id {
+        if !key_exists(conn, key_id)? {
+            return Err(StoreError::KeyNotFound);
+        }
+    }
+    Ok(())
+}
+
+/// api-decisions §3: without an `order`, a host goes after every other host of its group.
+fn end_of_group(
+    conn: &Connection,
+    group_id: Option<&str>,
+    except_id: Option<&str>,
+) -> Result<i64, StoreError> {
+    let max: Option<i64> = conn
+        .prepare_cached(SELECT_MAX_ORDER)?
+        .query_row(params![group_id, except_id], |row| row.get(0))?;
+    // At i64::MAX the host shares the last place; ties sort by name and id.
+    Ok(max.map_or(0, |max| max.saturating_add(1)))
+}
+
+/// Replaces a host's tags, keeping their order.
+fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE_TAGS)?.execute([seq])?;
+    let mut insert = conn.prepare_cached(INSERT_TAG)?;
+    for (position, tag) in tags.iter().enumerate() {
+        insert.execute(params![seq, tag, position as i64])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub const INSERT_GROUP_FOR_TESTS: &str = "INSERT INTO groups (id, name, name_key, created_at, \
+     updated_at) VALUES (?1, ?1, ?1, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')";
+
+/// A key row with the given sealed secrets, for tests until the keys endpoints exist.
+#[cfg(test)]
+pub fn insert_key_for_tests(
+    conn: &Connection,
+    id: &str,
+    private_key: &[u8],
+    passphrase: Option<&[u8]>,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint, has_passphrase, \
+         private_key, passphrase, created_at, updated_at) VALUES (?1, ?1, ?1, 'ssh-ed25519', \
+         'ssh-ed25519 AAAA', ?1, ?2, ?3, ?4, '2024-01-01T00:00:00.000Z', \
+         '2024-01-01T00:00:00.000Z')",
+        params![id, passphrase.is_some(), private_key, passphrase],
+    )?;
+    Ok(())
+}
+
+/// A group row, for tests until the groups endpoints are merged.
+#[cfg(test)]
+pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    conn.execute(INSERT_GROUP_FOR_TESTS, [id])?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashSet;
+
+    use serde_json::{json, Value};
+
+    use crate::model::host::{HostQuery, NewHost, PasswordField};
+    use crate::store::hosts::{
+        by_id, delete, escape_like, insert, insert_group_for_tests, list, move_to, next_updated_at,
+        page_seqs, rows_of_page, sort_index, toggle_favorite, touch_last_used, Filters, Plan,
+    };
+    use crate::store::{open_in_memory, StoreError};
+
+    fn new_host(name: &str, hostname: &str, extra: Value) -> NewHost {
+        let mut body = json!({
+            "name": name, "hostname": hostname, "port": 22, "username": "u",
+            "auth": {"type": "agent"}
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            body[key] = value.clone();
+        }
+        NewHost::from_json(body.as_object().unwrap(), PasswordField::Absent).unwrap()
+    }
+
+    fn query(pairs: &[(&str, &str)]) -> HostQuery {
+        HostQuery::parse(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| *value)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn like_wildcards_are_escaped() {
+        assert_eq!(escape_like(r"5%_a\b"), r"5\%\_a\\b");
+    }
+
+    #[test]
+    fn next_updated_at_is_strictly_later_even_within_a_millisecond() {
+        let far_future = "2999-01-01T00:00:00.000Z";
+        assert_eq!(next_updated_at(far_future), "2999-01-01T00:00:00.001Z");
+        let now = crate::store::now_timestamp();
+        assert!(next_updated_at(&now) > now);
+    }
+
+    #[test]
+    fn hosts_without_order_go_to_the_end_of_their_group() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert_group_for_tests(tx, "g")?;
+            let a = insert(tx, "a", &new_host("a", "a", json!({"order": 7})), None)?;
+            let b = insert(tx, "b", &new_host("b", "b", json!({})), None)?;
+            let c = insert(tx, "c", &new_host("c", "c", json!({"group_id": "g"})), None)?;
+            assert_eq!((a.order, b.order, c.order), (7, 8, 0));
+            let moved = move_to(tx, "c", None)?;
+            assert_eq!(moved.order, 9);
+            let back = move_to(tx, "c", Some("g"))?;
+            assert_eq!(back.order, 0);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn favorite_toggle_and_touch_change_the_right_timestamps() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            let host = insert(tx, "a", &new_host("a", "a", json!({})), None)?;
+            assert!(toggle_favorite(tx, "a")?);
+            let toggled = by_id(tx, "a")?;
+            assert!(toggled.updated_at > host.updated_at);
+            let touched = touch_last_used(tx, "a")?;
+            assert_eq!(by_id(tx, "a")?.updated_at, toggled.updated_at);
+            assert_eq!(by_id(tx, "a")?.last_used_at, touched.last_used_at);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn missing_rows_are_not_found() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            assert!(matches!(by_id(tx, "nope"), Err(StoreError::HostNotFound)));
+            assert!(matches!(delete(tx, "nope"), Err(StoreError::HostNotFound)));
+            let err = insert(tx, "a", &new_host("a", "a", json!({"group_id": "g"})), None);
+            assert!(matches!(err, Err(StoreError::GroupNotFound)));
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn tags_keep_their_order_and_pages_carry_them() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert(
+                tx,
+                "a",
+                &new_host("a", "a", json!({"tags": ["z", "a", "m"]})),
+                None,
+            )?;
+            insert(tx, "b", &new_host("b", "b", json!({"tags": ["q"]})), None)?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let (hosts, total) = db.read(|conn| list(conn, &query(&[]))).unwrap();
+        assert_eq!(total, 2);
+        assert_eq!(hosts[0].tags, vec!["z", "a", "m"]);
+        assert_eq!(hosts[1].tags, vec!["q"]);
+    }
+
+    #[test]
+    fn search_finds_substrings_by_index_and_by_scan() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert(
+                tx,
+                "1",
+                &new_host("Ünïcode Prod", "db1.example.com", json!({})),
+                None,
+            )?;
+            insert(
+                tx,
+                "2",
+                &new_host("50%_off", "x.example.org", json!({})),
+                None,
+            )?;
+            insert(
+                tx,
+                "3",
+                &new_host("plain", "y.example.org", json!({})),
+                None,
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let found = |term: &str| -> HashSet<String> {
+            db.read(|conn| list(conn, &query(&[("search", term)])))
+                .unwrap()
+                .0
+                .into_iter()
+                .map(|host| host.id)
+                .collect()
+        };
+        let ids =
+            |list: &[&str]| -> HashSet<String> { list.iter().map(|s| s.to_string()).collect() };
+        assert_eq!(found("ünï"), ids(&["1"]));
+        assert_eq!(found("ÜN"), ids(&["1"]));
+        assert_eq!(found("DB1.EX"), ids(&["1"]));
+        assert_eq!(found("%_"), ids(&["2"]));
+        assert_eq!(found("0%_"), ids(&["2"]));
+        assert_eq!(found("_"), ids(&["2"]));
+        assert_eq!(found("\"x"), ids(&[]));
+        assert_eq!(found("example"), ids(&["1", "2", "3"]));
+        assert_eq!(found("ex"), ids(&["1", "2", "3"]));
+    }
+
+    /// A catalogue with repeated names, two groups, tags of several shares, favorites and
+    /// some used hosts.
+    fn varied_catalogue() -> crate::store::Db {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert_group_for_tests(tx, "g1")?;
+            insert_group_for_tests(tx, "g2")?;
+            for n in 0..60 {
+                let mut tags = vec![json!("all")];
+                if n % 3 == 0 {
+                    tags.push(json!("third"));
+                }
+                if n == 7 {
+                    tags.push(json!("rare"));
+                }
+                let group = match n % 4 {
+                    0 => Value::Null,
+                    1 | 2 => json!("g1"),
+                    _ => json!("g2"),
+                };
+                let name = format!("{}-{}", ["Web", "db", "web", "Cache"][n % 4], n % 5);
+                let hostname = format!("h{}.Example.com", (n * 7) % 13);
+                // Mixed case: NOCASE and binary orders differ.
+                let hostname = match n % 2 {
+                    0 => hostname.to_uppercase(),
+                    _ => hostname,
+                };
+                let extra = json!({"tags": tags, "group_id": group, "is_favorite": n % 5 == 0});
+                let id = format!("id-{:02}", (n * 37) % 60);
+                insert(tx, &id, &new_host(&name, &hostname, extra), None)?;
+                if n % 3 == 1 {
+                    touch_last_used(tx, &id)?;
+                }
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        db
+    }
+
+    fn plan_seqs(conn: &rusqlite::Connection, query: &HostQuery, plan: Plan) -> Vec<i64> {
+        page_seqs(
+            conn,
+            &Filters::new(query),
+            query,
+            query.offset().unwrap(),
+            plan,
+        )
+        .unwrap()
+    }
+
+    const FILTERS: [&[(&str, &str)]; 10] = [
+        &[],
+        &[("tag", "third")],
+        &[("tag", "rare")],
+        &[("group", "g1")],
+        &[("group", "")],
+        &[("favorite", "true")],
+        &[("search", "web")],
+        &[("search", "b-")],
+        &[("tag", "third"), ("search", "web")],
+        &[
+            ("tag", "all"),
+            ("group", "g1"),
+            ("favorite", "false"),
+            ("search", "eb"),
+        ],
+    ];
+
+    /// Every filter, sort, order and a few pages, as query pairs.
+    fn every_query() -> Vec<Vec<(&'static str, &'static str)>> {
+        let mut queries = Vec::new();
+        for filter in FILTERS {
+            for sort in ["name", "hostname", "created_at", "last_used_at"] {
+                for order in ["asc", "desc"] {
+                    for (page, per_page) in [("1", "7"), ("2", "7"), ("3", "50"), ("5", "3")] {
+                        let mut pairs = filter.to_vec();
+                        pairs.extend([
+                            ("sort", sort),
+                            ("order", order),
+                            ("page", page),
+                            ("per_page", per_page),
+                        ]);
+                        queries.push(pairs);
+                    }
+                }
+            }
+        }
+        queries
+    }
+
+    #[test]
+    fn walk_and_collect_plans_give_the_same_pages() {
+        let db = varied_catalogue();
+        let mut compared = 0;
+        for pairs in every_query() {
+            let query = query(&pairs);
+            db.read(|conn| {
+                let collect = plan_seqs(conn, &query, Plan::Collect);
+                assert_eq!(plan_seqs(conn, &query, Plan::Walk), collect, "{pairs:?}");
+                let within = plan_seqs(conn, &query, Plan::WalkWithin(1000));
+                assert_eq!(within, collect, "{pairs:?}");
+                compared += usize::from(!collect.is_empty());
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        }
+        assert!(compared > 150, "only {compared} non-empty pages compared");
+    }
+
+    #[test]
+    fn list_answers_the_collected_page_whichever_plan_it_picks() {
+        let db = varied_catalogue();
+        for pairs in every_query() {
+            let query = query(&pairs);
+            db.read(|conn| {
+                let listed: Vec<String> = list(conn, &query)?.0.into_iter().map(|h| h.id).collect();
+                let collected: Vec<String> =
+                    rows_of_page(conn, &plan_seqs(conn, &query, Plan::Collect))?
+                        .into_iter()
+                        .map(|h| h.id)
+                        .collect();
+                assert_eq!(listed, collected, "{pairs:?}");
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_walk_out_of_budget_falls_short_and_list_still_answers_the_full_page() {
+        let db = varied_catalogue();
+        // Names starting with "web" sort last: a short walk by name cannot reach them.
+        let query = query(&[("search", "web"), ("per_page", "5")]);
+        db.read(|conn| {
+            assert!(plan_seqs(conn, &query, Plan::WalkWithin(10)).len() < 5);
+            assert_eq!(list(conn, &query)?.0.len(), 5);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn walks_read_the_sort_index_in_order_without_sorting() {
+        let db = varied_catalogue();
+        for sort in ["name", "hostname", "created_at", "last_used_at"] {
+            for order in ["asc", "desc"] {
+                for filter in [None, Some(("tag", "third")), Some(("search", "web"))] {
+                    let mut pairs = vec![("sort", sort), ("order", order)];
+                    pairs.extend(filter);
+                    let query = query(&pairs);
+                    let filters = Filters::new(&query);
+                    let plan = match filter {
+                        None => Plan::Walk,
+                        Some(_) => Plan::WalkWithin(1000),
+                    };
+                    let sql = filters.page_sql(plan, query.sort, query.direction);
+                    let plan: Vec<String> = db
+                        .read(|conn| {
+                            let mut statement =
+                                conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                            let mut params = filters.params();
+                            let (limit, offset, budget) = (50i64, 0i64, 1000i64);
+                            params.push((":limit", &limit));
+                            params.push((":offset", &offset));
+                            if plan != Plan::Walk {
+                                params.push((":budget", &budget));
+                            }
+                            let rows = statement
+                                .query_map(params.as_slice(), |row| row.get::<_, String>(3))?
+                                .collect::<Result<Vec<_>, _>>()?;
+                            Ok::<_, StoreError>(rows)
+                        })
+                        .unwrap();
+                    let text = plan.join(" | ");
+                    assert!(
+                        text.contains(sort_index(query.sort, query.direction)),
+                        "{pairs:?}: {text}"
+                    );
+                    assert!(!text.contains("TEMP B-TREE"), "{pairs:?}: {text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn list_counts_match_the_pages_for_every_filter() {
+        let db = varied_catalogue();
+        let filters: [&[(&str, &str)]; 6] = [
+            &[("tag", "third")],
+            &[("search", "web")],
+            &[("tag", "third"), ("search", "web")],
+            &[("search", "eb"), ("tag", "all")],
+            &[("group", "g2"), ("favorite", "false")],
+            &[("tag", "none-such")],
+        ];
+        for filter in filters {
+            let mut pairs = filter.to_vec();
+            pairs.push(("per_page", "1000"));
+            let (hosts, total) = db.read(|conn| list(conn, &query(&pairs))).unwrap();
+            assert_eq!(hosts.len() as u64, total, "{pairs:?}");
+        }
+    }
+}
