@@ -5,6 +5,7 @@
 
 pub mod group;
 pub mod host;
+pub mod interop;
 pub mod key;
 pub mod tree;
 pub mod validate;

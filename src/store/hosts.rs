@@ -124,6 +124,8 @@ pub fn insert(
         now,
     ])?;
     write_tags(conn, conn.last_insert_rowid(), &host.tags)?;
+    crate::store::interop::write_jumps(conn, id, &host.jump_host_ids)?;
+    crate::store::interop::write_options(conn, id, &host.ssh_options)?;
     Ok(Host {
         id: id.to_owned(),
         name: host.name.clone(),
@@ -142,6 +144,8 @@ pub fn insert(
         created_at: now.clone(),
         updated_at: now,
         last_used_at: None,
+        jump_host_ids: host.jump_host_ids.clone(),
+        ssh_options: host.ssh_options.clone(),
     })
 }
 
@@ -156,6 +160,7 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Host, StoreError> {
         .prepare_cached(SELECT_TAGS)?
         .query_map([id], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
+    crate::store::interop::fill_extensions(conn, std::slice::from_mut(&mut host))?;
     Ok(host)
 }
 
@@ -214,6 +219,12 @@ pub fn update(
             .prepare_cached(SELECT_SEQ)?
             .query_row([&host.id], |row| row.get(0))?;
         write_tags(conn, seq, &host.tags)?;
+    }
+    if host.jump_host_ids != previous.jump_host_ids {
+        crate::store::interop::write_jumps(conn, &host.id, &host.jump_host_ids)?;
+    }
+    if host.ssh_options != previous.ssh_options {
+        crate::store::interop::write_options(conn, &host.id, &host.ssh_options)?;
     }
     Ok(Host {
         order,
@@ -721,7 +732,10 @@ fn rows_of_page(conn: &Connection, seqs: &[i64]) -> Result<Vec<Host>, StoreError
 
 /// A host from the columns of `SELECT_HOST_BY_ID` starting at column `first`; tags are left empty. The outer
 /// error is SQLite's; the inner one a stored value this build does not understand.
-fn host_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<Result<Host, StoreError>> {
+pub(crate) fn host_from_row(
+    row: &Row<'_>,
+    first: usize,
+) -> rusqlite::Result<Result<Host, StoreError>> {
     let auth_type: String = row.get(first + 5)?;
     let port: i64 = row.get(first + 3)?;
     let (Some(auth_type), Ok(port)) = (AuthType::parse(&auth_type), u16::try_from(port)) else {
@@ -747,6 +761,8 @@ fn host_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<Result<Host, S
         created_at: row.get(first + 13)?,
         updated_at: row.get(first + 14)?,
         last_used_at: row.get(first + 15)?,
+        jump_host_ids: Vec::new(),
+        ssh_options: Vec::new(),
     }))
 }
 

@@ -6,6 +6,7 @@
 
 pub mod groups;
 pub mod hosts;
+pub mod interop;
 pub mod keys;
 pub mod migrate;
 pub mod vault_meta;

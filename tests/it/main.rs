@@ -5,6 +5,7 @@
 
 mod groups;
 mod hosts;
+mod interop;
 mod keys;
 mod limits;
 mod process;
