@@ -359,6 +359,7 @@ fn secret_reply<T: Serialize>(value: &T) -> Result<Reply, ApiError> {
     serde_json::to_writer(&mut *body, value).map_err(ApiError::internal)?;
     Ok(Reply {
         status: 200,
+        content_type: crate::api::JSON,
         headers: Vec::new(),
         body,
     })

@@ -7,5 +7,6 @@ pub mod group;
 pub mod host;
 pub mod interop;
 pub mod key;
+pub mod ssh_config;
 pub mod tree;
 pub mod validate;

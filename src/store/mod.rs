@@ -27,6 +27,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Copies every WAL frame into the database file, then truncates the WAL to zero bytes.
 const CHECKPOINT_TRUNCATE: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
 
+/// The connection type, for api code that splits work done inside one `Db::write` into
+/// functions (the import): it names this alias, never rusqlite.
+pub type Conn = Connection;
+
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
 
