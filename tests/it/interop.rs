@@ -245,3 +245,434 @@ fn ssh_options_with_a_newline_or_a_host_keyword_are_rejected() {
         assert!(details.starts_with(&format!("{field}: ")), "{error}");
     }
 }
+
+/// Runs OpenSSH's evaluator: `ssh -G -F config alias`, as `keyword -> value` (first wins).
+fn ssh_g(config: &std::path::Path, alias: &str) -> std::collections::HashMap<String, String> {
+    let output = std::process::Command::new("ssh")
+        .args(["-G", "-F"])
+        .arg(config)
+        .arg(alias)
+        .output()
+        .expect("ssh (openssh-client) runs; scripts/test installs it");
+    assert!(
+        output.status.success(),
+        "ssh -G {alias} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut values = std::collections::HashMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        if let Some((keyword, value)) = line.split_once(' ') {
+            values
+                .entry(keyword.to_owned())
+                .or_insert_with(|| value.to_owned());
+        }
+    }
+    values
+}
+
+/// A catalogue with nested groups, IPv6 hosts, a 3-hop chain whose first hop has its own
+/// chain, a key host, clashing names and kept directives. Returns (group ids, host ids).
+fn build_catalogue(service: &Service) -> (Vec<String>, Vec<String>) {
+    let group = |name: &str, parent: Option<&str>| {
+        let created = service
+            .post("/api/groups", &json!({"name": name, "parent_id": parent}))
+            .expect(201);
+        created["id"].as_str().expect("group id").to_owned()
+    };
+    let prod = group("Prod", None);
+    let eu = group("EU", Some(&prod));
+    let edge = create(
+        &service,
+        "Edge",
+        json!({"hostname": "edge.example.net", "port": 2022, "username": "gate"}),
+    );
+    let bastion = create(
+        &service,
+        "Bastion V6",
+        json!({"hostname": "2001:db8::10", "port": 2201, "username": "ops",
+               "jump_host_ids": [edge]}),
+    );
+    let relay = create(
+        &service,
+        "relay",
+        json!({"hostname": "10.1.2.3", "group_id": prod}),
+    );
+    let inner = create(
+        &service,
+        "Inner",
+        json!({"hostname": "fd00::7", "port": 22022, "username": "admin", "group_id": eu}),
+    );
+    let key = service
+        .post("/api/keys", &json!({"name": "deploy", "type": "ed25519"}))
+        .expect(201);
+    let target = create(
+        &service,
+        "Web 1",
+        json!({"hostname": "web1.eu.example.com", "port": 8022, "username": "deploy",
+               "group_id": eu, "jump_host_ids": [bastion, relay, inner],
+               "auth": {"type": "key", "key_id": key["id"]},
+               "ssh_options": ["ServerAliveInterval 30", "Compression=yes"]}),
+    );
+    let twin = create(&service, "web 1", json!({"hostname": "web1b.example.com"}));
+    (
+        vec![prod, eu],
+        vec![edge, bastion, relay, inner, target, twin],
+    )
+}
+
+#[test]
+fn ssh_g_resolves_every_exported_host_exactly_as_the_catalogue_holds_it() {
+    let service = Service::start("interop-export-ssh-g");
+    build_catalogue(&service);
+    let response = service.get("/api/export/ssh-config");
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.header("content-type"),
+        Some("text/plain; charset=utf-8")
+    );
+    let text = response.text();
+    let dir = crate::support::fresh_dir("interop-export-ssh-g-conf");
+    let config = dir.join("exported.conf");
+    std::fs::write(&config, &text).expect("write config");
+    let hosts = service.get("/api/hosts?per_page=100").expect(200);
+    let items = hosts["items"].as_array().expect("items");
+    assert_eq!(items.len(), 6);
+    let alias_of = |host: &Value| -> String {
+        let id = host["id"].as_str().expect("id");
+        let name = host["name"].as_str().expect("name");
+        // The export names each host in a comment right above its Host line.
+        let marker = format!("# host-manager name: {name}\nHost ");
+        let mut found = text.match_indices(&marker).map(|(at, _)| {
+            let rest = &text[at + marker.len()..];
+            rest.lines().next().unwrap_or_default().to_owned()
+        });
+        let alias = found.next().expect("host exported");
+        if let Some(other) = found.next() {
+            panic!("name {name} ({id}) exported twice: {alias}, {other}");
+        }
+        alias
+    };
+    let by_id: std::collections::HashMap<String, &Value> = items
+        .iter()
+        .map(|host| (host["id"].as_str().unwrap().to_owned(), host))
+        .collect();
+    let mut seen_aliases = std::collections::HashSet::new();
+    for host in items {
+        let alias = alias_of(host);
+        assert!(seen_aliases.insert(alias.clone()), "alias {alias} repeats");
+        let resolved = ssh_g(&config, &alias);
+        assert_eq!(
+            resolved["hostname"].to_lowercase(),
+            host["hostname"].as_str().unwrap().to_lowercase(),
+            "{alias}"
+        );
+        assert_eq!(resolved["port"], host["port"].to_string(), "{alias}");
+        assert_eq!(
+            resolved["user"],
+            host["username"].as_str().unwrap(),
+            "{alias}"
+        );
+        let chain: Vec<String> = host["jump_host_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| alias_of(by_id[id.as_str().unwrap()]))
+            .collect();
+        match chain.is_empty() {
+            true => assert!(resolved.get("proxyjump").is_none(), "{alias}: {resolved:?}"),
+            false => assert_eq!(resolved["proxyjump"], chain.join(","), "{alias}"),
+        }
+    }
+    let web = items.iter().find(|h| h["name"] == "Web 1").unwrap();
+    let resolved = ssh_g(&config, &alias_of(web));
+    assert_eq!(resolved["serveraliveinterval"], "30");
+    assert_eq!(resolved["compression"], "yes");
+    let key_id = web["auth"]["key_id"].as_str().unwrap();
+    assert!(
+        resolved["identityfile"].ends_with(&format!("/.ssh/host-manager/{key_id}")),
+        "{resolved:?}"
+    );
+    assert!(!text.contains("PRIVATE KEY"), "no secret in the export");
+}
+
+#[test]
+fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
+    let service = Service::start("interop-export-group");
+    let (groups, hosts) = build_catalogue(&service);
+    let text = service
+        .get(&format!("/api/export/ssh-config?group={}", groups[1]))
+        .text();
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# host-manager name: "))
+        .collect();
+    // EU holds Inner and Web 1; Web 1's chain needs Bastion V6 (which needs Edge) and relay.
+    assert_eq!(names, vec!["Edge", "Bastion V6", "relay", "Inner", "Web 1"]);
+    let all = service.get("/api/export/ssh-config").text();
+    for line in text.lines().filter(|line| line.starts_with("Host ")) {
+        assert!(
+            all.contains(line),
+            "{line} keeps its alias in the full export"
+        );
+    }
+    service
+        .get("/api/export/ssh-config?group=dddddddd-0000-4000-8000-000000000004")
+        .assert_error(404, "GROUP_NOT_FOUND");
+    assert_eq!(hosts.len(), 6);
+}
+
+#[test]
+fn import_of_an_export_gives_back_the_same_hosts_and_reimport_changes_nothing() {
+    let service = Service::start("interop-roundtrip");
+    build_catalogue(&service);
+    let text = service.get("/api/export/ssh-config").text();
+    let again = service
+        .post("/api/import/ssh-config", &json!({"config": text}))
+        .expect(200);
+    assert_eq!(again["created"], json!([]), "{again}");
+    assert_eq!(again["updated"], json!([]), "{again}");
+    assert_eq!(
+        again["unchanged"].as_array().map(Vec::len),
+        Some(6),
+        "{again}"
+    );
+    assert_eq!(again["missing_keys"], json!([]), "{again}");
+
+    // Into an empty catalogue: the same hosts, chains and directives (keys are missing
+    // there: reported, and the IdentityFile line is kept).
+    let fresh = Service::start("interop-roundtrip-fresh");
+    let answer = fresh
+        .post("/api/import/ssh-config", &json!({"config": text}))
+        .expect(200);
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(6),
+        "{answer}"
+    );
+    assert_eq!(answer["skipped"], json!([]), "{answer}");
+    assert_eq!(answer["missing_keys"].as_array().map(Vec::len), Some(1));
+    let summary = |service: &Service| {
+        let list = service.get("/api/hosts?per_page=100").expect(200);
+        let items = list["items"].as_array().unwrap().clone();
+        let name_of = |id: &Value| {
+            items
+                .iter()
+                .find(|h| h["id"] == *id)
+                .map(|h| h["name"].clone())
+                .unwrap()
+        };
+        let mut rows: Vec<Value> = items
+            .iter()
+            .map(|h| {
+                let chain: Vec<Value> = h["jump_host_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(name_of)
+                    .collect();
+                let options: Vec<Value> = h["ssh_options"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|o| !o.as_str().unwrap().starts_with("IdentityFile"))
+                    .cloned()
+                    .collect();
+                json!([
+                    h["name"],
+                    h["hostname"],
+                    h["port"],
+                    h["username"],
+                    chain,
+                    options
+                ])
+            })
+            .collect();
+        rows.sort_by_key(|row| row.to_string());
+        rows
+    };
+    assert_eq!(summary(&fresh), summary(&service));
+}
+
+const REALISTIC: &str = r#"# ~/.ssh/config of a busy admin
+Include ~/.ssh/config.d/*
+
+Host *
+    ServerAliveInterval 60
+    AddKeysToAgent yes
+
+Host bastion
+    HostName bastion.example.com
+    User   jump
+    Port=2222
+
+HOST app app.prod
+    hostname = 10.0.0.5
+    user=deploy
+    ProxyJump bastion
+    LocalForward 8080 localhost:80
+    IdentityFile ~/.ssh/id_app
+
+Host "quoted host"
+    HostName q.example.com
+Host db
+    HostName db.internal   # trailing comment
+    User "db admin"
+    RemoteCommand "tmux new -A -s main"
+    IdentityFile ~/.ssh/id_db
+
+Host *.corp !secret.corp
+    User corp
+
+Match host *.example.org exec "test -f /tmp/x"
+    User matcher
+
+Host lost
+    HostName lost.example.com
+    ProxyJump nowhere
+
+Host broken
+    Port 99999
+"#;
+
+#[test]
+fn realistic_config_reports_each_blocks_outcome() {
+    let service = Service::start("interop-import-realistic");
+    let key_file = crate::support::fresh_dir("interop-realistic-key").join("id_db");
+    let key = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "db", "-f"])
+        .arg(&key_file)
+        .status()
+        .expect("ssh-keygen runs");
+    assert!(key.success());
+    let private_key = std::fs::read_to_string(&key_file).unwrap();
+    let body = json!({"config": REALISTIC, "keys": {"~/.ssh/id_db": private_key}});
+    let dry = service
+        .post(
+            "/api/import/ssh-config",
+            &json!({"config": REALISTIC, "dry_run": true, "keys": body["keys"]}),
+        )
+        .expect(200);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        service.get("/api/hosts").expect(200)["total"],
+        0,
+        "a dry run writes nothing"
+    );
+    assert_eq!(service.get("/api/keys").expect(200)["items"], json!([]));
+
+    let answer = service.post("/api/import/ssh-config", &body).expect(200);
+    assert_eq!(answer["dry_run"], false);
+    let names = |list: &str| -> Vec<String> {
+        answer[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names("created"),
+        vec!["bastion", "app", "quoted host", "db", "lost"]
+    );
+    assert_eq!(
+        dry["created"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].clone())
+            .collect::<Vec<_>>(),
+        answer["created"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].clone())
+            .collect::<Vec<_>>(),
+        "the dry run announced exactly this"
+    );
+    assert!(dry["created"][0]["id"].is_null());
+    let skipped: Vec<(String, String)> = answer["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["block"].as_str().unwrap().to_owned(),
+                s["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(skipped.len(), 5, "{skipped:?}");
+    assert!(skipped[0].0.starts_with("Include") && skipped[0].1.contains("not supported"));
+    assert!(skipped[1].0.starts_with("Host *") && skipped[1].1.contains("wildcard"));
+    assert!(skipped[2].0.starts_with("Host *.corp !secret.corp"));
+    assert!(skipped[3].0.starts_with("Match host *.example.org"));
+    assert!(skipped[4].0.starts_with("Host broken") && skipped[4].1.contains("Port"));
+    assert_eq!(
+        answer["missing_keys"],
+        json!([{"block": "Host app app.prod (line 13)", "identity_file": "~/.ssh/id_app"}])
+    );
+    let warnings = answer["warnings"].to_string();
+    assert!(warnings.contains("nowhere"), "{warnings}");
+
+    let hosts = service.get("/api/hosts?per_page=100").expect(200);
+    let find = |name: &str| -> Value {
+        hosts["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let bastion = find("bastion");
+    assert_eq!(
+        (
+            bastion["hostname"].clone(),
+            bastion["port"].clone(),
+            bastion["username"].clone()
+        ),
+        (json!("bastion.example.com"), json!(2222), json!("jump"))
+    );
+    let app = find("app");
+    assert_eq!(app["hostname"], "10.0.0.5");
+    assert_eq!(app["username"], "deploy");
+    assert_eq!(app["jump_host_ids"], json!([bastion["id"]]));
+    assert_eq!(app["auth"]["type"], "agent");
+    assert_eq!(
+        app["ssh_options"],
+        json!([
+            "IdentityFile ~/.ssh/id_app",
+            "LocalForward 8080 localhost:80"
+        ])
+    );
+    let quoted = find("quoted host");
+    assert_eq!(quoted["hostname"], "q.example.com");
+    let db = find("db");
+    assert_eq!(db["hostname"], "db.internal");
+    assert_eq!(db["username"], "db admin");
+    assert_eq!(db["auth"]["type"], "key");
+    assert_eq!(
+        db["ssh_options"],
+        json!(["RemoteCommand \"tmux new -A -s main\""])
+    );
+    let keys = service.get("/api/keys").expect(200);
+    assert_eq!(keys["items"][0]["name"], "id_db");
+    assert_eq!(keys["items"][0]["id"], db["auth"]["key_id"]);
+    let lost = find("lost");
+    assert_eq!(lost["jump_host_ids"], json!([]));
+    assert_eq!(lost["ssh_options"], json!(["ProxyJump nowhere"]));
+
+    let again = service.post("/api/import/ssh-config", &body).expect(200);
+    assert_eq!(again["created"], json!([]), "{again}");
+    assert_eq!(
+        again["unchanged"].as_array().map(Vec::len),
+        Some(5),
+        "{again}"
+    );
+    assert_eq!(
+        service.get("/api/keys").expect(200)["items"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
