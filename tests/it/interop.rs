@@ -676,3 +676,245 @@ fn realistic_config_reports_each_blocks_outcome() {
         Some(1)
     );
 }
+
+/// A throwaway OpenSSH server on a loopback port with its own host key and config, killed
+/// on drop. Fails the test (never skips it) when sshd cannot be started.
+struct Sshd {
+    child: std::process::Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Sshd {
+    fn start(name: &str) -> Sshd {
+        let sshd = std::path::Path::new("/usr/sbin/sshd");
+        assert!(
+            sshd.exists(),
+            "/usr/sbin/sshd is missing: install openssh-server (scripts/test does so as root)"
+        );
+        let dir = crate::support::fresh_dir(name);
+        let host_key = dir.join("host_key");
+        let keygen = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&host_key)
+            .status()
+            .expect("ssh-keygen runs");
+        assert!(keygen.success(), "ssh-keygen could not make a host key");
+        if is_root() {
+            // sshd running as root insists on its privilege separation directory, which
+            // the system's service unit normally creates at boot.
+            std::fs::create_dir_all("/run/sshd").expect("create /run/sshd as root");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let config = dir.join("sshd_config");
+        std::fs::write(
+            &config,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
+                 StrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
+                host_key.display(),
+                dir.join("authorized_keys").display()
+            ),
+        )
+        .expect("write sshd_config");
+        let stderr = std::fs::File::create(dir.join("sshd.log")).expect("sshd log");
+        let child = std::process::Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn /usr/sbin/sshd");
+        let mut server = Sshd { child, port, dir };
+        let listening = crate::support::wait_until(std::time::Duration::from_secs(10), || {
+            server.log().contains("Server listening")
+        });
+        if !listening {
+            let exited = server.child.try_wait().ok().flatten();
+            panic!(
+                "sshd did not start (exit: {exited:?}); its log:\n{}",
+                server.log()
+            );
+        }
+        server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
+    }
+
+    fn authorize(&self, public_key: &str) {
+        std::fs::write(self.dir.join("authorized_keys"), format!("{public_key}\n"))
+            .expect("write authorized_keys");
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn is_root() -> bool {
+    current_user() == "root"
+}
+
+fn current_user() -> String {
+    let output = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .expect("id -un runs");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// Generates a key in the service (with `passphrase` when given), authorizes it on
+/// `sshd`, stores a host for it and answers `connect`'s reply.
+fn host_for_login(service: &Service, sshd: &Sshd, passphrase: Option<&str>) -> Value {
+    let mut body = json!({"name": "login", "type": "ed25519"});
+    if let Some(passphrase) = passphrase {
+        body["passphrase"] = json!(passphrase);
+    }
+    let key = service.post("/api/keys", &body).expect(201);
+    sshd.authorize(key["public_key"].as_str().expect("public_key"));
+    let host = create(
+        service,
+        "Local sshd",
+        json!({"hostname": "127.0.0.1", "port": sshd.port, "username": current_user(),
+               "auth": {"type": "key", "key_id": key["id"]}}),
+    );
+    service
+        .post(&format!("/api/hosts/{host}/connect"), &json!({}))
+        .expect(200)
+}
+
+/// Writes the private key from `connect` as a 0600 file, as the desktop app does.
+fn write_identity(sshd: &Sshd, credentials: &Value) -> std::path::PathBuf {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = sshd.dir.join("identity");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("create identity file");
+    std::io::Write::write_all(
+        &mut file,
+        credentials["private_key"]
+            .as_str()
+            .expect("private_key")
+            .as_bytes(),
+    )
+    .expect("write identity");
+    path
+}
+
+/// `ssh` to the local sshd as `credentials.username` with `options`, running `echo hello`.
+fn ssh_login(
+    sshd: &Sshd,
+    credentials: &Value,
+    identity: &std::path::Path,
+    options: &[&str],
+) -> std::process::Command {
+    let mut command = std::process::Command::new("ssh");
+    command
+        .args(["-F", "/dev/null", "-i"])
+        .arg(identity)
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "PreferredAuthentications=publickey",
+            "-o",
+            "ConnectTimeout=10",
+        ])
+        .args(options)
+        .arg("-p")
+        .arg(sshd.port.to_string())
+        .arg(format!(
+            "{}@127.0.0.1",
+            credentials["username"].as_str().expect("username")
+        ))
+        .args(["echo", "hello"])
+        .stdin(std::process::Stdio::null())
+        .env_remove("SSH_AUTH_SOCK");
+    command
+}
+
+#[test]
+fn ssh_logs_in_with_a_key_the_service_generated() {
+    let sshd = Sshd::start("interop-login-sshd");
+    let service = Service::start("interop-login");
+    let answer = host_for_login(&service, &sshd, None);
+    let credentials = &answer["credentials"];
+    let identity = write_identity(&sshd, credentials);
+    let output = ssh_login(&sshd, credentials, &identity, &["-o", "BatchMode=yes"])
+        .output()
+        .expect("ssh runs");
+    assert!(
+        output.status.success(),
+        "ssh failed: {}\nsshd log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        sshd.log()
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
+}
+
+#[test]
+fn ssh_logs_in_with_a_passphrase_protected_key_and_the_passphrase_from_connect() {
+    let sshd = Sshd::start("interop-login-pass-sshd");
+    let service = Service::start("interop-login-pass");
+    let answer = host_for_login(&service, &sshd, Some("correct horse 11"));
+    let credentials = &answer["credentials"];
+    assert_eq!(credentials["passphrase"], "correct horse 11");
+    let identity = write_identity(&sshd, credentials);
+    // Without the passphrase the key does not open: the login below proves it was used.
+    let refused = std::process::Command::new("ssh-keygen")
+        .args(["-y", "-P", "", "-f"])
+        .arg(&identity)
+        .output()
+        .expect("ssh-keygen runs");
+    assert!(!refused.status.success(), "the key must be encrypted");
+    // ssh asks SSH_ASKPASS for the passphrase; the script answers what connect gave.
+    let askpass = sshd.dir.join("askpass");
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .open(&askpass)
+            .expect("create askpass");
+        std::io::Write::write_all(
+            &mut file,
+            b"#!/bin/sh\nprintf '%s\\n' \"$HM_TEST_PASSPHRASE\"\n",
+        )
+        .expect("write askpass");
+    }
+    let output = ssh_login(&sshd, credentials, &identity, &[])
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env("DISPLAY", ":0")
+        .env(
+            "HM_TEST_PASSPHRASE",
+            credentials["passphrase"].as_str().expect("passphrase"),
+        )
+        .output()
+        .expect("ssh runs");
+    assert!(
+        output.status.success(),
+        "ssh failed: {}\nsshd log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        sshd.log()
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
+}
