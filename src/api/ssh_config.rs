@@ -57,11 +57,12 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         dry_run,
     };
     let answer = match state.db.write(|tx| match plan.run(tx) {
-        Ok(answer) if dry_run => Err(Flow::DryRun(answer)),
+        Ok(answer) if dry_run => Err(Flow::DryRun(Box::new(answer))),
         Ok(answer) => Ok(answer),
         Err(err) => Err(Flow::Failed(err)),
     }) {
-        Ok(answer) | Err(Flow::DryRun(answer)) => answer,
+        Ok(answer) => answer,
+        Err(Flow::DryRun(answer)) => *answer,
         Err(Flow::Failed(err)) => return Err(err),
     };
     Reply::json(200, &answer)
@@ -126,7 +127,7 @@ struct Warning {
 /// How the import transaction ends: committed with an answer, rolled back with one (a
 /// dry run), or rolled back with an error.
 enum Flow {
-    DryRun(Answer),
+    DryRun(Box<Answer>),
     Failed(ApiError),
 }
 

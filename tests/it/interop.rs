@@ -282,23 +282,23 @@ fn build_catalogue(service: &Service) -> (Vec<String>, Vec<String>) {
     let prod = group("Prod", None);
     let eu = group("EU", Some(&prod));
     let edge = create(
-        &service,
+        service,
         "Edge",
         json!({"hostname": "edge.example.net", "port": 2022, "username": "gate"}),
     );
     let bastion = create(
-        &service,
+        service,
         "Bastion V6",
         json!({"hostname": "2001:db8::10", "port": 2201, "username": "ops",
                "jump_host_ids": [edge]}),
     );
     let relay = create(
-        &service,
+        service,
         "relay",
         json!({"hostname": "10.1.2.3", "group_id": prod}),
     );
     let inner = create(
-        &service,
+        service,
         "Inner",
         json!({"hostname": "fd00::7", "port": 22022, "username": "admin", "group_id": eu}),
     );
@@ -306,14 +306,14 @@ fn build_catalogue(service: &Service) -> (Vec<String>, Vec<String>) {
         .post("/api/keys", &json!({"name": "deploy", "type": "ed25519"}))
         .expect(201);
     let target = create(
-        &service,
+        service,
         "Web 1",
         json!({"hostname": "web1.eu.example.com", "port": 8022, "username": "deploy",
                "group_id": eu, "jump_host_ids": [bastion, relay, inner],
                "auth": {"type": "key", "key_id": key["id"]},
                "ssh_options": ["ServerAliveInterval 30", "Compression=yes"]}),
     );
-    let twin = create(&service, "web 1", json!({"hostname": "web1b.example.com"}));
+    let twin = create(service, "web 1", json!({"hostname": "web1b.example.com"}));
     (
         vec![prod, eu],
         vec![edge, bastion, relay, inner, target, twin],
@@ -379,7 +379,7 @@ fn ssh_g_resolves_every_exported_host_exactly_as_the_catalogue_holds_it() {
             .map(|id| alias_of(by_id[id.as_str().unwrap()]))
             .collect();
         match chain.is_empty() {
-            true => assert!(resolved.get("proxyjump").is_none(), "{alias}: {resolved:?}"),
+            true => assert!(!resolved.contains_key("proxyjump"), "{alias}: {resolved:?}"),
             false => assert_eq!(resolved["proxyjump"], chain.join(","), "{alias}"),
         }
     }
