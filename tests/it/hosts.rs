@@ -149,6 +149,9 @@ fn create_answers_201_with_every_field_and_the_defaults() {
         "created_at",
         "updated_at",
         "last_used_at",
+        // Issue #11 extensions, always present.
+        "jump_host_ids",
+        "ssh_options",
     ]
     .into_iter()
     .collect();
