@@ -611,16 +611,24 @@ impl Filters {
         if self.favorite.is_some() {
             clauses.push("is_favorite = :favorite".into());
         }
-        if self.tag.is_some() {
-            clauses.push(match walking {
-                true => "EXISTS (SELECT 1 FROM host_tags \
-                     WHERE host_seq = hosts.seq AND tag = :tag)"
-                    .into(),
-                false => "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into(),
-            });
+        let indexed = self.has_indexed_search();
+        match (self.tag.is_some(), walking, indexed) {
+            (false, _, _) => {}
+            (true, true, _) => clauses.push(
+                "EXISTS (SELECT 1 FROM host_tags WHERE host_seq = hosts.seq AND tag = :tag)".into(),
+            ),
+            // A tag and a search meet in the indexes first, so only hosts in both are read.
+            (true, false, true) => clauses.push(format!(
+                "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag \
+                 AND host_seq IN ({FTS_SEQS}))"
+            )),
+            (true, false, false) => {
+                clauses.push("seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into())
+            }
         }
         match &self.search {
             None => {}
+            Some(Search::Indexed(_)) if self.tag.is_some() && !walking => {}
             Some(Search::Indexed(_)) => clauses.push(format!("seq IN ({FTS_SEQS})")),
             Some(Search::Scanned(_)) => clauses.push(
                 "(name_key LIKE :search ESCAPE '\\' OR hostname LIKE :search ESCAPE '\\')".into(),
