@@ -8,6 +8,7 @@ mod hosts;
 mod keys;
 mod limits;
 mod process;
+mod secrets;
 mod security;
 mod support;
 mod vault;
