@@ -820,32 +820,17 @@ fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreE
     Ok(())
 }
 
-#[cfg(test)]
-pub const INSERT_GROUP_FOR_TESTS: &str = "INSERT INTO groups (id, name, name_key, created_at, \
-     updated_at) VALUES (?1, ?1, ?1, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')";
-
-/// A key row with the given sealed secrets, for tests until the keys endpoints exist.
-#[cfg(test)]
-pub fn insert_key_for_tests(
-    conn: &Connection,
-    id: &str,
-    private_key: &[u8],
-    passphrase: Option<&[u8]>,
-) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint, has_passphrase, \
-         private_key, passphrase, created_at, updated_at) VALUES (?1, ?1, ?1, 'ssh-ed25519', \
-         'ssh-ed25519 AAAA', ?1, ?2, ?3, ?4, '2024-01-01T00:00:00.000Z', \
-         '2024-01-01T00:00:00.000Z')",
-        params![id, passphrase.is_some(), private_key, passphrase],
-    )?;
-    Ok(())
-}
-
-/// A group row, for tests until the groups endpoints are merged.
+/// A top-level group named like its id, through the groups store, for the tests below.
 #[cfg(test)]
 pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
-    conn.execute(INSERT_GROUP_FOR_TESTS, [id])?;
+    let group = crate::model::group::NewGroup {
+        name: crate::model::group::GroupName::parse(id)
+            .map_err(|rule| StoreError::Sqlite(rule.into()))?,
+        parent_id: None,
+        color: String::new(),
+        icon: String::new(),
+    };
+    crate::store::groups::insert(conn, id, &group, "2024-01-01T00:00:00.000Z")?;
     Ok(())
 }
 
