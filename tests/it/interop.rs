@@ -918,3 +918,129 @@ fn ssh_logs_in_with_a_passphrase_protected_key_and_the_passphrase_from_connect()
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
 }
+
+#[test]
+fn import_body_errors_name_the_field() {
+    let service = Service::start("interop-import-errors");
+    let path = "/api/import/ssh-config";
+    let details = |error: Value| error["details"].as_str().unwrap_or_default().to_owned();
+    let error = service
+        .post(path, &json!({}))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(details(error).starts_with("config: "));
+    let error = service
+        .post(path, &json!({"config": "Host a\n", "dry_run": "yes"}))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(details(error).starts_with("dry_run: "));
+    let error = service
+        .post(path, &json!({"config": "Host a\n", "keys": ["x"]}))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(details(error).starts_with("keys: "));
+    let error = service
+        .post(
+            path,
+            &json!({"config": "Host a\n IdentityFile ~/k\n", "keys": {"~/k": "not a key"}}),
+        )
+        .assert_error(400, "INVALID_KEY");
+    assert!(details(error).starts_with("keys[~/k]: "));
+    service
+        .post(
+            path,
+            &json!({"config": "Host a\n", "group_id": "dddddddd-0000-4000-8000-000000000004"}),
+        )
+        .assert_error(404, "GROUP_NOT_FOUND");
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 0);
+    service
+        .put(path, &json!({}))
+        .assert_error(405, "METHOD_NOT_ALLOWED");
+    service
+        .post("/api/export/ssh-config", &json!({}))
+        .assert_error(405, "METHOD_NOT_ALLOWED");
+}
+
+#[test]
+fn import_into_a_group_and_a_proxyjump_loop_keeps_one_direction() {
+    let service = Service::start("interop-import-loop");
+    let group = service
+        .post("/api/groups", &json!({"name": "Imported"}))
+        .expect(201);
+    let config = "Host a\n HostName a.example.com\n User u\n ProxyJump b\n\
+                  Host b\n HostName b.example.com\n User u\n ProxyJump a\n";
+    let answer = service
+        .post(
+            "/api/import/ssh-config",
+            &json!({"config": config, "group_id": group["id"]}),
+        )
+        .expect(200);
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(2),
+        "{answer}"
+    );
+    let warnings = answer["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{answer}");
+    assert!(warnings[0]["block"].as_str().unwrap().starts_with("Host b"));
+    assert!(warnings[0]["message"].as_str().unwrap().contains("cycle"));
+    let hosts = service.get("/api/hosts?sort=name").expect(200);
+    let items = hosts["items"].as_array().unwrap();
+    assert_eq!(items[0]["jump_host_ids"], json!([items[1]["id"]]));
+    assert_eq!(items[1]["jump_host_ids"], json!([]));
+    assert!(items.iter().all(|h| h["group_id"] == group["id"]));
+    assert!(items.iter().all(|h| h["username"] == "u"));
+}
+
+#[test]
+fn imported_private_key_is_sealed_at_rest_and_never_exported() {
+    let service = Service::start("interop-import-secret");
+    let key_file = crate::support::fresh_dir("interop-secret-key").join("id_secret");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "c", "-f"])
+        .arg(&key_file)
+        .status()
+        .expect("ssh-keygen runs");
+    assert!(made.success());
+    let private_key = std::fs::read_to_string(&key_file).unwrap();
+    let body: String = private_key
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    let config = "Host s\n HostName s.example.com\n User u\n IdentityFile ~/.ssh/id_secret\n";
+    let answer = service
+        .post(
+            "/api/import/ssh-config",
+            &json!({"config": config, "keys": {"~/.ssh/id_secret": private_key}}),
+        )
+        .expect(200);
+    assert_eq!(answer["missing_keys"], json!([]), "{answer}");
+    let export = service.get("/api/export/ssh-config").text();
+    assert!(!export.contains(&body[..40]), "{export}");
+    assert!(
+        export.contains("IdentityFile ~/.ssh/host-manager/"),
+        "{export}"
+    );
+    for (path, bytes) in crate::support::read_all_files(&service.data_dir) {
+        assert!(
+            !crate::support::contains_bytes(&bytes, body[..40].as_bytes()),
+            "private key text in {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn import_and_export_answer_401_while_the_vault_is_locked() {
+    let service = Service::start("interop-locked");
+    service
+        .put(
+            "/api/vault/password",
+            &json!({"new_password": "master pw 1"}),
+        )
+        .expect(200);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    service
+        .get("/api/export/ssh-config")
+        .assert_error(401, "VAULT_LOCKED");
+    service
+        .post("/api/import/ssh-config", &json!({"config": "Host a\n"}))
+        .assert_error(401, "VAULT_LOCKED");
+}
