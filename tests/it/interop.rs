@@ -1020,7 +1020,7 @@ fn imported_private_key_is_sealed_at_rest_and_never_exported() {
     );
     for (path, bytes) in crate::support::read_all_files(&service.data_dir) {
         assert!(
-            !crate::support::contains_bytes(&bytes, body[..40].as_bytes()),
+            !crate::support::contains_bytes(&bytes, &body.as_bytes()[..40]),
             "private key text in {}",
             path.display()
         );
