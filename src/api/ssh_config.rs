@@ -368,13 +368,18 @@ impl<'a> Plan<'a> {
                 &place.hops,
             )?) {
                 Ok(()) => place.hops.clone(),
+                // A refused chain leaves an existing host's chain as it was.
                 Err(err) => {
                     let message = format!(
                         "ProxyJump not imported: {}",
                         err.details().unwrap_or_default()
                     );
                     warn(answer, place.block, message);
-                    Vec::new()
+                    place
+                        .existing
+                        .as_ref()
+                        .map(|host| host.jump_host_ids.clone())
+                        .unwrap_or_default()
                 }
             };
             let item = |id: Option<String>| Item {

@@ -5,7 +5,7 @@
 //! inside the same transaction; the extensions of a page of hosts are read in one query
 //! per table, never one per host.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -141,7 +141,7 @@ pub fn chains_from(
     stop_at: Option<&str>,
 ) -> Result<HashMap<String, Vec<String>>, StoreError> {
     let mut chains: HashMap<String, Vec<String>> = HashMap::new();
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut frontier: Vec<String> = start.to_vec();
     while !frontier.is_empty() {
         frontier.retain(|id| Some(id.as_str()) != stop_at && seen.insert(id.clone()));
