@@ -713,7 +713,7 @@ impl Sshd {
         std::fs::write(
             &config,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
+                "Port {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nAuthorizedKeysFile {}\n\
                  StrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
                 host_key.display(),
@@ -1043,4 +1043,73 @@ fn import_and_export_answer_401_while_the_vault_is_locked() {
     service
         .post("/api/import/ssh-config", &json!({"config": "Host a\n"}))
         .assert_error(401, "VAULT_LOCKED");
+}
+
+#[test]
+fn ssh_reaches_a_host_through_the_proxy_jump_route_connect_answers() {
+    let sshd = Sshd::start("interop-login-jump-sshd");
+    let service = Service::start("interop-login-jump");
+    let first = host_for_login(&service, &sshd, None);
+    let key_id = first["credentials"]["key_id"].clone();
+    let hop = |name: &str, hostname: &str, chain: Value| {
+        create(
+            &service,
+            name,
+            json!({"hostname": hostname, "port": sshd.port, "username": current_user(),
+                   "auth": {"type": "key", "key_id": key_id}, "jump_host_ids": chain}),
+        )
+    };
+    // Target <- Inner hop <- Outer hop (the login host itself), all on the one sshd under
+    // different names (ssh refuses a hop that names its own destination).
+    let outer = first["host"]["id"].clone();
+    let inner = hop("Inner hop", "127.0.0.2", json!([outer]));
+    let target = hop("Target", "localhost", json!([inner]));
+    let answer = service
+        .post(&format!("/api/hosts/{target}/connect"), &json!({}))
+        .expect(200);
+    let credentials = &answer["credentials"];
+    let user = current_user();
+    let port = sshd.port;
+    assert_eq!(
+        credentials["proxy_jump"],
+        format!("{user}@127.0.0.1:{port},{user}@127.0.0.2:{port}")
+    );
+    let identity = write_identity(&sshd, credentials);
+    // ssh hands -F to the ssh it starts for each hop, so the hops use the same identity.
+    let config = sshd.dir.join("client_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host *\n    IdentityFile {}\n    IdentitiesOnly yes\n    BatchMode yes\n    \
+             StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n    LogLevel ERROR\n",
+            identity.display()
+        ),
+    )
+    .expect("write client config");
+    let output = std::process::Command::new("ssh")
+        .arg("-F")
+        .arg(&config)
+        .arg("-J")
+        .arg(credentials["proxy_jump"].as_str().expect("proxy_jump"))
+        .args(["-p", &port.to_string()])
+        .arg(format!("{user}@localhost"))
+        .args(["echo", "hello"])
+        .stdin(std::process::Stdio::null())
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .expect("ssh runs");
+    assert!(
+        output.status.success(),
+        "ssh -J failed: {}\nsshd log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        sshd.log()
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
+    // Three logins: two hops and the target.
+    assert_eq!(
+        sshd.log().matches("Accepted publickey").count(),
+        3,
+        "{}",
+        sshd.log()
+    );
 }
