@@ -8,6 +8,7 @@ mod hosts;
 mod keys;
 mod limits;
 mod process;
+mod readme;
 mod security;
 mod support;
 mod vault;
