@@ -2,10 +2,9 @@
 //! heading is run in order against one live instance, and every `curl` line must answer
 //! the status its trailing `# -> NNN` comment states (2xx when it has none).
 //!
-//! Each block runs in one `bash` process with `set -euo pipefail` and `PORT` exported, so
-//! a line may capture an id into a variable that later lines of the block use; variables
-//! and functions carry over to later blocks too (the blocks are run as one script, each
-//! block's lines in order). A `curl` line is run as `check NNN 'README.md:LINE' curl ...`:
+//! All blocks run, in order, as one `bash` script with `set -euo pipefail` and `PORT`
+//! exported, so a line may capture an id into a variable that later lines and blocks use.
+//! A `curl` line is run as `check NNN 'README.md:LINE' curl ...`:
 //! `check` adds `-o FILE -w '%{http_code}'`, prints the body on stdout (so `$(...)` and
 //! pipes see it) and fails the script when the status differs.
 
