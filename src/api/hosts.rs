@@ -343,7 +343,7 @@ mod tests {
         AppState::for_tests(Vault::NoPassword(DataKey::generate()))
     }
 
-    /// Stores key `id` the way the keys endpoints will: secrets sealed for the keys table.
+    /// Stores key `id` as the keys endpoints do: secrets sealed for the keys table.
     fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
         let seal = |field, bytes: &[u8]| {
             let context = SealContext {
@@ -358,7 +358,20 @@ mod tests {
         state
             .db
             .write(|tx| {
-                store::hosts::insert_key_for_tests(tx, id, &private_key, passphrase.as_deref())
+                let row = store::keys::NewKeyRow {
+                    id,
+                    name: id,
+                    name_key: id,
+                    key_type: "ssh-ed25519",
+                    public_key: "ssh-ed25519 AAAA",
+                    fingerprint: id,
+                    comment: "",
+                    has_passphrase: passphrase.is_some(),
+                    sealed_private_key: &private_key,
+                    sealed_passphrase: passphrase.as_deref(),
+                    created_at: "2024-01-01T00:00:00.000Z",
+                };
+                store::keys::insert(tx, &row)
             })
             .unwrap();
     }

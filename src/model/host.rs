@@ -469,6 +469,11 @@ impl HostQuery {
             Some("") => return Err(Invalid::new("tag", "must not be empty")),
             tag => tag.map(str::to_owned),
         };
+        // SQLite's full-text query parser ends a string at a NUL byte, and no name or
+        // hostname worth finding holds one: refuse it rather than answer 500.
+        if get("search").is_some_and(|search| search.contains('\0')) {
+            return Err(Invalid::new("search", "must not contain a NUL character"));
+        }
         let search = get("search")
             .filter(|search| !search.is_empty())
             .map(str::to_owned);
@@ -623,6 +628,15 @@ mod tests {
 
     fn create(body: Value) -> Result<NewHost, String> {
         NewHost::from_json(&object(body), PasswordField::Absent).map_err(|err| err.field)
+    }
+
+    #[test]
+    fn search_with_a_nul_is_rejected_and_quotes_are_accepted() {
+        assert_eq!(
+            query(&[("search", "ab\0")]).err().as_deref(),
+            Some("search")
+        );
+        assert!(query(&[("search", "_\"'%")]).is_ok());
     }
 
     fn query(pairs: &[(&str, &str)]) -> Result<HostQuery, String> {

@@ -26,6 +26,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Copies every WAL frame into the database file, then truncates the WAL to zero bytes.
 const CHECKPOINT_TRUNCATE: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
 
+/// Prepared statements kept per connection.
+const STATEMENT_CACHE_CAPACITY: usize = 64;
+
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
 
@@ -176,6 +179,9 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     // Freed pages are zeroed, so deleted rows (even sealed secrets) do not linger.
     conn.pragma_update(None, "secure_delete", "ON")?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // The host list builds many SQL variants (filters x sorts x plans); rusqlite's default
+    // cache of 16 prepared statements would re-prepare them in turn.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(())
 }
 

@@ -9,6 +9,7 @@ mod keys;
 mod limits;
 mod process;
 mod readme;
+mod secrets;
 mod security;
 mod support;
 mod vault;
