@@ -41,6 +41,40 @@ pub enum Endpoint<'a> {
     ExportSshConfig,
 }
 
+/// Every (method, path template) `resolve` matches, in the order of the `resolve` match;
+/// `{id}` stands for any one path segment. `src/api/openapi.json` documents exactly these
+/// (tests below): a route added to `resolve` without a line here and an entry in the
+/// document fails `cargo test`.
+#[cfg(test)]
+pub const ROUTES: &[(Method, &str)] = &[
+    (Method::Get, "/api/health"),
+    (Method::Get, "/api/openapi.json"),
+    (Method::Get, "/api/vault"),
+    (Method::Post, "/api/vault/unlock"),
+    (Method::Post, "/api/vault/lock"),
+    (Method::Put, "/api/vault/password"),
+    (Method::Delete, "/api/vault/password"),
+    (Method::Get, "/api/hosts"),
+    (Method::Post, "/api/hosts"),
+    (Method::Get, "/api/hosts/{id}"),
+    (Method::Put, "/api/hosts/{id}"),
+    (Method::Delete, "/api/hosts/{id}"),
+    (Method::Patch, "/api/hosts/{id}/favorite"),
+    (Method::Put, "/api/hosts/{id}/move"),
+    (Method::Post, "/api/hosts/{id}/connect"),
+    (Method::Get, "/api/groups"),
+    (Method::Post, "/api/groups"),
+    (Method::Get, "/api/groups/{id}"),
+    (Method::Put, "/api/groups/{id}"),
+    (Method::Delete, "/api/groups/{id}"),
+    (Method::Put, "/api/groups/{id}/move"),
+    (Method::Get, "/api/keys"),
+    (Method::Post, "/api/keys"),
+    (Method::Get, "/api/keys/{id}"),
+    (Method::Put, "/api/keys/{id}"),
+    (Method::Delete, "/api/keys/{id}"),
+];
+
 /// The route table. `None` when this method is not defined for the path.
 pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
     use Endpoint::*;
@@ -182,9 +216,175 @@ fn not_routed(path: &[&str]) -> ApiError {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use crate::api::Method;
-    use crate::router::{allowed_methods, resolve, Endpoint};
+    use crate::router::{allowed_methods, resolve, Endpoint, ROUTES};
+
+    /// A sample id for `{id}` (any segment routes; a UUID like the real ones).
+    const SAMPLE_ID: &str = "0b6f3c9e-1d2a-4c5b-8e7f-9a0b1c2d3e4f";
+
+    /// The segments `resolve` sees for `template`, with `{id}` replaced by a sample id.
+    fn segments(template: &str) -> Vec<&str> {
+        template
+            .trim_start_matches('/')
+            .split('/')
+            .map(|segment| {
+                if segment == "{id}" {
+                    SAMPLE_ID
+                } else {
+                    segment
+                }
+            })
+            .collect()
+    }
+
+    /// Templates whose paths differ from every routed one in one segment or in length: they
+    /// must route nowhere.
+    const NEAR_MISSES: &[&str] = &[
+        "/api",
+        "/api/",
+        "/api/hosts/{id}/",
+        "/api/hosts/{id}/favorite/x",
+        "/api/hosts/{id}/unknown",
+        "/api/groups/{id}/favorite",
+        "/api/keys/{id}/move",
+        "/api/vault/{id}",
+        "/api/nope",
+        "/hosts",
+    ];
+
+    fn routed_set() -> BTreeSet<(&'static str, &'static str)> {
+        ROUTES
+            .iter()
+            .map(|(method, template)| (method.as_str(), *template))
+            .collect()
+    }
+
+    /// (METHOD, template) of every operation in the served OpenAPI document.
+    fn documented_set() -> BTreeSet<(String, String)> {
+        let document: serde_json::Value =
+            serde_json::from_str(crate::api::openapi::DOCUMENT).unwrap();
+        let mut set = BTreeSet::new();
+        for (template, item) in document["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                if matches!(
+                    method.as_str(),
+                    "get" | "put" | "post" | "delete" | "options" | "head" | "patch" | "trace"
+                ) {
+                    set.insert((method.to_uppercase(), template.clone()));
+                }
+            }
+        }
+        set
+    }
+
+    /// The (METHOD, template) of every arm of the `resolve` match, read from this file's
+    /// source: an arm added there is seen even when its path uses a word no other route has.
+    fn resolve_arms() -> BTreeSet<(String, String)> {
+        let source = include_str!("router.rs");
+        let start = source
+            .find("let endpoint = match (method, path) {")
+            .unwrap();
+        let end = start + source[start..].find("_ => return None").unwrap();
+        let mut arms = BTreeSet::new();
+        for line in source[start..end].lines().skip(1) {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (pattern, _) = line.split_once("=>").unwrap();
+            let pattern = pattern.trim().trim_start_matches('(').trim_end_matches(')');
+            let (method, path) = pattern.split_once(", [").unwrap();
+            let template: String = path
+                .trim_end_matches(']')
+                .split(", ")
+                .map(|segment| match segment.strip_prefix('"') {
+                    Some(word) => format!("/{}", word.trim_end_matches('"')),
+                    None => "/{id}".to_owned(),
+                })
+                .collect();
+            arms.insert((method.to_uppercase(), template));
+        }
+        arms
+    }
+
+    #[test]
+    fn every_arm_of_resolve_is_in_the_table() {
+        let table: BTreeSet<(String, String)> = routed_set()
+            .into_iter()
+            .map(|(method, template)| (method.to_owned(), template.to_owned()))
+            .collect();
+        let arms = resolve_arms();
+        let missing: Vec<_> = arms.difference(&table).collect();
+        let extra: Vec<_> = table.difference(&arms).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "arms of resolve() missing from ROUTES: {missing:?}; in ROUTES but no arm: {extra:?}"
+        );
+    }
+
+    #[test]
+    fn every_route_in_the_table_resolves() {
+        for (method, template) in ROUTES {
+            assert!(
+                resolve(*method, &segments(template)).is_some(),
+                "{} {template} is in ROUTES but resolve() does not match it",
+                method.as_str()
+            );
+        }
+    }
+
+    #[test]
+    fn resolve_matches_exactly_the_routes_in_the_table() {
+        let templates: BTreeSet<&str> = ROUTES
+            .iter()
+            .map(|(_, template)| *template)
+            .chain(NEAR_MISSES.iter().copied())
+            .collect();
+        for template in templates {
+            for method in Method::ROUTABLE {
+                let listed = ROUTES.contains(&(method, template));
+                let resolved = resolve(method, &segments(template)).is_some();
+                assert_eq!(
+                    resolved,
+                    listed,
+                    "{} {template}: resolve() says {resolved}, ROUTES says {listed}",
+                    method.as_str()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_openapi_document_has_exactly_the_routed_operations() {
+        let routed: BTreeSet<(String, String)> = routed_set()
+            .into_iter()
+            .map(|(method, template)| (method.to_owned(), template.to_owned()))
+            .collect();
+        let documented = documented_set();
+        let undocumented: Vec<_> = routed.difference(&documented).collect();
+        let unrouted: Vec<_> = documented.difference(&routed).collect();
+        assert!(
+            undocumented.is_empty() && unrouted.is_empty(),
+            "routed but not in src/api/openapi.json: {undocumented:?}; \
+             documented but not routed: {unrouted:?}"
+        );
+    }
+
+    #[test]
+    fn every_documented_operation_resolves() {
+        for (method, template) in documented_set() {
+            let method = Method::parse(&method);
+            assert!(
+                resolve(method, &segments(&template)).is_some(),
+                "{} {template} is documented but resolve() does not match it",
+                method.as_str()
+            );
+        }
+    }
 
     #[test]
     fn host_item_path_allows_get_put_delete() {

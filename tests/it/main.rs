@@ -9,6 +9,7 @@ mod interop;
 mod keys;
 mod limits;
 mod process;
+mod readme;
 mod secrets;
 mod security;
 mod support;
