@@ -73,6 +73,8 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Get, "/api/keys/{id}"),
     (Method::Put, "/api/keys/{id}"),
     (Method::Delete, "/api/keys/{id}"),
+    (Method::Post, "/api/import/ssh-config"),
+    (Method::Get, "/api/export/ssh-config"),
 ];
 
 /// The route table. `None` when this method is not defined for the path.

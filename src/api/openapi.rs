@@ -7,7 +7,7 @@
 
 use zeroize::Zeroizing;
 
-use crate::api::Reply;
+use crate::api::{Reply, JSON};
 use crate::error::ApiError;
 
 /// The document, as served.
@@ -18,6 +18,7 @@ pub fn get() -> Result<Reply, ApiError> {
         status: 200,
         headers: Vec::new(),
         body: Zeroizing::new(DOCUMENT.as_bytes().to_vec()),
+        content_type: JSON,
     })
 }
 
