@@ -66,9 +66,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .target(env_logger::Target::Stderr)
-        .init();
+    let mut logger = env_logger::Builder::new();
+    logger
+        .filter_level(log::LevelFilter::Info)
+        .filter_module("tiny_http", log::LevelFilter::Off);
+    // RUST_LOG adds to the defaults; naming tiny_http in it brings that back.
+    if let Some(spec) = env.get("RUST_LOG") {
+        logger.parse_filters(spec);
+    }
+    logger.target(env_logger::Target::Stderr).init();
     match serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -45,8 +45,9 @@ const QUEUE_DEPTH: usize = WORKERS * 4;
 const TICK: Duration = Duration::from_millis(200);
 
 /// A `Server` whose accept thread died keeps serving its open connections until it has
-/// been idle this long, then its pump exits.
-const RETIRED_IDLE: Duration = Duration::from_secs(30);
+/// been idle this long, then its pump exits. Its connections cannot outlive that: each is
+/// closed after `IDLE_TIMEOUT` without a request.
+const RETIRED_IDLE: Duration = Duration::from_secs(IDLE_TIMEOUT.as_secs() * 2);
 
 /// Back-off between attempts to start a new `Server` after an accept failure.
 const ACCEPT_RETRY_MIN: Duration = Duration::from_millis(50);
@@ -140,6 +141,19 @@ fn supervise(
         match events.recv() {
             Ok(Event::Shutdown(reason)) => return reason,
             Err(_) => return "event channel closed",
+            // The listening socket's SO_RCVTIMEO (set for the accepted sockets' sake, see
+            // `tune_listener`) also ends a blocking accept(): an idle service meets this
+            // every IDLE_TIMEOUT. Nothing is wrong; the next accept thread starts at once.
+            Ok(Event::AcceptFailed(err)) if is_idle_timeout(&err) => {
+                log::debug!("accept idle for {IDLE_TIMEOUT:?}; starting the next accept thread");
+                current.store(true, Ordering::SeqCst);
+                match start_pump(context, listener, events_tx) {
+                    Ok(retired) => current = retired,
+                    Err(err) => {
+                        let _ = events_tx.send(Event::AcceptFailed(err));
+                    }
+                }
+            }
             Ok(Event::AcceptFailed(err)) => {
                 log::warn!("accept stopped ({err}); starting a new listener thread");
                 current.store(true, Ordering::SeqCst);
@@ -164,6 +178,13 @@ fn supervise(
         }
         backoff = ACCEPT_RETRY_MIN;
     }
+}
+
+fn is_idle_timeout(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Gives every accepted socket `TCP_NODELAY` and the `IDLE_TIMEOUT` read and write

@@ -403,3 +403,31 @@ fn slow_headers_one_byte_a_second_do_not_hold_up_other_requests() {
         thread::sleep(Duration::from_secs(1));
     }
 }
+
+#[test]
+fn an_idle_service_keeps_accepting_promptly_without_logging_errors() {
+    // The listening socket carries the idle timeout, so an idle accept() ends every
+    // IDLE_TIMEOUT; the service must start the next accept thread at once, quietly.
+    let service = Service::start_with(
+        "idle-accept",
+        Options {
+            env: vec![("RUST_LOG".into(), "info".into())],
+            ..Options::default()
+        },
+    );
+    thread::sleep(IDLE_TIMEOUT + IDLE_TIMEOUT / 2);
+    for _ in 0..5 {
+        let started = Instant::now();
+        assert_eq!(service.get("/api/health").status, 200);
+        assert!(
+            started.elapsed() < Duration::from_millis(200),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+    let stderr = service.stderr();
+    assert!(
+        !stderr.contains("ERROR") && !stderr.contains("WARN"),
+        "{stderr}"
+    );
+}
