@@ -25,6 +25,12 @@ pub enum ApiError {
         rule: String,
     },
     HostNotFound,
+    /// Issue #11: a hop of `jump_host_ids` names no host; the text names which.
+    JumpHostNotFound(String),
+    /// Issue #11: a ProxyJump chain that loops or repeats; the text says how.
+    InvalidJumpChain(String),
+    /// Issue #11: a host is still a hop in this many hosts' chains.
+    HostInUse(u64),
     GroupNotFound,
     KeyNotFound,
     /// A name clashes with an existing one; the text names where.
@@ -74,6 +80,7 @@ impl ApiError {
             | ApiError::Validation { .. }
             | ApiError::InvalidParameter { .. }
             | ApiError::InvalidMove(_)
+            | ApiError::InvalidJumpChain(_)
             | ApiError::InvalidKey(_)
             | ApiError::InvalidPassphrase
             | ApiError::BadRequest(_) => 400,
@@ -81,12 +88,14 @@ impl ApiError {
             ApiError::Forbidden(_) => 403,
             ApiError::NotFound
             | ApiError::HostNotFound
+            | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
+            | ApiError::HostInUse(_)
             | ApiError::VaultNoPassword => 409,
             ApiError::PayloadTooLarge => 413,
             ApiError::Busy => 503,
@@ -101,7 +110,9 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => "METHOD_NOT_ALLOWED",
             ApiError::InvalidJson(_) => "INVALID_JSON",
             ApiError::Validation { .. } | ApiError::InvalidParameter { .. } => "VALIDATION_ERROR",
-            ApiError::HostNotFound => "HOST_NOT_FOUND",
+            ApiError::HostNotFound | ApiError::JumpHostNotFound(_) => "HOST_NOT_FOUND",
+            ApiError::InvalidJumpChain(_) => "INVALID_JUMP_CHAIN",
+            ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::GroupNotFound => "GROUP_NOT_FOUND",
             ApiError::KeyNotFound => "KEY_NOT_FOUND",
             ApiError::DuplicateName(_) => "DUPLICATE_NAME",
@@ -130,7 +141,9 @@ impl ApiError {
             ApiError::InvalidJson(_) => "request body is not valid JSON",
             ApiError::Validation { .. } => "validation failed",
             ApiError::InvalidParameter { .. } => "invalid query parameter",
-            ApiError::HostNotFound => "host not found",
+            ApiError::HostNotFound | ApiError::JumpHostNotFound(_) => "host not found",
+            ApiError::InvalidJumpChain(_) => "invalid jump chain",
+            ApiError::HostInUse(_) => "host is used as a jump host",
             ApiError::GroupNotFound => "group not found",
             ApiError::KeyNotFound => "key not found",
             ApiError::DuplicateName(_) => "name already in use",
@@ -157,6 +170,8 @@ impl ApiError {
             ApiError::InvalidJson(text)
             | ApiError::DuplicateName(text)
             | ApiError::InvalidMove(text)
+            | ApiError::JumpHostNotFound(text)
+            | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
             | ApiError::Forbidden(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
@@ -165,6 +180,9 @@ impl ApiError {
                 Some(format!("query parameter {name}: {rule}"))
             }
             ApiError::KeyInUse(count) => Some(format!("the key is used by {count} host(s)")),
+            ApiError::HostInUse(count) => Some(format!(
+                "the host is a jump host (jump_host_ids) of {count} host(s)"
+            )),
 
             ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),
             ApiError::PayloadTooLarge => {

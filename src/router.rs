@@ -37,6 +37,8 @@ pub enum Endpoint<'a> {
     GetKey(&'a str),
     UpdateKey(&'a str),
     DeleteKey(&'a str),
+    ImportSshConfig,
+    ExportSshConfig,
 }
 
 /// The route table. `None` when this method is not defined for the path.
@@ -74,6 +76,9 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Get, ["api", "keys", id]) => GetKey(id),
         (Put, ["api", "keys", id]) => UpdateKey(id),
         (Delete, ["api", "keys", id]) => DeleteKey(id),
+
+        (Post, ["api", "import", "ssh-config"]) => ImportSshConfig,
+        (Get, ["api", "export", "ssh-config"]) => ExportSshConfig,
 
         _ => return None,
     };
@@ -129,7 +134,7 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{groups, health, hosts, keys, openapi, vault};
+    use api::{groups, health, hosts, keys, openapi, ssh_config, vault};
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),
@@ -162,6 +167,9 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         GetKey(id) => keys::get(state, id),
         UpdateKey(id) => keys::update(state, req, id),
         DeleteKey(id) => keys::delete(state, id),
+
+        ImportSshConfig => ssh_config::import(state, req),
+        ExportSshConfig => ssh_config::export(state, req),
     }
 }
 

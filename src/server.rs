@@ -590,7 +590,7 @@ fn format_response(reply: &Reply, head_only: bool) -> Zeroizing<Vec<u8>> {
         reason_phrase(reply.status)
     );
     if reply.status != 204 {
-        head.push_str("Content-Type: application/json\r\n");
+        head.push_str(&format!("Content-Type: {}\r\n", reply.content_type));
         head.push_str(&format!("Content-Length: {}\r\n", reply.body.len()));
     }
     for (name, value) in &reply.headers {
@@ -704,6 +704,7 @@ mod tests {
     fn response_is_one_buffer_with_length_and_type() {
         let reply = Reply {
             status: 200,
+            content_type: crate::api::JSON,
             headers: vec![("Allow", "GET".into())],
             body: Zeroizing::new(b"{}".to_vec()),
         };
@@ -711,6 +712,17 @@ mod tests {
         assert_eq!(
             text,
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nAllow: GET\r\n\r\n{}"
+        );
+    }
+
+    #[test]
+    fn text_reply_carries_its_own_content_type() {
+        let text =
+            String::from_utf8(format_response(&Reply::text("Host a\n".into()), false).to_vec())
+                .unwrap();
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"),
+            "{text}"
         );
     }
 
@@ -725,6 +737,7 @@ mod tests {
     fn head_keeps_the_length_but_sends_no_body() {
         let reply = Reply {
             status: 405,
+            content_type: crate::api::JSON,
             headers: vec![],
             body: Zeroizing::new(b"{\"a\":1}".to_vec()),
         };

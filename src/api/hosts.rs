@@ -16,8 +16,9 @@ use zeroize::Zeroizing;
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{
-    AuthType, HostPatch, HostQuery, HostView, NewHost, PasswordAction, PasswordField,
+    AuthType, Host, HostPatch, HostQuery, HostView, NewHost, PasswordAction, PasswordField,
 };
+use crate::model::interop::{self, ChainVerdict};
 use crate::model::validate::{self, Invalid};
 use crate::state::AppState;
 use crate::store;
@@ -62,6 +63,10 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
+    /// Issue #11: the full route for `ssh -J`, each hop's own chain first; omitted when
+    /// the host has no chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proxy_jump: Option<&'a str>,
 }
 
 /// Opened secrets of one host, wiped on drop.
@@ -78,7 +83,11 @@ enum Credentials {
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let query = HostQuery::parse(|name| req.query(name))
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
-    let (hosts, total) = state.db.read(|conn| store::hosts::list(conn, &query))?;
+    let (hosts, total) = state.db.read(|conn| {
+        let (mut hosts, total) = store::hosts::list(conn, &query)?;
+        store::interop::fill_extensions(conn, &mut hosts)?;
+        Ok::<_, ApiError>((hosts, total))
+    })?;
     let page = HostPage {
         items: hosts.iter().map(|host| host.view()).collect(),
         total,
@@ -97,9 +106,10 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
         _ => None,
     };
-    let host = state
-        .db
-        .write(|tx| store::hosts::insert(tx, &id, &host, sealed.as_deref()))?;
+    let host = state.db.write(|tx| {
+        judge_chain(store::interop::judge_chain(tx, None, &host.jump_host_ids)?)?;
+        Ok::<_, ApiError>(store::hosts::insert(tx, &id, &host, sealed.as_deref())?)
+    })?;
     Reply::json(201, &host.view())
 }
 
@@ -116,6 +126,10 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         let current = store::hosts::by_id(tx, id)?;
         let (patch, sealed) = checked?;
         let change = patch.apply(&current).map_err(invalid)?;
+        if patch.jump_host_ids.is_some() {
+            let chain = &change.host.jump_host_ids;
+            judge_chain(store::interop::judge_chain(tx, Some(id), chain)?)?;
+        }
         Ok::<_, ApiError>(store::hosts::update(
             tx,
             &current,
@@ -126,8 +140,15 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     Reply::json(200, &host.view())
 }
 
+/// Issue #11: a host still used as a jump host answers 409 `HOST_IN_USE`.
 pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    state.db.write(|tx| store::hosts::delete(tx, id))?;
+    state.db.write(|tx| {
+        let users = store::interop::jump_users(tx, id)?;
+        if users > 0 {
+            return Err(ApiError::HostInUse(users));
+        }
+        Ok(store::hosts::delete(tx, id)?)
+    })?;
     Ok(Reply::no_content())
 }
 
@@ -154,18 +175,50 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
 /// api-decisions §3 (extension): sets `last_used_at` and answers the decrypted
 /// credentials. The only response with a secret; `Cache-Control: no-store`.
 pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let sealed = state.db.read(|conn| {
+    let (sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
-        store::hosts::credentials(conn, &host)
+        let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
+        let proxy_jump = proxy_jump(&route);
+        Ok::<_, ApiError>((store::hosts::credentials(conn, &host)?, proxy_jump))
     })?;
     let credentials = open_credentials(state, id, &sealed)?;
     // Set only once the secrets opened: a failed connect is not a use.
     let host = state.db.write(|tx| store::hosts::touch_last_used(tx, id))?;
     let view = ConnectView {
         host: host.view(),
-        credentials: credentials_view(&credentials, host.auth_type, &host.username)?,
+        credentials: CredentialsView {
+            proxy_jump: proxy_jump.as_deref(),
+            ..credentials_view(&credentials, host.auth_type, &host.username)?
+        },
     };
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
+}
+
+/// Issue #11: an unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
+/// is 400 `INVALID_JUMP_CHAIN`.
+pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
+    match verdict {
+        ChainVerdict::Fine => Ok(()),
+        ChainVerdict::UnknownHop(id) => Err(ApiError::JumpHostNotFound(format!(
+            "jump_host_ids: no host has the id {id}"
+        ))),
+        ChainVerdict::Invalid(problem) => Err(ApiError::InvalidJumpChain(format!(
+            "jump_host_ids: {}",
+            problem.0
+        ))),
+    }
+}
+
+/// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
+fn proxy_jump(route: &[Host]) -> Option<String> {
+    if route.is_empty() {
+        return None;
+    }
+    let hops: Vec<String> = route
+        .iter()
+        .map(|hop| interop::jump_spec(&hop.username, &hop.hostname, hop.port))
+        .collect();
+    Some(hops.join(","))
 }
 
 /// A validation failure of a body field as the API's error.
@@ -270,6 +323,7 @@ fn credentials_view<'a>(
         key_id: None,
         private_key: None,
         passphrase: None,
+        proxy_jump: None,
     };
     match credentials {
         Credentials::Password(password) => {
@@ -305,6 +359,7 @@ fn secret_reply<T: Serialize>(value: &T) -> Result<Reply, ApiError> {
     serde_json::to_writer(&mut *body, value).map_err(ApiError::internal)?;
     Ok(Reply {
         status: 200,
+        content_type: crate::api::JSON,
         headers: Vec::new(),
         body,
     })
@@ -343,7 +398,7 @@ mod tests {
         AppState::for_tests(Vault::NoPassword(DataKey::generate()))
     }
 
-    /// Stores key `id` the way the keys endpoints will: secrets sealed for the keys table.
+    /// Stores key `id` as the keys endpoints do: secrets sealed for the keys table.
     fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
         let seal = |field, bytes: &[u8]| {
             let context = SealContext {
@@ -358,7 +413,20 @@ mod tests {
         state
             .db
             .write(|tx| {
-                store::hosts::insert_key_for_tests(tx, id, &private_key, passphrase.as_deref())
+                let row = store::keys::NewKeyRow {
+                    id,
+                    name: id,
+                    name_key: id,
+                    key_type: "ssh-ed25519",
+                    public_key: "ssh-ed25519 AAAA",
+                    fingerprint: id,
+                    comment: "",
+                    has_passphrase: passphrase.is_some(),
+                    sealed_private_key: &private_key,
+                    sealed_passphrase: passphrase.as_deref(),
+                    created_at: "2024-01-01T00:00:00.000Z",
+                };
+                store::keys::insert(tx, &row)
             })
             .unwrap();
     }

@@ -9,6 +9,7 @@ pub mod health;
 pub mod hosts;
 pub mod keys;
 pub mod openapi;
+pub mod ssh_config;
 pub mod vault;
 
 use std::collections::HashMap;
@@ -161,9 +162,14 @@ impl Req {
     }
 }
 
-/// A finished answer: status, extra headers and a JSON body (empty for 204).
+/// JSON, the content type of every reply but the config export.
+pub const JSON: &str = "application/json";
+
+/// A finished answer: status, content type, extra headers and a body (empty for 204).
 pub struct Reply {
     pub status: u16,
+    /// `JSON` for everything but `GET /api/export/ssh-config` (errors are always JSON).
+    pub content_type: &'static str,
     pub headers: Vec<(&'static str, String)>,
     /// Wiped on drop: the `connect` reply carries secrets.
     pub body: Zeroizing<Vec<u8>>,
@@ -174,14 +180,26 @@ impl Reply {
         let body = serde_json::to_vec(value).map_err(ApiError::internal)?;
         Ok(Reply {
             status,
+            content_type: JSON,
             headers: Vec::new(),
             body: Zeroizing::new(body),
         })
     }
 
+    /// A 200 plain-text reply (the config export).
+    pub fn text(body: String) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "text/plain; charset=utf-8",
+            headers: Vec::new(),
+            body: Zeroizing::new(body.into_bytes()),
+        }
+    }
+
     pub fn no_content() -> Reply {
         Reply {
             status: 204,
+            content_type: JSON,
             headers: Vec::new(),
             body: Zeroizing::new(Vec::new()),
         }
@@ -211,6 +229,7 @@ impl Reply {
         });
         let reply = Reply {
             status: err.status(),
+            content_type: JSON,
             headers: Vec::new(),
             body: Zeroizing::new(bytes),
         };

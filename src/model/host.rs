@@ -8,6 +8,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::model::interop;
 use crate::model::validate::{self, Invalid, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
 
 /// api-decisions §3: `per_page` defaults to 50 (spec Limits) and is clamped to 1000.
@@ -42,6 +43,10 @@ pub struct Host {
     pub created_at: String,
     pub updated_at: String,
     pub last_used_at: Option<String>,
+    /// Issue #11: the ProxyJump chain, hop ids in order.
+    pub jump_host_ids: Vec<String>,
+    /// Issue #11: extra ssh_config directives, verbatim, in order.
+    pub ssh_options: Vec<String>,
 }
 
 /// The Host object of the spec, as every endpoint answers it (api-decisions §3): every
@@ -64,6 +69,10 @@ pub struct HostView<'a> {
     pub created_at: &'a str,
     pub updated_at: &'a str,
     pub last_used_at: Option<&'a str>,
+    /// Issue #11 (extension): always present, `[]` when none.
+    pub jump_host_ids: &'a [String],
+    /// Issue #11 (extension): always present, `[]` when none.
+    pub ssh_options: &'a [String],
 }
 
 /// `auth` in responses: `{type, key_id (type key only), has_password}`; never the password.
@@ -122,6 +131,8 @@ pub struct NewHost {
     /// `None`: at the end of its group.
     pub order: Option<i64>,
     pub notes: String,
+    pub jump_host_ids: Vec<String>,
+    pub ssh_options: Vec<String>,
 }
 
 /// A checked partial update: `None` leaves a field as it is.
@@ -139,6 +150,9 @@ pub struct HostPatch {
     pub color: Option<String>,
     pub order: Option<OrderChange>,
     pub notes: Option<String>,
+    /// `Some(vec![])` (from `[]` or `null`): clear the chain.
+    pub jump_host_ids: Option<Vec<String>>,
+    pub ssh_options: Option<Vec<String>>,
 }
 
 /// An update applied to the current host: the new field values (`has_password`,
@@ -256,6 +270,8 @@ impl Host {
             created_at: &self.created_at,
             updated_at: &self.updated_at,
             last_used_at: self.last_used_at.as_deref(),
+            jump_host_ids: &self.jump_host_ids,
+            ssh_options: &self.ssh_options,
         }
     }
 }
@@ -292,6 +308,9 @@ impl NewHost {
             color: optional(body, "color", validate::color)?.unwrap_or_default(),
             order: optional(body, "order", validate::order)?,
             notes: optional(body, "notes", validate::notes)?.unwrap_or_default(),
+            jump_host_ids: optional(body, "jump_host_ids", interop::jump_host_ids)?
+                .unwrap_or_default(),
+            ssh_options: optional(body, "ssh_options", interop::ssh_options)?.unwrap_or_default(),
         })
     }
 }
@@ -335,6 +354,8 @@ impl HostPatch {
                 Value::Null => Ok(String::new()),
                 _ => validate::notes(v),
             })?,
+            jump_host_ids: present(body, "jump_host_ids", interop::jump_host_ids)?,
+            ssh_options: present(body, "ssh_options", interop::ssh_options)?,
         })
     }
 }
@@ -387,6 +408,14 @@ impl HostPatch {
             created_at: current.created_at.clone(),
             updated_at: current.updated_at.clone(),
             last_used_at: current.last_used_at.clone(),
+            jump_host_ids: self
+                .jump_host_ids
+                .clone()
+                .unwrap_or_else(|| current.jump_host_ids.clone()),
+            ssh_options: self
+                .ssh_options
+                .clone()
+                .unwrap_or_else(|| current.ssh_options.clone()),
         };
         Ok(HostChange {
             name_key: name_key(&host.name),
@@ -469,6 +498,11 @@ impl HostQuery {
             Some("") => return Err(Invalid::new("tag", "must not be empty")),
             tag => tag.map(str::to_owned),
         };
+        // SQLite's full-text query parser ends a string at a NUL byte, and no name or
+        // hostname worth finding holds one: refuse it rather than answer 500.
+        if get("search").is_some_and(|search| search.contains('\0')) {
+            return Err(Invalid::new("search", "must not contain a NUL character"));
+        }
         let search = get("search")
             .filter(|search| !search.is_empty())
             .map(str::to_owned);
@@ -623,6 +657,15 @@ mod tests {
 
     fn create(body: Value) -> Result<NewHost, String> {
         NewHost::from_json(&object(body), PasswordField::Absent).map_err(|err| err.field)
+    }
+
+    #[test]
+    fn search_with_a_nul_is_rejected_and_quotes_are_accepted() {
+        assert_eq!(
+            query(&[("search", "ab\0")]).err().as_deref(),
+            Some("search")
+        );
+        assert!(query(&[("search", "_\"'%")]).is_ok());
     }
 
     fn query(pairs: &[(&str, &str)]) -> Result<HostQuery, String> {

@@ -5,6 +5,8 @@
 
 pub mod group;
 pub mod host;
+pub mod interop;
 pub mod key;
+pub mod ssh_config;
 pub mod tree;
 pub mod validate;

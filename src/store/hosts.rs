@@ -71,10 +71,12 @@ const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, usernam
 /// least three characters) and fall back to a LIKE scan.
 const TRIGRAM_MIN_CHARS: usize = 3;
 
-/// A filtered walk may visit this many hosts per matching host before the page is
-/// collected instead. At 100,000 hosts here, testing a host on a walk (a tag or search
-/// probe) costs 0.4-0.9 µs and collecting one match (a row lookup, then the sort) about
-/// 1-1.4 µs (measured), so a walk that runs out wastes at most about what collecting costs.
+/// A filtered walk may take this many steps per step collecting would cost before the page
+/// is collected instead. At 100,000 hosts here, testing a host on a walk costs 0.4-1 µs (a
+/// tag or search probe, or a row read for a group, favorite or short search) and
+/// collecting one match (a row read, then the sort) about 1-1.4 µs, so a walk that runs
+/// out wastes at most about what collecting costs (measured with scripts/bench-hosts and
+/// EXPLAIN QUERY PLAN timings).
 const WALK_COST_RATIO: u64 = 1;
 
 /// A host's stored secrets, still sealed.
@@ -124,6 +126,8 @@ pub fn insert(
         now,
     ])?;
     write_tags(conn, conn.last_insert_rowid(), &host.tags)?;
+    crate::store::interop::write_jumps(conn, id, &host.jump_host_ids)?;
+    crate::store::interop::write_options(conn, id, &host.ssh_options)?;
     Ok(Host {
         id: id.to_owned(),
         name: host.name.clone(),
@@ -142,6 +146,8 @@ pub fn insert(
         created_at: now.clone(),
         updated_at: now,
         last_used_at: None,
+        jump_host_ids: host.jump_host_ids.clone(),
+        ssh_options: host.ssh_options.clone(),
     })
 }
 
@@ -156,6 +162,7 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Host, StoreError> {
         .prepare_cached(SELECT_TAGS)?
         .query_map([id], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
+    crate::store::interop::fill_extensions(conn, std::slice::from_mut(&mut host))?;
     Ok(host)
 }
 
@@ -214,6 +221,12 @@ pub fn update(
             .prepare_cached(SELECT_SEQ)?
             .query_row([&host.id], |row| row.get(0))?;
         write_tags(conn, seq, &host.tags)?;
+    }
+    if host.jump_host_ids != previous.jump_host_ids {
+        crate::store::interop::write_jumps(conn, &host.id, &host.jump_host_ids)?;
+    }
+    if host.ssh_options != previous.ssh_options {
+        crate::store::interop::write_options(conn, &host.id, &host.ssh_options)?;
     }
     Ok(Host {
         order,
@@ -369,8 +382,9 @@ enum Plan {
     Walk,
     /// Walk at most this many hosts of the sort's index, testing each against the
     /// filters: cost grows with (offset + page) / share of hosts matching, which is small
-    /// for broad filters. Matches that cluster late in the order (a search for "web"
-    /// sorted by name) can exhaust the budget; the page is then collected instead.
+    /// for broad filters. Matches that cluster late in the order (a tag that only hosts
+    /// named "mail-*" carry, sorted by name) can exhaust the budget; the page is then
+    /// collected instead, so a wrong guess costs at most about one collection more.
     WalkWithin(u64),
     /// Collect the matching hosts through the filters' own indexes, then sort them: cost
     /// grows with the number of matches. Best for narrow filters.
@@ -388,28 +402,35 @@ fn choose_plan(
     if filters.is_empty() {
         return Ok(Plan::Walk);
     }
-    // A group, favorite or short-search test reads the host's row on every step of a walk,
-    // which costs what collecting a match does; the group and favorite indexes also come
-    // ordered by name.
-    if filters.tests_host_columns() {
+    // hosts_by_group and hosts_by_favorite come ordered by name: collecting is a range read.
+    if query.sort == Sort::Name && (filters.group.is_some() || filters.favorite.is_some()) {
         return Ok(Plan::Collect);
     }
-    // A search term is often a prefix of the names and hostnames it finds, so its matches
-    // bunch together in those two orders and a walk would cross the whole gap first.
-    if filters.has_indexed_search() && matches!(query.sort, Sort::Name | Sort::Hostname) {
+    // A search term of two or more characters is often a prefix of the names and hostnames
+    // it finds, so its matches bunch together in those two orders and a walk would cross
+    // the whole gap before them. (One character matches too many hosts to leave a gap.)
+    if filters.search_chars >= 2 && matches!(query.sort, Sort::Name | Sort::Hostname) {
         return Ok(Plan::Collect);
     }
     let catalogue: i64 = conn
         .prepare_cached(SELECT_CATALOGUE_SIZE)?
         .query_row([], |row| row.get(0))?;
     let catalogue = u64::try_from(catalogue).unwrap_or(0);
-    // Hosts a walk visits when matches spread evenly over the order.
+    // What collecting costs, in walk steps: one per match read through a set or an index;
+    // a short search on its own is collected by scanning every host, about three per step.
+    let collect = match filters.only_scanned_search() {
+        true => catalogue / 3,
+        false => total,
+    };
+    let budget = collect.saturating_mul(WALK_COST_RATIO);
+    // Hosts a walk visits when matches spread evenly over the order; walk when that is
+    // well inside the budget.
     let expected = offset
         .saturating_add(query.per_page)
         .saturating_mul(catalogue)
         / total;
-    Ok(match expected <= total {
-        true => Plan::WalkWithin(total.saturating_mul(WALK_COST_RATIO)),
+    Ok(match expected.saturating_mul(2) <= budget {
+        true => Plan::WalkWithin(budget),
         false => Plan::Collect,
     })
 }
@@ -455,6 +476,8 @@ struct Filters {
     group: Option<GroupFilter>,
     tag: Option<String>,
     search: Option<Search>,
+    /// Characters in the search term (0 without one).
+    search_chars: usize,
     favorite: Option<bool>,
 }
 
@@ -477,6 +500,7 @@ impl Filters {
             group: query.group.clone(),
             tag: query.tag.clone(),
             search,
+            search_chars: query.search.as_ref().map_or(0, |term| term.chars().count()),
             favorite: query.favorite,
         }
     }
@@ -493,6 +517,13 @@ impl Filters {
         self.group.is_some()
             || self.favorite.is_some()
             || matches!(self.search, Some(Search::Scanned(_)))
+    }
+
+    fn only_scanned_search(&self) -> bool {
+        matches!(self.search, Some(Search::Scanned(_)))
+            && self.group.is_none()
+            && self.favorite.is_none()
+            && self.tag.is_none()
     }
 
     fn has_indexed_search(&self) -> bool {
@@ -591,16 +622,24 @@ impl Filters {
         if self.favorite.is_some() {
             clauses.push("is_favorite = :favorite".into());
         }
-        if self.tag.is_some() {
-            clauses.push(match walking {
-                true => "EXISTS (SELECT 1 FROM host_tags \
-                     WHERE host_seq = hosts.seq AND tag = :tag)"
-                    .into(),
-                false => "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into(),
-            });
+        let indexed = self.has_indexed_search();
+        match (self.tag.is_some(), walking, indexed) {
+            (false, _, _) => {}
+            (true, true, _) => clauses.push(
+                "EXISTS (SELECT 1 FROM host_tags WHERE host_seq = hosts.seq AND tag = :tag)".into(),
+            ),
+            // A tag and a search meet in the indexes first, so only hosts in both are read.
+            (true, false, true) => clauses.push(format!(
+                "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag \
+                 AND host_seq IN ({FTS_SEQS}))"
+            )),
+            (true, false, false) => {
+                clauses.push("seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into())
+            }
         }
         match &self.search {
             None => {}
+            Some(Search::Indexed(_)) if self.tag.is_some() && !walking => {}
             Some(Search::Indexed(_)) => clauses.push(format!("seq IN ({FTS_SEQS})")),
             Some(Search::Scanned(_)) => clauses.push(
                 "(name_key LIKE :search ESCAPE '\\' OR hostname LIKE :search ESCAPE '\\')".into(),
@@ -721,7 +760,10 @@ fn rows_of_page(conn: &Connection, seqs: &[i64]) -> Result<Vec<Host>, StoreError
 
 /// A host from the columns of `SELECT_HOST_BY_ID` starting at column `first`; tags are left empty. The outer
 /// error is SQLite's; the inner one a stored value this build does not understand.
-fn host_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<Result<Host, StoreError>> {
+pub(crate) fn host_from_row(
+    row: &Row<'_>,
+    first: usize,
+) -> rusqlite::Result<Result<Host, StoreError>> {
     let auth_type: String = row.get(first + 5)?;
     let port: i64 = row.get(first + 3)?;
     let (Some(auth_type), Ok(port)) = (AuthType::parse(&auth_type), u16::try_from(port)) else {
@@ -747,6 +789,8 @@ fn host_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<Result<Host, S
         created_at: row.get(first + 13)?,
         updated_at: row.get(first + 14)?,
         last_used_at: row.get(first + 15)?,
+        jump_host_ids: Vec::new(),
+        ssh_options: Vec::new(),
     }))
 }
 
@@ -792,32 +836,17 @@ fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreE
     Ok(())
 }
 
-#[cfg(test)]
-pub const INSERT_GROUP_FOR_TESTS: &str = "INSERT INTO groups (id, name, name_key, created_at, \
-     updated_at) VALUES (?1, ?1, ?1, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')";
-
-/// A key row with the given sealed secrets, for tests until the keys endpoints exist.
-#[cfg(test)]
-pub fn insert_key_for_tests(
-    conn: &Connection,
-    id: &str,
-    private_key: &[u8],
-    passphrase: Option<&[u8]>,
-) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint, has_passphrase, \
-         private_key, passphrase, created_at, updated_at) VALUES (?1, ?1, ?1, 'ssh-ed25519', \
-         'ssh-ed25519 AAAA', ?1, ?2, ?3, ?4, '2024-01-01T00:00:00.000Z', \
-         '2024-01-01T00:00:00.000Z')",
-        params![id, passphrase.is_some(), private_key, passphrase],
-    )?;
-    Ok(())
-}
-
-/// A group row, for tests until the groups endpoints are merged.
+/// A top-level group named like its id, through the groups store, for the tests below.
 #[cfg(test)]
 pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
-    conn.execute(INSERT_GROUP_FOR_TESTS, [id])?;
+    let group = crate::model::group::NewGroup {
+        name: crate::model::group::GroupName::parse(id)
+            .map_err(|rule| StoreError::Sqlite(rule.into()))?,
+        parent_id: None,
+        color: String::new(),
+        icon: String::new(),
+    };
+    crate::store::groups::insert(conn, id, &group, "2024-01-01T00:00:00.000Z")?;
     Ok(())
 }
 

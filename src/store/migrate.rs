@@ -9,7 +9,10 @@ use crate::store::StoreError;
 
 /// Migration N (1-based) brings the schema to version N. Append only; never edit a file
 /// that has shipped.
-const MIGRATIONS: &[&str] = &[include_str!("../../sql/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../sql/0001_init.sql"),
+    include_str!("../../sql/0002_ssh_interop.sql"),
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

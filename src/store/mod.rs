@@ -6,6 +6,7 @@
 
 pub mod groups;
 pub mod hosts;
+pub mod interop;
 pub mod keys;
 pub mod migrate;
 pub mod vault_meta;
@@ -25,6 +26,13 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Copies every WAL frame into the database file, then truncates the WAL to zero bytes.
 const CHECKPOINT_TRUNCATE: &str = "PRAGMA wal_checkpoint(TRUNCATE)";
+
+/// The connection type, for api code that splits work done inside one `Db::write` into
+/// functions (the import): it names this alias, never rusqlite.
+pub type Conn = Connection;
+
+/// Prepared statements kept per connection.
+const STATEMENT_CACHE_CAPACITY: usize = 64;
 
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
@@ -176,6 +184,9 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     // Freed pages are zeroed, so deleted rows (even sealed secrets) do not linger.
     conn.pragma_update(None, "secure_delete", "ON")?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // The host list builds many SQL variants (filters x sorts x plans); rusqlite's default
+    // cache of 16 prepared statements would re-prepare them in turn.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(())
 }
 

@@ -1,21 +1,13 @@
 //! `/api/groups` black-box tests (api-decisions §4 and §7): every endpoint, every rule on
 //! both sides of its edge, the five-level tree and its counts, cycles, and deletes that lose
 //! nothing.
-//!
-//! Hosts are written and read straight through SQLite while the service is stopped: the
-//! hosts endpoints are built separately (TODO #5: switch `seed_hosts` and `host_groups` to
-//! `POST /api/hosts` and `GET /api/hosts` once they land).
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use rusqlite::params;
 use serde_json::{json, Value};
 
-use crate::support::{wait_until, Options, Service};
-
-const STOP_DEADLINE: Duration = Duration::from_secs(10);
+use crate::support::{wait_until, Service};
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -106,58 +98,32 @@ fn wait_past(stamp: &str) {
     assert!(wait_until(Duration::from_secs(2), later));
 }
 
-/// Stops the service, returning its data dir.
-fn stop(mut service: Service) -> std::path::PathBuf {
-    assert!(
-        service.terminate(STOP_DEADLINE).is_some(),
-        "service did not stop"
-    );
-    service.data_dir.clone()
-}
-
-fn restart(name: &str, data_dir: &Path) -> Service {
-    Service::start_with(
-        name,
-        Options {
-            data_dir: Some(data_dir.to_path_buf()),
-            ..Options::default()
-        },
-    )
-}
-
-/// Stops the service, inserts one host row per `(host name, group id)` straight into its
-/// database, and starts it again on the same data dir.
-fn seed_hosts(service: Service, name: &str, hosts: &[(&str, Option<&str>)]) -> Service {
-    let data_dir = stop(service);
-    let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
-    for (index, (host, group)) in hosts.iter().enumerate() {
-        conn.execute(
-            "INSERT INTO hosts (id, name, name_key, hostname, port, username, auth_type,
-                 group_id, created_at, updated_at, sort_order)
-             VALUES (?1, ?2, lower(?2), 'example.org', 22, 'root', 'agent', ?3,
-                 '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', ?4)",
-            params![
-                format!("00000000-0000-4000-8000-{index:012}"),
-                host,
-                group,
-                index as i64
-            ],
-        )
-        .unwrap();
+/// Creates one host per `(host name, group id)` through `POST /api/hosts`.
+fn seed_hosts(service: &Service, hosts: &[(&str, Option<&str>)]) {
+    for (host, group) in hosts {
+        let body = json!({
+            "name": host, "hostname": "example.org", "port": 22, "username": "root",
+            "auth": {"type": "agent"}, "group_id": group,
+        });
+        service.post("/api/hosts", &body).expect(201);
     }
-    drop(conn);
-    restart(name, &data_dir)
 }
 
-/// Host name -> group id, read from the database of a stopped service.
-fn host_groups(data_dir: &Path) -> HashMap<String, Option<String>> {
-    let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
-    let mut statement = conn.prepare("SELECT name, group_id FROM hosts").unwrap();
-    let rows = statement
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .unwrap();
-    rows.collect::<Result<HashMap<String, Option<String>>, _>>()
+/// Host name -> group id, as `GET /api/hosts` reports them.
+fn host_groups(service: &Service) -> HashMap<String, Option<String>> {
+    let list = service.get("/api/hosts?per_page=1000").expect(200);
+    list["items"]
+        .as_array()
         .unwrap()
+        .iter()
+        .map(|host| {
+            let group = host
+                .get("group_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            (host["name"].as_str().unwrap().to_owned(), group)
+        })
+        .collect()
 }
 
 // ---- create ----------------------------------------------------------------------------
@@ -461,7 +427,7 @@ fn tree_five_levels_deep_with_hosts_at_several_levels_has_direct_and_total_count
         .iter()
         .map(|(host, group)| (host.as_str(), group.as_deref()))
         .collect();
-    let service = seed_hosts(service, name, &rows);
+    seed_hosts(&service, &rows);
 
     let top = tree(&service);
     assert_eq!(top.len(), 1);
@@ -777,9 +743,8 @@ fn delete_of_a_middle_group_keeps_every_host_and_group_under_the_right_parent() 
     let plain = create_id(&service, "db", Some(&middle));
     let namesake = create_id(&service, "middle", Some(&middle));
     let groups_before = count_groups(&tree(&service));
-    let service = seed_hosts(
-        service,
-        name,
+    seed_hosts(
+        &service,
         &[
             ("r1", Some(&root)),
             ("m1", Some(&middle)),
@@ -820,8 +785,7 @@ fn delete_of_a_middle_group_keeps_every_host_and_group_under_the_right_parent() 
     assert_eq!(counts(&root_node), (3, 5));
     assert_eq!(counts(&renamed), (1, 2));
 
-    let data_dir = stop(service);
-    let hosts = host_groups(&data_dir);
+    let hosts = host_groups(&service);
     assert_eq!(hosts.len(), 6, "no host lost: {hosts:?}");
     for host in ["r1", "m1", "m2"] {
         assert_eq!(hosts[host].as_deref(), Some(root.as_str()), "{host}");
@@ -839,14 +803,14 @@ fn delete_of_a_top_level_group_makes_children_top_level_and_hosts_ungrouped() {
     let child = create_id(&service, "child", Some(&top));
     create(&service, "Other", None);
     let clash = create_id(&service, "other", Some(&top));
-    let service = seed_hosts(service, name, &[("t1", Some(&top)), ("c1", Some(&child))]);
+    seed_hosts(&service, &[("t1", Some(&top)), ("c1", Some(&child))]);
 
     service.delete(&format!("/api/groups/{top}")).expect(204);
 
     let forest = tree(&service);
     assert_eq!(names(&json!(forest)), ["child", "Other", "other (2)"]);
     assert_eq!(find(&forest, &clash).unwrap()["parent_id"], Value::Null);
-    let hosts = host_groups(&stop(service));
+    let hosts = host_groups(&service);
     assert_eq!(
         hosts["t1"], None,
         "hosts of a top-level group become ungrouped"

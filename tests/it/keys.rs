@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{contains_bytes, fresh_dir, read_all_files, Options, Response, Service};
+use crate::support::{
+    contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
+};
 
 /// The comment every ssh-keygen key of these tests carries.
 const KEYGEN_COMMENT: &str = "made@by-keygen";
@@ -774,31 +776,6 @@ fn key_used_by_hosts_cannot_be_deleted_until_they_are_gone() {
     service.delete(&path).expect(204);
     service.get(&path).assert_error(404, "KEY_NOT_FOUND");
     service.delete(&path).assert_error(404, "KEY_NOT_FOUND");
-}
-
-/// The forms a secret could leak in: raw, hex and base64.
-fn leak_forms(secret: &[u8]) -> Vec<Vec<u8>> {
-    let hex: String = secret.iter().map(|byte| format!("{byte:02x}")).collect();
-    vec![
-        secret.to_vec(),
-        hex.into_bytes(),
-        base64(secret).into_bytes(),
-    ]
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
 }
 
 /// The bytes of a PEM text's base64 body.

@@ -351,3 +351,55 @@ fn twenty_keepalive_requests_for_a_page_of_50_hosts_take_well_under_800ms() {
         "20 keep-alive pages took {elapsed:?}"
     );
 }
+
+#[test]
+fn a_100_kib_header_line_is_answered_and_the_service_lives() {
+    // tiny_http has no header-length limit (README threat model); what we can promise is
+    // that such a request is answered like any other and the service stays up.
+    let service = Service::start("long-header");
+    let raw = service.raw(
+        format!("GET /api/health HTTP/1.1\r\nHost: localhost\r\nX-Long: {}\r\nConnection: close\r\n\r\n", "a".repeat(100 * 1024))
+            .as_bytes(),
+    );
+    assert_eq!(status_of(&raw), 200, "{}", &raw[..raw.len().min(200)]);
+    assert_eq!(service.get("/api/health").status, 200);
+}
+
+#[test]
+fn a_request_with_1000_headers_is_answered_and_the_service_lives() {
+    let service = Service::start("many-headers");
+    let headers: String = (0..1000).map(|n| format!("X-H{n}: v\r\n")).collect();
+    let raw = service.raw(
+        format!(
+            "GET /api/health HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status_of(&raw), 200);
+    assert_eq!(service.get("/api/health").status, 200);
+}
+
+#[test]
+fn slow_headers_one_byte_a_second_do_not_hold_up_other_requests() {
+    let service = Service::start("slow-headers");
+    let mut slow: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let stream = TcpStream::connect(service.addr()).unwrap();
+            thread::sleep(Duration::from_millis(2));
+            stream
+        })
+        .collect();
+    for second in 0..3 {
+        for stream in &mut slow {
+            let _ = stream.write_all(&b"GET /api/health HTTP/1.1\r\n"[second..second + 1]);
+        }
+        let started = Instant::now();
+        assert_eq!(service.get("/api/health").status, 200);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "took {:?}",
+            started.elapsed()
+        );
+        thread::sleep(Duration::from_secs(1));
+    }
+}

@@ -5,9 +5,11 @@
 
 mod groups;
 mod hosts;
+mod interop;
 mod keys;
 mod limits;
 mod process;
+mod secrets;
 mod security;
 mod support;
 mod vault;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::{
-    contains_bytes, read_all_files, wait_until, Client, Options, Response, Service,
+    contains_bytes, leak_forms, read_all_files, wait_until, Client, Options, Response, Service,
 };
 
 /// A uuid that names no resource.
@@ -548,7 +548,7 @@ fn master_password_never_appears_in_logs_or_the_data_dir() {
     files.extend(read_all_files(&service.data_dir));
     assert!(files.len() >= 3, "db, wal and shm were scanned");
     for password in [first, second, "MasterPw-wrong-0c9e"] {
-        for form in encodings(password.as_bytes()) {
+        for form in leak_forms(password.as_bytes()) {
             assert!(
                 !contains_bytes(stderr.as_bytes(), &form),
                 "{password} in stderr"
@@ -638,47 +638,4 @@ fn tampered_kdf_header_is_refused_at_start_instead_of_hanging() {
         stderr.contains("cannot open the vault") && stderr.contains("4294967295 PBKDF2 rounds"),
         "{stderr}"
     );
-}
-
-/// `bytes` as stored or logged in the forms a leak could take: raw, hex (both cases),
-/// base64 (standard and URL-safe, with and without padding).
-fn encodings(bytes: &[u8]) -> Vec<Vec<u8>> {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let standard = base64(bytes, b"+/");
-    let url_safe = base64(bytes, b"-_");
-    vec![
-        bytes.to_vec(),
-        hex.clone().into_bytes(),
-        hex.to_uppercase().into_bytes(),
-        standard.trim_end_matches('=').as_bytes().to_vec(),
-        url_safe.trim_end_matches('=').as_bytes().to_vec(),
-    ]
-}
-
-fn base64(bytes: &[u8], last_two: &[u8; 2]) -> String {
-    let mut alphabet: Vec<u8> =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".to_vec();
-    alphabet.extend_from_slice(last_two);
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-        for _ in chunk.len()..3 {
-            out.push('=');
-        }
-    }
-    out
-}
-
-#[test]
-fn base64_helper_matches_known_encodings() {
-    assert_eq!(base64(b"foobar", b"+/"), "Zm9vYmFy");
-    assert_eq!(base64(b"fooba", b"+/"), "Zm9vYmE=");
-    assert_eq!(base64(b"foob", b"+/"), "Zm9vYg==");
-    assert_eq!(base64(&[0xfb, 0xff], b"-_"), "-_8=");
 }

@@ -494,3 +494,47 @@ pub fn read_all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 pub fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// `bytes` in the forms a leak could take: raw, hex (both cases), base64 (standard and
+/// URL-safe, without padding, so a match inside a longer encoding is still found).
+pub fn leak_forms(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let standard = base64(bytes, b"+/");
+    let url_safe = base64(bytes, b"-_");
+    vec![
+        bytes.to_vec(),
+        hex.clone().into_bytes(),
+        hex.to_uppercase().into_bytes(),
+        standard.trim_end_matches('=').as_bytes().to_vec(),
+        url_safe.trim_end_matches('=').as_bytes().to_vec(),
+    ]
+}
+
+/// Base64 with padding; `last_two` picks the standard (`+/`) or URL-safe (`-_`) alphabet.
+pub fn base64(bytes: &[u8], last_two: &[u8; 2]) -> String {
+    let mut alphabet: Vec<u8> =
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".to_vec();
+    alphabet.extend_from_slice(last_two);
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+        for _ in chunk.len()..3 {
+            out.push('=');
+        }
+    }
+    out
+}
+
+#[test]
+fn base64_helper_matches_known_encodings() {
+    assert_eq!(base64(b"foobar", b"+/"), "Zm9vYmFy");
+    assert_eq!(base64(b"fooba", b"+/"), "Zm9vYmE=");
+    assert_eq!(base64(b"foob", b"+/"), "Zm9vYg==");
+    assert_eq!(base64(&[0xfb, 0xff], b"-_"), "-_8=");
+}

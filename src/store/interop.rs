@@ -1,0 +1,214 @@
+//! The OpenSSH host extensions in SQL (issue #11): ProxyJump chains (`host_jumps`), kept
+//! directives (`host_ssh_options`), and the whole-catalogue reads export and import need.
+//!
+//! Invariants: a chain is written only after the caller judged it (`model::interop`)
+//! inside the same transaction; the extensions of a page of hosts are read in one query
+//! per table, never one per host.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::model::host::Host;
+use crate::model::interop::{self, ChainVerdict};
+use crate::store::hosts::host_from_row;
+use crate::store::StoreError;
+
+const INSERT_JUMP: &str =
+    "INSERT INTO host_jumps (host_id, position, jump_host_id) VALUES (?1, ?2, ?3)";
+const DELETE_JUMPS: &str = "DELETE FROM host_jumps WHERE host_id = ?1";
+const INSERT_OPTION: &str =
+    "INSERT INTO host_ssh_options (host_id, position, option) VALUES (?1, ?2, ?3)";
+const DELETE_OPTIONS: &str = "DELETE FROM host_ssh_options WHERE host_id = ?1";
+/// `?1` is a JSON array of host ids.
+const SELECT_JUMPS_OF: &str = "SELECT host_id, jump_host_id FROM host_jumps \
+     WHERE host_id IN (SELECT value FROM json_each(?1)) ORDER BY host_id, position";
+/// `?1` is a JSON array of host ids.
+const SELECT_OPTIONS_OF: &str = "SELECT host_id, option FROM host_ssh_options \
+     WHERE host_id IN (SELECT value FROM json_each(?1)) ORDER BY host_id, position";
+const COUNT_JUMP_USERS: &str =
+    "SELECT count(DISTINCT host_id) FROM host_jumps WHERE jump_host_id = ?1";
+const HOST_EXISTS: &str = "SELECT 1 FROM hosts WHERE id = ?1";
+const SELECT_KEY_BY_FINGERPRINT: &str = "SELECT id FROM keys WHERE fingerprint = ?1";
+/// Every host, oldest first (export aliases are given in this order, so they are stable).
+const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
+     password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
+     updated_at, last_used_at FROM hosts ORDER BY created_at, id";
+/// The hosts of group `?1` and of all its descendants, oldest first.
+const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
+     SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
+     SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
+     group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at \
+     FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, id";
+
+/// Fills `jump_host_ids` and `ssh_options` of every host in `hosts` (two queries in all).
+pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), StoreError> {
+    if hosts.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = hosts.iter().map(|host| host.id.as_str()).collect();
+    let id_list = serde_json::to_string(&ids).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(hosts.len());
+    for (position, host) in hosts.iter().enumerate() {
+        index.insert(host.id.clone(), position);
+    }
+    let mut statement = conn.prepare_cached(SELECT_JUMPS_OF)?;
+    let mut rows = statement.query([&id_list])?;
+    while let Some(row) = rows.next()? {
+        let host_id: String = row.get(0)?;
+        if let Some(position) = index.get(&host_id) {
+            hosts[*position].jump_host_ids.push(row.get(1)?);
+        }
+    }
+    let mut statement = conn.prepare_cached(SELECT_OPTIONS_OF)?;
+    let mut rows = statement.query([&id_list])?;
+    while let Some(row) = rows.next()? {
+        let host_id: String = row.get(0)?;
+        if let Some(position) = index.get(&host_id) {
+            hosts[*position].ssh_options.push(row.get(1)?);
+        }
+    }
+    Ok(())
+}
+
+/// Replaces a host's chain. Caller holds a write transaction and judged the chain.
+pub fn write_jumps(conn: &Connection, host_id: &str, chain: &[String]) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE_JUMPS)?.execute([host_id])?;
+    let mut insert = conn.prepare_cached(INSERT_JUMP)?;
+    for (position, hop) in chain.iter().enumerate() {
+        insert.execute(params![host_id, position as i64, hop])?;
+    }
+    Ok(())
+}
+
+/// Replaces a host's kept directives.
+pub fn write_options(
+    conn: &Connection,
+    host_id: &str,
+    options: &[String],
+) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE_OPTIONS)?.execute([host_id])?;
+    let mut insert = conn.prepare_cached(INSERT_OPTION)?;
+    for (position, option) in options.iter().enumerate() {
+        insert.execute(params![host_id, position as i64, option])?;
+    }
+    Ok(())
+}
+
+/// Judges `chain` as the new chain of `host_id` (`None`: a host not stored yet) against
+/// the stored hosts and chains. Caller holds the transaction the chain will be written in.
+pub fn judge_chain(
+    conn: &Connection,
+    host_id: Option<&str>,
+    chain: &[String],
+) -> Result<ChainVerdict, StoreError> {
+    if chain.is_empty() {
+        return Ok(ChainVerdict::Fine);
+    }
+    // Self and repeats first: the host itself may not be stored yet.
+    if let Err(problem) = interop::check_chain(host_id, chain, &HashMap::new()) {
+        return Ok(ChainVerdict::Invalid(problem));
+    }
+    if let Some(unknown) = first_unknown_host(conn, chain)? {
+        return Ok(ChainVerdict::UnknownHop(unknown.to_owned()));
+    }
+    let chains = chains_from(conn, chain, host_id)?;
+    Ok(match interop::check_chain(host_id, chain, &chains) {
+        Ok(()) => ChainVerdict::Fine,
+        Err(problem) => ChainVerdict::Invalid(problem),
+    })
+}
+
+/// The first id of `ids` that names no stored host.
+pub fn first_unknown_host<'a>(
+    conn: &Connection,
+    ids: &'a [String],
+) -> Result<Option<&'a str>, StoreError> {
+    let mut statement = conn.prepare_cached(HOST_EXISTS)?;
+    for id in ids {
+        if statement.query_row([id], |_| Ok(())).optional()?.is_none() {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// The stored chains of every host reachable from `start` through chains, keyed by host
+/// id (hosts without a chain are left out). Stops at `stop_at`, whose chain is not read.
+pub fn chains_from(
+    conn: &Connection,
+    start: &[String],
+    stop_at: Option<&str>,
+) -> Result<HashMap<String, Vec<String>>, StoreError> {
+    let mut chains: HashMap<String, Vec<String>> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut frontier: Vec<String> = start.to_vec();
+    while !frontier.is_empty() {
+        frontier.retain(|id| Some(id.as_str()) != stop_at && seen.insert(id.clone()));
+        let id_list =
+            serde_json::to_string(&frontier).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+        let mut next = Vec::new();
+        let mut statement = conn.prepare_cached(SELECT_JUMPS_OF)?;
+        let mut rows = statement.query([&id_list])?;
+        while let Some(row) = rows.next()? {
+            let host_id: String = row.get(0)?;
+            let hop: String = row.get(1)?;
+            next.push(hop.clone());
+            chains.entry(host_id).or_default().push(hop);
+        }
+        frontier = next;
+    }
+    Ok(chains)
+}
+
+/// The hosts of the full route through `chain`, in `ssh -J` order (each hop's own chain
+/// first). A route beyond the hop limit (which `judge_chain` keeps from being stored) is
+/// cut at the limit.
+pub fn route_hosts(conn: &Connection, chain: &[String]) -> Result<Vec<Host>, StoreError> {
+    if chain.is_empty() {
+        return Ok(Vec::new());
+    }
+    let chains = chains_from(conn, chain, None)?;
+    let ids = interop::route(chain, &chains).unwrap_or_else(|| chain.to_vec());
+    ids.iter()
+        .map(|id| crate::store::hosts::by_id(conn, id))
+        .collect()
+}
+
+/// How many hosts use `host_id` as a hop.
+pub fn jump_users(conn: &Connection, host_id: &str) -> Result<u64, StoreError> {
+    let count: i64 = conn
+        .prepare_cached(COUNT_JUMP_USERS)?
+        .query_row([host_id], |row| row.get(0))?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// The id of the stored key with this fingerprint.
+pub fn key_by_fingerprint(
+    conn: &Connection,
+    fingerprint: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(SELECT_KEY_BY_FINGERPRINT)?
+        .query_row([fingerprint], |row| row.get(0))
+        .optional()?)
+}
+
+/// Every host (or those of `group_id` and its descendants), oldest first, with chains and
+/// kept directives (tags are left empty: no caller needs them).
+pub fn all_hosts(conn: &Connection, group_id: Option<&str>) -> Result<Vec<Host>, StoreError> {
+    let mut statement = match group_id {
+        Some(_) => conn.prepare_cached(SELECT_HOSTS_UNDER_GROUP)?,
+        None => conn.prepare_cached(SELECT_ALL_HOSTS)?,
+    };
+    let mut rows = match group_id {
+        Some(group_id) => statement.query([group_id])?,
+        None => statement.query([])?,
+    };
+    let mut hosts = Vec::new();
+    while let Some(row) = rows.next()? {
+        hosts.push(host_from_row(row, 0)??);
+    }
+    fill_extensions(conn, &mut hosts)?;
+    Ok(hosts)
+}
