@@ -9,6 +9,22 @@ use crate::support::{wait_until, Options, Service};
 
 const TWO_MIB: usize = 2 * 1024 * 1024;
 
+/// A raw connection to the service that gives up reading after 10 s.
+fn connect(service: &Service) -> TcpStream {
+    let stream = TcpStream::connect(service.addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+}
+
+/// What one read of `stream` returns, as text.
+fn read_once(stream: &mut TcpStream) -> String {
+    let mut buf = [0u8; 4096];
+    let read = stream.read(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf[..read]).into_owned()
+}
+
 fn status_of(raw: &str) -> u16 {
     raw.split_whitespace()
         .nth(1)
@@ -20,14 +36,9 @@ fn status_of(raw: &str) -> u16 {
 fn body_of_2_mib_by_content_length_is_413_without_reading_it() {
     let service = Service::start("too-large-length");
     // Declare 2 MiB but send nothing: the answer must come from the declared length alone.
-    let mut stream = TcpStream::connect(service.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut stream = connect(&service);
     write!(stream, "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {TWO_MIB}\r\n\r\n").unwrap();
-    let mut buf = [0u8; 4096];
-    let read = stream.read(&mut buf).unwrap();
-    let text = String::from_utf8_lossy(&buf[..read]);
+    let text = read_once(&mut stream);
     assert_eq!(status_of(&text), 413, "{text}");
     assert!(text.contains("PAYLOAD_TOO_LARGE"), "{text}");
 }
@@ -48,10 +59,7 @@ fn body_of_2_mib_sent_in_full_is_413() {
 #[test]
 fn chunked_body_over_1_mib_is_413() {
     let service = Service::start("too-large-chunked");
-    let mut stream = TcpStream::connect(service.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut stream = connect(&service);
     write!(
         stream,
         "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -104,18 +112,13 @@ fn declared_length_beyond_memory_is_413_and_the_service_lives() {
     // aborted the process before the service abandoned such requests.
     let service = Service::start("absurd-length");
     for declared in ["68719476736", "999999999999999"] {
-        let mut stream = TcpStream::connect(service.addr()).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        let mut stream = connect(&service);
         write!(
             stream,
             "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nContent-Length: {declared}\r\n\r\n"
         )
         .unwrap();
-        let mut buf = [0u8; 1024];
-        let read = stream.read(&mut buf).unwrap();
-        assert_eq!(status_of(&String::from_utf8_lossy(&buf[..read])), 413);
+        assert_eq!(status_of(&read_once(&mut stream)), 413);
     }
     assert_eq!(service.get("/api/health").status, 200);
 }
@@ -166,10 +169,7 @@ fn malformed_request_line_gets_4xx_and_the_next_request_is_served() {
 #[test]
 fn expect_100_continue_gets_continue_then_the_answer() {
     let service = Service::start("expect");
-    let mut stream = TcpStream::connect(service.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut stream = connect(&service);
     write!(stream, "POST /api/nope HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n").unwrap();
     let mut buf = [0u8; 1024];
     let read = stream.read(&mut buf).unwrap();
@@ -186,14 +186,9 @@ fn expect_100_continue_gets_continue_then_the_answer() {
 #[test]
 fn expect_100_continue_over_the_limit_is_413_without_continue() {
     let service = Service::start("expect-large");
-    let mut stream = TcpStream::connect(service.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut stream = connect(&service);
     write!(stream, "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: {TWO_MIB}\r\n\r\n").unwrap();
-    let mut buf = [0u8; 1024];
-    let read = stream.read(&mut buf).unwrap();
-    assert_eq!(status_of(&String::from_utf8_lossy(&buf[..read])), 413);
+    assert_eq!(status_of(&read_once(&mut stream)), 413);
 }
 
 /// tiny_http's idle timeout as the service sets it (server::IDLE_TIMEOUT).
