@@ -860,13 +860,7 @@ fn ssh_logs_in_with_a_key_the_service_generated() {
     let output = ssh_login(&sshd, credentials, &identity, &["-o", "BatchMode=yes"])
         .output()
         .expect("ssh runs");
-    assert!(
-        output.status.success(),
-        "ssh failed: {}\nsshd log:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        sshd.log()
-    );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
+    assert_logged_in(&output, &sshd);
 }
 
 #[test]
@@ -910,13 +904,7 @@ fn ssh_logs_in_with_a_passphrase_protected_key_and_the_passphrase_from_connect()
         )
         .output()
         .expect("ssh runs");
-    assert!(
-        output.status.success(),
-        "ssh failed: {}\nsshd log:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        sshd.log()
-    );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
+    assert_logged_in(&output, &sshd);
 }
 
 #[test]
@@ -1098,13 +1086,7 @@ fn ssh_reaches_a_host_through_the_proxy_jump_route_connect_answers() {
         .env_remove("SSH_AUTH_SOCK")
         .output()
         .expect("ssh runs");
-    assert!(
-        output.status.success(),
-        "ssh -J failed: {}\nsshd log:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        sshd.log()
-    );
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
+    assert_logged_in(&output, &sshd);
     // Three logins: two hops and the target.
     assert_eq!(
         sshd.log().matches("Accepted publickey").count(),
@@ -1112,4 +1094,16 @@ fn ssh_reaches_a_host_through_the_proxy_jump_route_connect_answers() {
         "{}",
         sshd.log()
     );
+}
+
+/// The login ran the remote command: ssh exited 0 and printed what `echo hello` prints.
+#[track_caller]
+fn assert_logged_in(output: &std::process::Output, sshd: &Sshd) {
+    assert!(
+        output.status.success(),
+        "ssh failed: {}\nsshd log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        sshd.log()
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "hello");
 }

@@ -158,13 +158,7 @@ fn keys_made_by_ssh_keygen_import_with_its_fingerprint_and_public_key() {
         assert_eq!(key["has_passphrase"], false);
         assert_eq!(key["created_at"], key["updated_at"]);
     }
-    assert_eq!(
-        service.get("/api/keys").expect(200)["items"]
-            .as_array()
-            .unwrap()
-            .len(),
-        5
-    );
+    assert_eq!(key_count(&service), 5);
 }
 
 #[test]
@@ -329,13 +323,7 @@ fn same_key_under_another_name_is_duplicate_key_even_re_encrypted() {
         .success());
     let encrypted = fs::read_to_string(&path).unwrap();
     import(&service, "third", &encrypted, Some("secret")).assert_error(409, "DUPLICATE_KEY");
-    assert_eq!(
-        service.get("/api/keys").expect(200)["items"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(key_count(&service), 1);
 }
 
 #[test]
@@ -898,4 +886,12 @@ fn keys_answer_401_while_locked_and_are_all_there_after_unlock() {
         .expect(201);
     let items = service.get("/api/keys").expect(200)["items"].clone();
     assert_eq!(items, json!([generated, key]), "by name: after, before");
+}
+
+/// How many keys `GET /api/keys` lists.
+fn key_count(service: &Service) -> usize {
+    service.get("/api/keys").expect(200)["items"]
+        .as_array()
+        .unwrap()
+        .len()
 }
