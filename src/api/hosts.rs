@@ -83,8 +83,8 @@ enum Credentials {
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let query = HostQuery::parse(|name| req.query(name))
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
-    let (hosts, total) = state.db.read(|conn| {
-        let (mut hosts, total) = store::hosts::list(conn, &query)?;
+    let (hosts, total) = state.db.read_list(|conn, index| {
+        let (mut hosts, total) = store::hosts::list(conn, index, &query)?;
         store::interop::fill_extensions(conn, &mut hosts)?;
         Ok::<_, ApiError>((hosts, total))
     })?;

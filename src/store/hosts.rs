@@ -1,16 +1,21 @@
-//! Host rows, their tags, and the list query (filters, sorts, pages) over the `hosts`,
-//! `host_tags` and `hosts_fts` tables.
+//! Host rows, their tags, and the list query (filters, sorts, pages) over the `hosts` and
+//! `host_tags` tables, with the in-memory orders and search text of `store::list_index`.
 //!
 //! Invariants: sealed passwords go in and out as opaque bytes (this module never knows
 //! whether the vault is locked); every reference (group, key) is checked inside the caller's
 //! transaction before it is written; `updated_at` strictly increases on every change.
 //!
 //! A page is read in three statements: the `seq`s of the page, the rows for those `seq`s,
-//! and the tags of the whole page in one query. The first statement follows one of two
-//! plans, chosen from the match count (see `Plan`): walk the sort's index and test each
-//! host against the filters, stopping once the page is full; or collect the matching hosts
-//! through the filters' own indexes and sort them. An unfiltered walk reads only the index,
-//! so even deep OFFSETs stay cheap.
+//! and the tags of the whole page in one query. `total` comes from a trigger-kept count
+//! when one filter alone (or none) is set (sql/0003). The `seq`s come from one of:
+//! - the in-memory order of the sort (store::list_index): sliced for a deep unfiltered
+//!   page, walked testing membership for a search or tag alone with many matches;
+//! - SQL, under one of two plans chosen from the match count (see `Plan`): walk the sort's
+//!   index and test each host against the filters, stopping once the page is full; or
+//!   collect the matching hosts through the filters' own indexes and sort them.
+//!
+//! A search is answered from memory in every case (any length of term); SQL receives its
+//! matches as a JSON array of `seq`s when other filters join it.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -21,6 +26,7 @@ use crate::model::host::{
     AuthType, Direction, GroupFilter, Host, HostChange, HostQuery, NewHost, OrderChange,
     PasswordAction, Sort,
 };
+use crate::store::list_index::{ListIndex, SeqSet, SetKey};
 use crate::store::{now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
@@ -29,8 +35,8 @@ const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth
 const INSERT_HOST: &str = "INSERT INTO hosts (id, name, name_key, hostname, port, username, \
      auth_type, key_id, password, group_id, is_favorite, color, sort_order, notes, created_at, \
      updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)";
-/// Name and hostname are written only when they change: the FTS trigger fires on any
-/// UPDATE that names them, and re-indexing costs more than the rest of the update.
+/// Name and hostname are written only when they change: the list's search text
+/// (store::list_index) re-reads every host an UPDATE naming them touches.
 const UPDATE_HOST: &str = "UPDATE hosts SET port = ?2, username = ?3, auth_type = ?4, \
      key_id = ?5, group_id = ?6, is_favorite = ?7, color = ?8, sort_order = ?9, notes = ?10, \
      updated_at = ?11 WHERE id = ?1";
@@ -52,7 +58,8 @@ const KEY_EXISTS: &str = "SELECT 1 FROM keys WHERE id = ?1";
 const SELECT_KEY_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
 
 const SELECT_SEQ: &str = "SELECT seq FROM hosts WHERE id = ?1";
-const SELECT_CATALOGUE_SIZE: &str = "SELECT count(*) FROM hosts";
+/// The number of hosts, kept by triggers (sql/0003_list_counts.sql).
+const SELECT_CATALOGUE_SIZE: &str = "SELECT host_count FROM host_total";
 
 const INSERT_TAG: &str = "INSERT INTO host_tags (host_seq, tag, position) VALUES (?1, ?2, ?3)";
 const DELETE_TAGS: &str = "DELETE FROM host_tags WHERE host_seq = ?1";
@@ -67,9 +74,26 @@ const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, usernam
      created_at, updated_at, last_used_at FROM hosts \
      WHERE seq IN (SELECT value FROM json_each(?1))";
 
-/// Search terms shorter than this cannot use the trigram index (FTS5 trigram needs at
-/// least three characters) and fall back to a LIKE scan.
-const TRIGRAM_MIN_CHARS: usize = 3;
+/// Every host of a tag, for walking an order testing membership.
+const SEQS_OF_TAG: &str = "SELECT host_seq FROM host_tags WHERE tag = ?1";
+
+/// When the host list reads from memory (store::list_index) rather than SQL alone.
+#[derive(Clone, Copy, Debug)]
+struct Tuning {
+    /// Unfiltered pages from this offset on are sliced from the in-memory order: a walk of
+    /// the sort index costs about 30 ns per skipped host, so 1,000 skipped cost about as
+    /// much as the rest of a page.
+    deep_offset: u64,
+    /// A search or tag alone with at most this many matches is sorted by SQL (about 1.5 µs
+    /// a match); with more, the page walks the in-memory order testing membership (a few
+    /// ns a host).
+    collect_max: u64,
+}
+
+const TUNING: Tuning = Tuning {
+    deep_offset: 1_000,
+    collect_max: 200,
+};
 
 /// A filtered walk may take this many steps per step collecting would cost before the page
 /// is collected instead. At 100,000 hosts here, testing a host on a walk costs 0.4-1 µs (a
@@ -318,28 +342,95 @@ pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, 
 }
 
 /// One page of hosts and the number of hosts matching the filters.
-pub fn list(conn: &Connection, query: &HostQuery) -> Result<(Vec<Host>, u64), StoreError> {
-    let filters = Filters::new(query);
-    let total: i64 = conn
-        .prepare_cached(&filters.count_sql())?
-        .query_row(filters.params().as_slice(), |row| row.get(0))?;
-    let total = u64::try_from(total).unwrap_or(0);
+pub fn list(
+    conn: &Connection,
+    index: &mut ListIndex,
+    query: &HostQuery,
+) -> Result<(Vec<Host>, u64), StoreError> {
+    list_tuned(conn, index, query, TUNING)
+}
+
+fn list_tuned(
+    conn: &Connection,
+    index: &mut ListIndex,
+    query: &HostQuery,
+    tuning: Tuning,
+) -> Result<(Vec<Host>, u64), StoreError> {
+    let matches = match &query.search {
+        Some(term) => Some(index.set(conn, SetKey::Search(term.clone()), |index| {
+            index.search(conn, term)
+        })?),
+        None => None,
+    };
+    let filters = Filters::new(query, matches.as_deref())?;
+    let total = match (&matches, filters.only_search()) {
+        (Some(matches), true) => matches.len(),
+        _ => {
+            let total: i64 = conn
+                .prepare_cached(&filters.count_sql())?
+                .query_row(filters.params().as_slice(), |row| row.get(0))?;
+            u64::try_from(total).unwrap_or(0)
+        }
+    };
     let Some(offset) = query.offset().filter(|offset| *offset < total) else {
         return Ok((Vec::new(), total));
     };
+    let (sort, direction, limit) = (query.sort, query.direction, query.per_page);
+    let set = match (&filters.tag, matches) {
+        _ if filters.is_empty() => None,
+        (None, Some(matches)) if filters.only_search() => Some(matches),
+        (Some(tag), None) if filters.only_tag() && total > tuning.collect_max => {
+            Some(index.set(conn, SetKey::Tag(tag.clone()), |_| {
+                Ok(conn
+                    .prepare_cached(SEQS_OF_TAG)?
+                    .query_map([tag], |row| row.get(0))?
+                    .collect::<Result<_, _>>()?)
+            })?)
+        }
+        _ => None,
+    };
+    let seqs = match set {
+        None if filters.is_empty() && offset >= tuning.deep_offset => {
+            index.order(conn, sort)?.slice(direction, offset, limit)
+        }
+        Some(set) if total > tuning.collect_max => {
+            index
+                .order(conn, sort)?
+                .page(direction, offset, limit, |seq| set.contains(seq))
+        }
+        _ => sql_page(conn, &filters, query, offset, total)?,
+    };
+    Ok((rows_of_page(conn, &seqs)?, total))
+}
+
+/// The `seq`s of one page through SQL alone, under the cheaper plan.
+fn sql_page(
+    conn: &Connection,
+    filters: &Filters,
+    query: &HostQuery,
+    offset: u64,
+    total: u64,
+) -> Result<Vec<i64>, StoreError> {
     let on_page = query.per_page.min(total - offset);
-    let seqs = match choose_plan(conn, &filters, query, offset, total)? {
+    Ok(match choose_plan(conn, filters, query, offset, total)? {
         Plan::WalkWithin(budget) => {
-            let seqs = page_seqs(conn, &filters, query, offset, Plan::WalkWithin(budget))?;
+            let seqs = page_seqs(conn, filters, query, offset, Plan::WalkWithin(budget))?;
             // A page found within the budget is exact: matches are taken in sort order.
             match seqs.len() as u64 == on_page {
                 true => seqs,
-                false => page_seqs(conn, &filters, query, offset, Plan::Collect)?,
+                false => page_seqs(conn, filters, query, offset, Plan::Collect)?,
             }
         }
-        plan => page_seqs(conn, &filters, query, offset, plan)?,
-    };
-    Ok((rows_of_page(conn, &seqs)?, total))
+        plan => page_seqs(conn, filters, query, offset, plan)?,
+    })
+}
+
+/// The number of hosts (trigger-kept, sql/0003).
+fn catalogue_size(conn: &Connection) -> Result<u64, StoreError> {
+    let catalogue: i64 = conn
+        .prepare_cached(SELECT_CATALOGUE_SIZE)?
+        .query_row([], |row| row.get(0))?;
+    Ok(u64::try_from(catalogue).unwrap_or(0))
 }
 
 /// True when a group with this id exists.
@@ -412,17 +503,9 @@ fn choose_plan(
     if filters.search_chars >= 2 && matches!(query.sort, Sort::Name | Sort::Hostname) {
         return Ok(Plan::Collect);
     }
-    let catalogue: i64 = conn
-        .prepare_cached(SELECT_CATALOGUE_SIZE)?
-        .query_row([], |row| row.get(0))?;
-    let catalogue = u64::try_from(catalogue).unwrap_or(0);
-    // What collecting costs, in walk steps: one per match read through a set or an index;
-    // a short search on its own is collected by scanning every host, about three per step.
-    let collect = match filters.only_scanned_search() {
-        true => catalogue / 3,
-        false => total,
-    };
-    let budget = collect.saturating_mul(WALK_COST_RATIO);
+    let catalogue = catalogue_size(conn)?;
+    // What collecting costs, in walk steps: one per match read through a set or an index.
+    let budget = total.saturating_mul(WALK_COST_RATIO);
     // Hosts a walk visits when matches spread evenly over the order; walk when that is
     // well inside the budget.
     let expected = offset
@@ -463,46 +546,38 @@ fn page_seqs(
     Ok(seqs)
 }
 
-/// A search term, bound the way its plan needs it.
-enum Search {
-    /// 3+ characters: an FTS5 string for the trigram index.
-    Indexed(String),
-    /// 1-2 characters: an escaped LIKE pattern over `name_key` and `hostname`.
-    Scanned(String),
+/// The hosts a search term matched (store::list_index), bound as one JSON array.
+struct SearchSet {
+    json: String,
 }
 
 /// The filters of a list query and the values they bind, by name.
 struct Filters {
     group: Option<GroupFilter>,
     tag: Option<String>,
-    search: Option<Search>,
+    search: Option<SearchSet>,
     /// Characters in the search term (0 without one).
     search_chars: usize,
     favorite: Option<bool>,
 }
 
 impl Filters {
-    fn new(query: &HostQuery) -> Filters {
-        // api-decisions §3: search is a case-insensitive substring of name or hostname,
-        // with % and _ literal. The trigram index answers 3+ characters (as one FTS5 string,
-        // so no character is an operator); shorter terms scan with an escaped LIKE against
-        // name_key (lowercased in Rust, so non-ASCII case folds too) and hostname (ASCII,
-        // which LIKE folds).
-        let search =
-            query
-                .search
-                .as_ref()
-                .map(|term| match term.chars().count() >= TRIGRAM_MIN_CHARS {
-                    true => Search::Indexed(format!("\"{}\"", term.replace('"', "\"\""))),
-                    false => Search::Scanned(format!("%{}%", escape_like(&term.to_lowercase()))),
-                });
-        Filters {
+    /// `matches`: the `seq`s the query's search term matched, when it has one.
+    fn new(query: &HostQuery, matches: Option<&SeqSet>) -> Result<Filters, StoreError> {
+        let search = match matches {
+            Some(set) => Some(SearchSet {
+                json: serde_json::to_string(&set.to_vec())
+                    .map_err(|err| StoreError::Sqlite(err.to_string()))?,
+            }),
+            None => None,
+        };
+        Ok(Filters {
             group: query.group.clone(),
             tag: query.tag.clone(),
             search,
             search_chars: query.search.as_ref().map_or(0, |term| term.chars().count()),
             favorite: query.favorite,
-        }
+        })
     }
 
     fn is_empty(&self) -> bool {
@@ -514,37 +589,55 @@ impl Filters {
 
     /// True when a filter reads columns of the host row (not only a set of hosts).
     fn tests_host_columns(&self) -> bool {
-        self.group.is_some()
-            || self.favorite.is_some()
-            || matches!(self.search, Some(Search::Scanned(_)))
+        self.group.is_some() || self.favorite.is_some()
     }
 
-    fn only_scanned_search(&self) -> bool {
-        matches!(self.search, Some(Search::Scanned(_)))
-            && self.group.is_none()
-            && self.favorite.is_none()
-            && self.tag.is_none()
+    fn only_search(&self) -> bool {
+        self.search.is_some() && self.tag.is_none() && !self.tests_host_columns()
     }
 
-    fn has_indexed_search(&self) -> bool {
-        matches!(self.search, Some(Search::Indexed(_)))
+    fn only_tag(&self) -> bool {
+        self.tag.is_some() && self.search.is_none() && !self.tests_host_columns()
     }
 
-    /// `count(*)` of the matching hosts. Filters that are sets of hosts (a tag, an indexed
-    /// search) are counted from their own index when nothing else needs the hosts table.
+    fn has_search(&self) -> bool {
+        self.search.is_some()
+    }
+
+    /// The number of matching hosts. One filter alone (or none) is read from a count the
+    /// triggers keep (sql/0001, sql/0003); sets of hosts (a tag, an indexed search) are
+    /// counted from their own index when nothing else needs the hosts table.
     fn count_sql(&self) -> String {
+        let only_group = self.group.is_some()
+            && self.tag.is_none()
+            && self.search.is_none()
+            && self.favorite.is_none();
+        match (&self.group, only_group) {
+            (Some(GroupFilter::Group(_)), true) => {
+                return "SELECT coalesce((SELECT host_count FROM group_host_counts \
+                        WHERE group_id = :group), 0)"
+                    .to_owned()
+            }
+            (Some(GroupFilter::Ungrouped), true) => {
+                return "SELECT (SELECT host_count FROM host_total) \
+                        - coalesce((SELECT sum(host_count) FROM group_host_counts), 0)"
+                    .to_owned()
+            }
+            _ => {}
+        }
         match (
             self.tests_host_columns(),
             self.tag.is_some(),
-            self.has_indexed_search(),
+            self.has_search(),
         ) {
-            (false, false, false) => "SELECT count(*) FROM hosts".to_owned(),
-            (false, true, false) => "SELECT count(*) FROM host_tags WHERE tag = :tag".to_owned(),
-            (false, false, true) => {
-                "SELECT count(*) FROM hosts_fts WHERE hosts_fts MATCH :search".to_owned()
+            (false, false, false) => SELECT_CATALOGUE_SIZE.to_owned(),
+            (false, true, false) => {
+                "SELECT coalesce((SELECT host_count FROM tag_counts WHERE tag = :tag), 0)"
+                    .to_owned()
             }
+            (false, false, true) => format!("SELECT count(*) FROM ({MATCH_SEQS})"),
             (false, true, true) => format!(
-                "SELECT count(*) FROM host_tags WHERE tag = :tag AND host_seq IN ({FTS_SEQS})"
+                "SELECT count(*) FROM host_tags WHERE tag = :tag AND host_seq IN ({MATCH_SEQS})"
             ),
             (true, _, _) => format!(
                 "SELECT count(*) FROM hosts{}",
@@ -602,9 +695,6 @@ impl Filters {
         if self.favorite.is_some() {
             columns.push("is_favorite");
         }
-        if let Some(Search::Scanned(_)) = self.search {
-            columns.extend(["name_key", "hostname"]);
-        }
         columns
     }
 
@@ -622,7 +712,7 @@ impl Filters {
         if self.favorite.is_some() {
             clauses.push("is_favorite = :favorite".into());
         }
-        let indexed = self.has_indexed_search();
+        let indexed = self.has_search();
         match (self.tag.is_some(), walking, indexed) {
             (false, _, _) => {}
             (true, true, _) => clauses.push(
@@ -631,7 +721,7 @@ impl Filters {
             // A tag and a search meet in the indexes first, so only hosts in both are read.
             (true, false, true) => clauses.push(format!(
                 "seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag \
-                 AND host_seq IN ({FTS_SEQS}))"
+                 AND host_seq IN ({MATCH_SEQS}))"
             )),
             (true, false, false) => {
                 clauses.push("seq IN (SELECT host_seq FROM host_tags WHERE tag = :tag)".into())
@@ -639,11 +729,8 @@ impl Filters {
         }
         match &self.search {
             None => {}
-            Some(Search::Indexed(_)) if self.tag.is_some() && !walking => {}
-            Some(Search::Indexed(_)) => clauses.push(format!("seq IN ({FTS_SEQS})")),
-            Some(Search::Scanned(_)) => clauses.push(
-                "(name_key LIKE :search ESCAPE '\\' OR hostname LIKE :search ESCAPE '\\')".into(),
-            ),
+            Some(_) if self.tag.is_some() && !walking => {}
+            Some(_) => clauses.push(format!("seq IN ({MATCH_SEQS})")),
         }
         match clauses.is_empty() {
             true => String::new(),
@@ -662,16 +749,15 @@ impl Filters {
         if let Some(favorite) = &self.favorite {
             params.push((":favorite", favorite));
         }
-        match &self.search {
-            Some(Search::Indexed(term) | Search::Scanned(term)) => params.push((":search", term)),
-            None => {}
+        if let Some(search) = &self.search {
+            params.push((":matches", &search.json));
         }
         params
     }
 }
 
-/// The `seq`s whose name or hostname contains the `:search` string (trigram index).
-const FTS_SEQS: &str = "SELECT rowid FROM hosts_fts WHERE hosts_fts MATCH :search";
+/// The `seq`s a search matched (store::list_index), bound as a JSON array.
+const MATCH_SEQS: &str = "SELECT value FROM json_each(:matches)";
 
 /// The ORDER BY of each sort, from a fixed list; every one ends in `id` so ties always
 /// break the same way (api-decisions §3) and matches `sort_index`.
@@ -719,18 +805,6 @@ fn sort_index(sort: Sort, direction: Direction) -> &'static str {
         (Sort::LastUsedAt, Direction::Asc) => "hosts_by_last_used_nulls_last",
         (Sort::LastUsedAt, Direction::Desc) => "hosts_by_last_used",
     }
-}
-
-/// Escapes LIKE's wildcards and its escape character (`ESCAPE '\'`).
-fn escape_like(term: &str) -> String {
-    let mut escaped = String::with_capacity(term.len() + 2);
-    for ch in term.chars() {
-        if matches!(ch, '\\' | '%' | '_') {
-            escaped.push('\\');
-        }
-        escaped.push(ch);
-    }
-    escaped
 }
 
 /// The hosts with these `seq`s, in the given order, tags included (one query for all).
@@ -859,9 +933,11 @@ mod tests {
 
     use crate::model::host::{HostQuery, NewHost, PasswordField};
     use crate::store::hosts::{
-        by_id, delete, escape_like, insert, insert_group_for_tests, list, move_to, next_updated_at,
+        by_id, delete, insert, insert_group_for_tests, list, list_tuned, move_to, next_updated_at,
         page_seqs, rows_of_page, sort_index, toggle_favorite, touch_last_used, Filters, Plan,
+        Tuning, TUNING,
     };
+    use crate::store::list_index::SeqSet;
     use crate::store::{open_in_memory, StoreError};
 
     fn new_host(name: &str, hostname: &str, extra: Value) -> NewHost {
@@ -883,11 +959,6 @@ mod tests {
                 .map(|(_, value)| *value)
         })
         .unwrap()
-    }
-
-    #[test]
-    fn like_wildcards_are_escaped() {
-        assert_eq!(escape_like(r"5%_a\b"), r"5\%\_a\\b");
     }
 
     #[test]
@@ -959,7 +1030,9 @@ mod tests {
             Ok::<_, StoreError>(())
         })
         .unwrap();
-        let (hosts, total) = db.read(|conn| list(conn, &query(&[]))).unwrap();
+        let (hosts, total) = db
+            .read_list(|conn, index| list(conn, index, &query(&[])))
+            .unwrap();
         assert_eq!(total, 2);
         assert_eq!(hosts[0].tags, vec!["z", "a", "m"]);
         assert_eq!(hosts[1].tags, vec!["q"]);
@@ -991,7 +1064,7 @@ mod tests {
         })
         .unwrap();
         let found = |term: &str| -> HashSet<String> {
-            db.read(|conn| list(conn, &query(&[("search", term)])))
+            db.read_list(|conn, index| list(conn, index, &query(&[("search", term)])))
                 .unwrap()
                 .0
                 .into_iter()
@@ -1051,15 +1124,63 @@ mod tests {
         db
     }
 
+    /// The filters of `query`, its search answered by SQL (`instr` over the lowercased
+    /// name and hostname): an oracle independent of the in-memory search text.
+    fn oracle_filters(conn: &rusqlite::Connection, query: &HostQuery) -> Filters {
+        let matches = query.search.as_ref().map(|term| {
+            let seqs: Vec<i64> = conn
+                .prepare(
+                    "SELECT seq FROM hosts \
+                     WHERE instr(name_key, ?1) > 0 OR instr(lower(hostname), ?1) > 0",
+                )
+                .unwrap()
+                .query_map([term.to_lowercase()], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            SeqSet::new(&seqs)
+        });
+        Filters::new(query, matches.as_ref()).unwrap()
+    }
+
     fn plan_seqs(conn: &rusqlite::Connection, query: &HostQuery, plan: Plan) -> Vec<i64> {
-        page_seqs(
-            conn,
-            &Filters::new(query),
-            query,
-            query.offset().unwrap(),
-            plan,
-        )
-        .unwrap()
+        let filters = oracle_filters(conn, query);
+        page_seqs(conn, &filters, query, query.offset().unwrap(), plan).unwrap()
+    }
+
+    /// Tunings that send every query down each path: SQL alone, and memory whenever allowed.
+    const TUNINGS: [Tuning; 3] = [
+        TUNING,
+        Tuning {
+            deep_offset: u64::MAX,
+            collect_max: u64::MAX,
+        },
+        Tuning {
+            deep_offset: 0,
+            collect_max: 0,
+        },
+    ];
+
+    /// The ids `list` answers with each tuning, checked equal to the collected page.
+    fn assert_lists_match_the_oracle(db: &crate::store::Db, pairs: &[(&str, &str)]) {
+        let query = query(pairs);
+        db.read_list(|conn, index| {
+            let collected: Vec<String> =
+                rows_of_page(conn, &plan_seqs(conn, &query, Plan::Collect))?
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect();
+            for tuning in TUNINGS {
+                let listed: Vec<String> = list_tuned(conn, index, &query, tuning)?
+                    .0
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect();
+                assert_eq!(listed, collected, "{pairs:?} {tuning:?}");
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
     }
 
     const FILTERS: [&[(&str, &str)]; 10] = [
@@ -1121,23 +1242,60 @@ mod tests {
         assert!(compared > 150, "only {compared} non-empty pages compared");
     }
 
+    /// Issue #9: the in-memory orders and search text answer exactly what SQL does, for
+    /// every filter, sort, direction and page, in memory or not.
     #[test]
     fn list_answers_the_collected_page_whichever_plan_it_picks() {
         let db = varied_catalogue();
         for pairs in every_query() {
-            let query = query(&pairs);
-            db.read(|conn| {
-                let listed: Vec<String> = list(conn, &query)?.0.into_iter().map(|h| h.id).collect();
-                let collected: Vec<String> =
-                    rows_of_page(conn, &plan_seqs(conn, &query, Plan::Collect))?
-                        .into_iter()
-                        .map(|h| h.id)
-                        .collect();
-                assert_eq!(listed, collected, "{pairs:?}");
-                Ok::<_, StoreError>(())
-            })
-            .unwrap();
+            assert_lists_match_the_oracle(&db, &pairs);
         }
+    }
+
+    /// Issue #9: the search text and the orders follow every kind of change (add, rename,
+    /// delete, move, last use) made after they were read.
+    #[test]
+    fn list_follows_changes_made_after_its_memory_was_read() {
+        let db = varied_catalogue();
+        let queries: [&[(&str, &str)]; 6] = [
+            &[("search", "web"), ("per_page", "100")],
+            &[("search", "zz"), ("per_page", "100")],
+            &[("search", "b"), ("sort", "last_used_at"), ("order", "desc")],
+            &[("tag", "third"), ("sort", "hostname"), ("per_page", "100")],
+            &[("page", "2"), ("per_page", "5"), ("sort", "last_used_at")],
+            &[("page", "3"), ("per_page", "4"), ("order", "desc")],
+        ];
+        let check = |db: &crate::store::Db| {
+            for pairs in queries {
+                assert_lists_match_the_oracle(db, pairs);
+            }
+        };
+        check(&db);
+        db.write(|tx| {
+            insert(tx, "new-1", &new_host("ZZ top", "zz.example.com", json!({"tags": ["third"]})), None)?;
+            let renamed = by_id(tx, "id-03")?;
+            tx.execute(
+                "UPDATE hosts SET name = 'Web renamed', name_key = 'web renamed' WHERE id = 'id-03'",
+                [],
+            )?;
+            assert_ne!(renamed.name, "Web renamed");
+            delete(tx, "id-10")?;
+            touch_last_used(tx, "id-20")?;
+            move_to(tx, "id-21", Some("g2"))?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        check(&db);
+        // A change through plain SQL, outside the store functions, is seen too.
+        db.read(|conn| {
+            conn.execute(
+                "UPDATE hosts SET hostname = 'zz-other.example' WHERE id = 'id-30'",
+                [],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        check(&db);
     }
 
     #[test]
@@ -1145,9 +1303,9 @@ mod tests {
         let db = varied_catalogue();
         // Names starting with "web" sort last: a short walk by name cannot reach them.
         let query = query(&[("search", "web"), ("per_page", "5")]);
-        db.read(|conn| {
+        db.read_list(|conn, index| {
             assert!(plan_seqs(conn, &query, Plan::WalkWithin(10)).len() < 5);
-            assert_eq!(list(conn, &query)?.0.len(), 5);
+            assert_eq!(list(conn, index, &query)?.0.len(), 5);
             Ok::<_, StoreError>(())
         })
         .unwrap();
@@ -1162,7 +1320,9 @@ mod tests {
                     let mut pairs = vec![("sort", sort), ("order", order)];
                     pairs.extend(filter);
                     let query = query(&pairs);
-                    let filters = Filters::new(&query);
+                    let filters = db
+                        .read(|conn| Ok::<_, StoreError>(oracle_filters(conn, &query)))
+                        .unwrap();
                     let plan = match filter {
                         None => Plan::Walk,
                         Some(_) => Plan::WalkWithin(1000),
@@ -1210,7 +1370,9 @@ mod tests {
         for filter in filters {
             let mut pairs = filter.to_vec();
             pairs.push(("per_page", "1000"));
-            let (hosts, total) = db.read(|conn| list(conn, &query(&pairs))).unwrap();
+            let (hosts, total) = db
+                .read_list(|conn, index| list(conn, index, &query(&pairs)))
+                .unwrap();
             assert_eq!(hosts.len() as u64, total, "{pairs:?}");
         }
     }

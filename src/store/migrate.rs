@@ -12,6 +12,7 @@ use crate::store::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0001_init.sql"),
     include_str!("../../sql/0002_ssh_interop.sql"),
+    include_str!("../../sql/0003_list_counts.sql"),
 ];
 
 /// The schema version this build writes.
@@ -85,17 +86,48 @@ mod tests {
         assert_eq!(tables, 0);
     }
 
+    /// Schema 3 (issue #9) counts the hosts and tags already stored when it is applied.
     #[test]
-    fn trigram_search_is_available() {
+    fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
         let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for script in &super::MIGRATIONS[..2] {
+            tx.execute_batch(script).unwrap();
+        }
+        tx.execute_batch(
+            "PRAGMA user_version = 2;
+             INSERT INTO hosts (seq, id, name, name_key, hostname, port, username, auth_type,
+                 created_at, updated_at)
+             VALUES (1, 'a', 'A', 'a', 'a', 22, 'u', 'agent', 't', 't'),
+                    (2, 'b', 'B', 'b', 'b', 22, 'u', 'agent', 't', 't');
+             INSERT INTO host_tags (host_seq, tag, position) VALUES (1, 'x', 0), (2, 'x', 0),
+                 (2, 'y', 1);",
+        )
+        .unwrap();
+        tx.commit().unwrap();
         migrate(&mut conn).unwrap();
-        let options: Vec<String> = conn
-            .prepare("PRAGMA compile_options")
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        let total: i64 = conn
+            .query_row("SELECT host_count FROM host_total", [], |row| row.get(0))
+            .unwrap();
+        let tags: Vec<(String, i64)> = conn
+            .prepare("SELECT tag, host_count FROM tag_counts ORDER BY tag")
             .unwrap()
-            .query_map([], |row| row.get(0))
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert!(options.iter().any(|option| option == "ENABLE_FTS5"));
+        assert_eq!(total, 2);
+        assert_eq!(tags, vec![("x".to_owned(), 2), ("y".to_owned(), 1)]);
+        // The triggers keep them from here on, down to a tag's last host.
+        conn.execute("DELETE FROM hosts WHERE seq = 2", []).unwrap();
+        let counts: (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT host_count FROM host_total), (SELECT count(*) FROM tag_counts)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(counts, (1, 1));
     }
 }

@@ -8,6 +8,7 @@ pub mod groups;
 pub mod hosts;
 pub mod interop;
 pub mod keys;
+pub mod list_index;
 pub mod migrate;
 pub mod vault_meta;
 
@@ -77,9 +78,12 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
-/// The one connection, behind a mutex. Handlers reach SQL only through `read` and `write`.
+/// The one connection, behind a mutex. Handlers reach SQL only through `read`, `read_list`
+/// and `write`.
 pub struct Db {
     conn: Mutex<Connection>,
+    /// The host list's in-memory orders and search text; locked only while `conn` is.
+    list_index: Mutex<list_index::ListIndex>,
 }
 
 impl Db {
@@ -89,6 +93,22 @@ impl Db {
         work: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
         work(&self.lock())
+    }
+
+    /// Runs `work` on the connection and the host list's in-memory index, outside any
+    /// explicit transaction.
+    pub fn read_list<T, E: From<StoreError>>(
+        &self,
+        work: impl FnOnce(&Connection, &mut list_index::ListIndex) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let conn = self.lock();
+        let mut index = self.list_index.lock().unwrap_or_else(|poisoned| {
+            // A panic mid-update may leave it half patched: start it afresh.
+            let mut index = poisoned.into_inner();
+            *index = list_index::ListIndex::default();
+            index
+        });
+        work(&conn, &mut index)
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.
@@ -130,9 +150,11 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     migrate::refuse_newer(&conn)?;
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
+    list_index::install(&conn)?;
     restrict_sidecar_files(&path);
     Ok(Db {
         conn: Mutex::new(conn),
+        list_index: Mutex::default(),
     })
 }
 
@@ -142,8 +164,10 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     let mut conn = Connection::open_in_memory()?;
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
+    list_index::install(&conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
+        list_index: Mutex::default(),
     })
 }
 
@@ -167,9 +191,17 @@ pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// A new resource id: UUID v4, lowercase, hyphenated (api-decisions §7).
+/// A new resource id: UUID v4, lowercase, hyphenated (api-decisions §7). The random bytes
+/// come from the OS through the `OsRng` the vault uses: uuid's own "v4" feature would pull a
+/// second version of getrandom into the tree.
 pub fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    use aes_gcm::aead::rand_core::RngCore;
+    let mut bytes = [0u8; 16];
+    aes_gcm::aead::OsRng.fill_bytes(&mut bytes);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
 }
 
 /// The connection pragmas, each with its reason. Called once per connection.

@@ -1,0 +1,489 @@
+//! What the host list keeps in memory between requests, beside the one connection:
+//! - `Order`: every host's `seq` in one sort's ascending order, read from the sort's index
+//!   in one pass and reused until the catalogue changes. A deep page is a slice of it, and a
+//!   filtered page walks it, testing each host against the filter's set, instead of
+//!   re-reading an index from the start (OFFSET) or sorting every match.
+//! - `SearchText`: each host's lowercased name and hostname, scanned for the substring of a
+//!   search (any length: 1-2 characters too, which no trigram index answers). Temp triggers
+//!   (per connection, never in the file) note the `seq` of every host added, deleted or
+//!   renamed, and the next search re-reads only those rows.
+//!
+//! Invariants: nothing here is used unless it was read at the connection's current state.
+//! Orders carry the connection's `total_changes` and `data_version` of their read (any
+//! change by this connection or another one makes them stale); the search text carries
+//! `data_version` (another connection's commit forces a full re-read) and is patched from
+//! the changed-host table before every use. No secret is ever read into these structures.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use crate::model::host::{Direction, Sort};
+use crate::store::StoreError;
+
+/// Creates the changed-host table and its triggers in the connection's temp schema.
+const CREATE_CHANGE_LOG: &str = "
+    CREATE TEMP TABLE IF NOT EXISTS list_changed_hosts (seq INTEGER PRIMARY KEY);
+    CREATE TEMP TRIGGER IF NOT EXISTS list_changed_on_insert AFTER INSERT ON main.hosts BEGIN
+        INSERT OR IGNORE INTO list_changed_hosts (seq) VALUES (new.seq);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_changed_on_delete AFTER DELETE ON main.hosts BEGIN
+        INSERT OR IGNORE INTO list_changed_hosts (seq) VALUES (old.seq);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_changed_on_rename
+        AFTER UPDATE OF name, name_key, hostname ON main.hosts BEGIN
+        INSERT OR IGNORE INTO list_changed_hosts (seq) VALUES (new.seq);
+    END;";
+const SELECT_CHANGED: &str = "SELECT c.seq, h.name_key, h.hostname FROM list_changed_hosts AS c \
+     LEFT JOIN main.hosts AS h ON h.seq = c.seq";
+const COUNT_CHANGED: &str = "SELECT count(*) FROM list_changed_hosts";
+const CLEAR_CHANGED: &str = "DELETE FROM list_changed_hosts";
+const SELECT_ALL_TEXT: &str = "SELECT seq, name_key, hostname FROM main.hosts";
+const DATA_VERSION: &str = "PRAGMA data_version";
+
+/// Re-read the whole search text instead of patching it once this share (1/n) of the
+/// hosts changed since the last search.
+const PATCH_LIMIT_DIVISOR: usize = 8;
+
+/// Sets up the connection's change log. Call once per connection, after migrations.
+pub fn install(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(CREATE_CHANGE_LOG)?;
+    Ok(())
+}
+
+/// The connection's state an in-memory structure was read at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    changes: u64,
+    data_version: i64,
+}
+
+fn data_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached(DATA_VERSION)?
+        .query_row([], |row| row.get(0))?)
+}
+
+fn stamp(conn: &Connection) -> Result<Stamp, StoreError> {
+    Ok(Stamp {
+        changes: conn.total_changes(),
+        data_version: data_version(conn)?,
+    })
+}
+
+/// The list's in-memory structures. Lives beside the connection (`Db`), and is only
+/// touched while the connection's lock is held.
+#[derive(Default)]
+pub struct ListIndex {
+    orders: Vec<(Sort, Order)>,
+    /// The sets of the last few searches and tags, newest last.
+    recent_sets: Vec<(SetKey, Arc<SeqSet>)>,
+    /// When `orders` and `recent_sets` were read.
+    stamp: Option<Stamp>,
+    search: Option<SearchText>,
+}
+
+/// What a kept set of hosts is the answer to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetKey {
+    Search(String),
+    Tag(String),
+}
+
+/// Sets kept for repeated queries (a search box re-sends a term; a tree click repeats): at
+/// most 12.5 KB each at 100,000 hosts.
+const RECENT_SETS: usize = 8;
+
+impl std::fmt::Debug for ListIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListIndex")
+            .field("orders", &self.orders.len())
+            .field("search_hosts", &self.search.as_ref().map(|s| s.seqs.len()))
+            .finish()
+    }
+}
+
+impl ListIndex {
+    /// Every host's `seq` in `sort`'s ascending order, read now unless a copy read at the
+    /// current state is kept.
+    pub fn order(&mut self, conn: &Connection, sort: Sort) -> Result<&Order, StoreError> {
+        self.refresh(conn)?;
+        let position = match self.orders.iter().position(|(kept, _)| *kept == sort) {
+            Some(position) => position,
+            None => {
+                self.orders.push((sort, Order::read(conn, sort)?));
+                self.orders.len() - 1
+            }
+        };
+        Ok(&self.orders[position].1)
+    }
+
+    /// Drops what was read before the connection's current state.
+    fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        let now = stamp(conn)?;
+        if self.stamp != Some(now) {
+            self.orders.clear();
+            self.recent_sets.clear();
+            self.stamp = Some(now);
+        }
+        Ok(())
+    }
+
+    /// The set `key` names: kept from a recent query at the current state, or read by
+    /// `read` now (and kept).
+    pub fn set(
+        &mut self,
+        conn: &Connection,
+        key: SetKey,
+        read: impl FnOnce(&mut ListIndex) -> Result<Vec<i64>, StoreError>,
+    ) -> Result<Arc<SeqSet>, StoreError> {
+        self.refresh(conn)?;
+        if let Some((_, set)) = self.recent_sets.iter().find(|(kept, _)| *kept == key) {
+            return Ok(Arc::clone(set));
+        }
+        let set = Arc::new(SeqSet::new(&read(self)?));
+        // `read` may have written (the search text clears its change log): re-stamp.
+        self.refresh(conn)?;
+        if self.recent_sets.len() >= RECENT_SETS {
+            self.recent_sets.remove(0);
+        }
+        self.recent_sets.push((key, Arc::clone(&set)));
+        Ok(set)
+    }
+
+    /// The `seq`s of the hosts whose name or hostname contains `term`, compared in
+    /// lowercase (api-decisions §3: case-insensitive substring, no wildcards). In no order.
+    pub fn search(&mut self, conn: &Connection, term: &str) -> Result<Vec<i64>, StoreError> {
+        let version = data_version(conn)?;
+        let reusable = match &self.search {
+            Some(text) if text.data_version == version => {
+                let changed: i64 = conn
+                    .prepare_cached(COUNT_CHANGED)?
+                    .query_row([], |row| row.get(0))?;
+                usize::try_from(changed).unwrap_or(usize::MAX)
+                    <= text.seqs.len() / PATCH_LIMIT_DIVISOR
+            }
+            _ => false,
+        };
+        let text = match (reusable, self.search.take()) {
+            (true, Some(mut text)) => {
+                text.patch(conn)?;
+                text
+            }
+            _ => SearchText::read(conn, version)?,
+        };
+        let needle = term.to_lowercase();
+        let found = text.matching(&needle);
+        self.search = Some(text);
+        Ok(found)
+    }
+}
+
+/// One sort's ascending order: `seqs[..nulls_from]` have a sort key, the rest (only
+/// `last_used_at` has them: never-used hosts) do not, ordered by id.
+#[derive(Debug)]
+pub struct Order {
+    seqs: Vec<i64>,
+    nulls_from: usize,
+}
+
+impl Order {
+    fn read(conn: &Connection, sort: Sort) -> Result<Order, StoreError> {
+        // The same ORDER BY and index as the list's own pages (store::hosts), ascending.
+        let sql = match sort {
+            Sort::Name => "SELECT seq, 0 FROM hosts INDEXED BY hosts_by_name ORDER BY name_key, id",
+            Sort::Hostname => {
+                "SELECT seq, 0 FROM hosts INDEXED BY hosts_by_hostname \
+                 ORDER BY hostname COLLATE NOCASE, id"
+            }
+            Sort::CreatedAt => {
+                "SELECT seq, 0 FROM hosts INDEXED BY hosts_by_created ORDER BY created_at, id"
+            }
+            Sort::LastUsedAt => {
+                "SELECT seq, last_used_at IS NULL FROM hosts \
+                 INDEXED BY hosts_by_last_used_nulls_last \
+                 ORDER BY last_used_at IS NULL, last_used_at, id"
+            }
+        };
+        let mut seqs = Vec::new();
+        let mut nulls_from = None;
+        let mut statement = conn.prepare_cached(sql)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            if nulls_from.is_none() && row.get::<_, bool>(1)? {
+                nulls_from = Some(seqs.len());
+            }
+            seqs.push(row.get(0)?);
+        }
+        let nulls_from = nulls_from.unwrap_or(seqs.len());
+        Ok(Order { seqs, nulls_from })
+    }
+
+    /// The hosts in `direction`. Descending reverses both parts but keeps the hosts without
+    /// a key last (api-decisions §3: never-used hosts last in both orders).
+    pub fn iter(&self, direction: Direction) -> impl Iterator<Item = i64> + '_ {
+        let (keyed, nulls) = self.seqs.split_at(self.nulls_from);
+        let (ascending, descending) = match direction {
+            Direction::Asc => (Some(self.seqs.iter()), None),
+            Direction::Desc => (None, Some(keyed.iter().rev().chain(nulls.iter().rev()))),
+        };
+        ascending
+            .into_iter()
+            .flatten()
+            .chain(descending.into_iter().flatten())
+            .copied()
+    }
+
+    /// Up to `limit` hosts of `filter`, skipping the first `offset` of them, in `direction`.
+    pub fn page(
+        &self,
+        direction: Direction,
+        offset: u64,
+        limit: u64,
+        filter: impl Fn(i64) -> bool,
+    ) -> Vec<i64> {
+        let mut skipped = 0;
+        let mut page = Vec::new();
+        for seq in self.iter(direction) {
+            if page.len() as u64 >= limit {
+                break;
+            }
+            if !filter(seq) {
+                continue;
+            }
+            match skipped < offset {
+                true => skipped += 1,
+                false => page.push(seq),
+            }
+        }
+        page
+    }
+
+    /// `limit` hosts after the first `offset`, unfiltered: a slice, whatever the depth.
+    pub fn slice(&self, direction: Direction, offset: u64, limit: u64) -> Vec<i64> {
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.iter(direction).skip(offset).take(limit).collect()
+    }
+}
+
+/// A set of `seq`s: a bitmap when they are dense enough (the usual case, as SQLite hands
+/// out `seq`s in sequence), a hash set otherwise.
+pub enum SeqSet {
+    Bits(Vec<u64>, u64),
+    Hashed(HashSet<i64>),
+}
+
+impl SeqSet {
+    /// How many `seq`s the set holds.
+    pub fn len(&self) -> u64 {
+        match self {
+            SeqSet::Bits(_, count) => *count,
+            SeqSet::Hashed(set) => set.len() as u64,
+        }
+    }
+
+    /// The `seq`s, in no particular order.
+    pub fn to_vec(&self) -> Vec<i64> {
+        match self {
+            SeqSet::Bits(bits, _) => {
+                let mut seqs = Vec::new();
+                for (word_index, word) in bits.iter().enumerate() {
+                    let mut word = *word;
+                    while word != 0 {
+                        let bit = i64::from(word.trailing_zeros());
+                        seqs.push(word_index as i64 * 64 + bit);
+                        word &= word - 1;
+                    }
+                }
+                seqs
+            }
+            SeqSet::Hashed(set) => set.iter().copied().collect(),
+        }
+    }
+
+    pub fn new(seqs: &[i64]) -> SeqSet {
+        let max = seqs.iter().copied().max().unwrap_or(0);
+        let dense = seqs.iter().all(|seq| *seq >= 0)
+            && u64::try_from(max).unwrap_or(u64::MAX) / 64 <= (seqs.len() as u64 + 1024) * 64;
+        match dense {
+            true => {
+                let words = usize::try_from(max / 64 + 1).unwrap_or(0);
+                let mut bits = vec![0u64; words];
+                let mut count = 0;
+                for seq in seqs.iter().filter(|seq| **seq >= 0) {
+                    let word = (*seq / 64) as usize;
+                    count += u64::from(bits[word] & (1 << (seq % 64)) == 0);
+                    bits[word] |= 1 << (seq % 64);
+                }
+                SeqSet::Bits(bits, count)
+            }
+            false => SeqSet::Hashed(seqs.iter().copied().collect()),
+        }
+    }
+
+    pub fn contains(&self, seq: i64) -> bool {
+        match self {
+            SeqSet::Bits(bits, _) => {
+                seq >= 0
+                    && usize::try_from(seq / 64)
+                        .ok()
+                        .and_then(|word| bits.get(word))
+                        .is_some_and(|word| word & (1 << (seq % 64)) != 0)
+            }
+            SeqSet::Hashed(set) => set.contains(&seq),
+        }
+    }
+}
+
+/// Lowercased `name_key` and hostname of every host, joined by a NUL (which neither a
+/// stored name nor a search term holds), by `seq`. The texts sit in one buffer, scanned in
+/// one sweep; a changed host's new text is appended and the old bytes left until they are
+/// half the buffer.
+struct SearchText {
+    data_version: i64,
+    seqs: Vec<i64>,
+    /// Byte range of each slot's text in `buffer`.
+    spans: Vec<(usize, usize)>,
+    buffer: String,
+    /// Bytes of `buffer` no slot points at.
+    garbage: usize,
+    slots: HashMap<i64, usize>,
+}
+
+impl SearchText {
+    fn read(conn: &Connection, data_version: i64) -> Result<SearchText, StoreError> {
+        let mut text = SearchText {
+            data_version,
+            seqs: Vec::new(),
+            spans: Vec::new(),
+            buffer: String::new(),
+            garbage: 0,
+            slots: HashMap::new(),
+        };
+        {
+            let mut statement = conn.prepare_cached(SELECT_ALL_TEXT)?;
+            let mut rows = statement.query([])?;
+            while let Some(row) = rows.next()? {
+                let name: &str = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+                let hostname: &str = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
+                text.put(row.get(0)?, name, hostname);
+            }
+        }
+        conn.prepare_cached(CLEAR_CHANGED)?.execute([])?;
+        Ok(text)
+    }
+
+    /// Re-reads the hosts the triggers noted since the last read, then forgets the notes.
+    fn patch(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        {
+            let mut statement = conn.prepare_cached(SELECT_CHANGED)?;
+            let mut rows = statement.query([])?;
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(0)?;
+                let name: Option<String> = row.get(1)?;
+                let hostname: Option<String> = row.get(2)?;
+                match (name, hostname) {
+                    (Some(name), Some(hostname)) => self.put(seq, &name, &hostname),
+                    _ => self.remove(seq),
+                }
+            }
+        }
+        conn.prepare_cached(CLEAR_CHANGED)?.execute([])?;
+        if self.garbage > self.buffer.len() / 2 {
+            self.compact();
+        }
+        Ok(())
+    }
+
+    /// `name_key` is already lowercase (Rust's Unicode lowercase, model::host); hostnames
+    /// are ASCII, lowercased here the same way.
+    fn put(&mut self, seq: i64, name_key: &str, hostname: &str) {
+        let start = self.buffer.len();
+        self.buffer.push_str(name_key);
+        self.buffer.push('\0');
+        self.buffer
+            .extend(hostname.chars().flat_map(char::to_lowercase));
+        let span = (start, self.buffer.len());
+        match self.slots.get(&seq) {
+            Some(slot) => {
+                let old = std::mem::replace(&mut self.spans[*slot], span);
+                self.garbage += old.1 - old.0;
+            }
+            None => {
+                self.slots.insert(seq, self.seqs.len());
+                self.seqs.push(seq);
+                self.spans.push(span);
+            }
+        }
+    }
+
+    fn remove(&mut self, seq: i64) {
+        let Some(slot) = self.slots.remove(&seq) else {
+            return;
+        };
+        self.seqs.swap_remove(slot);
+        let old = self.spans.swap_remove(slot);
+        self.garbage += old.1 - old.0;
+        if let Some(moved) = self.seqs.get(slot) {
+            self.slots.insert(*moved, slot);
+        }
+    }
+
+    fn compact(&mut self) {
+        let mut buffer = String::with_capacity(self.buffer.len() - self.garbage);
+        for span in &mut self.spans {
+            let start = buffer.len();
+            buffer.push_str(self.buffer.get(span.0..span.1).unwrap_or_default());
+            *span = (start, buffer.len());
+        }
+        self.buffer = buffer;
+        self.garbage = 0;
+    }
+
+    /// `needle` is already lowercase. A needle holding the separator matches nothing.
+    fn matching(&self, needle: &str) -> Vec<i64> {
+        if needle.contains('\0') {
+            return Vec::new();
+        }
+        self.spans
+            .iter()
+            .zip(&self.seqs)
+            .filter(|(span, _)| {
+                self.buffer
+                    .get(span.0..span.1)
+                    .is_some_and(|text| text.contains(needle))
+            })
+            .map(|(_, seq)| *seq)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::list_index::SeqSet;
+
+    /// A set answers membership and size the same whether it is a bitmap or hashed.
+    #[test]
+    fn seq_sets_hold_exactly_their_members_in_both_shapes() {
+        let dense = SeqSet::new(&[1, 5, 64, 65, 5]);
+        assert!(matches!(dense, SeqSet::Bits(..)));
+        let sparse = SeqSet::new(&[3, 1 << 40]);
+        assert!(matches!(sparse, SeqSet::Hashed(_)));
+        let negative = SeqSet::new(&[-7, 2]);
+        assert!(matches!(negative, SeqSet::Hashed(_)));
+        for (set, members, outsiders) in [
+            (&dense, &[1, 5, 64, 65][..], &[0, 2, 63, 66, 1000, -1][..]),
+            (&sparse, &[3, 1 << 40], &[0, 4, (1 << 40) + 1]),
+            (&negative, &[-7, 2], &[0, 7, -2]),
+        ] {
+            assert_eq!(set.len(), members.len() as u64);
+            assert!(members.iter().all(|seq| set.contains(*seq)));
+            assert!(!outsiders.iter().any(|seq| set.contains(*seq)));
+            let mut listed = set.to_vec();
+            listed.sort_unstable();
+            assert_eq!(listed, members);
+        }
+    }
+}
