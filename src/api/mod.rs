@@ -187,6 +187,16 @@ impl Reply {
     }
 
     /// A 200 plain-text reply (the config export).
+    /// A JSON body already serialized (a kept list page).
+    pub fn json_bytes(status: u16, body: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            content_type: JSON,
+            headers: Vec::new(),
+            body: Zeroizing::new(body),
+        }
+    }
+
     pub fn text(body: String) -> Reply {
         Reply {
             status: 200,

@@ -14,7 +14,7 @@
 //! `data_version` (another connection's commit forces a full re-read) and is patched from
 //! the changed-host table before every use. No secret is ever read into these structures.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use rusqlite::Connection;
@@ -39,7 +39,8 @@ const SELECT_CHANGED: &str = "SELECT c.seq, h.name_key, h.hostname FROM list_cha
      LEFT JOIN main.hosts AS h ON h.seq = c.seq";
 const COUNT_CHANGED: &str = "SELECT count(*) FROM list_changed_hosts";
 const CLEAR_CHANGED: &str = "DELETE FROM list_changed_hosts";
-const SELECT_ALL_TEXT: &str = "SELECT seq, name_key, hostname FROM main.hosts";
+const SELECT_ALL_TEXT: &str = "SELECT seq, name_key, hostname FROM main.hosts ORDER BY seq";
+const COUNT_HOSTS: &str = "SELECT host_count FROM main.host_total";
 const DATA_VERSION: &str = "PRAGMA data_version";
 
 /// Re-read the whole search text instead of patching it once this share (1/n) of the
@@ -65,13 +66,6 @@ fn data_version(conn: &Connection) -> Result<i64, StoreError> {
         .query_row([], |row| row.get(0))?)
 }
 
-fn stamp(conn: &Connection) -> Result<Stamp, StoreError> {
-    Ok(Stamp {
-        changes: conn.total_changes(),
-        data_version: data_version(conn)?,
-    })
-}
-
 /// The list's in-memory structures. Lives beside the connection (`Db`), and is only
 /// touched while the connection's lock is held.
 #[derive(Default)]
@@ -79,9 +73,15 @@ pub struct ListIndex {
     orders: Vec<(Sort, Order)>,
     /// The sets of the last few searches and tags, newest last.
     recent_sets: Vec<(SetKey, Arc<SeqSet>)>,
-    /// When `orders` and `recent_sets` were read.
+    /// Bodies of recent list pages, by canonical query, and their total size.
+    pages: Vec<(String, Arc<[u8]>)>,
+    page_bytes: usize,
+    /// When `orders`, `recent_sets` and `pages` were read.
     stamp: Option<Stamp>,
     search: Option<SearchText>,
+    /// Rows this index deleted from its own change log: they count in the connection's
+    /// `total_changes` but change no host.
+    own_changes: u64,
 }
 
 /// What a kept set of hosts is the answer to.
@@ -95,11 +95,16 @@ pub enum SetKey {
 /// most 12.5 KB each at 100,000 hosts.
 const RECENT_SETS: usize = 8;
 
+/// Page bodies kept for repeated queries: at most this many, this many bytes in all, each at
+/// most a quarter of that (a 50-host page is about 25 KB).
+const KEPT_PAGES: usize = 16;
+const KEPT_PAGE_BYTES: usize = 1 << 20;
+
 impl std::fmt::Debug for ListIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ListIndex")
             .field("orders", &self.orders.len())
-            .field("search_hosts", &self.search.as_ref().map(|s| s.seqs.len()))
+            .field("search_slots", &self.search.as_ref().map(|s| s.seqs.len()))
             .finish()
     }
 }
@@ -119,14 +124,60 @@ impl ListIndex {
         Ok(&self.orders[position].1)
     }
 
+    /// The connection's current state, less this index's own bookkeeping.
+    fn stamp(&self, conn: &Connection) -> Result<Stamp, StoreError> {
+        Ok(Stamp {
+            changes: conn.total_changes().wrapping_sub(self.own_changes),
+            data_version: data_version(conn)?,
+        })
+    }
+
     /// Drops what was read before the connection's current state.
     fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
-        let now = stamp(conn)?;
+        let now = self.stamp(conn)?;
         if self.stamp != Some(now) {
             self.orders.clear();
             self.recent_sets.clear();
+            self.pages.clear();
+            self.page_bytes = 0;
             self.stamp = Some(now);
         }
+        Ok(())
+    }
+
+    /// The body of a list page answered for `key` at the current state, if one was kept.
+    pub fn kept_page(
+        &mut self,
+        conn: &Connection,
+        key: &str,
+    ) -> Result<Option<Arc<[u8]>>, StoreError> {
+        self.refresh(conn)?;
+        Ok(self
+            .pages
+            .iter()
+            .find(|(kept, _)| kept == key)
+            .map(|(_, body)| Arc::clone(body)))
+    }
+
+    /// Keeps the body of the page just answered for `key`, read at the current state (the
+    /// caller has held the connection's lock since it read the page). List pages carry no
+    /// secret (has_password is a flag).
+    pub fn keep_page(
+        &mut self,
+        conn: &Connection,
+        key: String,
+        body: Arc<[u8]>,
+    ) -> Result<(), StoreError> {
+        self.refresh(conn)?;
+        if body.len() > KEPT_PAGE_BYTES / 4 {
+            return Ok(());
+        }
+        while self.pages.len() >= KEPT_PAGES || self.page_bytes + body.len() > KEPT_PAGE_BYTES {
+            let (_, dropped) = self.pages.remove(0);
+            self.page_bytes -= dropped.len();
+        }
+        self.page_bytes += body.len();
+        self.pages.push((key, body));
         Ok(())
     }
 
@@ -143,8 +194,6 @@ impl ListIndex {
             return Ok(Arc::clone(set));
         }
         let set = Arc::new(SeqSet::new(&read(self)?));
-        // `read` may have written (the search text clears its change log): re-stamp.
-        self.refresh(conn)?;
         if self.recent_sets.len() >= RECENT_SETS {
             self.recent_sets.remove(0);
         }
@@ -167,12 +216,13 @@ impl ListIndex {
             _ => false,
         };
         let text = match (reusable, self.search.take()) {
-            (true, Some(mut text)) => {
-                text.patch(conn)?;
-                text
-            }
+            (true, Some(mut text)) => match text.patch(conn)? {
+                true => text,
+                false => SearchText::read(conn, version)?,
+            },
             _ => SearchText::read(conn, version)?,
         };
+        self.own_changes = self.own_changes.wrapping_add(text.cleared);
         let needle = term.to_lowercase();
         let found = text.matching(&needle);
         self.search = Some(text);
@@ -339,28 +389,38 @@ impl SeqSet {
 
 /// Lowercased `name_key` and hostname of every host, joined by a NUL (which neither a
 /// stored name nor a search term holds), by `seq`. The texts sit in one buffer, scanned in
-/// one sweep; a changed host's new text is appended and the old bytes left until they are
-/// half the buffer.
+/// one sweep. Slots stay in ascending `seq` order (SQLite gives a new host a `seq` above
+/// every other), so a host is found by binary search; a changed host's new text is
+/// appended, a deleted host's slot emptied, and both kinds of waste dropped once they are
+/// half the buffer. About 60 bytes a host.
 struct SearchText {
     data_version: i64,
     seqs: Vec<i64>,
-    /// Byte range of each slot's text in `buffer`.
-    spans: Vec<(usize, usize)>,
+    /// Byte range of each slot's text in `buffer`; empty for a deleted host.
+    spans: Vec<(u32, u32)>,
     buffer: String,
     /// Bytes of `buffer` no slot points at.
     garbage: usize,
-    slots: HashMap<i64, usize>,
+    /// Change-log rows the last read or patch deleted.
+    cleared: u64,
 }
+
+/// A host the search text cannot place without reading everything again.
+struct Unplaceable;
 
 impl SearchText {
     fn read(conn: &Connection, data_version: i64) -> Result<SearchText, StoreError> {
+        let hosts: i64 = conn
+            .prepare_cached(COUNT_HOSTS)?
+            .query_row([], |row| row.get(0))?;
+        let hosts = usize::try_from(hosts).unwrap_or(0);
         let mut text = SearchText {
             data_version,
-            seqs: Vec::new(),
-            spans: Vec::new(),
-            buffer: String::new(),
+            seqs: Vec::with_capacity(hosts),
+            spans: Vec::with_capacity(hosts),
+            buffer: String::with_capacity(hosts.saturating_mul(40)),
             garbage: 0,
-            slots: HashMap::new(),
+            cleared: 0,
         };
         {
             let mut statement = conn.prepare_cached(SELECT_ALL_TEXT)?;
@@ -368,15 +428,17 @@ impl SearchText {
             while let Some(row) = rows.next()? {
                 let name: &str = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
                 let hostname: &str = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
-                text.put(row.get(0)?, name, hostname);
+                text.put(row.get(0)?, name, hostname)
+                    .map_err(|Unplaceable| too_large())?;
             }
         }
-        conn.prepare_cached(CLEAR_CHANGED)?.execute([])?;
+        text.cleared = conn.prepare_cached(CLEAR_CHANGED)?.execute([])? as u64;
         Ok(text)
     }
 
     /// Re-reads the hosts the triggers noted since the last read, then forgets the notes.
-    fn patch(&mut self, conn: &Connection) -> Result<(), StoreError> {
+    /// `Ok(false)`: a host could not be placed; read everything again instead.
+    fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
         {
             let mut statement = conn.prepare_cached(SELECT_CHANGED)?;
             let mut rows = statement.query([])?;
@@ -384,65 +446,85 @@ impl SearchText {
                 let seq: i64 = row.get(0)?;
                 let name: Option<String> = row.get(1)?;
                 let hostname: Option<String> = row.get(2)?;
-                match (name, hostname) {
+                let placed = match (name, hostname) {
                     (Some(name), Some(hostname)) => self.put(seq, &name, &hostname),
-                    _ => self.remove(seq),
+                    _ => {
+                        self.remove(seq);
+                        Ok(())
+                    }
+                };
+                if placed.is_err() {
+                    return Ok(false);
                 }
             }
         }
-        conn.prepare_cached(CLEAR_CHANGED)?.execute([])?;
+        self.cleared = conn.prepare_cached(CLEAR_CHANGED)?.execute([])? as u64;
         if self.garbage > self.buffer.len() / 2 {
             self.compact();
         }
-        Ok(())
+        Ok(true)
     }
 
     /// `name_key` is already lowercase (Rust's Unicode lowercase, model::host); hostnames
     /// are ASCII, lowercased here the same way.
-    fn put(&mut self, seq: i64, name_key: &str, hostname: &str) {
-        let start = self.buffer.len();
+    fn put(&mut self, seq: i64, name_key: &str, hostname: &str) -> Result<(), Unplaceable> {
+        let slot = self.seqs.binary_search(&seq);
+        if let Err(slot) = slot {
+            if slot != self.seqs.len() {
+                return Err(Unplaceable);
+            }
+        }
+        let start = u32::try_from(self.buffer.len()).map_err(|_| Unplaceable)?;
         self.buffer.push_str(name_key);
         self.buffer.push('\0');
         self.buffer
             .extend(hostname.chars().flat_map(char::to_lowercase));
-        let span = (start, self.buffer.len());
-        match self.slots.get(&seq) {
-            Some(slot) => {
-                let old = std::mem::replace(&mut self.spans[*slot], span);
-                self.garbage += old.1 - old.0;
+        let end = u32::try_from(self.buffer.len()).map_err(|_| Unplaceable)?;
+        match slot {
+            Ok(slot) => {
+                let old = std::mem::replace(&mut self.spans[slot], (start, end));
+                self.garbage += (old.1 - old.0) as usize;
             }
-            None => {
-                self.slots.insert(seq, self.seqs.len());
+            Err(_) => {
                 self.seqs.push(seq);
-                self.spans.push(span);
+                self.spans.push((start, end));
             }
         }
+        Ok(())
     }
 
     fn remove(&mut self, seq: i64) {
-        let Some(slot) = self.slots.remove(&seq) else {
-            return;
-        };
-        self.seqs.swap_remove(slot);
-        let old = self.spans.swap_remove(slot);
-        self.garbage += old.1 - old.0;
-        if let Some(moved) = self.seqs.get(slot) {
-            self.slots.insert(*moved, slot);
+        if let Ok(slot) = self.seqs.binary_search(&seq) {
+            let old = std::mem::take(&mut self.spans[slot]);
+            self.garbage += (old.1 - old.0) as usize;
         }
     }
 
+    /// Drops deleted hosts' slots and every byte no slot points at.
     fn compact(&mut self) {
         let mut buffer = String::with_capacity(self.buffer.len() - self.garbage);
-        for span in &mut self.spans {
-            let start = buffer.len();
-            buffer.push_str(self.buffer.get(span.0..span.1).unwrap_or_default());
-            *span = (start, buffer.len());
+        let mut seqs = Vec::with_capacity(self.seqs.len());
+        let mut spans = Vec::with_capacity(self.spans.len());
+        for (seq, span) in self.seqs.iter().zip(&self.spans) {
+            let Some(text) = self.buffer.get(span.0 as usize..span.1 as usize) else {
+                continue;
+            };
+            if text.is_empty() {
+                continue;
+            }
+            let start = buffer.len() as u32;
+            buffer.push_str(text);
+            seqs.push(*seq);
+            spans.push((start, buffer.len() as u32));
         }
         self.buffer = buffer;
+        self.seqs = seqs;
+        self.spans = spans;
         self.garbage = 0;
     }
 
-    /// `needle` is already lowercase. A needle holding the separator matches nothing.
+    /// `needle` is already lowercase and not empty. A needle holding the separator
+    /// matches nothing.
     fn matching(&self, needle: &str) -> Vec<i64> {
         if needle.contains('\0') {
             return Vec::new();
@@ -452,7 +534,7 @@ impl SearchText {
             .zip(&self.seqs)
             .filter(|(span, _)| {
                 self.buffer
-                    .get(span.0..span.1)
+                    .get(span.0 as usize..span.1 as usize)
                     .is_some_and(|text| text.contains(needle))
             })
             .map(|(_, seq)| *seq)
@@ -460,9 +542,56 @@ impl SearchText {
     }
 }
 
+fn too_large() -> StoreError {
+    StoreError::Sqlite("the hosts' names and hostnames exceed the search text's 4 GiB".into())
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::store::list_index::SeqSet;
+    use crate::store::list_index::{SearchText, SeqSet};
+
+    /// Issue #9: the search text finds what it holds after renames, deletes, re-adds and
+    /// compaction, and refuses (for a full re-read) a host it cannot place in order.
+    #[test]
+    fn search_text_follows_puts_and_removes_through_compaction() {
+        let mut text = SearchText {
+            data_version: 0,
+            seqs: Vec::new(),
+            spans: Vec::new(),
+            buffer: String::new(),
+            garbage: 0,
+            cleared: 0,
+        };
+        for (seq, name) in [(1, "web-1"), (2, "db-2"), (3, "web-3")] {
+            assert!(text.put(seq, name, "Host.Example").is_ok());
+        }
+        assert_eq!(text.matching("web"), vec![1, 3]);
+        assert_eq!(
+            text.matching("host.ex"),
+            vec![1, 2, 3],
+            "hostnames are lowercased"
+        );
+        assert_eq!(
+            text.matching("1\0h"),
+            Vec::<i64>::new(),
+            "no match across the fields"
+        );
+        assert!(text.put(1, "renamed", "h").is_ok());
+        text.remove(3);
+        assert_eq!(text.matching("web"), Vec::<i64>::new());
+        assert!(text.put(3, "web-again", "h").is_ok());
+        assert!(text.put(9, "web-9", "h").is_ok());
+        assert!(
+            text.put(5, "web-5", "h").is_err(),
+            "a seq below the last one is unplaceable"
+        );
+        text.remove(2);
+        text.compact();
+        assert_eq!(text.garbage, 0);
+        assert_eq!(text.seqs, vec![1, 3, 9]);
+        assert_eq!(text.matching("web"), vec![3, 9]);
+        assert_eq!(text.matching("renamed"), vec![1]);
+    }
 
     /// A set answers membership and size the same whether it is a bitmap or hashed.
     #[test]

@@ -1415,3 +1415,79 @@ fn bad_list_parameters_are_400() {
         );
     }
 }
+
+/// Issue #9: the service keeps recent list pages and search sets in memory; every kind of
+/// change shows in the very next identical request (no stale page is ever answered).
+#[test]
+fn repeated_list_queries_see_every_change_at_once() {
+    let service = start_with_rows("list-kept-pages", &[GROUP_A], &[]);
+    let web = create(&service, &host("web-1", json!({"tags": ["t"]})));
+    let db = create(
+        &service,
+        &host("db-1", json!({"hostname": "db.example.org"})),
+    );
+    let queries = [
+        "per_page=50",
+        "search=web",
+        "search=db-",
+        "tag=t",
+        "sort=last_used_at&order=desc",
+        &format!("group={GROUP_A}"),
+        "favorite=true",
+    ];
+    let snapshot = |service: &Service| -> Vec<Value> {
+        let pages: Vec<Value> = queries.iter().map(|query| list(service, query)).collect();
+        // Asked twice: the second answer may come from memory, and must be the same.
+        let again: Vec<Value> = queries.iter().map(|query| list(service, query)).collect();
+        assert_eq!(pages, again);
+        pages
+    };
+    let mut before = snapshot(&service);
+    let (web_path, db_path) = (
+        format!("/api/hosts/{}", id_of(&web)),
+        format!("/api/hosts/{}", id_of(&db)),
+    );
+    type Change<'a> = Box<dyn Fn(&Service) + 'a>;
+    let changes: Vec<Change<'_>> = vec![
+        Box::new(|s| drop(create(s, &host("web-2", json!({}))))),
+        Box::new(|s| drop(s.put(&web_path, &json!({"name": "renamed"})).expect(200))),
+        Box::new(|s| {
+            drop(
+                s.put(&db_path, &json!({"hostname": "webby.example"}))
+                    .expect(200),
+            )
+        }),
+        Box::new(|s| drop(s.put(&db_path, &json!({"tags": ["t"]})).expect(200))),
+        Box::new(|s| {
+            let path = format!("{web_path}/favorite");
+            drop(s.request("PATCH", &path, None).expect(200));
+        }),
+        Box::new(|s| {
+            drop(
+                s.put(&format!("{db_path}/move"), &json!({"group_id": GROUP_A}))
+                    .expect(200),
+            )
+        }),
+        Box::new(|s| {
+            drop(
+                s.request("POST", &format!("{web_path}/connect"), None)
+                    .expect(200),
+            )
+        }),
+        Box::new(|s| drop(s.delete(&db_path).expect(204))),
+    ];
+    for (step, change) in changes.iter().enumerate() {
+        change(&service);
+        let after = snapshot(&service);
+        assert_ne!(after, before, "change {step} shows in no list");
+        before = after;
+    }
+    // The final state, checked by content: the rename, the favorite and the delete.
+    assert_eq!(before[0]["total"], 2, "{}", before[0]);
+    assert_eq!(before[6]["items"][0]["name"], "renamed");
+    assert_eq!(
+        before[2]["total"], 0,
+        "search=db-: db-1 is gone: {}",
+        before[2]
+    );
+}
