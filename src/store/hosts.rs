@@ -931,14 +931,16 @@ mod tests {
 
     use serde_json::{json, Value};
 
+    use crate::model::host::{Direction, Sort};
     use crate::model::host::{HostQuery, NewHost, PasswordField};
     use crate::store::hosts::{
         by_id, delete, insert, insert_group_for_tests, list, list_tuned, move_to, next_updated_at,
         page_seqs, rows_of_page, sort_index, toggle_favorite, touch_last_used, Filters, Plan,
         Tuning, TUNING,
     };
-    use crate::store::list_index::SeqSet;
+    use crate::store::list_index::{ListIndex, SeqSet};
     use crate::store::{open_in_memory, StoreError};
+    use rusqlite::params;
 
     fn new_host(name: &str, hostname: &str, extra: Value) -> NewHost {
         let mut body = json!({
@@ -1296,6 +1298,83 @@ mod tests {
         })
         .unwrap();
         check(&db);
+    }
+
+    /// Issue #9: an order patched host by host after adds, renames (in any case), deletes
+    /// and last uses equals the order read afresh, in every sort and direction.
+    #[test]
+    fn patched_orders_equal_orders_read_afresh() {
+        let db = varied_catalogue();
+        let sorts = [
+            Sort::Name,
+            Sort::Hostname,
+            Sort::CreatedAt,
+            Sort::LastUsedAt,
+        ];
+        let mut state: u64 = 7;
+        let mut next = move |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) % bound
+        };
+        for round in 0..40 {
+            // Read (or patch) every order, then change a few hosts.
+            db.read_list(|conn, index| {
+                for sort in sorts {
+                    index.order(conn, sort)?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            db.write(|tx| {
+                for step in 0..1 + next(4) {
+                    let id = format!("id-{:02}", next(60));
+                    let exists = by_id(tx, &id).is_ok();
+                    match (next(5), exists) {
+                        (0, _) | (_, false) => {
+                            let new_id = format!("new-{round}-{step}");
+                            let host =
+                                new_host(&format!("N{}", next(9)), "Added.example", json!({}));
+                            insert(tx, &new_id, &host, None)?;
+                        }
+                        (1, true) => delete(tx, &id)?,
+                        (2, true) => drop(touch_last_used(tx, &id)?),
+                        (3, true) => {
+                            let name = ["web-0", "Zeta", "ärger", "WEB-0", "a"][next(5) as usize];
+                            tx.execute(
+                                "UPDATE hosts SET name = ?2, name_key = ?3 WHERE id = ?1",
+                                params![id, name, name.to_lowercase()],
+                            )?;
+                        }
+                        _ => {
+                            let hostname =
+                                ["h1.example.com", "H1.EXAMPLE.COM", "z", "A"][next(4) as usize];
+                            tx.execute(
+                                "UPDATE hosts SET hostname = ?2 WHERE id = ?1",
+                                params![id, hostname],
+                            )?;
+                        }
+                    }
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            db.read_list(|conn, index| {
+                for sort in sorts {
+                    for direction in [Direction::Asc, Direction::Desc] {
+                        let patched: Vec<i64> = index.order(conn, sort)?.iter(direction).collect();
+                        let fresh: Vec<i64> = ListIndex::default()
+                            .order(conn, sort)?
+                            .iter(direction)
+                            .collect();
+                        assert_eq!(patched, fresh, "round {round}, {sort:?} {direction:?}");
+                    }
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        }
     }
 
     #[test]
