@@ -362,7 +362,13 @@ fn list_tuned(
         })?),
         None => None,
     };
-    let filters = Filters::new(query, matches.as_deref())?;
+    // SQL sees a search's matches only when another filter joins it or they are few: a
+    // large set alone is walked in memory, and its JSON (up to 700 KB) never built.
+    let search_alone = query.tag.is_none() && query.group.is_none() && query.favorite.is_none();
+    let bind = matches
+        .as_ref()
+        .is_some_and(|set| !search_alone || set.len() <= tuning.collect_max);
+    let filters = Filters::new(query, matches.as_deref(), bind)?;
     let total = match (&matches, filters.only_search()) {
         (Some(matches), true) => matches.len(),
         _ => {
@@ -562,14 +568,18 @@ struct Filters {
 }
 
 impl Filters {
-    /// `matches`: the `seq`s the query's search term matched, when it has one.
-    fn new(query: &HostQuery, matches: Option<&SeqSet>) -> Result<Filters, StoreError> {
-        let search = match matches {
-            Some(set) => Some(SearchSet {
+    /// `matches`: the `seq`s the query's search term matched, when it has one; bound for
+    /// SQL (as `:matches`) only when `bind` (otherwise no SQL may read them).
+    fn new(query: &HostQuery, matches: Option<&SeqSet>, bind: bool) -> Result<Filters, StoreError> {
+        let search = match (matches, bind) {
+            (Some(set), true) => Some(SearchSet {
                 json: serde_json::to_string(&set.to_vec())
                     .map_err(|err| StoreError::Sqlite(err.to_string()))?,
             }),
-            None => None,
+            (Some(_), false) => Some(SearchSet {
+                json: String::new(),
+            }),
+            (None, _) => None,
         };
         Ok(Filters {
             group: query.group.clone(),
@@ -1142,7 +1152,7 @@ mod tests {
                 .unwrap();
             SeqSet::new(&seqs)
         });
-        Filters::new(query, matches.as_ref()).unwrap()
+        Filters::new(query, matches.as_ref(), true).unwrap()
     }
 
     fn plan_seqs(conn: &rusqlite::Connection, query: &HostQuery, plan: Plan) -> Vec<i64> {
