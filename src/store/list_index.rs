@@ -86,6 +86,15 @@ struct Stamp {
     data_version: i64,
 }
 
+/// The connection's state now: any change by it (`total_changes`) or by another connection
+/// (`data_version`) moves it.
+fn stamp(conn: &Connection) -> Result<Stamp, StoreError> {
+    Ok(Stamp {
+        changes: conn.total_changes(),
+        data_version: data_version(conn)?,
+    })
+}
+
 fn data_version(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn
         .prepare_cached(DATA_VERSION)?
@@ -107,9 +116,6 @@ pub struct ListIndex {
     /// When `orders`, `recent_sets` and `pages` were read.
     stamp: Option<Stamp>,
     search: Option<SearchText>,
-    /// Rows this index deleted from its own change log: they count in the connection's
-    /// `total_changes` but change no host.
-    own_changes: u64,
 }
 
 /// What a kept set of hosts is the answer to.
@@ -179,22 +185,23 @@ impl ListIndex {
         if !placed {
             self.orders.clear();
         }
-        let cleared = conn.prepare_cached(CLEAR_REORDERED)?.execute([])?;
-        self.own_changes = self.own_changes.wrapping_add(cleared as u64);
-        Ok(())
+        self.empty_log(conn, CLEAR_REORDERED)
     }
 
-    /// The connection's current state, less this index's own bookkeeping.
-    fn stamp(&self, conn: &Connection) -> Result<Stamp, StoreError> {
-        Ok(Stamp {
-            changes: conn.total_changes().wrapping_sub(self.own_changes),
-            data_version: data_version(conn)?,
-        })
+    /// Empties one of this index's change logs. The DELETE counts in the connection's
+    /// `total_changes` but changes no host: what was current before it stays current.
+    fn empty_log(&mut self, conn: &Connection, clear: &str) -> Result<(), StoreError> {
+        let before = stamp(conn)?;
+        conn.prepare_cached(clear)?.execute([])?;
+        if self.stamp == Some(before) {
+            self.stamp = Some(stamp(conn)?);
+        }
+        Ok(())
     }
 
     /// Drops what was read before the connection's current state.
     fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
-        let now = self.stamp(conn)?;
+        let now = stamp(conn)?;
         if self.stamp != Some(now) {
             self.recent_sets.clear();
             self.pages.clear();
@@ -281,7 +288,7 @@ impl ListIndex {
             },
             _ => SearchText::read(conn, version)?,
         };
-        self.own_changes = self.own_changes.wrapping_add(text.cleared);
+        self.empty_log(conn, CLEAR_CHANGED)?;
         let needle = term.to_lowercase();
         let found = text.matching(&needle);
         self.search = Some(text);
@@ -557,8 +564,6 @@ struct SearchText {
     buffer: String,
     /// Bytes of `buffer` no slot points at.
     garbage: usize,
-    /// Change-log rows the last read or patch deleted.
-    cleared: u64,
 }
 
 /// A host the search text cannot place without reading everything again.
@@ -576,7 +581,6 @@ impl SearchText {
             spans: Vec::with_capacity(hosts),
             buffer: String::with_capacity(hosts.saturating_mul(40)),
             garbage: 0,
-            cleared: 0,
         };
         {
             let mut statement = conn.prepare_cached(SELECT_ALL_TEXT)?;
@@ -588,12 +592,11 @@ impl SearchText {
                     .map_err(|Unplaceable| too_large())?;
             }
         }
-        text.cleared = conn.prepare_cached(CLEAR_CHANGED)?.execute([])? as u64;
         Ok(text)
     }
 
-    /// Re-reads the hosts the triggers noted since the last read, then forgets the notes.
-    /// `Ok(false)`: a host could not be placed; read everything again instead.
+    /// Re-reads the hosts the triggers noted since the last read (the caller then empties
+    /// the log). `Ok(false)`: a host could not be placed; read everything again instead.
     fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
         {
             let mut statement = conn.prepare_cached(SELECT_CHANGED)?;
@@ -614,7 +617,6 @@ impl SearchText {
                 }
             }
         }
-        self.cleared = conn.prepare_cached(CLEAR_CHANGED)?.execute([])? as u64;
         if self.garbage > self.buffer.len() / 2 {
             self.compact();
         }
@@ -716,7 +718,6 @@ mod tests {
             spans: Vec::new(),
             buffer: String::new(),
             garbage: 0,
-            cleared: 0,
         };
         for (seq, name) in [(1, "web-1"), (2, "db-2"), (3, "web-3")] {
             assert!(text.put(seq, name, "Host.Example").is_ok());
