@@ -133,10 +133,11 @@ pub enum SetKey {
 /// most 12.5 KB each at 100,000 hosts.
 const RECENT_SETS: usize = 8;
 
-/// Page bodies kept for repeated queries: at most this many, this many bytes in all, each at
-/// most a quarter of that (a 50-host page is about 25 KB).
+/// Bodies kept for repeated queries (host list pages, the group tree): at most this many,
+/// this many bytes in all, each at most half of that (a 50-host page is about 25 KB, the
+/// tree of 2,000 groups 576 KiB).
 const KEPT_PAGES: usize = 16;
-const KEPT_PAGE_BYTES: usize = 1 << 20;
+const KEPT_PAGE_BYTES: usize = 2 << 20;
 
 impl std::fmt::Debug for ListIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -229,9 +230,9 @@ impl ListIndex {
             .map(|(_, body)| Arc::clone(body)))
     }
 
-    /// Keeps the body of the page just answered for `key`, read at the current state (the
-    /// caller has held the connection's lock since it read the page). List pages carry no
-    /// secret (has_password is a flag).
+    /// Keeps the body just answered for `key`, read at the current state (the caller has
+    /// held the connection's lock since it read it). Only bodies without secrets are kept:
+    /// host list pages (has_password is a flag) and the group tree.
     pub fn keep_page(
         &mut self,
         conn: &Connection,
@@ -239,7 +240,7 @@ impl ListIndex {
         body: Arc<[u8]>,
     ) -> Result<(), StoreError> {
         self.refresh(conn)?;
-        if body.len() > KEPT_PAGE_BYTES / 4 {
+        if body.len() > KEPT_PAGE_BYTES / 2 {
             return Ok(());
         }
         while self.pages.len() >= KEPT_PAGES || self.page_bytes + body.len() > KEPT_PAGE_BYTES {

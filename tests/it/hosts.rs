@@ -1416,8 +1416,8 @@ fn bad_list_parameters_are_400() {
     }
 }
 
-/// Issue #9: the service keeps recent list pages and search sets in memory; every kind of
-/// change shows in the very next identical request (no stale page is ever answered).
+/// Issue #9: the service keeps recent list pages, search sets and the group tree in memory;
+/// every kind of change shows in the very next identical request (nothing stale is answered).
 #[test]
 fn repeated_list_queries_see_every_change_at_once() {
     let service = start_with_rows("list-kept-pages", &[GROUP_A], &[]);
@@ -1435,11 +1435,16 @@ fn repeated_list_queries_see_every_change_at_once() {
         &format!("group={GROUP_A}"),
         "favorite=true",
     ];
+    // The host list queries, then the group tree (kept the same way).
     let snapshot = |service: &Service| -> Vec<Value> {
-        let pages: Vec<Value> = queries.iter().map(|query| list(service, query)).collect();
+        let read = |service: &Service| -> Vec<Value> {
+            let mut pages: Vec<Value> = queries.iter().map(|query| list(service, query)).collect();
+            pages.push(service.get("/api/groups").expect(200));
+            pages
+        };
+        let pages = read(service);
         // Asked twice: the second answer may come from memory, and must be the same.
-        let again: Vec<Value> = queries.iter().map(|query| list(service, query)).collect();
-        assert_eq!(pages, again);
+        assert_eq!(pages, read(service));
         pages
     };
     let mut before = snapshot(&service);
@@ -1475,6 +1480,16 @@ fn repeated_list_queries_see_every_change_at_once() {
             )
         }),
         Box::new(|s| drop(s.delete(&db_path).expect(204))),
+        Box::new(|s| {
+            drop(
+                s.post("/api/groups", &json!({"name": "new group"}))
+                    .expect(201),
+            )
+        }),
+        Box::new(|s| {
+            let path = format!("/api/groups/{GROUP_A}");
+            drop(s.put(&path, &json!({"name": "renamed group"})).expect(200));
+        }),
     ];
     for (step, change) in changes.iter().enumerate() {
         change(&service);
