@@ -30,16 +30,17 @@ const COUNT_JUMP_USERS: &str =
     "SELECT count(DISTINCT host_id) FROM host_jumps WHERE jump_host_id = ?1";
 const HOST_EXISTS: &str = "SELECT 1 FROM hosts WHERE id = ?1";
 const SELECT_KEY_BY_FINGERPRINT: &str = "SELECT id FROM keys WHERE fingerprint = ?1";
-/// Every host, oldest first (export aliases are given in this order, so they are stable).
+/// Every host, oldest first, and in the order they were added within one millisecond (`seq`):
+/// export aliases are given in this order, so they are stable.
 const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at FROM hosts ORDER BY created_at, id";
-/// The hosts of group `?1` and of all its descendants, oldest first.
+     updated_at, last_used_at FROM hosts ORDER BY created_at, seq";
+/// The hosts of group `?1` and of all its descendants, in the same order.
 const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
      SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
      SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
      group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at \
-     FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, id";
+     FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
 
 /// Fills `jump_host_ids` and `ssh_options` of every host in `hosts` (two queries in all).
 pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), StoreError> {
