@@ -362,13 +362,7 @@ fn list_tuned(
         })?),
         None => None,
     };
-    // SQL sees a search's matches only when another filter joins it or they are few: a
-    // large set alone is walked in memory, and its JSON (up to 700 KB) never built.
-    let search_alone = query.tag.is_none() && query.group.is_none() && query.favorite.is_none();
-    let bind = matches
-        .as_ref()
-        .is_some_and(|set| !search_alone || set.len() <= tuning.collect_max);
-    let filters = Filters::new(query, matches.as_deref(), bind)?;
+    let filters = Filters::new(query, matches.as_deref(), tuning.collect_max)?;
     let total = match (&matches, filters.only_search()) {
         (Some(matches), true) => matches.len(),
         _ => {
@@ -568,18 +562,25 @@ struct Filters {
 }
 
 impl Filters {
-    /// `matches`: the `seq`s the query's search term matched, when it has one; bound for
-    /// SQL (as `:matches`) only when `bind` (otherwise no SQL may read them).
-    fn new(query: &HostQuery, matches: Option<&SeqSet>, bind: bool) -> Result<Filters, StoreError> {
-        let search = match (matches, bind) {
-            (Some(set), true) => Some(SearchSet {
+    /// `matches`: the `seq`s the query's search term matched, when it has one. SQL sees them
+    /// (as `:matches`) only when another filter joins the search or they are at most
+    /// `collect_max`: a larger set alone is walked in memory, and its JSON (up to 700 KB)
+    /// is never built.
+    fn new(
+        query: &HostQuery,
+        matches: Option<&SeqSet>,
+        collect_max: u64,
+    ) -> Result<Filters, StoreError> {
+        let joined = query.tag.is_some() || query.group.is_some() || query.favorite.is_some();
+        let search = match matches {
+            Some(set) if joined || set.len() <= collect_max => Some(SearchSet {
                 json: serde_json::to_string(&set.to_vec())
                     .map_err(|err| StoreError::Sqlite(err.to_string()))?,
             }),
-            (Some(_), false) => Some(SearchSet {
+            Some(_) => Some(SearchSet {
                 json: String::new(),
             }),
-            (None, _) => None,
+            None => None,
         };
         Ok(Filters {
             group: query.group.clone(),
@@ -771,7 +772,7 @@ const MATCH_SEQS: &str = "SELECT value FROM json_each(:matches)";
 
 /// The ORDER BY of each sort, from a fixed list; every one ends in `id` so ties always
 /// break the same way (api-decisions §3) and matches `sort_index`.
-fn order_by(sort: Sort, direction: Direction) -> &'static str {
+pub(super) fn order_by(sort: Sort, direction: Direction) -> &'static str {
     match (sort, direction) {
         (Sort::Name, Direction::Asc) => "name_key, id",
         (Sort::Name, Direction::Desc) => "name_key DESC, id DESC",
@@ -807,7 +808,7 @@ fn walk_keys(sort: Sort, direction: Direction) -> (&'static str, &'static str) {
 }
 
 /// The index (sql/0001_init.sql) that yields hosts in `order_by` order.
-fn sort_index(sort: Sort, direction: Direction) -> &'static str {
+pub(super) fn sort_index(sort: Sort, direction: Direction) -> &'static str {
     match (sort, direction) {
         (Sort::Name, _) => "hosts_by_name",
         (Sort::Hostname, _) => "hosts_by_hostname",
@@ -1152,7 +1153,7 @@ mod tests {
                 .unwrap();
             SeqSet::new(&seqs)
         });
-        Filters::new(query, matches.as_ref(), true).unwrap()
+        Filters::new(query, matches.as_ref(), u64::MAX).unwrap()
     }
 
     fn plan_seqs(conn: &rusqlite::Connection, query: &HostQuery, plan: Plan) -> Vec<i64> {

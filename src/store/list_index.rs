@@ -24,7 +24,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use crate::model::host::{Direction, Sort};
-use crate::store::StoreError;
+use crate::store::{hosts, StoreError};
 
 /// Creates the changed-host table and its triggers in the connection's temp schema.
 const CREATE_CHANGE_LOG: &str = "
@@ -311,25 +311,20 @@ pub struct Order {
 
 impl Order {
     fn read(conn: &Connection, sort: Sort) -> Result<Order, StoreError> {
-        // The same ORDER BY and index as the list's own pages (store::hosts), ascending.
-        let sql = match sort {
-            Sort::Name => "SELECT seq, 0 FROM hosts INDEXED BY hosts_by_name ORDER BY name_key, id",
-            Sort::Hostname => {
-                "SELECT seq, 0 FROM hosts INDEXED BY hosts_by_hostname \
-                 ORDER BY hostname COLLATE NOCASE, id"
-            }
-            Sort::CreatedAt => {
-                "SELECT seq, 0 FROM hosts INDEXED BY hosts_by_created ORDER BY created_at, id"
-            }
-            Sort::LastUsedAt => {
-                "SELECT seq, last_used_at IS NULL FROM hosts \
-                 INDEXED BY hosts_by_last_used_nulls_last \
-                 ORDER BY last_used_at IS NULL, last_used_at, id"
-            }
+        // The list's own ascending ORDER BY and index (store::hosts), and whether the host
+        // has no sort key (only `last_used_at` can lack one).
+        let keyless = match sort {
+            Sort::LastUsedAt => "last_used_at IS NULL",
+            Sort::Name | Sort::Hostname | Sort::CreatedAt => "0",
         };
+        let sql = format!(
+            "SELECT seq, {keyless} FROM hosts INDEXED BY {} ORDER BY {}",
+            hosts::sort_index(sort, Direction::Asc),
+            hosts::order_by(sort, Direction::Asc)
+        );
         let mut seqs = Vec::new();
         let mut nulls_from = None;
-        let mut statement = conn.prepare_cached(sql)?;
+        let mut statement = conn.prepare_cached(&sql)?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
             if nulls_from.is_none() && row.get::<_, bool>(1)? {
@@ -575,18 +570,22 @@ struct SearchText {
 struct Unplaceable;
 
 impl SearchText {
-    fn read(conn: &Connection, data_version: i64) -> Result<SearchText, StoreError> {
-        let hosts: i64 = conn
-            .prepare_cached(COUNT_HOSTS)?
-            .query_row([], |row| row.get(0))?;
-        let hosts = usize::try_from(hosts).unwrap_or(0);
-        let mut text = SearchText {
+    /// No hosts yet, with room for `hosts` of them (about 40 bytes of text each).
+    fn empty(data_version: i64, hosts: usize) -> SearchText {
+        SearchText {
             data_version,
             seqs: Vec::with_capacity(hosts),
             spans: Vec::with_capacity(hosts),
             buffer: String::with_capacity(hosts.saturating_mul(40)),
             garbage: 0,
-        };
+        }
+    }
+
+    fn read(conn: &Connection, data_version: i64) -> Result<SearchText, StoreError> {
+        let hosts: i64 = conn
+            .prepare_cached(COUNT_HOSTS)?
+            .query_row([], |row| row.get(0))?;
+        let mut text = SearchText::empty(data_version, usize::try_from(hosts).unwrap_or(0));
         {
             let mut statement = conn.prepare_cached(SELECT_ALL_TEXT)?;
             let mut rows = statement.query([])?;
@@ -753,13 +752,7 @@ mod tests {
     /// compaction, and refuses (for a full re-read) a host it cannot place in order.
     #[test]
     fn search_text_follows_puts_and_removes_through_compaction() {
-        let mut text = SearchText {
-            data_version: 0,
-            seqs: Vec::new(),
-            spans: Vec::new(),
-            buffer: String::new(),
-            garbage: 0,
-        };
+        let mut text = SearchText::empty(0, 0);
         for (seq, name) in [(1, "web-1"), (2, "db-2"), (3, "web-3")] {
             assert!(text.put(seq, name, "Host.Example").is_ok());
         }
@@ -795,13 +788,7 @@ mod tests {
     /// exactly what one pass over every host finds, for one-byte, longer and non-ASCII terms.
     #[test]
     fn a_scan_on_two_threads_finds_what_one_pass_finds() {
-        let mut text = SearchText {
-            data_version: 0,
-            seqs: Vec::new(),
-            spans: Vec::new(),
-            buffer: String::new(),
-            garbage: 0,
-        };
+        let mut text = SearchText::empty(0, 0);
         let hosts = super::PARALLEL_SCAN_FROM as i64 + 5_000;
         for seq in 1..=hosts {
             let name = format!("näme-{seq}");
