@@ -144,10 +144,28 @@ fn serve(config: Config) -> Result<(), String> {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
     drop(Secret::from_string(line));
+    warm_host_list(&state);
     server::run(state, gate, listener, events_tx, events)
         .map_err(|err| format!("server failed: {err}"))?;
     log::info!("stopped");
     Ok(())
+}
+
+/// Reads the host list's memory on a thread of its own, after SERVICE_PORT: it costs time
+/// in proportion to the catalogue, and the port must come at once (README, Performance).
+/// Requests that need it meanwhile wait for the database lock the reading holds.
+fn warm_host_list(state: &Arc<AppState>) {
+    let state = Arc::clone(state);
+    let started = thread::Builder::new()
+        .name("list-warm".into())
+        .spawn(move || {
+            if let Err(err) = state.db.read_list(|conn, index| index.warm(conn)) {
+                log::warn!("cannot read the host list into memory yet: {err}");
+            }
+        });
+    if let Err(err) = started {
+        log::warn!("cannot start the host list reader (the first list reads it): {err}");
+    }
 }
 
 /// The bearer token, when one is configured: the first line of `--token-file` (at least 32

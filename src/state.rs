@@ -1,6 +1,7 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
-//! Lock order when both are needed: vault first, then db (style §1.3). Config is read-only
+//! Lock order when both are needed: vault first, then db (style §1.3); the group tree only
+//! under the db lock (api::groups `list`). Config is read-only
 //! after start-up. Besides the two mutexes it holds only counters: the last-activity clock
 //! (`AtomicU64`, for `--auto-lock`), the password-guess throttle (atomics) and the RSA
 //! key generations in progress (`AtomicUsize`).
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::api::groups::GroupTree;
 use crate::config::Config;
 use crate::store::Db;
 use crate::vault::{PasswordThrottle, Vault};
@@ -17,6 +19,8 @@ pub struct AppState {
     pub config: Config,
     pub db: Db,
     vault: Mutex<Vault>,
+    /// The group tree kept between `GET /api/groups` requests; locked only under the db's.
+    pub group_tree: Mutex<GroupTree>,
     /// Slows down master password guesses (unlock, password change and removal).
     pub password_checks: PasswordThrottle,
     /// When the process started; the zero of `last_activity_ms`.
@@ -51,6 +55,7 @@ impl AppState {
             config,
             db,
             vault: Mutex::new(vault),
+            group_tree: Mutex::default(),
             password_checks: PasswordThrottle::default(),
             started: Instant::now(),
             last_activity_ms: AtomicU64::new(0),

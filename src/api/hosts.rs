@@ -8,7 +8,6 @@
 //! with an id, an unknown host is answered before the body is judged (404 before 400).
 
 use std::io;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -17,8 +16,9 @@ use zeroize::Zeroizing;
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{
-    AuthType, Host, HostPatch, HostQuery, HostView, NewHost, PasswordAction, PasswordField,
+    AuthType, Host, HostPatch, HostView, NewHost, PasswordAction, PasswordField,
 };
+use crate::model::host_query::HostQuery;
 use crate::model::interop::{self, ChainVerdict};
 use crate::model::validate::{self, Invalid};
 use crate::state::AppState;
@@ -84,28 +84,18 @@ enum Credentials {
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let query = HostQuery::parse(|name| req.query(name))
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
-    // The desktop app repeats queries (a tree click, a search box's backspace): a page is
-    // kept, by its checked query, until the next change (store::list_index).
-    let key = format!("{query:?}");
-    let body = state.db.read_list(|conn, index| {
-        if let Some(body) = index.kept_page(conn, &key)? {
-            return Ok(body);
-        }
+    let (mut hosts, total) = state.db.read_list(|conn, index| {
         let (mut hosts, total) = store::hosts::list(conn, index, &query)?;
         store::interop::fill_extensions(conn, &mut hosts)?;
-        let page = HostPage {
-            items: hosts.iter().map(|host| host.view()).collect(),
-            total,
-            page: query.page,
-            per_page: query.per_page,
-        };
-        let body: Arc<[u8]> = serde_json::to_vec(&page)
-            .map_err(ApiError::internal)?
-            .into();
-        index.keep_page(conn, key, Arc::clone(&body))?;
-        Ok::<_, ApiError>(body)
+        Ok::<_, ApiError>((hosts, total))
     })?;
-    Ok(Reply::json_bytes(200, body.to_vec()))
+    let page = HostPage {
+        items: hosts.iter_mut().map(|host| host.view()).collect(),
+        total,
+        page: query.page,
+        per_page: query.per_page,
+    };
+    Reply::json(200, &page)
 }
 
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {

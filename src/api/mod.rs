@@ -186,8 +186,7 @@ impl Reply {
         })
     }
 
-    /// A 200 plain-text reply (the config export).
-    /// A JSON body already serialized (a kept list page).
+    /// A JSON body already serialized (the group tree).
     pub fn json_bytes(status: u16, body: Vec<u8>) -> Reply {
         Reply {
             status,
@@ -197,6 +196,7 @@ impl Reply {
         }
     }
 
+    /// A 200 plain-text reply (the config export).
     pub fn text(body: String) -> Reply {
         Reply {
             status: 200,

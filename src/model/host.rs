@@ -1,4 +1,4 @@
-//! Hosts as stored, as answered, as requested (create, partial update, list query), and the
+//! Hosts as stored, as answered, as requested (create, partial update), and the
 //! rules that turn a request body into a checked value (api-decisions §3).
 //!
 //! Invariants: no I/O; no secret value ever lives here: the api layer takes `auth.password`
@@ -10,10 +10,6 @@ use serde_json::{Map, Value};
 
 use crate::model::interop;
 use crate::model::validate::{self, Invalid, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
-
-/// api-decisions §3: `per_page` defaults to 50 (spec Limits) and is clamped to 1000.
-pub const DEFAULT_PER_PAGE: u64 = 50;
-pub const MAX_PER_PAGE: u64 = 1000;
 
 /// How a host authenticates (spec: Host auth).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,42 +184,6 @@ pub enum OrderChange {
     To(i64),
     /// `null`: the default, the end of its group.
     End,
-}
-
-/// `GET /api/hosts` parameters, checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostQuery {
-    pub group: Option<GroupFilter>,
-    pub tag: Option<String>,
-    /// Never empty (an empty `search` is no filter).
-    pub search: Option<String>,
-    pub favorite: Option<bool>,
-    pub sort: Sort,
-    pub direction: Direction,
-    pub page: u64,
-    pub per_page: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GroupFilter {
-    /// `group=` (empty): hosts in no group.
-    Ungrouped,
-    /// Direct members of this group (an unknown id matches nothing).
-    Group(String),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sort {
-    Name,
-    Hostname,
-    CreatedAt,
-    LastUsedAt,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Asc,
-    Desc,
 }
 
 impl AuthType {
@@ -485,72 +445,6 @@ pub fn name_key(name: &str) -> String {
     name.to_lowercase()
 }
 
-impl HostQuery {
-    /// Checks the list parameters; `get` returns a query parameter's decoded value.
-    /// Errors name the parameter (api-decisions §3: non-numeric or < 1 page/per_page,
-    /// unknown sort/order, bad boolean are 400).
-    pub fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<HostQuery, Invalid> {
-        let group = get("group").map(|group| match group {
-            "" => GroupFilter::Ungrouped,
-            id => GroupFilter::Group(id.to_owned()),
-        });
-        let tag = match get("tag") {
-            Some("") => return Err(Invalid::new("tag", "must not be empty")),
-            tag => tag.map(str::to_owned),
-        };
-        // SQLite's full-text query parser ends a string at a NUL byte, and no name or
-        // hostname worth finding holds one: refuse it rather than answer 500.
-        if get("search").is_some_and(|search| search.contains('\0')) {
-            return Err(Invalid::new("search", "must not contain a NUL character"));
-        }
-        let search = get("search")
-            .filter(|search| !search.is_empty())
-            .map(str::to_owned);
-        let favorite = match get("favorite") {
-            None => None,
-            Some("true") => Some(true),
-            Some("false") => Some(false),
-            Some(_) => return Err(Invalid::new("favorite", "must be true or false")),
-        };
-        let sort = match get("sort") {
-            None | Some("name") => Sort::Name,
-            Some("hostname") => Sort::Hostname,
-            Some("created_at") => Sort::CreatedAt,
-            Some("last_used_at") => Sort::LastUsedAt,
-            Some(_) => {
-                return Err(Invalid::new(
-                    "sort",
-                    "must be one of name, hostname, created_at, last_used_at",
-                ))
-            }
-        };
-        let direction = match get("order") {
-            None | Some("asc") => Direction::Asc,
-            Some("desc") => Direction::Desc,
-            Some(_) => return Err(Invalid::new("order", "must be asc or desc")),
-        };
-        let page = positive("page", get("page"), 1)?;
-        let per_page = positive("per_page", get("per_page"), DEFAULT_PER_PAGE)?.min(MAX_PER_PAGE);
-        Ok(HostQuery {
-            group,
-            tag,
-            search,
-            favorite,
-            sort,
-            direction,
-            page,
-            per_page,
-        })
-    }
-
-    /// Rows to skip; `None` when the page lies beyond any possible catalogue.
-    pub fn offset(&self) -> Option<u64> {
-        (self.page - 1)
-            .checked_mul(self.per_page)
-            .filter(|offset| i64::try_from(*offset).is_ok())
-    }
-}
-
 /// The value of a field a create requires: missing and `null` are both "is required".
 fn required<'a>(body: &'a Map<String, Value>, field: &str) -> Result<&'a Value, Invalid> {
     match body.get(field) {
@@ -609,33 +503,14 @@ fn auth_patch(value: &Value, password: PasswordField) -> Result<AuthPatch, Inval
     })
 }
 
-/// A page number or size: ASCII digits, at least 1. Digit strings too long for u64
-/// saturate (a page far past the end, or a size clamped to the maximum).
-fn positive(name: &str, value: Option<&str>, default: u64) -> Result<u64, Invalid> {
-    let Some(text) = value else {
-        return Ok(default);
-    };
-    let rule = "must be an integer of at least 1";
-    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
-        return Err(Invalid::new(name, rule));
-    }
-    let number = text.parse::<u64>().unwrap_or(u64::MAX);
-    if number == 0 {
-        return Err(Invalid::new(name, rule));
-    }
-    Ok(number)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::HashMap;
-
     use serde_json::{json, Map, Value};
 
     use crate::model::host::{
-        resolve_auth, AuthChange, AuthPatch, AuthType, Direction, GroupFilter, HostPatch,
-        HostQuery, IdField, NewHost, OrderChange, PasswordAction, PasswordField, Sort,
+        resolve_auth, AuthChange, AuthPatch, AuthType, HostPatch, IdField, NewHost, OrderChange,
+        PasswordAction, PasswordField,
     };
 
     fn object(value: Value) -> Map<String, Value> {
@@ -657,23 +532,6 @@ mod tests {
 
     fn create(body: Value) -> Result<NewHost, String> {
         NewHost::from_json(&object(body), PasswordField::Absent).map_err(|err| err.field)
-    }
-
-    #[test]
-    fn search_with_a_nul_is_rejected_and_quotes_are_accepted() {
-        assert_eq!(
-            query(&[("search", "ab\0")]).err().as_deref(),
-            Some("search")
-        );
-        assert!(query(&[("search", "_\"'%")]).is_ok());
-    }
-
-    fn query(pairs: &[(&str, &str)]) -> Result<HostQuery, String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        HostQuery::parse(|name| map.get(name).map(String::as_str)).map_err(|err| err.field)
     }
 
     fn auth(auth_type: Option<AuthType>, key_id: IdField, password: PasswordField) -> AuthPatch {
@@ -899,71 +757,5 @@ mod tests {
     fn empty_patch_changes_nothing() {
         let patch = HostPatch::from_json(&Map::new(), PasswordField::Absent).unwrap();
         assert_eq!(patch, HostPatch::default());
-    }
-
-    #[test]
-    fn query_defaults() {
-        let query = query(&[]).unwrap();
-        assert_eq!(query.sort, Sort::Name);
-        assert_eq!(query.direction, Direction::Asc);
-        assert_eq!((query.page, query.per_page), (1, 50));
-        assert_eq!(query.offset(), Some(0));
-    }
-
-    #[test]
-    fn per_page_is_clamped_to_1000() {
-        assert_eq!(query(&[("per_page", "1000")]).unwrap().per_page, 1000);
-        assert_eq!(query(&[("per_page", "1001")]).unwrap().per_page, 1000);
-        assert_eq!(
-            query(&[("per_page", "99999999999999999999999")])
-                .unwrap()
-                .per_page,
-            1000
-        );
-    }
-
-    #[test]
-    fn page_and_per_page_must_be_integers_of_at_least_1() {
-        for bad in ["0", "-1", "1.5", "abc", "", "+2", " 1"] {
-            assert_eq!(query(&[("page", bad)]).unwrap_err(), "page", "{bad:?}");
-            assert_eq!(
-                query(&[("per_page", bad)]).unwrap_err(),
-                "per_page",
-                "{bad:?}"
-            );
-        }
-        assert_eq!(query(&[("page", "1")]).unwrap().page, 1);
-        assert_eq!(query(&[("per_page", "1")]).unwrap().per_page, 1);
-    }
-
-    #[test]
-    fn huge_page_has_no_offset() {
-        let query = query(&[("page", "99999999999999999999"), ("per_page", "1000")]).unwrap();
-        assert_eq!(query.offset(), None);
-    }
-
-    #[test]
-    fn sort_order_and_favorite_take_only_known_words() {
-        assert_eq!(query(&[("sort", "Name")]).unwrap_err(), "sort");
-        assert_eq!(query(&[("order", "up")]).unwrap_err(), "order");
-        assert_eq!(query(&[("favorite", "1")]).unwrap_err(), "favorite");
-        assert_eq!(
-            query(&[("favorite", "false")]).unwrap().favorite,
-            Some(false)
-        );
-        assert_eq!(
-            query(&[("sort", "last_used_at"), ("order", "desc")])
-                .unwrap()
-                .sort,
-            Sort::LastUsedAt
-        );
-    }
-
-    #[test]
-    fn empty_group_means_ungrouped_and_empty_search_means_no_filter() {
-        let query_ = query(&[("group", ""), ("search", "")]).unwrap();
-        assert_eq!(query_.group, Some(GroupFilter::Ungrouped));
-        assert_eq!(query_.search, None);
-        assert_eq!(query(&[("tag", "")]).unwrap_err(), "tag");
     }
 }

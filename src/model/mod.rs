@@ -5,6 +5,7 @@
 
 pub mod group;
 pub mod host;
+pub mod host_query;
 pub mod interop;
 pub mod key;
 pub mod ssh_config;

@@ -36,6 +36,7 @@ const SELECT_SUBTREE: &str = "WITH RECURSIVE subtree(id) AS (
 
 /// Direct host counts from the trigger-kept `group_host_counts` table (sql/0001_init.sql):
 /// one row per group, never a scan of the hosts.
+#[cfg(test)]
 const SELECT_HOST_COUNTS: &str = "SELECT group_id, host_count FROM group_host_counts
      WHERE host_count > 0";
 
@@ -91,6 +92,12 @@ const REPARENT_HOSTS: &str = "UPDATE hosts SET group_id = ?2, updated_at = ?3
 
 const DELETE_GROUP: &str = "DELETE FROM groups WHERE id = ?1";
 
+/// The groups the temp triggers logged (store::list_index), changed or deleted (no row).
+const SELECT_CHANGED_GROUPS: &str = "SELECT g.id, g.parent_id, g.name, g.name_key, g.color,
+     g.icon, g.created_at, g.updated_at, c.id FROM list_changed_groups AS c
+     LEFT JOIN groups AS g ON g.id = c.id";
+const CLEAR_CHANGED_GROUPS: &str = "DELETE FROM list_changed_groups";
+
 /// Whether a create or update could put the group where it asked to go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
@@ -101,7 +108,31 @@ pub enum Placement {
     TooDeep,
 }
 
-/// The whole forest: one query for the groups, one for the direct host counts.
+/// Every group, in no order.
+pub fn all(conn: &Connection) -> Result<Vec<Group>, StoreError> {
+    query_groups(conn, SELECT_ALL_GROUPS, params![])
+}
+
+/// The groups changed since the last call, each id with its row (`None`: deleted), and
+/// empties the log. Their only reader is the group tree (api::groups).
+pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_CHANGED_GROUPS)?;
+    let changed = statement
+        .query_map([], |row| {
+            let group = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Null => None,
+                _ => Some(group_from_row(row)?),
+            };
+            Ok((row.get(8)?, group))
+        })?
+        .collect::<Result<_, _>>()?;
+    conn.prepare_cached(CLEAR_CHANGED_GROUPS)?.execute([])?;
+    Ok(changed)
+}
+
+/// The whole forest: one query for the groups, one for the direct host counts. The oracle
+/// the group tree's rendering (api::groups) is tested against.
+#[cfg(test)]
 pub fn tree(conn: &Connection) -> Result<Vec<GroupView>, StoreError> {
     let groups = query_groups(conn, SELECT_ALL_GROUPS, params![])?;
     let counts = query_counts(conn, SELECT_HOST_COUNTS, params![])?;

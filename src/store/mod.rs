@@ -10,6 +10,7 @@ pub mod interop;
 pub mod keys;
 pub mod list_index;
 pub mod migrate;
+pub mod search_text;
 pub mod vault_meta;
 
 use std::fmt;
