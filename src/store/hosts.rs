@@ -51,10 +51,8 @@ const INSERT_TAG: &str = "INSERT INTO host_tags (host_seq, tag, position) VALUES
 const DELETE_TAGS: &str = "DELETE FROM host_tags WHERE host_seq = ?1";
 const SELECT_TAGS: &str = "SELECT tag FROM host_tags \
      WHERE host_seq = (SELECT seq FROM hosts WHERE id = ?1) ORDER BY position";
-/// Tags of a whole page: `?1` is a JSON array of `seq`s.
-const SELECT_TAGS_OF_PAGE: &str = "SELECT host_seq, tag FROM host_tags \
-     WHERE host_seq IN (SELECT value FROM json_each(?1)) ORDER BY host_seq, position";
-/// Rows of a page: `?1` is a JSON array of `seq`s.
+
+/// Rows of a page: `?1` is a JSON array of `seq`s (the tags are in the list's memory).
 const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, username, \
      auth_type, key_id, password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, \
      created_at, updated_at, last_used_at FROM hosts \
@@ -305,8 +303,8 @@ pub fn list(
     index: &mut ListIndex,
     query: &HostQuery,
 ) -> Result<(Vec<Host>, u64), StoreError> {
-    let (seqs, total) = index.page(conn, query)?;
-    Ok((rows_of_page(conn, &seqs)?, total))
+    let (page, total) = index.page(conn, query)?;
+    Ok((rows_of_page(conn, page)?, total))
 }
 
 /// True when a group with this id exists.
@@ -341,29 +339,29 @@ pub fn next_updated_at(previous: &str) -> String {
     humantime::format_rfc3339_millis(chosen).to_string()
 }
 
-/// The hosts with these `seq`s, in the given order, tags included (one query for all).
-fn rows_of_page(conn: &Connection, seqs: &[i64]) -> Result<Vec<Host>, StoreError> {
-    if seqs.is_empty() {
+/// The hosts with these `seq`s, in the given order, with the given tags.
+pub fn rows_of_page(
+    conn: &Connection,
+    page: Vec<(i64, Vec<String>)>,
+) -> Result<Vec<Host>, StoreError> {
+    if page.is_empty() {
         return Ok(Vec::new());
     }
+    let seqs: Vec<i64> = page.iter().map(|(seq, _)| *seq).collect();
     let seq_list =
-        serde_json::to_string(seqs).map_err(|err| StoreError::Sqlite(err.to_string()))?;
-    let mut rows: HashMap<i64, Host> = HashMap::with_capacity(seqs.len());
+        serde_json::to_string(&seqs).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+    let mut rows: HashMap<i64, Host> = HashMap::with_capacity(page.len());
     let mut statement = conn.prepare_cached(SELECT_ROWS_OF_PAGE)?;
     let mut cursor = statement.query([&seq_list])?;
     while let Some(row) = cursor.next()? {
         let seq: i64 = row.get(0)?;
         rows.insert(seq, host_from_row(row, 1)??);
     }
-    let mut statement = conn.prepare_cached(SELECT_TAGS_OF_PAGE)?;
-    let mut cursor = statement.query([&seq_list])?;
-    while let Some(row) = cursor.next()? {
-        let seq: i64 = row.get(0)?;
-        if let Some(host) = rows.get_mut(&seq) {
-            host.tags.push(row.get(1)?);
-        }
-    }
-    Ok(seqs.iter().filter_map(|seq| rows.remove(seq)).collect())
+    let hosts = page.into_iter().filter_map(|(seq, tags)| {
+        let host = rows.remove(&seq)?;
+        Some(Host { tags, ..host })
+    });
+    Ok(hosts.collect())
 }
 
 /// A host from the columns of `SELECT_HOST_BY_ID` starting at column `first`; tags are left empty. The outer
@@ -629,9 +627,22 @@ mod tests {
         }
     }
 
+    /// Host `n`'s id in a catalogue of UUIDs only (the in-memory sorts then fold the id
+    /// into their first comparison).
+    fn uuid_of(n: usize) -> String {
+        format!(
+            "{:08x}-0000-4000-8000-{n:012x}",
+            (n * 37) % 60 * 0x0444_4444
+        )
+    }
+
     /// A catalogue with repeated names, two groups, tags of several shares, favorites and
     /// some used hosts.
     fn varied_catalogue() -> crate::store::Db {
+        catalogue_with_ids(id_of)
+    }
+
+    fn catalogue_with_ids(id_of: fn(usize) -> String) -> crate::store::Db {
         let db = open_in_memory().unwrap();
         db.write(|tx| {
             insert_group_for_tests(tx, "g1")?;
@@ -724,11 +735,15 @@ mod tests {
         (page.cloned().collect(), all.len() as u64)
     }
 
-    /// Asserts that `list` answers what the oracle does; returns the page's size.
+    /// Asserts that `list` answers what the oracle does, tags included; returns the page's
+    /// size.
     fn assert_list_matches_the_oracle(db: &crate::store::Db, pairs: &[(&str, &str)]) -> usize {
         let query = query(pairs);
         db.read_list(|conn, index| {
             let (hosts, total) = list(conn, index, &query)?;
+            for host in &hosts {
+                assert_eq!(host.tags, by_id(conn, &host.id)?.tags, "{pairs:?}");
+            }
             let ids: Vec<String> = hosts.into_iter().map(|host| host.id).collect();
             let size = ids.len();
             assert_eq!((ids, total), oracle(conn, &query), "{pairs:?}");
@@ -785,12 +800,14 @@ mod tests {
 
     #[test]
     fn list_answers_what_plain_sql_answers_for_every_filter_sort_direction_and_page() {
-        let db = varied_catalogue();
-        let mut filled = 0;
-        for pairs in every_query() {
-            filled += usize::from(assert_list_matches_the_oracle(&db, &pairs) > 0);
+        for ids in [id_of, uuid_of] {
+            let db = catalogue_with_ids(ids);
+            let mut filled = 0;
+            for pairs in every_query() {
+                filled += usize::from(assert_list_matches_the_oracle(&db, &pairs) > 0);
+            }
+            assert!(filled > 200, "only {filled} non-empty pages compared");
         }
-        assert!(filled > 200, "only {filled} non-empty pages compared");
     }
 
     /// The memory follows every kind of change made after it was read, through the store
@@ -822,6 +839,11 @@ mod tests {
             toggle_favorite(tx, &id_of(22))?;
             tx.execute(
                 "DELETE FROM host_tags WHERE tag = 'third' AND host_seq < 20",
+                [],
+            )?;
+            tx.execute("DELETE FROM host_tags WHERE host_seq = 3", [])?;
+            tx.execute(
+                "UPDATE host_tags SET position = 5 - position WHERE host_seq = 4",
                 [],
             )?;
             Ok::<_, StoreError>(())
@@ -960,6 +982,92 @@ mod tests {
                     .unwrap();
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod scratch_timing {
+    fn cpu_ns() -> u64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+    fn time(label: &str, n: usize, mut f: impl FnMut(usize)) {
+        let (t, c) = (std::time::Instant::now(), cpu_ns());
+        for i in 0..n {
+            f(i)
+        }
+        eprintln!(
+            "{label}: wall {:?} cpu {:.1}us",
+            t.elapsed() / n as u32,
+            (cpu_ns() - c) as f64 / n as f64 / 1000.0
+        );
+    }
+    #[test]
+    fn scratch_rows_timing() {
+        let Ok(path) = std::env::var("HM_SCRATCH_DB") else {
+            return;
+        };
+        let conn = rusqlite::Connection::open(path).unwrap();
+        if let Ok(pragma) = std::env::var("HM_SCRATCH_PRAGMA") {
+            conn.execute_batch(&pragma).unwrap();
+        }
+        let n = 400;
+        let mut state = 1u64;
+        let sets: Vec<Vec<i64>> = (0..n)
+            .map(|_| {
+                (0..50)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        ((state >> 33) % 100_000 + 1) as i64
+                    })
+                    .collect()
+            })
+            .collect();
+        for round in 0..2 {
+            eprintln!("round {round}");
+            time("rows_of_page", n, |i| {
+                drop(
+                    super::rows_of_page(
+                        &conn,
+                        sets[i].iter().map(|seq| (*seq, Vec::new())).collect(),
+                    )
+                    .unwrap(),
+                )
+            });
+            time("rows query only", n, |i| {
+                let list = serde_json::to_string(&sets[i]).unwrap();
+                let mut st = conn.prepare_cached("SELECT seq, id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at FROM hosts WHERE seq IN (SELECT value FROM json_each(?1))").unwrap();
+                let mut rows = st.query([&list]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
+            time("seq only in json_each", n, |i| {
+                let list = serde_json::to_string(&sets[i]).unwrap();
+                let mut st = conn
+                    .prepare_cached(
+                        "SELECT seq FROM hosts WHERE seq IN (SELECT value FROM json_each(?1))",
+                    )
+                    .unwrap();
+                let mut rows = st.query([&list]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
+            time("tags query only", n, |i| {
+                let list = serde_json::to_string(&sets[i]).unwrap();
+                let mut st = conn.prepare_cached("SELECT host_seq, tag FROM host_tags WHERE host_seq IN (SELECT value FROM json_each(?1)) ORDER BY host_seq, position").unwrap();
+                let mut rows = st.query([&list]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
+            time("select 1", n, |_| {
+                let mut st = conn.prepare_cached("SELECT 1").unwrap();
+                let mut rows = st.query([]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
         }
     }
 }

@@ -24,12 +24,11 @@ use crate::store::search_text::{SearchText, TooLarge};
 use crate::store::StoreError;
 
 /// The change logs the triggers fill (temp tables: per connection, never in the file): the
-/// hosts added, deleted or changed in a column the list reads; the tags added or dropped;
-/// the groups changed (for the group tree, api::groups).
+/// hosts added, deleted, or changed in a column or a tag the list reads; the groups changed
+/// (for the group tree, api::groups).
 const CREATE_CHANGE_LOGS: &str = "
     CREATE TEMP TABLE IF NOT EXISTS list_changed_hosts (seq INTEGER PRIMARY KEY);
-    CREATE TEMP TABLE IF NOT EXISTS list_changed_tags (host_seq INTEGER NOT NULL,
-        tag TEXT NOT NULL, PRIMARY KEY (host_seq, tag)) WITHOUT ROWID;
+
     CREATE TEMP TABLE IF NOT EXISTS list_changed_groups (id TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE TEMP TRIGGER IF NOT EXISTS list_host_added AFTER INSERT ON main.hosts BEGIN
         INSERT OR IGNORE INTO list_changed_hosts VALUES (new.seq);
@@ -41,15 +40,14 @@ const CREATE_CHANGE_LOGS: &str = "
         hostname, created_at, last_used_at, group_id, is_favorite ON main.hosts BEGIN
         INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq), (new.seq);
     END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags BEGIN
-        INSERT OR IGNORE INTO list_changed_tags VALUES (new.host_seq, new.tag);
+        CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags BEGIN
+        INSERT OR IGNORE INTO list_changed_hosts VALUES (new.host_seq);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_dropped AFTER DELETE ON main.host_tags BEGIN
-        INSERT OR IGNORE INTO list_changed_tags VALUES (old.host_seq, old.tag);
+        INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_changed AFTER UPDATE ON main.host_tags BEGIN
-        INSERT OR IGNORE INTO list_changed_tags VALUES (old.host_seq, old.tag),
-            (new.host_seq, new.tag);
+        INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq), (new.host_seq);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_group_added AFTER INSERT ON main.groups BEGIN
         INSERT OR IGNORE INTO list_changed_groups VALUES (new.id);
@@ -67,12 +65,10 @@ const SELECT_CHANGED_HOSTS: &str = "SELECT c.seq, h.id, h.name_key, h.hostname, 
      h.last_used_at, h.group_id, h.is_favorite FROM list_changed_hosts AS c \
      LEFT JOIN main.hosts AS h ON h.seq = c.seq ORDER BY c.seq";
 const COUNT_CHANGED_HOSTS: &str = "SELECT count(*) FROM list_changed_hosts";
-const SELECT_TAGS: &str = "SELECT host_seq, tag FROM main.host_tags ORDER BY host_seq";
-const SELECT_CHANGED_TAGS: &str = "SELECT c.host_seq, c.tag, EXISTS (SELECT 1 FROM \
-     main.host_tags AS t WHERE t.host_seq = c.host_seq AND t.tag = c.tag) \
-     FROM list_changed_tags AS c";
+/// Every tag, by host (the primary key's order: no sort).
+const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags ORDER BY host_seq";
+const SELECT_TAGS_OF_HOST: &str = "SELECT position, tag FROM main.host_tags WHERE host_seq = ?1";
 const CLEAR_CHANGED_HOSTS: &str = "DELETE FROM list_changed_hosts";
-const CLEAR_CHANGED_TAGS: &str = "DELETE FROM list_changed_tags";
 const DATA_VERSION: &str = "PRAGMA data_version";
 
 /// More changed hosts than this at once (an import) and the orders are sorted again
@@ -99,6 +95,8 @@ const UNREADABLE: u64 = u64::MAX - 1;
 const ODD_ID: u128 = u128::MAX;
 /// The group of a slot with no host.
 const NO_GROUP: u32 = u32::MAX;
+/// The tag list offset of a slot with no tags.
+const NO_TAGS: u32 = u32::MAX;
 
 /// Sets up the connection's change logs. Call once per connection, after migrations.
 pub fn install(conn: &Connection) -> Result<(), StoreError> {
@@ -129,13 +127,13 @@ struct Hosts {
     live: Bits,
     favorite: Bits,
     keys: Keys,
+    /// The group of each slot (`NO_GROUP` for no host), and the groups' members; `""`
+    /// (the first) is no group.
     group_of: Vec<u32>,
-    /// Interned group ids; index 0 is "no group".
-    group_index: HashMap<String, u32>,
-    /// The slots of each interned group, ascending.
-    group_members: Vec<Vec<u32>>,
-    /// The slots of each tag, ascending.
-    tags: HashMap<String, Vec<u32>>,
+    groups: Members,
+    /// The tags of each slot, in the host's order, and the tags' members.
+    tag_lists: TagLists,
+    tags: Members,
     /// One per sort, in `SORTS` order.
     orders: Vec<Order>,
 }
@@ -159,6 +157,23 @@ struct Order {
     ranked: usize,
 }
 
+/// Names (group ids, tags) by number, and the slots of each, ascending.
+#[derive(Default)]
+struct Members {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+    slots: Vec<Vec<u32>>,
+}
+
+/// Each slot's tag numbers, in one arena: `[count, tag...]` at the slot's offset. A
+/// replaced list stays as garbage until compaction.
+#[derive(Default)]
+struct TagLists {
+    numbers: Vec<u32>,
+    at: Vec<u32>,
+    garbage: usize,
+}
+
 /// A set of slots.
 #[derive(Clone, Default)]
 struct Bits(Vec<u64>);
@@ -176,12 +191,13 @@ struct HostValues<'a> {
 }
 
 impl ListIndex {
-    /// The `seq`s of `query`'s page, in order, and how many hosts match its filters.
+    /// The `seq`s of `query`'s page, in order, each with its tags, and how many hosts
+    /// match the query's filters.
     pub fn page(
         &mut self,
         conn: &Connection,
         query: &HostQuery,
-    ) -> Result<(Vec<i64>, u64), StoreError> {
+    ) -> Result<(Vec<(i64, Vec<String>)>, u64), StoreError> {
         let hosts = self.current(conn)?;
         let set = hosts.matching(query);
         let total = set.as_ref().map_or_else(|| hosts.live.count(), Bits::count);
@@ -194,8 +210,12 @@ impl ListIndex {
         let limit = usize::try_from(query.per_page)
             .map_or(total - offset, |limit| limit.min(total - offset));
         let slots = hosts.page(query, offset, limit, set.as_ref().map(|set| (set, total)));
-        let seqs = slots.iter().map(|slot| hosts.seqs[*slot as usize]);
-        Ok((seqs.collect(), total as u64))
+        let page = slots.iter().map(|slot| {
+            let tags = hosts.tag_lists.get(*slot).iter();
+            let tags = tags.map(|tag| hosts.tags.names[*tag as usize].clone());
+            (hosts.seqs[*slot as usize], tags.collect())
+        });
+        Ok((page.collect(), total as u64))
     }
 
     /// The number of hosts directly in each group, by group id.
@@ -204,12 +224,7 @@ impl ListIndex {
         conn: &Connection,
     ) -> Result<impl Fn(&str) -> u64 + '_, StoreError> {
         let hosts = self.current(conn)?;
-        Ok(|id: &str| {
-            hosts
-                .group_index
-                .get(id)
-                .map_or(0, |group| hosts.group_members[*group as usize].len() as u64)
-        })
+        Ok(|id: &str| hosts.groups.of(id).len() as u64)
     }
 
     /// Reads everything now if it never was (start-up calls it after SERVICE_PORT).
@@ -229,7 +244,6 @@ impl ListIndex {
             _ => Hosts::read(conn, version)?,
         };
         conn.prepare_cached(CLEAR_CHANGED_HOSTS)?.execute([])?;
-        conn.prepare_cached(CLEAR_CHANGED_TAGS)?.execute([])?;
         Ok(self.hosts.insert(hosts))
     }
 }
@@ -244,29 +258,19 @@ impl Hosts {
             favorite: Bits::default(),
             keys: Keys::default(),
             group_of: Vec::new(),
-            group_index: HashMap::new(),
-            group_members: vec![Vec::new()],
-            tags: HashMap::new(),
+            groups: Members::default(),
+            tag_lists: TagLists::default(),
+            tags: Members::default(),
             orders: Vec::new(),
         };
+        hosts.groups.intern("");
         let mut statement = conn.prepare_cached(SELECT_HOSTS)?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
             let slot = hosts.slot_of(row.get(0)?).ok_or_else(out_of_order)?;
             hosts.write(slot, Some(HostValues::read(row)?))?;
         }
-        let mut statement = conn.prepare_cached(SELECT_TAGS)?;
-        let mut rows = statement.query([])?;
-        let mut slot = 0;
-        while let Some(row) = rows.next()? {
-            let seq: i64 = row.get(0)?;
-            // Rows come by seq, like the slots: move forward to this host's.
-            slot += hosts.seqs[slot..].partition_point(|kept| *kept < seq);
-            if hosts.seqs.get(slot) == Some(&seq) {
-                let tag = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
-                hosts.tag(slot as u32, tag, true);
-            }
-        }
+        hosts.read_tags(conn.prepare_cached(SELECT_TAGS)?.query([])?)?;
         hosts.orders = SORTS.iter().map(|sort| hosts.sorted(*sort)).collect();
         Ok(hosts)
     }
@@ -280,28 +284,29 @@ impl Hosts {
         let resort = usize::try_from(changed).map_or(true, |changed| changed > RESORT_FROM);
         let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
         let mut rows = statement.query([])?;
+        let mut tags = conn.prepare_cached(SELECT_TAGS_OF_HOST)?;
         while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
             let host = match row.get_ref(1)? {
                 rusqlite::types::ValueRef::Null => None,
                 _ => Some(HostValues::read(row)?),
             };
-            let Some(slot) = self.slot_of(row.get(0)?) else {
+            let Some(slot) = self.slot_of(seq) else {
                 return Ok(false);
             };
+            let live = host.is_some();
             if !self.move_host(slot, host, resort)? {
                 return Ok(false);
             }
-        }
-        let mut statement = conn.prepare_cached(SELECT_CHANGED_TAGS)?;
-        let mut rows = statement.query([])?;
-        while let Some(row) = rows.next()? {
-            let seq: i64 = row.get(0)?;
-            let tag = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
-            match (self.seqs.binary_search(&seq), row.get::<_, bool>(2)?) {
-                (Ok(slot), present) => self.tag(slot as u32, tag, present),
-                (Err(_), true) => return Ok(false),
-                (Err(_), false) => {}
-            }
+            let mut names: Vec<(i64, String)> = match live {
+                true => tags
+                    .query_map([seq], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<Result<_, _>>()?,
+                false => Vec::new(),
+            };
+            names.sort_unstable();
+            let names: Vec<&str> = names.iter().map(|(_, name)| name.as_str()).collect();
+            self.set_tags(slot, &names)?;
         }
         if resort {
             self.orders = SORTS.iter().map(|sort| self.sorted(*sort)).collect();
@@ -309,10 +314,51 @@ impl Hosts {
         Ok(true)
     }
 
+    /// Sets the tags of every host in `rows` (`SELECT_TAGS` columns, by host), in their
+    /// positions.
+    fn read_tags(&mut self, mut rows: rusqlite::Rows<'_>) -> Result<(), StoreError> {
+        let mut host: Option<i64> = None;
+        let mut tags: Vec<(i64, String)> = Vec::new();
+        loop {
+            let row = rows.next()?;
+            let seq = row.map(|row| row.get::<_, i64>(0)).transpose()?;
+            if let Some(done) = host.filter(|done| Some(*done) != seq) {
+                tags.sort_unstable();
+                let names: Vec<&str> = tags.iter().map(|(_, tag)| tag.as_str()).collect();
+                if let Ok(slot) = self.seqs.binary_search(&done) {
+                    self.set_tags(slot as u32, &names)?;
+                }
+                tags.clear();
+            }
+            let Some(row) = row else {
+                return Ok(());
+            };
+            host = seq;
+            tags.push((row.get(1)?, row.get(2)?));
+        }
+    }
+
+    /// Replaces a slot's tags, and its place among each tag's members.
+    fn set_tags(&mut self, slot: u32, names: &[&str]) -> Result<(), StoreError> {
+        let numbers: Vec<u32> = names.iter().map(|name| self.tags.intern(name)).collect();
+        let old = self.tag_lists.get(slot).to_vec();
+        for tag in old.iter().filter(|tag| !numbers.contains(tag)) {
+            self.tags.remove(*tag, slot);
+        }
+        for tag in numbers.iter().filter(|tag| !old.contains(tag)) {
+            self.tags.add(*tag, slot);
+        }
+        self.tag_lists.set(slot, &numbers)
+    }
+
     /// The slot of `seq`, a new one when it is above every other; `None` when it falls
     /// between slots.
     fn slot_of(&mut self, seq: i64) -> Option<u32> {
-        match self.seqs.binary_search(&seq) {
+        let search = match self.seqs.last() {
+            Some(last) if *last < seq => Err(self.seqs.len()),
+            _ => self.seqs.binary_search(&seq),
+        };
+        match search {
             Ok(slot) => u32::try_from(slot).ok(),
             Err(slot) if slot == self.seqs.len() => {
                 let slot = u32::try_from(slot).ok().filter(|slot| *slot != NO_GROUP)?;
@@ -362,19 +408,12 @@ impl Hosts {
         let index = slot as usize;
         let group = match &host {
             None => NO_GROUP,
-            Some(host) => self.intern(host.group_id),
+            Some(host) => self.groups.intern(host.group_id.unwrap_or_default()),
         };
         let old = std::mem::replace(&mut self.group_of[index], group);
         if old != group {
-            if let Some(members) = self.group_members.get_mut(old as usize) {
-                if let Ok(at) = members.binary_search(&slot) {
-                    members.remove(at);
-                }
-            }
-            if let Some(members) = self.group_members.get_mut(group as usize) {
-                let at = members.binary_search(&slot).unwrap_or_else(|at| at);
-                members.insert(at, slot);
-            }
+            self.groups.remove(old, slot);
+            self.groups.add(group, slot);
         }
         let Some(host) = host else {
             self.live.remove(slot);
@@ -403,37 +442,6 @@ impl Hosts {
             })
     }
 
-    /// The index of a group id, added when new.
-    fn intern(&mut self, group_id: Option<&str>) -> u32 {
-        let Some(id) = group_id else {
-            return 0;
-        };
-        if let Some(group) = self.group_index.get(id) {
-            return *group;
-        }
-        let group = self.group_members.len() as u32;
-        self.group_members.push(Vec::new());
-        self.group_index.insert(id.to_owned(), group);
-        group
-    }
-
-    /// Adds the slot to a tag's members, or drops it (and the tag once it has none).
-    fn tag(&mut self, slot: u32, tag: &str, present: bool) {
-        let members = match self.tags.get_mut(tag) {
-            Some(members) => members,
-            None if present => self.tags.entry(tag.to_owned()).or_default(),
-            None => return,
-        };
-        match (members.binary_search(&slot), present) {
-            (Err(at), true) => members.insert(at, slot),
-            (Ok(at), false) => drop(members.remove(at)),
-            _ => {}
-        }
-        if members.is_empty() {
-            self.tags.remove(tag);
-        }
-    }
-
     /// Every live slot in `sort`'s ascending order. Most comparisons are settled by the
     /// first 16 bytes of the key, held beside each slot, so the sort mostly reads one array.
     fn sorted(&self, sort: Sort) -> Order {
@@ -459,16 +467,14 @@ impl Hosts {
         let slots = self.seqs.len();
         let mut sets = Vec::new();
         if let Some(group) = &query.group {
-            let group = match group {
-                GroupFilter::Ungrouped => Some(&0),
-                GroupFilter::Group(id) => self.group_index.get(id),
+            let id = match group {
+                GroupFilter::Ungrouped => "",
+                GroupFilter::Group(id) => id,
             };
-            let members = group.map(|group| self.group_members[*group as usize].as_slice());
-            sets.push(Bits::of(slots, members.unwrap_or_default()));
+            sets.push(Bits::of(slots, self.groups.of(id)));
         }
         if let Some(tag) = &query.tag {
-            let members = self.tags.get(tag).map(Vec::as_slice);
-            sets.push(Bits::of(slots, members.unwrap_or_default()));
+            sets.push(Bits::of(slots, self.tags.of(tag)));
         }
         if let Some(favorite) = query.favorite {
             let mut set = self.live.clone();
@@ -572,13 +578,19 @@ impl Keys {
         })
     }
 
-    /// The first 16 bytes of `sort`'s key, big-endian: compared first.
+    /// A number that orders like `cmp` wherever it differs: the first 16 bytes of a text
+    /// key, big-endian; a time with the first half of the id when every id is a UUID.
     fn prefix(&self, sort: Sort, slot: u32) -> u128 {
+        let index = slot as usize;
+        let id = match self.odd_ids.is_empty() {
+            true => self.ids[index] >> 64,
+            false => 0,
+        };
         let text = match sort {
             Sort::Name => self.text.name(slot),
             Sort::Hostname => self.text.hostname(slot),
-            Sort::CreatedAt => return self.created[slot as usize].into(),
-            Sort::LastUsedAt => return self.last_used[slot as usize].into(),
+            Sort::CreatedAt => return u128::from(self.created[index]) << 64 | id,
+            Sort::LastUsedAt => return u128::from(self.last_used[index]) << 64 | id,
         };
         let mut bytes = [0u8; 16];
         let len = text.len().min(16);
@@ -689,6 +701,90 @@ impl<'a> HostValues<'a> {
             group_id: text(6)?,
             favorite: row.get(7)?,
         })
+    }
+}
+
+impl Members {
+    /// The number of `name`, added when new.
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(number) = self.index.get(name) {
+            return *number;
+        }
+        let number = self.names.len() as u32;
+        self.index.insert(name.to_owned(), number);
+        self.names.push(name.to_owned());
+        self.slots.push(Vec::new());
+        number
+    }
+
+    /// The slots of `name` (none when unknown).
+    fn of(&self, name: &str) -> &[u32] {
+        let slots = self
+            .index
+            .get(name)
+            .map(|number| &self.slots[*number as usize]);
+        slots.map_or(&[], Vec::as_slice)
+    }
+
+    fn add(&mut self, number: u32, slot: u32) {
+        let Some(slots) = self.slots.get_mut(number as usize) else {
+            return;
+        };
+        match slots.last() {
+            Some(last) if *last >= slot => {
+                if let Err(at) = slots.binary_search(&slot) {
+                    slots.insert(at, slot);
+                }
+            }
+            _ => slots.push(slot),
+        }
+    }
+
+    fn remove(&mut self, number: u32, slot: u32) {
+        let Some(slots) = self.slots.get_mut(number as usize) else {
+            return;
+        };
+        if let Ok(at) = slots.binary_search(&slot) {
+            slots.remove(at);
+        }
+    }
+}
+
+impl TagLists {
+    fn get(&self, slot: u32) -> &[u32] {
+        let Some(&at) = self.at.get(slot as usize).filter(|at| **at != NO_TAGS) else {
+            return &[];
+        };
+        let at = at as usize;
+        let count = self.numbers[at] as usize;
+        &self.numbers[at + 1..at + 1 + count]
+    }
+
+    fn set(&mut self, slot: u32, numbers: &[u32]) -> Result<(), StoreError> {
+        let old = self.get(slot).len();
+        self.garbage += old + usize::from(old > 0);
+        let index = slot as usize;
+        if self.at.len() <= index {
+            self.at.resize(index + 1, NO_TAGS);
+        }
+        self.at[index] = NO_TAGS;
+        if !numbers.is_empty() {
+            let at = u32::try_from(self.numbers.len())
+                .ok()
+                .filter(|at| *at != NO_TAGS)
+                .ok_or_else(|| StoreError::Sqlite("the hosts' tags pass 4 G entries".into()))?;
+            self.numbers.push(numbers.len() as u32);
+            self.numbers.extend_from_slice(numbers);
+            self.at[index] = at;
+        }
+        if self.garbage > self.numbers.len() / 2 {
+            let mut compact = TagLists::default();
+            for slot in 0..self.at.len() as u32 {
+                compact.set(slot, self.get(slot))?;
+            }
+            *self = compact;
+        }
+        Ok(())
     }
 }
 
