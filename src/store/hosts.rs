@@ -1063,6 +1063,42 @@ mod scratch_timing {
                 let mut rows = st.query([&list]).unwrap();
                 while let Some(_row) = rows.next().unwrap() {}
             });
+            time("seq join json_each", n, |i| {
+                let list = serde_json::to_string(&sets[i]).unwrap();
+                let mut st = conn
+                    .prepare_cached(
+                        "SELECT h.seq FROM json_each(?1) AS j JOIN hosts AS h ON h.seq = j.value",
+                    )
+                    .unwrap();
+                let mut rows = st.query([&list]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
+            time("seq range of 50", n, |i| {
+                let mut st = conn
+                    .prepare_cached("SELECT seq FROM hosts WHERE seq BETWEEN ?1 AND ?1 + 49")
+                    .unwrap();
+                let mut rows = st.query([sets[i][0]]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
+            time("seq one by one", n, |i| {
+                let mut st = conn
+                    .prepare_cached("SELECT seq FROM hosts WHERE seq = ?1")
+                    .unwrap();
+                for seq in &sets[i] {
+                    let mut rows = st.query([seq]).unwrap();
+                    while let Some(_row) = rows.next().unwrap() {}
+                }
+            });
+            time("same 50 again (cached pages)", n, |_| {
+                let list = serde_json::to_string(&sets[0]).unwrap();
+                let mut st = conn
+                    .prepare_cached(
+                        "SELECT seq FROM hosts WHERE seq IN (SELECT value FROM json_each(?1))",
+                    )
+                    .unwrap();
+                let mut rows = st.query([&list]).unwrap();
+                while let Some(_row) = rows.next().unwrap() {}
+            });
             time("select 1", n, |_| {
                 let mut st = conn.prepare_cached("SELECT 1").unwrap();
                 let mut rows = st.query([]).unwrap();

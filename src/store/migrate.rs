@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0001_init.sql"),
     include_str!("../../sql/0002_ssh_interop.sql"),
     include_str!("../../sql/0003_list_counts.sql"),
+    include_str!("../../sql/0007_list_in_memory.sql"),
 ];
 
 /// The schema version this build writes.
@@ -86,27 +87,32 @@ mod tests {
         assert_eq!(tables, 0);
     }
 
-    /// Schema 3 (issue #9) counts the hosts and tags already stored when it is applied.
-    #[test]
-    fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
+    /// A database at `version` holding two hosts and three tags.
+    fn database_at(version: usize) -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();
         let tx = conn.transaction().unwrap();
-        for script in &super::MIGRATIONS[..2] {
+        for script in &super::MIGRATIONS[..version] {
             tx.execute_batch(script).unwrap();
         }
-        tx.execute_batch(
-            "PRAGMA user_version = 2;
+        tx.execute_batch(&format!(
+            "PRAGMA user_version = {version};
              INSERT INTO hosts (seq, id, name, name_key, hostname, port, username, auth_type,
                  created_at, updated_at)
              VALUES (1, 'a', 'A', 'a', 'a', 22, 'u', 'agent', 't', 't'),
                     (2, 'b', 'B', 'b', 'b', 22, 'u', 'agent', 't', 't');
              INSERT INTO host_tags (host_seq, tag, position) VALUES (1, 'x', 0), (2, 'x', 0),
-                 (2, 'y', 1);",
-        )
+                 (2, 'y', 1);"
+        ))
         .unwrap();
         tx.commit().unwrap();
-        migrate(&mut conn).unwrap();
-        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        conn
+    }
+
+    /// Schema 3 (issue #9) counts the hosts and tags already stored when it is applied.
+    #[test]
+    fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
+        let conn = database_at(2);
+        conn.execute_batch(super::MIGRATIONS[2]).unwrap();
         let total: i64 = conn
             .query_row("SELECT host_count FROM host_total", [], |row| row.get(0))
             .unwrap();
@@ -129,5 +135,36 @@ mod tests {
             )
             .unwrap();
         assert_eq!(counts, (1, 1));
+    }
+
+    /// The next schema (issue #18) drops the list's sort indexes and counts, and keeps every
+    /// host and tag.
+    #[test]
+    fn the_in_memory_list_schema_drops_sort_indexes_and_counts_and_keeps_rows() {
+        let mut conn = database_at(3);
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        let left: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE name LIKE 'hosts_by_%' \
+                 OR name IN ('host_total', 'tag_counts') ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            left,
+            ["hosts_by_created", "hosts_by_group_order", "hosts_by_key"]
+        );
+        let rows: (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM hosts), (SELECT count(*) FROM host_tags)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(rows, (2, 3));
     }
 }
