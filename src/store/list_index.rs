@@ -485,11 +485,8 @@ impl Hosts {
             sets.push(set);
         }
         if let Some(term) = &query.search {
-            let mut set = Bits::with_slots(slots);
-            self.keys
-                .text
-                .scan(term.to_lowercase().as_bytes(), |slot| set.insert(slot));
-            sets.push(set);
+            let needle = term.to_lowercase();
+            sets.push(Bits(self.keys.text.scan(needle.as_bytes(), slots)));
         }
         let mut sets = sets.into_iter();
         let mut set = sets.next()?;
