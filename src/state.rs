@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::api::groups::GroupTree;
+use crate::api::group_tree::GroupTree;
 use crate::config::Config;
 use crate::store::Db;
 use crate::vault::{PasswordThrottle, Vault};

@@ -5,23 +5,18 @@
 //! Bodies are read as JSON objects so that validation, not serde, names the offending field;
 //! unknown fields are ignored.
 
-use std::collections::HashMap;
-use std::fmt::Write;
-
 use serde_json::{Map, Value};
 
+use crate::api::group_tree::GroupTree;
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::model::group::{
-    parse_color, parse_icon, Group, GroupName, GroupPatch, GroupView, NewGroup,
-};
-use crate::model::tree;
+use crate::model::group::{parse_color, parse_icon, GroupName, GroupPatch, NewGroup};
 use crate::state::AppState;
 use crate::store;
 use crate::store::groups::Placement;
 
 /// `GET /api/groups`: the top-level groups with their subtrees and counts, rendered from
-/// the kept tree (`GroupTree`) and the host counts of the list's memory.
+/// the groups kept in memory (api::group_tree) and the host counts of the list's memory.
 pub fn list(state: &AppState) -> Result<Reply, ApiError> {
     let body = state.db.read_list(|conn, index| {
         let mut tree = state.group_tree.lock().unwrap_or_else(|poisoned| {
@@ -31,161 +26,9 @@ pub fn list(state: &AppState) -> Result<Reply, ApiError> {
             tree
         });
         tree.refresh(conn)?;
-        tree.render(index.group_host_counts(conn)?)
+        Ok::<_, ApiError>(tree.render(index.group_host_counts(conn)?))
     })?;
     Ok(Reply::json_bytes(200, body))
-}
-
-/// The group tree between requests: each group's row and its JSON head (the stored fields,
-/// serialized once), patched from the groups change log (store::groups `take_changed`),
-/// and the tree's shape, worked out again after any group change. Host counts are read for
-/// each request, so every answer is computed, never kept: at 2,000 groups that costs a
-/// copy of the heads instead of 2,000 rows read, nested and serialized.
-#[derive(Default)]
-pub struct GroupTree {
-    /// `data_version` when the rows were read; another connection's commit reads them again.
-    data_version: Option<i64>,
-    groups: HashMap<String, (Group, String)>,
-    /// The groups in tree order (parents first, children sorted), `None` after a change.
-    shape: Option<Vec<Node>>,
-}
-
-/// A group in the shape: its head, and where its subtree ends in the shape.
-struct Node {
-    id: String,
-    head: String,
-    end: usize,
-}
-
-impl GroupTree {
-    /// Brings the rows and the shape to the connection's state.
-    fn refresh(&mut self, conn: &store::Conn) -> Result<(), ApiError> {
-        let version = store::list_index::data_version(conn)?;
-        if self.data_version != Some(version) {
-            self.groups.clear();
-            for group in store::groups::all(conn)? {
-                self.put(group)?;
-            }
-            self.data_version = Some(version);
-            self.shape = None;
-        }
-        for (id, group) in store::groups::take_changed(conn)? {
-            match group {
-                Some(group) => self.put(group)?,
-                None => drop(self.groups.remove(&id)),
-            }
-            self.shape = None;
-        }
-        if self.shape.is_none() {
-            // tree::build places every group exactly once, even in a corrupt cycle; only
-            // ids, parents and name keys shape it.
-            let bare = self.groups.values().map(|(group, _)| Group {
-                id: group.id.clone(),
-                parent_id: group.parent_id.clone(),
-                name: String::new(),
-                name_key: group.name_key.clone(),
-                color: String::new(),
-                icon: String::new(),
-                created_at: String::new(),
-                updated_at: String::new(),
-            });
-            let mut shape = Vec::with_capacity(self.groups.len());
-            self.flatten(tree::build(bare.collect(), &HashMap::new()), &mut shape);
-            self.shape = Some(shape);
-        }
-        Ok(())
-    }
-
-    /// Keeps a group's row and serializes its head: the view's JSON up to its counts.
-    fn put(&mut self, group: Group) -> Result<(), ApiError> {
-        let view = GroupView {
-            id: group.id.clone(),
-            name: group.name.clone(),
-            parent_id: group.parent_id.clone(),
-            color: group.color.clone(),
-            icon: group.icon.clone(),
-            created_at: group.created_at.clone(),
-            updated_at: group.updated_at.clone(),
-            host_count: 0,
-            total_host_count: 0,
-            children: Vec::new(),
-        };
-        let json = serde_json::to_string(&view).map_err(ApiError::internal)?;
-        let head = json
-            .strip_suffix(r#""host_count":0,"total_host_count":0,"children":[]}"#)
-            .ok_or_else(|| ApiError::internal("a group view serialized in another shape"))?;
-        self.groups
-            .insert(group.id.clone(), (group, head.to_owned()));
-        Ok(())
-    }
-
-    /// Appends `views` and their subtrees in tree order.
-    fn flatten(&self, views: Vec<GroupView>, shape: &mut Vec<Node>) {
-        for view in views {
-            let at = shape.len();
-            let head = self.groups.get(&view.id).map(|(_, head)| head.clone());
-            shape.push(Node {
-                id: view.id,
-                head: head.unwrap_or_default(),
-                end: 0,
-            });
-            self.flatten(view.children, shape);
-            shape[at].end = shape.len();
-        }
-    }
-
-    /// The spec's `{ items: [Group] }` body, with `count`'s direct host counts and their
-    /// sums over each subtree.
-    fn render(&self, count: impl Fn(&str) -> u64) -> Result<Vec<u8>, ApiError> {
-        let shape = self.shape.as_deref().unwrap_or_default();
-        let direct: Vec<u64> = shape.iter().map(|node| count(&node.id)).collect();
-        let mut totals = direct.clone();
-        for at in (0..shape.len()).rev() {
-            let mut child = at + 1;
-            while child < shape[at].end {
-                totals[at] = totals[at].saturating_add(totals[child]);
-                child = shape[child].end;
-            }
-        }
-        let mut body = String::with_capacity(shape.iter().map(|node| node.head.len() + 64).sum());
-        body.push_str(r#"{"items":["#);
-        let mut at = 0;
-        while at < shape.len() {
-            if at > 0 {
-                body.push(',');
-            }
-            at = render_node(&mut body, shape, &direct, &totals, at)?;
-        }
-        body.push_str("]}");
-        Ok(body.into_bytes())
-    }
-}
-
-/// Writes the group at `at` and its subtree; returns where the subtree ends.
-fn render_node(
-    body: &mut String,
-    shape: &[Node],
-    direct: &[u64],
-    totals: &[u64],
-    at: usize,
-) -> Result<usize, ApiError> {
-    let node = &shape[at];
-    body.push_str(&node.head);
-    write!(
-        body,
-        r#""host_count":{},"total_host_count":{},"children":["#,
-        direct[at], totals[at]
-    )
-    .map_err(ApiError::internal)?;
-    let mut child = at + 1;
-    while child < node.end {
-        if child > at + 1 {
-            body.push(',');
-        }
-        child = render_node(body, shape, direct, totals, child)?;
-    }
-    body.push_str("]}");
-    Ok(node.end)
 }
 
 /// `POST /api/groups` → 201 with the new group.

@@ -1,0 +1,379 @@
+//! The body of `GET /api/groups`, computed for every request from the groups kept in
+//! memory between requests (README, API: Groups).
+//!
+//! Each group's row and JSON head (its stored fields, serialized once) are patched from the
+//! groups change log (store::groups `take_changed`); the tree's shape is worked out again
+//! after any group change, and the host counts come from the list's memory for each
+//! request, so no answer is ever kept.
+//!
+//! Invariants: the body equals the serialized `model::tree::build` of the stored groups and
+//! counts (tests below): children sorted by name key then id, every group exactly once. A
+//! shape the fast path cannot place (a cycle, which the store never writes) comes from
+//! `tree::build` itself.
+
+use std::collections::HashMap;
+
+use crate::error::ApiError;
+use crate::model::group::{Group, GroupView};
+use crate::model::tree;
+use crate::store;
+
+/// The groups kept between requests.
+#[derive(Default)]
+pub struct GroupTree {
+    /// `data_version` when the rows were read; another connection's commit reads them again.
+    data_version: Option<i64>,
+    entries: Vec<Entry>,
+    /// Entry by group id.
+    index: HashMap<String, usize>,
+    /// Entries by name key, then id: the order of siblings.
+    sorted: Vec<usize>,
+    /// The entries in tree order (each parent before its sorted children), `None` after a
+    /// change.
+    shape: Option<Vec<Node>>,
+}
+
+struct Entry {
+    group: Group,
+    head: String,
+}
+
+/// A group in the shape, and where its subtree ends in the shape.
+#[derive(Clone, Copy)]
+struct Node {
+    entry: usize,
+    end: usize,
+}
+
+/// No entry.
+const NONE: usize = usize::MAX;
+
+impl GroupTree {
+    /// Brings the rows and the shape to the connection's state.
+    pub fn refresh(&mut self, conn: &store::Conn) -> Result<(), ApiError> {
+        let version = store::list_index::data_version(conn)?;
+        if self.data_version != Some(version) {
+            *self = GroupTree::default();
+            for group in store::groups::all(conn)? {
+                self.put(group)?;
+            }
+            self.data_version = Some(version);
+        }
+        for (id, group) in store::groups::take_changed(conn)? {
+            match group {
+                Some(group) => self.put(group)?,
+                None => self.remove(&id),
+            }
+        }
+        if self.shape.is_none() {
+            self.shape = Some(self.shaped().unwrap_or_else(|| self.built()));
+        }
+        Ok(())
+    }
+
+    /// The spec's `{ items: [Group] }` body, with `count`'s direct host counts and their
+    /// sums over each subtree.
+    pub fn render(&self, count: impl Fn(&str) -> u64) -> Vec<u8> {
+        let shape = self.shape.as_deref().unwrap_or_default();
+        let direct: Vec<u64> = shape
+            .iter()
+            .map(|node| count(&self.entries[node.entry].group.id))
+            .collect();
+        let mut totals = direct.clone();
+        for at in (0..shape.len()).rev() {
+            let mut child = at + 1;
+            while child < shape[at].end {
+                totals[at] = totals[at].saturating_add(totals[child]);
+                child = shape[child].end;
+            }
+        }
+        let size = self.entries.iter().map(|entry| entry.head.len() + 80);
+        let mut body = Vec::with_capacity(size.sum::<usize>() + 16);
+        body.extend_from_slice(br#"{"items":["#);
+        let mut at = 0;
+        while at < shape.len() {
+            if at > 0 {
+                body.push(b',');
+            }
+            at = self.render_node(&mut body, shape, (&direct, &totals), at);
+        }
+        body.extend_from_slice(b"]}");
+        body
+    }
+
+    /// Keeps a group's row and serializes its head: its view's JSON up to the counts.
+    fn put(&mut self, group: Group) -> Result<(), ApiError> {
+        let view = GroupView {
+            id: group.id.clone(),
+            name: group.name.clone(),
+            parent_id: group.parent_id.clone(),
+            color: group.color.clone(),
+            icon: group.icon.clone(),
+            created_at: group.created_at.clone(),
+            updated_at: group.updated_at.clone(),
+            host_count: 0,
+            total_host_count: 0,
+            children: Vec::new(),
+        };
+        let json = serde_json::to_string(&view).map_err(ApiError::internal)?;
+        let head = json
+            .strip_suffix(r#""host_count":0,"total_host_count":0,"children":[]}"#)
+            .ok_or_else(|| ApiError::internal("a group view serialized in another shape"))?
+            .to_owned();
+        self.remove(&group.id);
+        let entry = self.entries.len();
+        let at = self.sorted.partition_point(|other| {
+            let other = &self.entries[*other].group;
+            (&other.name_key, &other.id) < (&group.name_key, &group.id)
+        });
+        self.sorted.insert(at, entry);
+        self.index.insert(group.id.clone(), entry);
+        self.entries.push(Entry { group, head });
+        self.shape = None;
+        Ok(())
+    }
+
+    /// Forgets a group (nothing when it is not kept).
+    fn remove(&mut self, id: &str) {
+        let Some(entry) = self.index.remove(id) else {
+            return;
+        };
+        self.sorted.retain(|kept| *kept != entry);
+        // The last entry takes the removed one's place.
+        let last = self.entries.len() - 1;
+        self.entries.swap_remove(entry);
+        if entry != last {
+            self.index
+                .insert(self.entries[entry].group.id.clone(), entry);
+            self.sorted
+                .iter_mut()
+                .filter(|kept| **kept == last)
+                .for_each(|kept| *kept = entry);
+        }
+        self.shape = None;
+    }
+
+    /// The shape from the kept order: children listed by walking the sorted entries,
+    /// parents first from the top. `None` when some group is not reached from the top (a
+    /// cycle).
+    fn shaped(&self) -> Option<Vec<Node>> {
+        let count = self.entries.len();
+        let (mut first_child, mut next_sibling) = (vec![NONE; count], vec![NONE; count]);
+        let mut roots = Vec::new();
+        for &entry in self.sorted.iter().rev() {
+            let parent = self.entries[entry].group.parent_id.as_ref();
+            match parent.and_then(|id| self.index.get(id)) {
+                Some(&parent) if parent != entry => {
+                    next_sibling[entry] = first_child[parent];
+                    first_child[parent] = entry;
+                }
+                // Top level, or an unknown parent (tree::build places those at the top too).
+                _ => roots.push(entry),
+            }
+        }
+        let mut shape: Vec<Node> = Vec::with_capacity(count);
+        for &root in roots.iter().rev() {
+            let mut pending = vec![(root, shape.len())];
+            // Depth first: a node, then each child's subtree, then the node's end.
+            while let Some((entry, at)) = pending.pop() {
+                if entry == NONE {
+                    shape[at].end = shape.len();
+                    continue;
+                }
+                pending.push((NONE, shape.len()));
+                shape.push(Node { entry, end: 0 });
+                let mut children = Vec::new();
+                let mut child = first_child[entry];
+                while child != NONE {
+                    children.push(child);
+                    child = next_sibling[child];
+                }
+                pending.extend(children.into_iter().rev().map(|child| (child, 0)));
+            }
+        }
+        (shape.len() == count).then_some(shape)
+    }
+
+    /// The shape as `tree::build` nests the groups, for what `shaped` cannot place.
+    fn built(&self) -> Vec<Node> {
+        let bare = self.entries.iter().map(|entry| Group {
+            id: entry.group.id.clone(),
+            parent_id: entry.group.parent_id.clone(),
+            name: String::new(),
+            name_key: entry.group.name_key.clone(),
+            color: String::new(),
+            icon: String::new(),
+            created_at: String::new(),
+            updated_at: String::new(),
+        });
+        let mut shape = Vec::with_capacity(self.entries.len());
+        self.flatten(tree::build(bare.collect(), &HashMap::new()), &mut shape);
+        shape
+    }
+
+    /// Appends `views` and their subtrees in tree order.
+    fn flatten(&self, views: Vec<GroupView>, shape: &mut Vec<Node>) {
+        for view in views {
+            let Some(&entry) = self.index.get(&view.id) else {
+                continue;
+            };
+            let at = shape.len();
+            shape.push(Node { entry, end: 0 });
+            self.flatten(view.children, shape);
+            shape[at].end = shape.len();
+        }
+    }
+
+    /// Writes the group at `at` and its subtree; returns where the subtree ends.
+    fn render_node(
+        &self,
+        body: &mut Vec<u8>,
+        shape: &[Node],
+        (direct, totals): (&[u64], &[u64]),
+        at: usize,
+    ) -> usize {
+        let node = shape[at];
+        body.extend_from_slice(self.entries[node.entry].head.as_bytes());
+        body.extend_from_slice(br#""host_count":"#);
+        push_number(body, direct[at]);
+        body.extend_from_slice(br#","total_host_count":"#);
+        push_number(body, totals[at]);
+        body.extend_from_slice(br#","children":["#);
+        let mut child = at + 1;
+        while child < node.end {
+            if child > at + 1 {
+                body.push(b',');
+            }
+            child = self.render_node(body, shape, (direct, totals), child);
+        }
+        body.extend_from_slice(b"]}");
+        node.end
+    }
+}
+
+/// Appends `number` in decimal.
+fn push_number(body: &mut Vec<u8>, mut number: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (number % 10) as u8;
+        number /= 10;
+        if number == 0 {
+            break;
+        }
+    }
+    body.extend_from_slice(&digits[at..]);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::api::group_tree::GroupTree;
+    use crate::model::group::{GroupName, GroupPatch, NewGroup};
+    use crate::store::{self, Db, StoreError};
+
+    const NOW: &str = "2024-01-01T00:00:00.000Z";
+
+    fn add(db: &Db, id: &str, name: &str, parent: Option<&str>) {
+        let group = NewGroup {
+            name: GroupName::parse(name).unwrap(),
+            parent_id: parent.map(str::to_owned),
+            color: String::new(),
+            icon: String::new(),
+        };
+        db.write(|tx| store::groups::insert(tx, id, &group, NOW))
+            .unwrap();
+    }
+
+    fn host_in(db: &Db, seq: i64, group: &str) {
+        db.write(|tx| {
+            tx.execute(
+                "INSERT INTO hosts (seq, id, name, name_key, hostname, port, username, \
+                 auth_type, group_id, created_at, updated_at) \
+                 VALUES (?1, 'h' || ?1, 'h', 'h', 'h', 22, 'u', 'agent', ?2, ?3, ?3)",
+                rusqlite::params![seq, group, NOW],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    /// Asserts that the rendered body is the serialized tree `store::groups::tree` builds
+    /// from SQL (rows and trigger-kept counts).
+    fn assert_renders_the_sql_tree(db: &Db, tree: &mut GroupTree) {
+        db.read_list(|conn, index| {
+            tree.refresh(conn).unwrap();
+            let body: Value =
+                serde_json::from_slice(&tree.render(index.group_host_counts(conn)?)).unwrap();
+            let oracle = json!({ "items": store::groups::tree(conn)? });
+            assert_eq!(body, oracle);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+
+    /// Renames that reorder siblings, moves, creates, deletes (children moving up) and
+    /// host changes each show in the next body, which equals the tree built from SQL.
+    #[test]
+    fn the_rendered_tree_equals_the_tree_built_from_sql_after_every_kind_of_change() {
+        let db = store::open_in_memory().unwrap();
+        let mut tree = GroupTree::default();
+        assert_renders_the_sql_tree(&db, &mut tree);
+        add(&db, "a", "Alpha", None);
+        add(&db, "b", "beta", None);
+        add(&db, "c", "Charlie", Some("a"));
+        add(&db, "d", "delta", Some("a"));
+        add(&db, "e", "Echo", Some("c"));
+        host_in(&db, 1, "e");
+        host_in(&db, 2, "a");
+        assert_renders_the_sql_tree(&db, &mut tree);
+        let rename = GroupPatch {
+            name: Some(GroupName::parse("aaa").unwrap()),
+            ..GroupPatch::default()
+        };
+        db.write(|tx| store::groups::update(tx, "d", &rename, NOW))
+            .unwrap();
+        assert_renders_the_sql_tree(&db, &mut tree);
+        let to_top = GroupPatch {
+            parent_id: Some(None),
+            color: Some("#112233".into()),
+            ..GroupPatch::default()
+        };
+        db.write(|tx| store::groups::update(tx, "c", &to_top, NOW))
+            .unwrap();
+        host_in(&db, 3, "c");
+        assert_renders_the_sql_tree(&db, &mut tree);
+        db.write(|tx| store::groups::delete(tx, "c", NOW)).unwrap();
+        add(&db, "f", "Foxtrot \"quoted\"", Some("e"));
+        assert_renders_the_sql_tree(&db, &mut tree);
+        db.write(|tx| store::groups::delete(tx, "a", NOW)).unwrap();
+        assert_renders_the_sql_tree(&db, &mut tree);
+    }
+
+    /// Groups the store never writes, through plain SQL: a parent that does not exist puts
+    /// a group at the top, and a cycle is placed as `tree::build` places it.
+    #[test]
+    fn orphans_and_cycles_render_as_the_tree_built_from_sql() {
+        let db = store::open_in_memory().unwrap();
+        let mut tree = GroupTree::default();
+        add(&db, "a", "a", None);
+        add(&db, "b", "b", Some("a"));
+        add(&db, "c", "c", Some("b"));
+        assert_renders_the_sql_tree(&db, &mut tree);
+        db.read(|conn| {
+            conn.execute_batch(
+                "PRAGMA foreign_keys = OFF;
+                 UPDATE groups SET parent_id = 'c' WHERE id = 'a';
+                 INSERT INTO groups (id, parent_id, name, name_key, created_at, updated_at)
+                     VALUES ('o', 'missing', 'orphan', 'orphan', 't', 't');
+                 PRAGMA foreign_keys = ON;",
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        assert_renders_the_sql_tree(&db, &mut tree);
+    }
+}
