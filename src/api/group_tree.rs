@@ -23,6 +23,9 @@ use crate::store;
 pub struct GroupTree {
     /// `data_version` when the rows were read; another connection's commit reads them again.
     data_version: Option<i64>,
+    /// The connection's `total_changes` after the log was last read: while it stays,
+    /// nothing was logged.
+    changes_seen: u64,
     entries: Vec<Entry>,
     /// Entry by group id.
     index: HashMap<String, usize>,
@@ -59,11 +62,14 @@ impl GroupTree {
             }
             self.data_version = Some(version);
         }
-        for (id, group) in store::groups::take_changed(conn)? {
-            match group {
-                Some(group) => self.put(group)?,
-                None => self.remove(&id),
+        if store::list_index::changes(conn) != self.changes_seen {
+            for (id, group) in store::groups::take_changed(conn)? {
+                match group {
+                    Some(group) => self.put(group)?,
+                    None => self.remove(&id),
+                }
             }
+            self.changes_seen = store::list_index::changes(conn);
         }
         if self.shape.is_none() {
             self.shape = Some(self.shaped().unwrap_or_else(|| self.built()));

@@ -84,11 +84,9 @@ enum Credentials {
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let query = HostQuery::parse(|name| req.query(name))
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
-    let (mut hosts, total) = state.db.read_list(|conn, index| {
-        let (mut hosts, total) = store::hosts::list(conn, index, &query)?;
-        store::interop::fill_extensions(conn, &mut hosts)?;
-        Ok::<_, ApiError>((hosts, total))
-    })?;
+    let (mut hosts, total) = state
+        .db
+        .read_list(|conn, index| store::hosts::list(conn, index, &query))?;
     let page = HostPage {
         items: hosts.iter_mut().map(|host| host.view()).collect(),
         total,

@@ -53,10 +53,14 @@ const SELECT_TAGS: &str = "SELECT tag FROM host_tags \
      WHERE host_seq = (SELECT seq FROM hosts WHERE id = ?1) ORDER BY position";
 
 /// Rows of a page: `?1` is a JSON array of `seq`s (the tags are in the list's memory).
-const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, username, \
-     auth_type, key_id, password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, \
-     created_at, updated_at, last_used_at FROM hosts \
-     WHERE seq IN (SELECT value FROM json_each(?1))";
+const SELECT_ROWS_OF_PAGE: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
+     h.auth_type, h.key_id, h.password IS NOT NULL, h.group_id, h.is_favorite, h.color, \
+     h.sort_order, h.notes, h.created_at, h.updated_at, h.last_used_at \
+     FROM json_each(?1) AS page JOIN hosts AS h ON h.seq = page.value";
+/// Whether any host has a jump chain or kept ssh options (most catalogues have none, and a
+/// page then needs no query for them).
+const ANY_EXTENSIONS: &str = "SELECT EXISTS (SELECT 1 FROM host_jumps) \
+     OR EXISTS (SELECT 1 FROM host_ssh_options)";
 
 /// A host's stored secrets, still sealed.
 pub enum SealedCredentials {
@@ -296,15 +300,22 @@ pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, 
     }
 }
 
-/// One page of hosts and the number of hosts matching the filters: the page's `seq`s from
-/// the list's memory, then its rows.
+/// One page of hosts, jump chains and kept options included, and the number of hosts
+/// matching the filters: the page's `seq`s from the list's memory, then its rows.
 pub fn list(
     conn: &Connection,
     index: &mut ListIndex,
     query: &HostQuery,
 ) -> Result<(Vec<Host>, u64), StoreError> {
     let (page, total) = index.page(conn, query)?;
-    Ok((rows_of_page(conn, page)?, total))
+    let mut hosts = rows_of_page(conn, page)?;
+    let any: bool = conn
+        .prepare_cached(ANY_EXTENSIONS)?
+        .query_row([], |row| row.get(0))?;
+    if any {
+        crate::store::interop::fill_extensions(conn, &mut hosts)?;
+    }
+    Ok((hosts, total))
 }
 
 /// True when a group with this id exists.

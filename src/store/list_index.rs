@@ -28,7 +28,6 @@ use crate::store::StoreError;
 /// (for the group tree, api::groups).
 const CREATE_CHANGE_LOGS: &str = "
     CREATE TEMP TABLE IF NOT EXISTS list_changed_hosts (seq INTEGER PRIMARY KEY);
-
     CREATE TEMP TABLE IF NOT EXISTS list_changed_groups (id TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE TEMP TRIGGER IF NOT EXISTS list_host_added AFTER INSERT ON main.hosts BEGIN
         INSERT OR IGNORE INTO list_changed_hosts VALUES (new.seq);
@@ -40,7 +39,7 @@ const CREATE_CHANGE_LOGS: &str = "
         hostname, created_at, last_used_at, group_id, is_favorite ON main.hosts BEGIN
         INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq), (new.seq);
     END;
-        CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags BEGIN
+    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags BEGIN
         INSERT OR IGNORE INTO list_changed_hosts VALUES (new.host_seq);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_dropped AFTER DELETE ON main.host_tags BEGIN
@@ -112,11 +111,20 @@ pub fn data_version(conn: &Connection) -> Result<i64, StoreError> {
         .query_row([], |row| row.get(0))?)
 }
 
+/// Rows this connection has changed since it opened, triggers' included: while it stays,
+/// none of the change logs gained a row.
+pub fn changes(conn: &Connection) -> u64 {
+    conn.total_changes()
+}
+
 /// The list's memory. Lives beside the connection (`Db`) and is only touched while the
 /// connection's lock is held.
 #[derive(Default)]
 pub struct ListIndex {
     hosts: Option<Hosts>,
+    /// The connection's `total_changes` after the log was last emptied: while it stays,
+    /// nothing was logged, and the log need not be read.
+    changes_seen: u64,
 }
 
 /// Every host's slot: slots follow `seq` (SQLite gives a new host a `seq` above every
@@ -236,7 +244,11 @@ impl ListIndex {
     /// the next use reads everything again.
     fn current(&mut self, conn: &Connection) -> Result<&mut Hosts, StoreError> {
         let version = data_version(conn)?;
+        let unchanged = changes(conn) == self.changes_seen;
         let hosts = match self.hosts.take() {
+            Some(hosts) if hosts.data_version == version && unchanged => {
+                return Ok(self.hosts.insert(hosts));
+            }
             Some(mut hosts) if hosts.data_version == version => match hosts.patch(conn)? {
                 true => hosts,
                 false => Hosts::read(conn, version)?,
@@ -244,6 +256,7 @@ impl ListIndex {
             _ => Hosts::read(conn, version)?,
         };
         conn.prepare_cached(CLEAR_CHANGED_HOSTS)?.execute([])?;
+        self.changes_seen = changes(conn);
         Ok(self.hosts.insert(hosts))
     }
 }
