@@ -38,9 +38,10 @@ const NONE: u32 = u32::MAX;
 /// SIMD compares (SSE2 on x86-64) with no `unsafe` and no crate.
 const BLOCK: usize = 64;
 
-/// From this many bytes of text (about 50,000 hosts) a scan runs on two threads: starting
-/// one costs about 50 µs, a scan of this much about twice that.
-const PARALLEL_FROM: usize = 2 << 20;
+/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads. Below,
+/// one thread scans in under a millisecond, while a thread that must wait for a busy core
+/// (the other requests, or anything else on the machine) costs milliseconds.
+const PARALLEL_FROM: usize = 16 << 20;
 
 impl SearchText {
     /// The slot's `name_key` (empty for a slot with no text).

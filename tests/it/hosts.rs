@@ -1506,3 +1506,35 @@ fn repeated_list_queries_see_every_change_at_once() {
         before[2]
     );
 }
+
+/// The list's memory follows writes by another connection (a backup tool, the sqlite3
+/// shell) too: SQLite's data_version moves, and everything is read again.
+#[test]
+fn hosts_and_groups_written_by_another_connection_show_in_the_next_lists() {
+    let service = start_with_rows("list-other-connection", &[GROUP_A], &[]);
+    let kept = id_of(&create(
+        &service,
+        &host("kept", json!({"group_id": GROUP_A})),
+    ));
+    assert_eq!(list(&service, "search=outsider")["total"], 0);
+    let before = service.get("/api/groups").expect(200);
+    assert_eq!(before["items"][0]["host_count"], 1);
+    let conn = rusqlite::Connection::open(service.data_dir.join("host-manager.db")).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn.execute_batch(&format!(
+        "INSERT INTO hosts (id, name, name_key, hostname, port, username, auth_type, group_id,
+             created_at, updated_at)
+         VALUES ('outsider', 'Outsider', 'outsider', 'out.example', 22, 'u', 'agent', '{GROUP_A}',
+             '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');
+         UPDATE groups SET name = 'Renamed outside', name_key = 'renamed outside';"
+    ))
+    .unwrap();
+    drop(conn);
+    let found = list(&service, "search=outsider");
+    assert_eq!(ids(&found), vec!["outsider".to_owned()]);
+    assert_eq!(list(&service, &format!("group={GROUP_A}"))["total"], 2);
+    assert_eq!(ids(&list(&service, "per_page=1")), vec![kept]);
+    let after = service.get("/api/groups").expect(200);
+    assert_eq!(after["items"][0]["host_count"], 2);
+    assert_eq!(after["items"][0]["name"], "Renamed outside");
+}
