@@ -72,6 +72,20 @@ pub struct Config {
     pub vault_password_stdin: bool,
     /// Lock the vault after this long without a request; `None` = never.
     pub auto_lock: Option<Duration>,
+    /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
+    /// Development): tests run a timeout short and assert the order of events.
+    pub http_overrides: HttpOverrides,
+}
+
+/// Values the HTTP layer uses instead of its defaults, from `HOST_MANAGER_TEST_*`
+/// variables. Not flags on purpose: they exist for tests and benchmarks, not for users.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpOverrides {
+    pub idle_timeout: Option<Duration>,
+    pub head_timeout: Option<Duration>,
+    pub body_timeout: Option<Duration>,
+    pub write_timeout: Option<Duration>,
+    pub max_connections: Option<usize>,
 }
 
 /// Where the bearer token comes from, if one is required (api-decisions §6).
@@ -249,7 +263,35 @@ impl Config {
             token,
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
+            http_overrides: HttpOverrides::from_env(env)?,
         })
+    }
+}
+
+impl HttpOverrides {
+    fn from_env(env: &HashMap<String, String>) -> Result<HttpOverrides, ConfigError> {
+        let millis = |name: &str| -> Result<Option<Duration>, ConfigError> {
+            Ok(test_number(env, name)?.map(Duration::from_millis))
+        };
+        Ok(HttpOverrides {
+            idle_timeout: millis("HOST_MANAGER_TEST_IDLE_TIMEOUT_MS")?,
+            head_timeout: millis("HOST_MANAGER_TEST_HEAD_TIMEOUT_MS")?,
+            body_timeout: millis("HOST_MANAGER_TEST_BODY_TIMEOUT_MS")?,
+            write_timeout: millis("HOST_MANAGER_TEST_WRITE_TIMEOUT_MS")?,
+            max_connections: test_number(env, "HOST_MANAGER_TEST_MAX_CONNECTIONS")?
+                .and_then(|count| usize::try_from(count).ok()),
+        })
+    }
+}
+
+/// A positive whole number from a test-only variable; absent when unset.
+fn test_number(env: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ConfigError> {
+    match env.get(name).map(|text| (text, text.parse::<u64>())) {
+        None => Ok(None),
+        Some((_, Ok(number))) if number > 0 => Ok(Some(number)),
+        Some((text, _)) => Err(ConfigError(format!(
+            "{name} must be a positive whole number, got {text:?}"
+        ))),
     }
 }
 

@@ -47,6 +47,12 @@ pub enum ApiError {
     Unauthorized,
     Forbidden(String),
     PayloadTooLarge,
+    /// The request line is longer than the HTTP layer accepts.
+    UriTooLong,
+    /// The header section is too long or has too many lines.
+    HeadersTooLarge,
+    /// The request head or body did not arrive in time.
+    RequestTimeout,
     /// The request itself is malformed at the HTTP level (framing, encoding).
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
@@ -97,7 +103,10 @@ impl ApiError {
             | ApiError::KeyInUse(_)
             | ApiError::HostInUse(_)
             | ApiError::VaultNoPassword => 409,
+            ApiError::RequestTimeout => 408,
             ApiError::PayloadTooLarge => 413,
+            ApiError::UriTooLong => 414,
+            ApiError::HeadersTooLarge => 431,
             ApiError::Busy => 503,
             ApiError::Internal(_) => 500,
         }
@@ -127,6 +136,9 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ApiError::UriTooLong => "URI_TOO_LONG",
+            ApiError::HeadersTooLarge => "HEADERS_TOO_LARGE",
+            ApiError::RequestTimeout => "REQUEST_TIMEOUT",
             ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
             ApiError::Internal(_) => "INTERNAL_ERROR",
@@ -158,6 +170,9 @@ impl ApiError {
             ApiError::Unauthorized => "missing or wrong bearer token",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::PayloadTooLarge => "request body too large",
+            ApiError::UriTooLong => "request line too long",
+            ApiError::HeadersTooLarge => "request headers too large",
+            ApiError::RequestTimeout => "request not received in time",
             ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
             ApiError::Internal(_) => "internal error",
@@ -188,6 +203,15 @@ impl ApiError {
             ApiError::PayloadTooLarge => {
                 Some(format!("the limit is {} bytes", crate::api::MAX_BODY_BYTES))
             }
+            ApiError::UriTooLong => Some(format!(
+                "the limit is {} bytes",
+                crate::http::MAX_REQUEST_LINE_BYTES
+            )),
+            ApiError::HeadersTooLarge => Some(format!(
+                "the limits are {} bytes and {} header lines",
+                crate::http::MAX_HEADER_SECTION_BYTES,
+                crate::http::MAX_HEADERS
+            )),
             _ => None,
         }
     }

@@ -11,9 +11,9 @@ mod error;
 #[cfg(test)]
 mod fuzz;
 mod gate;
+mod http;
 mod model;
 mod router;
-mod server;
 mod sshkey;
 mod state;
 mod store;
@@ -37,7 +37,7 @@ use zeroize::Zeroizing;
 
 use crate::config::{Command, Config, TokenSource, USAGE};
 use crate::gate::Gate;
-use crate::server::Event;
+use crate::http::{Limits, Shutdown};
 use crate::state::AppState;
 use crate::vault::{DataKey, Secret, Vault, MAX_PASSWORD_BYTES};
 
@@ -67,10 +67,8 @@ fn main() -> ExitCode {
         }
     };
     let mut logger = env_logger::Builder::new();
-    logger
-        .filter_level(log::LevelFilter::Info)
-        .filter_module("tiny_http", log::LevelFilter::Off);
-    // RUST_LOG adds to the defaults; naming tiny_http in it brings that back.
+    logger.filter_level(log::LevelFilter::Info);
+    // RUST_LOG adds to the default level.
     if let Some(spec) = env.get("RUST_LOG") {
         logger.parse_filters(spec);
     }
@@ -92,8 +90,6 @@ fn serve(config: Config) -> Result<(), String> {
     let schema = db.schema_version().map_err(|err| err.to_string())?;
     let listener = TcpListener::bind((config.bind, config.port))
         .map_err(|err| format!("cannot listen on {}:{}: {err}", config.bind, config.port))?;
-    let listener = server::tune_listener(listener)
-        .map_err(|err| format!("cannot set socket options: {err}"))?;
     let port = listener.local_addr().map_err(|err| err.to_string())?.port();
     // Before the --exit-with-parent watcher starts reading stdin: the line is ours.
     let password = match config.vault_password_stdin {
@@ -101,10 +97,10 @@ fn serve(config: Config) -> Result<(), String> {
         false => None,
     };
 
-    let (events_tx, events) = mpsc::channel();
-    watch_signals(events_tx.clone()).map_err(|err| format!("cannot watch signals: {err}"))?;
+    let (shutdown_tx, shutdown) = mpsc::channel();
+    watch_signals(shutdown_tx.clone()).map_err(|err| format!("cannot watch signals: {err}"))?;
     if config.exit_with_parent {
-        watch_parent(events_tx.clone()).map_err(|err| format!("cannot watch stdin: {err}"))?;
+        watch_parent(shutdown_tx).map_err(|err| format!("cannot watch stdin: {err}"))?;
     }
     log::info!(
         "listening on {}:{port}, data dir {}, schema version {schema}",
@@ -131,6 +127,7 @@ fn serve(config: Config) -> Result<(), String> {
     }
     let gate = Gate::new(config.allowed_origins.clone(), token);
     let auto_lock = config.auto_lock;
+    let limits = Limits::new(&config.http_overrides);
     let state = Arc::new(AppState::new(config, db, vault));
     if let Some(after) = auto_lock {
         watch_idle(Arc::downgrade(&state), after)
@@ -144,7 +141,7 @@ fn serve(config: Config) -> Result<(), String> {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
     drop(Secret::from_string(line));
-    server::run(state, gate, listener, events_tx, events)
+    http::serve(state, gate, listener, limits, shutdown)
         .map_err(|err| format!("server failed: {err}"))?;
     log::info!("stopped");
     Ok(())
@@ -307,8 +304,8 @@ fn own_data_dir(dir: &Path) -> Result<File, String> {
     }
 }
 
-/// SIGTERM and SIGINT become `Event::Shutdown` through a self-pipe (no unsafe code).
-fn watch_signals(events: Sender<Event>) -> io::Result<()> {
+/// SIGTERM and SIGINT become a `Shutdown` through a self-pipe (no unsafe code).
+fn watch_signals(shutdown: Sender<Shutdown>) -> io::Result<()> {
     let (mut read_end, write_end) = UnixStream::pair()?;
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::low_level::pipe::register(signal, write_end.try_clone()?)?;
@@ -318,7 +315,7 @@ fn watch_signals(events: Sender<Event>) -> io::Result<()> {
         .spawn(move || {
             let mut byte = [0u8; 1];
             if read_end.read(&mut byte).is_ok() {
-                let _ = events.send(Event::Shutdown("signal"));
+                let _ = shutdown.send(Shutdown("signal"));
             }
         })?;
     Ok(())
@@ -326,7 +323,7 @@ fn watch_signals(events: Sender<Event>) -> io::Result<()> {
 
 /// `--exit-with-parent`: the launching app holds our stdin; when it goes away (or closes
 /// stdin on purpose) the read hits end of file and the service shuts down.
-fn watch_parent(events: Sender<Event>) -> io::Result<()> {
+fn watch_parent(shutdown: Sender<Shutdown>) -> io::Result<()> {
     thread::Builder::new()
         .name("parent".into())
         .spawn(move || {
@@ -338,7 +335,7 @@ fn watch_parent(events: Sender<Event>) -> io::Result<()> {
                     Ok(_) => {}
                 }
             }
-            let _ = events.send(Event::Shutdown("stdin closed (--exit-with-parent)"));
+            let _ = shutdown.send(Shutdown("stdin closed (--exit-with-parent)"));
         })?;
     Ok(())
 }
