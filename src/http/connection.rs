@@ -6,10 +6,10 @@
 //! the connection closes, so nothing of a refused request is ever read; a handler's panic is
 //! a 500 and the thread goes on; responses to pipelined requests go out in order.
 
-use std::io::Write;
-use std::net::TcpStream;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::api::{Method, Reply, Req};
 use crate::error::ApiError;
@@ -20,13 +20,19 @@ use crate::http::response::{self, Framing};
 use crate::http::Context;
 use crate::router;
 
+/// How long, and how many bytes, a refused connection is read from before it closes.
+const REFUSAL_LINGER: Duration = Duration::from_millis(500);
+const REFUSAL_LINGER_BYTES: usize = 64 * 1024;
+
 /// Serves requests on `stream` until the client closes, a request asks to close, a refusal
 /// closes it, a deadline passes, or shutdown starts.
 pub(super) fn serve(context: &Context, stream: &TcpStream, ticket: &Ticket) {
     let mut buffer = Buffer::default();
     loop {
-        ticket.set_phase(Phase::Idle(Instant::now()));
+        // Idle only while nothing of a next request is here: a pipelined request already in
+        // the buffer is being read, and never makes its connection the one to close at the cap.
         if buffer.is_empty() {
+            ticket.set_idle();
             let idle_deadline = Instant::now() + context.limits.idle_timeout;
             if buffer.fill(stream, idle_deadline).is_err() {
                 return;
@@ -103,6 +109,11 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
         Method::Head => response::format_head_only(&reply, framing),
         _ => response::format(&reply, framing),
     };
+    // Idle from the moment its answer is handed over: a client that has read it may find
+    // its connection the one closed to make room at the cap, never one still being served.
+    if keep && buffer.is_empty() {
+        ticket.set_idle();
+    }
     let written = (&*stream).write_all(&bytes);
     log::debug!(
         "{} {} {} {:.1}ms",
@@ -151,7 +162,12 @@ fn refuse_read(stream: &TcpStream, err: ReadError, head: Option<&Head>) -> Next 
 /// or whatever follows an ambiguous request is never taken for a request.
 fn refuse(stream: &TcpStream, err: &ApiError, head: Option<&Head>) -> Next {
     let reply = Reply::error(err);
-    let _ = (&*stream).write_all(&response::format(&reply, Framing::Close));
+    if (&*stream)
+        .write_all(&response::format(&reply, Framing::Close))
+        .is_ok()
+    {
+        linger(stream);
+    }
     log::debug!(
         "{} {} {} (refused, connection closed)",
         head.map_or("-", |head| head.method.as_str()),
@@ -159,6 +175,28 @@ fn refuse(stream: &TcpStream, err: &ApiError, head: Option<&Head>) -> Next {
         reply.status
     );
     Next::Close
+}
+
+/// After a refusal, says end of stream and reads (and drops) what the client still sends,
+/// briefly and boundedly: closing a socket with unread bytes sends a reset, and a reset can
+/// destroy the refusal before the client reads it.
+fn linger(stream: &TcpStream) {
+    if stream.shutdown(Shutdown::Write).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + REFUSAL_LINGER;
+    let mut scratch = [0u8; 4096];
+    let mut drained = 0;
+    while drained < REFUSAL_LINGER_BYTES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match (&*stream).read(&mut scratch) {
+            Ok(0) | Err(_) => return,
+            Ok(count) => drained += count,
+        }
+    }
 }
 
 fn with_headers(mut reply: Reply, headers: Vec<(&'static str, String)>) -> Reply {

@@ -124,6 +124,17 @@ impl Connections {
 }
 
 impl Ticket {
+    /// Marks the connection idle from now, unless it already is: the time it became idle is
+    /// what decides which connection the cap closes first.
+    pub fn set_idle(&self) {
+        let mut inner = self.connections.lock();
+        if let Some(slot) = inner.open.get_mut(&self.id) {
+            if matches!(slot.phase, Phase::Reading | Phase::Handling) {
+                slot.phase = Phase::Idle(Instant::now());
+            }
+        }
+    }
+
     /// Records what the connection does now. A connection closed from outside stays closing.
     pub fn set_phase(&self, phase: Phase) {
         let mut inner = self.connections.lock();

@@ -5,6 +5,7 @@
 
 mod groups;
 mod hosts;
+mod http;
 mod interop;
 mod keys;
 mod limits;
