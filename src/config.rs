@@ -53,7 +53,8 @@ pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
-    Run(Config),
+    /// Boxed: a `Config` is large next to the other variants.
+    Run(Box<Config>),
     Help,
     Version,
 }
@@ -75,6 +76,19 @@ pub struct Config {
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
+    /// Test-only bounds of the change log, the connection history and the feed's wait
+    /// (README, Development): tests reach a trim with a few writes, and generated requests
+    /// (scripts/schemathesis) do not each wait 30 s.
+    pub feed_overrides: FeedOverrides,
+}
+
+/// How many change log entries and connections are kept, and the longest wait of the
+/// change feed, from `HOST_MANAGER_TEST_*` variables; `None` keeps the documented value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedOverrides {
+    pub changes_kept: Option<u64>,
+    pub history_kept: Option<u64>,
+    pub max_wait: Option<Duration>,
 }
 
 /// Values the HTTP layer uses instead of its defaults, from `HOST_MANAGER_TEST_*`
@@ -138,7 +152,7 @@ impl Command {
         if raw.version {
             return Ok(Command::Version);
         }
-        Ok(Command::Run(Config::from_raw(raw, env)?))
+        Ok(Command::Run(Box::new(Config::from_raw(raw, env)?)))
     }
 }
 
@@ -264,6 +278,12 @@ impl Config {
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
             http_overrides: HttpOverrides::from_env(env)?,
+            feed_overrides: FeedOverrides {
+                changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
+                history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
+                max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
+                    .map(Duration::from_millis),
+            },
         })
     }
 }
@@ -324,7 +344,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         match Command::parse(args.iter().map(|a| a.to_string()), &env) {
-            Ok(Command::Run(config)) => Ok(config),
+            Ok(Command::Run(config)) => Ok(*config),
             Ok(other) => Err(format!("{other:?}")),
             Err(err) => Err(err.0),
         }
@@ -458,6 +478,32 @@ mod tests {
             let err = run(&["--auto-lock", bad], &[("HOME", "/h")]).unwrap_err();
             assert!(err.contains("--auto-lock"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn feed_overrides_are_read_and_must_be_positive() {
+        let config = run(
+            &[],
+            &[
+                ("HOME", "/h"),
+                ("HOST_MANAGER_TEST_CHANGES_KEPT", "1"),
+                ("HOST_MANAGER_TEST_HISTORY_KEPT", "7"),
+                ("HOST_MANAGER_TEST_FEED_MAX_WAIT_MS", "250"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.feed_overrides.changes_kept, Some(1));
+        assert_eq!(config.feed_overrides.history_kept, Some(7));
+        assert_eq!(
+            config.feed_overrides.max_wait,
+            Some(Duration::from_millis(250))
+        );
+        let err = run(
+            &[],
+            &[("HOME", "/h"), ("HOST_MANAGER_TEST_CHANGES_KEPT", "0")],
+        )
+        .unwrap_err();
+        assert!(err.contains("HOST_MANAGER_TEST_CHANGES_KEPT"), "{err}");
     }
 
     #[test]

@@ -10,8 +10,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::store::changes::{self, VaultChange};
 use crate::store::Db;
-use crate::vault::{PasswordThrottle, Vault};
+use crate::vault::{DataKey, PasswordThrottle, Vault, VaultError, WrappedKey};
 
 pub struct AppState {
     pub config: Config,
@@ -43,7 +44,7 @@ impl AppState {
             panic!("default flags parse to a run command");
         };
         let db = crate::store::open_in_memory().expect("in-memory database opens");
-        AppState::new(config, db, vault)
+        AppState::new(*config, db, vault)
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
@@ -71,6 +72,24 @@ impl AppState {
         self.vault().is_locked()
     }
 
+    /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
+    pub fn lock_vault(&self) -> Result<(), VaultError> {
+        let mut vault = self.vault();
+        self.lock_held(&mut vault)
+    }
+
+    /// Unlocks the vault with `key`, checked against `checked` (see `Vault::unlock`), and
+    /// logs the change for the feed when it was locked.
+    pub fn unlock_vault(&self, checked: &WrappedKey, key: DataKey) -> Result<(), VaultError> {
+        let mut vault = self.vault();
+        let was_locked = vault.is_locked();
+        vault.unlock(checked, key)?;
+        if was_locked {
+            self.log_vault_change(VaultChange::Unlocked);
+        }
+        Ok(())
+    }
+
     /// Records activity now: the auto-lock countdown starts again.
     pub fn touch(&self) {
         self.last_activity_ms
@@ -94,7 +113,25 @@ impl AppState {
         if vault.is_locked() || !vault.has_password() || self.idle_for() < after {
             return false;
         }
-        vault.lock().is_ok()
+        self.lock_held(&mut vault).is_ok()
+    }
+
+    /// Locks `vault`, held by the caller. README "Change feed": the lock's entry commits
+    /// before the state changes (vault lock, then db), so a reader that sees the vault
+    /// locked finds the entry, and one waiting on the feed is woken with it.
+    fn lock_held(&self, vault: &mut Vault) -> Result<(), VaultError> {
+        if vault.has_password() && !vault.is_locked() {
+            self.log_vault_change(VaultChange::Locked);
+        }
+        vault.lock()
+    }
+
+    /// Logs a vault event for the feed. A failure is logged and does not stop the event: a
+    /// lock must happen even when the disk is full.
+    fn log_vault_change(&self, change: VaultChange) {
+        if let Err(err) = self.db.write(|tx| changes::record_vault(tx, change)) {
+            log::error!("cannot log the vault change for the change feed: {err}");
+        }
     }
 
     fn elapsed_ms(&self) -> u64 {

@@ -76,8 +76,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let key = check_password(state, &wrapped, &password)?;
     // Fails when the password changed while it was checked: it is no longer the password.
-    let outcome = state.vault().unlock(&wrapped, key);
-    outcome?;
+    state.unlock_vault(&wrapped, key)?;
     // The check may have taken seconds; the auto-lock countdown starts from the unlock.
     state.touch();
     log::info!("vault unlocked");
@@ -92,8 +91,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `POST /api/vault/lock`: 200 `{vault_locked: true}` (also when already locked), 409
 /// `VAULT_NO_PASSWORD` when there would be no way back in.
 pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
-    let outcome = state.vault().lock();
-    outcome?;
+    state.lock_vault()?;
     log::info!("vault locked");
     Reply::json(200, &LockView { vault_locked: true })
 }
@@ -234,11 +232,13 @@ fn changed_meanwhile() -> ApiError {
     ApiError::Busy
 }
 
-/// Writes the vault row (header and data key) in one statement, in one transaction.
+/// Writes the vault row (header and data key) in one statement, in one transaction, with
+/// its change log entry (README, "Change feed").
 fn persist(state: &AppState, header: Option<&[u8]>, data_key: &[u8]) -> Result<(), ApiError> {
-    Ok(state
-        .db
-        .write(|tx| store::vault_meta::save(tx, header, data_key))?)
+    Ok(state.db.write(|tx| {
+        store::vault_meta::save(tx, header, data_key)?;
+        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)
+    })?)
 }
 
 /// After the vault row changed, moves the WAL into the database file and empties it, so the

@@ -31,6 +31,8 @@ pub struct Group {
     pub icon: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Bumped by every edit (README, "Revisions and If-Match").
+    pub revision: i64,
 }
 
 /// A validated name: trimmed, 1-100 characters, with its case-insensitive key.
@@ -70,6 +72,7 @@ pub struct GroupView {
     pub icon: String,
     pub created_at: String,
     pub updated_at: String,
+    pub revision: i64,
     /// Hosts directly in this group.
     pub host_count: u64,
     /// Hosts in this group and every group below it (extension, api-decisions §4).

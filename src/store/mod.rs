@@ -4,7 +4,9 @@
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
+pub mod changes;
 pub mod groups;
+pub mod history;
 pub mod hosts;
 pub mod interop;
 pub mod keys;
@@ -84,6 +86,8 @@ pub struct Db {
     conn: Mutex<Connection>,
     /// The host list's in-memory orders and search text; locked only while `conn` is.
     list_index: Mutex<list_index::ListIndex>,
+    /// Notified after every commit of `write`: wakes the change feed's waiting requests.
+    committed: changes::Signal,
 }
 
 impl Db {
@@ -123,7 +127,14 @@ impl Db {
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
         tx.commit().map_err(StoreError::from)?;
+        drop(conn);
+        self.committed.notify();
         Ok(value)
+    }
+
+    /// Counts the commits of `write` and wakes the requests waiting for the next one.
+    pub fn commits(&self) -> &changes::Signal {
+        &self.committed
     }
 
     /// The schema version the database is at.
@@ -155,6 +166,7 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        committed: changes::Signal::default(),
     })
 }
 
@@ -168,6 +180,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        committed: changes::Signal::default(),
     })
 }
 
