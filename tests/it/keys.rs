@@ -112,6 +112,7 @@ fn assert_key_shape(key: &Value) {
             "id",
             "name",
             "public_key",
+            "revision",
             "type",
             "updated_at"
         ],

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod changes;
 mod groups;
 mod hosts;
 mod http;
