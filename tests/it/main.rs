@@ -5,6 +5,7 @@
 
 mod changes;
 mod groups;
+mod history;
 mod hosts;
 mod http;
 mod interop;
@@ -12,6 +13,7 @@ mod keys;
 mod limits;
 mod process;
 mod readme;
+mod revisions;
 mod secrets;
 mod security;
 mod support;
