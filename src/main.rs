@@ -12,6 +12,7 @@ mod error;
 mod fuzz;
 mod gate;
 mod http;
+mod logger;
 mod model;
 mod router;
 mod sshkey;
@@ -66,13 +67,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut logger = env_logger::Builder::new();
-    logger.filter_level(log::LevelFilter::Info);
-    // RUST_LOG adds to the default level.
-    if let Some(spec) = env.get("RUST_LOG") {
-        logger.parse_filters(spec);
-    }
-    logger.target(env_logger::Target::Stderr).init();
+    logger::init(env.get("RUST_LOG").map(String::as_str));
     match serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -55,10 +55,13 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a response may take to be taken by the client; one that reads nothing is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Open connections at most. Each costs one descriptor and one thread; Linux's default soft
-/// descriptor limit is 1,024, and SQLite, the agent and the process need some. At the cap the
-/// longest-idle connection is closed to make room; only when none is idle is a new one refused.
-const MAX_CONNECTIONS: usize = 512;
+/// Open connections at most. Each costs one descriptor and one thread: this stays below
+/// Linux's default soft descriptor limit (1,024) by what the process itself holds (database,
+/// journal, lock file, standard streams, signal pipe, agent socket). At the cap the
+/// longest-idle connection is closed to make room; only when none is idle is a new one
+/// refused. Where the descriptor limit is lower (macOS: 256), `accept()` fails first, and the
+/// accept loop closes the longest-idle connection then too.
+const MAX_CONNECTIONS: usize = 1000;
 
 /// How long shutdown waits for requests in flight before the process exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

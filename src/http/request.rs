@@ -21,6 +21,10 @@ use crate::http::{MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES}
 /// line end, header section). Bytes past a head (a body, a pipelined request) wait here.
 const BUFFER_BYTES: usize = MAX_REQUEST_LINE_BYTES + 2 + MAX_HEADER_SECTION_BYTES;
 
+/// What a connection's buffer starts with: room for every ordinary request head. Only a
+/// longer head moves it to `BUFFER_BYTES`, so a thousand idle connections cost kilobytes each.
+const FIRST_BUFFER_BYTES: usize = 8 * 1024;
+
 /// The most bytes one read takes: the unfilled part of the buffer is zeroed before each read,
 /// so this bounds that cost for small requests.
 const READ_CHUNK_BYTES: usize = 16 * 1024;
@@ -53,7 +57,7 @@ pub struct Buffer {
 impl Default for Buffer {
     fn default() -> Buffer {
         Buffer {
-            bytes: Zeroizing::new(Vec::with_capacity(BUFFER_BYTES)),
+            bytes: Zeroizing::new(Vec::with_capacity(FIRST_BUFFER_BYTES)),
         }
     }
 }
@@ -75,7 +79,10 @@ impl Buffer {
 
     /// Reads at least one byte from `stream` before `deadline`, never past the capacity.
     pub fn fill(&mut self, stream: &TcpStream, deadline: Instant) -> Result<(), ReadError> {
-        let room = BUFFER_BYTES - self.bytes.len();
+        if self.bytes.len() == self.bytes.capacity() && self.bytes.capacity() < BUFFER_BYTES {
+            self.grow();
+        }
+        let room = self.bytes.capacity().min(BUFFER_BYTES) - self.bytes.len();
         // Only a line longer than the head limits can fill the buffer (the head checks
         // refuse them before that; a trailer line is refused here).
         if room == 0 {
@@ -91,6 +98,16 @@ impl Buffer {
             Ok(_) => Ok(()),
             Err(err) => Err(err),
         }
+    }
+}
+
+impl Buffer {
+    /// Moves the bytes to a buffer of the full size. Done by hand, not by `Vec` growth: the
+    /// old buffer is wiped when it drops, where a reallocation would leave its bytes behind.
+    fn grow(&mut self) {
+        let mut bigger = Zeroizing::new(Vec::with_capacity(BUFFER_BYTES));
+        bigger.extend_from_slice(&self.bytes);
+        self.bytes = bigger;
     }
 }
 
