@@ -58,47 +58,42 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         // README "Change feed": no cursor means from now on.
         None => state.db.read(store::changes::latest)?,
     };
-    let commits = state.db.commits();
+    let feed = state.db.feed();
     loop {
         // Both before the read: a commit after it moves the generation, so the wait below
-        // returns at once; a lock before it committed its entry first (api::vault).
-        let seen = commits.generation();
+        // returns at once; a lock before it committed its entry first (AppState::lock_vault).
+        let seen = feed.generation();
         let locked = state.vault_locked();
-        let mut page = state
-            .db
-            .read(|conn| store::changes::after(conn, since, limit))?;
-        let ends_with_lock = end_at_vault_lock(&mut page);
-        if locked && !ends_with_lock {
+        let page = feed.page(&state.db, since, limit)?;
+        let (items, next) = until_vault_lock(&page);
+        if locked && !items.last().is_some_and(is_vault_lock) {
             return Err(ApiError::VaultLocked);
         }
-        if !page.items.is_empty() || page.reset || Instant::now() >= deadline {
-            return answer(&page);
+        if !items.is_empty() || page.reset || Instant::now() >= deadline {
+            return answer(items, next, page.reset);
         }
         // One line per wait: tests poll for it before they act on a waiting request.
         log::debug!("change feed: a request waits for the next change");
-        if !commits.wait_past(seen, deadline) {
-            return answer(&page);
+        if !feed.wait_past(seen, deadline) {
+            return answer(items, next, page.reset);
         }
     }
 }
 
-/// Drops the entries after the first vault lock; true when the page now ends with one.
-fn end_at_vault_lock(page: &mut ChangePage) -> bool {
-    let Some(position) = page.items.iter().position(is_vault_lock) else {
-        return false;
-    };
-    page.items.truncate(position + 1);
-    page.next = page.items[position].seq;
-    true
+/// The entries up to and including the first vault lock, and the cursor after them.
+fn until_vault_lock(page: &ChangePage) -> (&[Change], i64) {
+    match page.items.iter().position(is_vault_lock) {
+        Some(position) => (&page.items[..=position], page.items[position].seq),
+        None => (&page.items, page.next),
+    }
 }
 
 fn is_vault_lock(change: &Change) -> bool {
     change.kind == "vault" && change.op == "locked"
 }
 
-fn answer(page: &ChangePage) -> Result<Reply, ApiError> {
-    let items = page
-        .items
+fn answer(items: &[Change], next: i64, reset: bool) -> Result<Reply, ApiError> {
+    let items = items
         .iter()
         .map(|change| ChangeView {
             seq: change.seq,
@@ -108,20 +103,13 @@ fn answer(page: &ChangePage) -> Result<Reply, ApiError> {
             op: &change.op,
         })
         .collect();
-    Reply::json(
-        200,
-        &FeedPage {
-            items,
-            next: page.next,
-            reset: page.reset,
-        },
-    )
+    Reply::json(200, &FeedPage { items, next, reset })
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::api::changes::end_at_vault_lock;
+    use crate::api::changes::until_vault_lock;
     use crate::store::changes::{Change, ChangePage};
 
     fn change(seq: i64, kind: &str, op: &str) -> Change {
@@ -136,7 +124,7 @@ mod tests {
 
     #[test]
     fn a_page_ends_at_its_first_vault_lock() {
-        let mut page = ChangePage {
+        let page = ChangePage {
             items: vec![
                 change(1, "host", "created"),
                 change(2, "vault", "locked"),
@@ -146,19 +134,19 @@ mod tests {
             next: 4,
             reset: false,
         };
-        assert!(end_at_vault_lock(&mut page));
-        assert_eq!(page.items.len(), 2);
-        assert_eq!(page.next, 2);
+        let (items, next) = until_vault_lock(&page);
+        assert_eq!(items.len(), 2);
+        assert_eq!(next, 2);
     }
 
     #[test]
     fn a_page_without_a_vault_lock_is_kept_whole() {
-        let mut page = ChangePage {
+        let page = ChangePage {
             items: vec![change(1, "vault", "unlocked"), change(2, "host", "locked")],
             next: 2,
             reset: false,
         };
-        assert!(!end_at_vault_lock(&mut page));
-        assert_eq!((page.items.len(), page.next), (2, 2));
+        let (items, next) = until_vault_lock(&page);
+        assert_eq!((items.len(), next), (2, 2));
     }
 }

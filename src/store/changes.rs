@@ -10,12 +10,12 @@
 //! entries; waiting on the signal holds no lock but the signal's own, and that only while a
 //! counter is compared.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::store::StoreError;
+use crate::store::{Db, StoreError};
 
 /// README "Change feed": the newest 10,000 entries are kept (about 1 MB). A window that was
 /// away for longer than that many changes reloads instead of replaying them.
@@ -175,32 +175,88 @@ pub fn set_retention(conn: &Connection, retention: Retention) -> Result<(), Stor
     Ok(())
 }
 
-/// Wakes every request waiting for a committed write, all at once.
+/// What the requests following the feed share: the commit count they wait on (every commit
+/// wakes them all at once), the newest `seq`, and the last page read, so that the readers
+/// woken by one commit, all asking for the same page, read the database once, and a reader
+/// already at the newest `seq` does not read it at all.
 #[derive(Default)]
-pub struct Signal {
-    state: Mutex<SignalState>,
+pub struct Feed {
+    state: Mutex<FeedState>,
     changed: Condvar,
 }
 
 #[derive(Default)]
-struct SignalState {
-    /// Commits so far; a waiter compares it with the value it read before its query.
+struct FeedState {
+    /// Commits so far; a waiter compares it with the value it read before its page.
     generation: u64,
+    /// The newest `seq` after the last commit; `None` until known.
+    latest: Option<i64>,
+    /// The last page read, and the generation it was read in.
+    kept: Option<KeptPage>,
     /// Shutdown started: waits return at once.
     stopped: bool,
 }
 
-impl Signal {
-    /// Counts a commit and wakes every waiter. Called after the commit, so a woken waiter's
-    /// next query sees it.
-    pub fn notify(&self) {
-        self.lock().generation += 1;
+struct KeptPage {
+    generation: u64,
+    since: i64,
+    limit: u32,
+    page: Arc<ChangePage>,
+}
+
+impl Feed {
+    /// Counts a commit, with the newest `seq` after it (`None` when it could not be read),
+    /// and wakes every waiter. Called after the commit, so a woken waiter reads it.
+    pub fn committed(&self, latest: Option<i64>) {
+        {
+            let mut state = self.lock();
+            state.generation += 1;
+            state.latest = latest;
+            state.kept = None;
+        }
         self.changed.notify_all();
     }
 
-    /// The commit count now; read it before querying, then wait past it.
+    /// The commit count now; read it before the page, then wait past it.
     pub fn generation(&self) -> u64 {
         self.lock().generation
+    }
+
+    /// The page after `since` (see `after`), from the database at most once per commit for
+    /// all the readers asking for the same page.
+    pub fn page(&self, db: &Db, since: i64, limit: u32) -> Result<Arc<ChangePage>, StoreError> {
+        let generation = {
+            let state = self.lock();
+            if let Some(latest) = state.latest {
+                if since == latest {
+                    return Ok(Arc::new(ChangePage {
+                        items: Vec::new(),
+                        next: since,
+                        reset: false,
+                    }));
+                }
+            }
+            if let Some(kept) = &state.kept {
+                if (kept.generation, kept.since, kept.limit) == (state.generation, since, limit) {
+                    return Ok(Arc::clone(&kept.page));
+                }
+            }
+            state.generation
+        };
+        let (page, latest) =
+            db.read(|conn| Ok::<_, StoreError>((after(conn, since, limit)?, latest(conn)?)))?;
+        let page = Arc::new(page);
+        let mut state = self.lock();
+        if state.generation == generation {
+            state.latest = Some(latest);
+            state.kept = Some(KeptPage {
+                generation,
+                since,
+                limit,
+                page: Arc::clone(&page),
+            });
+        }
+        Ok(page)
     }
 
     /// Waits until a commit after `seen`, `deadline`, or shutdown. True when a commit came.
@@ -227,7 +283,7 @@ impl Signal {
         self.changed.notify_all();
     }
 
-    fn lock(&self) -> MutexGuard<'_, SignalState> {
+    fn lock(&self) -> MutexGuard<'_, FeedState> {
         // Nothing panics while it is held: a poisoned state is still whole.
         self.state
             .lock()
@@ -245,8 +301,7 @@ mod tests {
     use rusqlite::params;
 
     use crate::store::changes::{
-        after, latest, record_vault, revision, set_retention, Retention, Revised, Signal,
-        VaultChange,
+        after, latest, record_vault, revision, set_retention, Feed, Retention, Revised, VaultChange,
     };
     use crate::store::{open_in_memory, Db, StoreError};
 
@@ -436,27 +491,59 @@ mod tests {
 
     #[test]
     fn a_commit_wakes_a_waiter_that_read_the_generation_before_it() {
-        let signal = Arc::new(Signal::default());
-        let seen = signal.generation();
+        let feed = Arc::new(Feed::default());
+        let seen = feed.generation();
         let waiter = {
-            let signal = Arc::clone(&signal);
-            thread::spawn(move || signal.wait_past(seen, Instant::now() + Duration::from_secs(60)))
+            let feed = Arc::clone(&feed);
+            thread::spawn(move || feed.wait_past(seen, Instant::now() + Duration::from_secs(60)))
         };
-        signal.notify();
+        feed.committed(Some(1));
         assert!(waiter.join().unwrap());
         // A commit before the wait began is not lost either.
-        assert!(signal.wait_past(seen, Instant::now()));
+        assert!(feed.wait_past(seen, Instant::now()));
     }
 
     #[test]
     fn a_wait_without_a_commit_ends_at_its_deadline_or_at_stop() {
-        let signal = Signal::default();
-        let seen = signal.generation();
-        assert!(!signal.wait_past(seen, Instant::now() + Duration::from_millis(1)));
-        signal.stop();
+        let feed = Feed::default();
+        let seen = feed.generation();
+        assert!(!feed.wait_past(seen, Instant::now() + Duration::from_millis(1)));
+        feed.stop();
         // Not a timing bound: a stop that did not end the wait would hold it for 600 s.
         let started = Instant::now();
-        assert!(!signal.wait_past(seen, started + Duration::from_secs(600)));
+        assert!(!feed.wait_past(seen, started + Duration::from_secs(600)));
         assert!(started.elapsed() < Duration::from_secs(300));
+    }
+
+    #[test]
+    fn the_feed_reads_what_the_database_holds_through_each_commit() {
+        let db = open_in_memory().unwrap();
+        add_group(&db, "g1", "a");
+        let feed = db.feed();
+        let first = feed.page(&db, 0, 10).unwrap();
+        assert_eq!(first.items.len(), 1);
+        // At the newest seq: nothing, without a read; past it: a reset.
+        assert_eq!(feed.page(&db, 1, 10).unwrap().items.len(), 0);
+        assert!(feed.page(&db, 2, 10).unwrap().reset);
+        add_group(&db, "g2", "b");
+        let second = feed.page(&db, 1, 10).unwrap();
+        assert_eq!(second.items.len(), 1);
+        assert_eq!(second.items[0].id, "g2");
+        assert_eq!(feed.page(&db, 0, 10).unwrap().items.len(), 2);
+    }
+
+    #[test]
+    fn readers_asking_the_same_page_between_two_commits_share_one_read() {
+        let db = open_in_memory().unwrap();
+        add_group(&db, "g1", "a");
+        let feed = db.feed();
+        let first = feed.page(&db, 0, 10).unwrap();
+        let again = feed.page(&db, 0, 10).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let other_limit = feed.page(&db, 0, 5).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other_limit));
+        rename_group(&db, "g1", "b");
+        let after_commit = feed.page(&db, 0, 10).unwrap();
+        assert_eq!(after_commit.items.len(), 2);
     }
 }

@@ -86,8 +86,8 @@ pub struct Db {
     conn: Mutex<Connection>,
     /// The host list's in-memory orders and search text; locked only while `conn` is.
     list_index: Mutex<list_index::ListIndex>,
-    /// Notified after every commit of `write`: wakes the change feed's waiting requests.
-    committed: changes::Signal,
+    /// Told of every commit of `write`: wakes the change feed's waiting requests.
+    feed: changes::Feed,
 }
 
 impl Db {
@@ -126,15 +126,18 @@ impl Db {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
+        // A hint for the feed, read where it cannot be stale; without it the feed reads the
+        // log itself, so a failure here does not fail the write.
+        let latest = changes::latest(&tx).ok();
         tx.commit().map_err(StoreError::from)?;
         drop(conn);
-        self.committed.notify();
+        self.feed.committed(latest);
         Ok(value)
     }
 
-    /// Counts the commits of `write` and wakes the requests waiting for the next one.
-    pub fn commits(&self) -> &changes::Signal {
-        &self.committed
+    /// The change feed's shared state: what its requests wait on and read through.
+    pub fn feed(&self) -> &changes::Feed {
+        &self.feed
     }
 
     /// The schema version the database is at.
@@ -166,7 +169,7 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
-        committed: changes::Signal::default(),
+        feed: changes::Feed::default(),
     })
 }
 
@@ -180,7 +183,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
-        committed: changes::Signal::default(),
+        feed: changes::Feed::default(),
     })
 }
 
