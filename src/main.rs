@@ -148,8 +148,11 @@ fn serve(config: Config) -> Result<(), String> {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
     drop(Secret::from_string(line));
+    // The server's threads may outlive `run` holding the state; the database closes now.
+    let db_owner = Arc::clone(&state);
     server::run(state, gate, listener, events_tx, events)
         .map_err(|err| format!("server failed: {err}"))?;
+    db_owner.db.close();
     log::info!("stopped");
     Ok(())
 }

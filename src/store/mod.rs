@@ -111,6 +111,8 @@ pub struct Db {
     scrub_pending: AtomicBool,
     /// The database file, for the clean-close record (store::integrity); `None` in memory.
     path: Option<std::path::PathBuf>,
+    /// Set by `close`, which runs once.
+    closed: AtomicBool,
 }
 
 impl Db {
@@ -187,25 +189,33 @@ impl Db {
     }
 }
 
-impl Drop for Db {
-    /// Closes the connection (SQLite checkpoints and removes the WAL), then records the
-    /// closed file so the next start can skip the full integrity check (store::integrity).
-    fn drop(&mut self) {
-        let Some(path) = self.path.take() else {
+impl Db {
+    /// Closes the connection at shutdown (SQLite checkpoints and removes the WAL), then
+    /// records the closed file so the next start can skip the full page check
+    /// (store::integrity). Call it once the server has stopped; a request still running
+    /// afterwards fails. Runs at most once; dropping the `Db` runs it too.
+    pub fn close(&self) {
+        let Some(path) = self
+            .path
+            .as_ref()
+            .filter(|_| !self.closed.swap(true, Ordering::SeqCst))
+        else {
             return;
-        };
-        let conn = match self.conn.get_mut() {
-            Ok(conn) => conn,
-            Err(poisoned) => poisoned.into_inner(),
         };
         let Ok(placeholder) = Connection::open_in_memory() else {
             return;
         };
-        let closing = std::mem::replace(conn, placeholder);
+        let closing = std::mem::replace(&mut *self.lock(), placeholder);
         match closing.close() {
-            Ok(()) => integrity::record_clean_close(&path),
+            Ok(()) => integrity::record_clean_close(path),
             Err((_, err)) => log::warn!("the database did not close cleanly: {err}"),
         }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -231,6 +241,7 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
         list_index: Mutex::default(),
         scrub_pending: AtomicBool::new(false),
         path: Some(path),
+        closed: AtomicBool::new(false),
     })
 }
 
@@ -247,6 +258,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
         list_index: Mutex::default(),
         scrub_pending: AtomicBool::new(false),
         path: None,
+        closed: AtomicBool::new(false),
     })
 }
 
