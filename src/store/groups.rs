@@ -349,7 +349,8 @@ fn ensure_name_free(
     if taken {
         return Err(StoreError::DuplicateName(
             "another group under the same parent already has this name (names compare \
-             ignoring case and accents written apart, e.g. Straße = STRASSE)"
+             ignoring case, with Unicode's full case folding and canonical equivalence: \
+             Straße = STRASSE)"
                 .into(),
         ));
     }
@@ -964,5 +965,64 @@ mod tests {
             total += direct + below;
         }
         total
+    }
+
+    /// Rows as a version-3 database or an outside tool holds them: no match key yet.
+    fn insert_unkeyed(
+        conn: &rusqlite::Connection,
+        id: &str,
+        parent: Option<&str>,
+        name: &str,
+        at: &str,
+    ) {
+        conn.execute(
+            "INSERT INTO groups (id, parent_id, name, name_key, created_at, updated_at)
+             VALUES (?1, ?2, ?3, lower(?3), ?4, ?4)",
+            params![id, parent, name, at],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn filling_match_keys_renames_the_newer_of_two_siblings_that_now_clash() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        insert_unkeyed(&conn, "old", None, "Straße", NOW);
+        insert_unkeyed(&conn, "new", None, "STRASSE", LATER);
+        insert_unkeyed(&conn, "apart", Some("old"), "strasse", LATER);
+        assert_eq!(groups::fill_fold_keys(&mut conn).unwrap(), 3);
+        let names: HashMap<String, (String, String)> = conn
+            .prepare("SELECT id, name, fold_key FROM groups")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, (row.get(1)?, row.get(2)?))))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(names["old"], ("Straße".to_owned(), "strasse".to_owned()));
+        assert_eq!(
+            names["new"],
+            ("STRASSE (2)".to_owned(), "strasse (2)".to_owned())
+        );
+        assert_eq!(names["apart"], ("strasse".to_owned(), "strasse".to_owned()));
+        assert_eq!(
+            groups::fill_fold_keys(&mut conn).unwrap(),
+            0,
+            "nothing left to fill"
+        );
+    }
+
+    #[test]
+    fn a_sibling_name_equal_under_case_folding_is_a_duplicate() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| groups::insert(tx, "a", &new_group("Straße", None), NOW))
+            .unwrap();
+        let clash = db.write(|tx| groups::insert(tx, "b", &new_group("STRASSE", None), NOW));
+        assert!(
+            matches!(clash, Err(StoreError::DuplicateName(_))),
+            "{clash:?}"
+        );
+        let elsewhere =
+            db.write(|tx| groups::insert(tx, "c", &new_group("STRASSE", Some("a")), NOW));
+        assert_eq!(elsewhere.unwrap(), Placement::Placed);
     }
 }

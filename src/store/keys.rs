@@ -200,8 +200,8 @@ fn ensure_name_free(conn: &Connection, fold_key: &str, id: &str) -> Result<(), S
     // the caseless match key (full case folding, canonical equivalence).
     if name_taken(conn, fold_key, id)? {
         return Err(StoreError::DuplicateName(
-            "another key already has this name (names compare ignoring case and accents \
-             written apart, e.g. Straße = STRASSE)"
+            "another key already has this name (names compare ignoring case, \
+             with Unicode's full case folding and canonical equivalence: Straße = STRASSE)"
                 .into(),
         ));
     }
@@ -275,6 +275,53 @@ mod tests {
             .write(|tx| keys::insert(tx, &row("2", "WORK", "SHA256:b")))
             .unwrap_err();
         assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");
+    }
+
+    #[test]
+    fn key_names_equal_under_case_folding_or_composition_are_duplicate_names() {
+        let db = db_with(&[
+            row("1", "Straße", "SHA256:a"),
+            row("2", "Cafe\u{301}", "SHA256:b"),
+        ]);
+        for (id, name, fingerprint) in
+            [("3", "STRASSE", "SHA256:c"), ("4", "CAF\u{c9}", "SHA256:d")]
+        {
+            let err = db
+                .write(|tx| keys::insert(tx, &row(id, name, fingerprint)))
+                .unwrap_err();
+            assert!(matches!(err, StoreError::DuplicateName(_)), "{name}: {err}");
+            // The early check api::keys makes with the lowercase agrees.
+            let taken = db
+                .read(|conn| keys::name_taken(conn, &name.to_lowercase(), ""))
+                .unwrap();
+            assert!(taken, "{name}");
+        }
+        db.write(|tx| keys::insert(tx, &row("5", "Strase", "SHA256:e")))
+            .unwrap();
+    }
+
+    #[test]
+    fn filling_match_keys_renames_the_newer_of_two_keys_that_now_clash() {
+        let db = open_in_memory().unwrap();
+        db.read(|conn| {
+            conn.execute_batch(
+                "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint,
+                     has_passphrase, private_key, created_at, updated_at)
+                 VALUES ('old', 'Straße', 'straße', 't', 'p', 'a', 0, x'00', '1', '1'),
+                        ('new', 'STRASSE', 'strasse', 't', 'p', 'b', 0, x'00', '2', '2')",
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let mut conn = db.conn.lock().unwrap();
+        assert_eq!(keys::fill_fold_keys(&mut conn).unwrap(), 2);
+        let renamed: String = conn
+            .query_row("SELECT name FROM keys WHERE id = 'new'", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(renamed, "STRASSE (2)");
+        assert_eq!(keys::fill_fold_keys(&mut conn).unwrap(), 0);
     }
 
     #[test]
