@@ -70,7 +70,7 @@ pub fn trimmed_text(field: &str, value: &Value, max: usize) -> Result<String, In
     Ok(trimmed.to_owned())
 }
 
-/// api-decisions §3: username 1-100 characters after trimming; README, Hosts: what OpenSSH
+/// README, Hosts: a username is 1-100 characters after trimming, of what OpenSSH
 /// accepts as a remote user and what keeps `proxy_jump` one hop per host (see
 /// `username_problem`).
 pub fn username(value: &Value) -> Result<String, Invalid> {

@@ -341,8 +341,8 @@ fn ensure_name_free(
     fold_key: &str,
     id: &str,
 ) -> Result<(), StoreError> {
-    // api-decisions §4: unique among siblings, compared case-insensitively; README, Groups:
-    // by the caseless match key (full case folding, canonical equivalence).
+    // README, Groups: unique among siblings, compared case-insensitively, by the caseless
+    // match key (full case folding, canonical equivalence).
     let taken: bool = conn
         .prepare_cached(SIBLING_NAME_TAKEN)?
         .query_row(params![parent, fold_key, id], |row| row.get(0))?;

@@ -196,8 +196,8 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
 }
 
 fn ensure_name_free(conn: &Connection, fold_key: &str, id: &str) -> Result<(), StoreError> {
-    // api-decisions §5: key names are unique, compared case-insensitively; README, Keys: by
-    // the caseless match key (full case folding, canonical equivalence).
+    // README, Keys: key names are unique, compared case-insensitively, by the caseless
+    // match key (full case folding, canonical equivalence).
     if name_taken(conn, fold_key, id)? {
         return Err(StoreError::DuplicateName(
             "another key already has this name (names compare ignoring case, \
