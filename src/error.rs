@@ -63,6 +63,8 @@ pub enum ApiError {
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
+    /// The disk holding the data dir is full: nothing was written (the cause was logged).
+    StorageFull,
     /// Anything unexpected. The cause is for the log only.
     Internal(String),
 }
@@ -115,6 +117,8 @@ impl ApiError {
             ApiError::UriTooLong => 414,
             ApiError::HeadersTooLarge => 431,
             ApiError::Busy => 503,
+            // RFC 4918 §11.5 Insufficient Storage: the request was fine, the disk is not.
+            ApiError::StorageFull => 507,
             ApiError::Internal(_) => 500,
         }
     }
@@ -149,6 +153,7 @@ impl ApiError {
             ApiError::RequestTimeout => "REQUEST_TIMEOUT",
             ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
+            ApiError::StorageFull => "STORAGE_FULL",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -184,6 +189,7 @@ impl ApiError {
             ApiError::RequestTimeout => "request not received in time",
             ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
+            ApiError::StorageFull => "not enough disk space to save the change",
             ApiError::Internal(_) => "internal error",
         }
     }
@@ -225,6 +231,11 @@ impl ApiError {
                 crate::http::MAX_HEADER_SECTION_BYTES,
                 crate::http::MAX_HEADERS
             )),
+            ApiError::StorageFull => Some(
+                "the disk that holds the data dir is full; nothing was changed: free some \
+                 space there and retry"
+                    .into(),
+            ),
             _ => None,
         }
     }
@@ -250,7 +261,14 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
             crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
-            crate::store::StoreError::Sqlite(cause) => ApiError::Internal(cause),
+            crate::store::StoreError::StorageFull(cause) => {
+                // The server logs only internal errors' causes; this one is worth a line too.
+                log::error!("a write failed for lack of disk space: {cause}");
+                ApiError::StorageFull
+            }
+            crate::store::StoreError::Unusable(cause) | crate::store::StoreError::Sqlite(cause) => {
+                ApiError::Internal(cause)
+            }
         }
     }
 }
