@@ -1,14 +1,14 @@
-//! The change log behind `GET /api/changes`: entries after a reader's cursor, the vault's
-//! events, the current revision of a host, group or key, the logs' retention, and the signal
-//! that wakes requests waiting for the next committed write (README, "Change feed").
+//! The change log behind `GET /api/changes` (README, "Change feed"): reading the entries
+//! after a cursor, recording the vault's events, the current revision of a host, group or
+//! key, the logs' retention, and the `Feed` that requests waiting for a change share.
 //!
 //! Invariants: entries of hosts, groups, keys and connections are written by the schema's
 //! triggers (sql/0008_changes.sql) in the transaction of their change, never here; the vault's
 //! events are the only entries written from Rust, in the transaction of the vault row where
 //! there is one; an entry names a resource and what happened to it, never a value; a reader
 //! whose cursor fell behind the trim, or points past the newest entry, gets `reset` and no
-//! entries; waiting on the signal holds no lock but the signal's own, and that only while a
-//! counter is compared.
+//! entries; a waiting request holds no lock (the `Feed`'s own is taken only to compare a
+//! counter), and every commit wakes every waiting request at once.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
