@@ -13,9 +13,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use ssh_key::private::{KeypairData, RsaKeypair};
+use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
 use crate::support::{
-    contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
+    contains_bytes, fresh_dir, leak_forms, read_all_files, Client, Options, Response, Service,
 };
 
 /// The comment every ssh-keygen key of these tests carries.
@@ -894,4 +896,203 @@ fn key_count(service: &Service) -> usize {
         .as_array()
         .unwrap()
         .len()
+}
+
+/// An ed25519 key encrypted with `passphrase` (aes256-ctr, bcrypt-pbkdf) whose key file asks
+/// for `rounds` bcrypt rounds. It is encrypted at 1 round, then the count is rewritten: the
+/// KDF options are not authenticated, so the file reads as the key's author could write it
+/// and costs nothing to make. Only a wrong passphrase, or none, makes sense with it.
+fn key_asking_for_rounds(rounds: u32) -> String {
+    let key =
+        PrivateKey::random(&mut ssh_key::rand_core::OsRng, ssh_key::Algorithm::Ed25519).unwrap();
+    let salt = [7u8; 16];
+    let encrypted = key
+        .encrypt_with(
+            Cipher::Aes256Ctr,
+            Kdf::Bcrypt {
+                salt: salt.to_vec(),
+                rounds: 1,
+            },
+            42,
+            "secret",
+        )
+        .unwrap();
+    let mut bytes = encrypted.to_bytes().unwrap().to_vec();
+    let at = find(&bytes, &salt) + salt.len();
+    bytes[at..at + 4].copy_from_slice(&rounds.to_be_bytes());
+    PrivateKey::from_bytes(&bytes)
+        .unwrap()
+        .to_openssh(LineEnding::LF)
+        .unwrap()
+        .to_string()
+}
+
+/// A keep-alive client that has already served one request, so that a burst of requests
+/// from several of them starts at once (tiny_http can queue a burst of fresh connections
+/// behind busy ones).
+fn warm_client(service: &Service) -> Client {
+    let mut client = service.client();
+    assert_eq!(client.request("GET", "/api/health", None).status, 200);
+    client
+}
+
+/// README "Keys": bcrypt-pbkdf checks of a passphrase (up to 1,024 rounds, ~8 s of CPU)
+/// run at most two at once; a third is 503 `BUSY`, and the rest of the service answers.
+#[test]
+fn passphrase_checks_beyond_two_at_once_are_busy_and_health_still_answers() {
+    let service = Service::start("keys-bcrypt-cap");
+    let slow = key_asking_for_rounds(512);
+    let cheap = key_asking_for_rounds(1);
+    let running: Vec<_> = (0..2)
+        .map(|n| {
+            let mut client = warm_client(&service);
+            let body =
+                json!({"name": format!("slow-{n}"), "private_key": slow, "passphrase": "wrong"});
+            thread::spawn(move || client.request("POST", "/api/keys", Some(&body)))
+        })
+        .collect();
+    let mut busy = None;
+    while busy.is_none() && running.iter().any(|check| !check.is_finished()) {
+        assert_eq!(service.get("/api/health").status, 200);
+        let third = import(&service, "cheap", &cheap, Some("wrong"));
+        match third.status {
+            503 => busy = Some(third),
+            _ => {
+                third.assert_error(400, "INVALID_PASSPHRASE");
+            }
+        }
+    }
+    let busy = busy.expect("a third passphrase check was run while two were running");
+    busy.assert_error(503, "BUSY");
+    assert_eq!(busy.header("retry-after"), Some("1"));
+    for check in running {
+        check
+            .join()
+            .unwrap()
+            .assert_error(400, "INVALID_PASSPHRASE");
+    }
+    // Both places are given back: the next check runs.
+    import(&service, "cheap", &cheap, Some("wrong")).assert_error(400, "INVALID_PASSPHRASE");
+    assert_eq!(key_count(&service), 0);
+}
+
+/// README "Keys": a key file asking for more than 1,024 bcrypt rounds is refused whether or
+/// not a passphrase comes with it (OpenSSH would spend that work on every use of the key).
+#[test]
+fn key_asking_for_over_1024_bcrypt_rounds_is_invalid_key_even_without_a_passphrase() {
+    let service = Service::start("keys-rounds-over");
+    for rounds in [1025, u32::MAX] {
+        let text = key_asking_for_rounds(rounds);
+        for passphrase in [None, Some("secret")] {
+            let body =
+                import(&service, "absurd", &text, passphrase).assert_error(400, "INVALID_KEY");
+            assert!(
+                details(&body).contains(&format!("asks for {rounds} bcrypt rounds"))
+                    && details(&body).contains("at most 1024"),
+                "{body}"
+            );
+        }
+    }
+    assert_eq!(key_count(&service), 0);
+}
+
+#[test]
+fn key_asking_for_exactly_1024_bcrypt_rounds_is_stored_without_a_passphrase() {
+    let service = Service::start("keys-rounds-cap");
+    let key = import(&service, "slow", &key_asking_for_rounds(1024), None).expect(201);
+    assert_eq!(key["has_passphrase"], true);
+    assert_eq!(key_count(&service), 1);
+}
+
+/// README "Keys": RSA keys under 2,048 bits are refused, as generation refuses them, also
+/// when encrypted and sent without their passphrase (the size is public).
+#[test]
+fn rsa_key_of_2047_bits_is_refused_naming_private_key_and_2048_bits_is_stored() {
+    let service = Service::start("keys-rsa-size");
+    for (bits, passphrase) in [("1024", ""), ("2047", ""), ("2047", "secret")] {
+        let dir = fresh_dir("keys-rsa-size");
+        let (_, text) = keygen(&dir, &["-t", "rsa", "-b", bits, "-N", passphrase]);
+        let body = import(&service, "small", &text, None).assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(
+            details(&body),
+            format!("private_key: an RSA key must have at least 2048 bits; this one has {bits}"),
+            "{body}"
+        );
+    }
+    let dir = fresh_dir("keys-rsa-size");
+    let (path, text) = keygen(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let key = import(&service, "edge", &text, None).expect(201);
+    assert_eq!(key["fingerprint"], keygen_fingerprint(&path));
+    assert_eq!(key_count(&service), 1);
+}
+
+/// `text` (an unencrypted OpenSSH RSA key) with its private numbers changed by `change`.
+fn rsa_with(text: &str, change: impl FnOnce(&mut RsaKeypair)) -> String {
+    let key = PrivateKey::from_openssh(text).unwrap();
+    let mut keypair = key.key_data().rsa().unwrap().clone();
+    change(&mut keypair);
+    PrivateKey::new(KeypairData::from(keypair), KEYGEN_COMMENT)
+        .unwrap()
+        .to_openssh(LineEnding::LF)
+        .unwrap()
+        .to_string()
+}
+
+/// Random bytes of `len` with the top bit set, as a positive multi-precision integer.
+fn random_mpint(len: usize) -> Mpint {
+    let mut bytes = vec![0u8; len];
+    ssh_key::rand_core::RngCore::fill_bytes(&mut ssh_key::rand_core::OsRng, &mut bytes);
+    bytes[0] |= 0x80;
+    Mpint::from_positive_bytes(&bytes).unwrap()
+}
+
+/// README "Keys": an RSA key whose private numbers do not belong to its public key (its
+/// signatures would never verify) is refused, with or without a passphrase to decrypt it.
+#[test]
+fn rsa_key_whose_private_numbers_do_not_fit_its_public_key_is_invalid_key() {
+    let service = Service::start("keys-rsa-consistency");
+    let dir = fresh_dir("keys-rsa-consistency");
+    let (_, text) = keygen(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let length = |mpint: &Mpint| mpint.as_positive_bytes().unwrap().len();
+    let changes: [(&str, Box<dyn Fn(&mut RsaKeypair)>); 4] = [
+        (
+            "d",
+            Box::new(move |key| key.private.d = random_mpint(length(&key.private.d))),
+        ),
+        (
+            "p and q",
+            Box::new(move |key| {
+                key.private.p = random_mpint(length(&key.private.p));
+                key.private.q = random_mpint(length(&key.private.q));
+            }),
+        ),
+        (
+            "p and q swapped, so iqmp no longer fits",
+            Box::new(|key| {
+                std::mem::swap(&mut key.private.p, &mut key.private.q);
+            }),
+        ),
+        (
+            "iqmp",
+            Box::new(move |key| key.private.iqmp = random_mpint(length(&key.private.iqmp))),
+        ),
+    ];
+    for (what, change) in changes {
+        let broken = rsa_with(&text, change);
+        let body = import(&service, "broken", &broken, None).assert_error(400, "INVALID_KEY");
+        assert!(
+            details(&body).contains("private numbers do not belong to its public key"),
+            "{what}: {body}"
+        );
+        let encrypted = PrivateKey::from_openssh(&broken)
+            .unwrap()
+            .encrypt(&mut ssh_key::rand_core::OsRng, "secret")
+            .unwrap()
+            .to_openssh(LineEnding::LF)
+            .unwrap()
+            .to_string();
+        import(&service, "broken", &encrypted, Some("secret")).assert_error(400, "INVALID_KEY");
+    }
+    assert_eq!(key_count(&service), 0);
+    import(&service, "intact", &rsa_with(&text, |_| {}), None).expect(201);
 }

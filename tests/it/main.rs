@@ -8,6 +8,7 @@ mod hosts;
 mod interop;
 mod keys;
 mod limits;
+mod memory;
 mod process;
 mod readme;
 mod secrets;
