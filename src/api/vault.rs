@@ -4,7 +4,9 @@
 //! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
 //! wrong password run with no lock held: read what is needed under the vault lock, release
 //! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
-//! one assignment. A password change holds the vault lock (then the db lock, in that order)
+//! one assignment. A password check is never refused: each derivation waits its turn for
+//! one of `MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
+//! that place is given back, so guesses cannot keep the right password from being checked. A password change holds the vault lock (then the db lock, in that order)
 //! across its one database write, so the row on disk and the state in memory change
 //! together. No password is ever logged, echoed or kept outside `Secret`.
 
@@ -16,7 +18,7 @@ use serde_json::Value;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, MAX_DELAYED_ANSWERS};
 use crate::store;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
@@ -70,7 +72,6 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
-    let _slot = check_slot(state)?;
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
@@ -78,8 +79,6 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     // Fails when the password changed while it was checked: it is no longer the password.
     let outcome = state.vault().unlock(&wrapped, key);
     outcome?;
-    // The check may have taken seconds; the auto-lock countdown starts from the unlock.
-    state.touch();
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -105,13 +104,15 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: SetPasswordInput = body(req)?;
     let new_password = new_password_field(input.new_password)?;
     let current_password = password_field(input.current_password, "current_password")?;
-    let _slot = check_slot(state)?;
     let expected = current_wrapped_key(state);
     if let Some(wrapped) = &expected {
         let current_password = required(current_password, "current_password")?;
         check_password(state, wrapped, &current_password)?;
     }
-    let new = NewPassword::derive(new_password.expose());
+    let new = {
+        let _turn = state.password_derivations.take();
+        NewPassword::derive(new_password.expose())
+    };
     {
         let mut vault = state.vault();
         if !vault.password_is(expected.as_ref()) {
@@ -136,7 +137,6 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         password_field(input.current_password, "current_password")?,
         "current_password",
     )?;
-    let _slot = check_slot(state)?;
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
@@ -191,40 +191,55 @@ fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
     Ok(password)
 }
 
-/// One of the few concurrent password-check slots, or 503 `BUSY` when all are taken.
-fn check_slot(state: &AppState) -> Result<crate::vault::throttle::CheckSlot<'_>, ApiError> {
-    state.password_checks.begin().ok_or(ApiError::Busy)
-}
-
 /// The wrapped key a password is checked against, copied out so that the vault lock is
 /// released before PBKDF2 runs. `None` when no master password is set.
 fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
     state.vault().wrapped_key().cloned()
 }
 
-/// Checks `password` against `wrapped` (PBKDF2, no lock held). A wrong password waits the
-/// throttle's delay before its 401, still holding no lock: other requests go on.
+/// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations (waited
+/// for, never refused), holding no lock. A wrong password then waits its delay, after the
+/// derivation's place is given back.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
 ) -> Result<DataKey, ApiError> {
-    match wrapped.open(password.expose()) {
+    let opened = {
+        let _turn = state.password_derivations.take();
+        wrapped.open(password.expose())
+    };
+    match opened {
         Ok(key) => {
-            state.password_checks.succeeded();
+            state.password_failures.succeeded();
             Ok(key)
         }
-        Err(_) => {
-            // api-decisions §2: repeated wrong passwords are slowed down, never locked out.
-            let delay = state.password_checks.failed();
+        Err(_) => Err(wrong_password(state)),
+    }
+}
+
+/// Counts a wrong password and serves its delay (README "Vault"): repeated wrong passwords
+/// are slowed down, never locked out. At most `MAX_DELAYED_ANSWERS` answers wait at once; a
+/// wrong answer beyond them goes out at once. Only guesses sent in parallel get there, and
+/// those learn nothing sooner from it: a right guess among them would have unlocked the
+/// vault the moment its derivation ended, so they are paced by the one-at-a-time derivation
+/// whatever their answers wait. This keeps a flood of guesses from putting every worker to
+/// sleep.
+fn wrong_password(state: &AppState) -> ApiError {
+    let delay = state.password_failures.failed();
+    match state.delayed_answers.try_take() {
+        Some(_place) => {
             log::warn!(
                 "wrong master password; answering in {} ms",
                 delay.as_millis()
             );
             thread::sleep(delay);
-            Err(ApiError::InvalidPassword)
         }
+        None => log::warn!(
+            "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
+        ),
     }
+    ApiError::InvalidPassword
 }
 
 /// Another request changed or removed the password while this one was checking: the
