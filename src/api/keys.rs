@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::{Reply, Req};
@@ -129,10 +130,13 @@ pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// The create body. Widest JSON types, so validation names the field; unknown fields are
 /// ignored. `null` is the same as absent.
 #[derive(Deserialize)]
-struct KeyInput {
+struct KeyInput<'a> {
     name: Option<Value>,
-    private_key: Option<Value>,
-    passphrase: Option<Value>,
+    /// Secrets stay JSON text in the body until decoded into a `Secret`.
+    #[serde(borrow)]
+    private_key: Option<&'a RawValue>,
+    #[serde(borrow)]
+    passphrase: Option<&'a RawValue>,
     #[serde(rename = "type")]
     key_type: Option<Value>,
     bits: Option<Value>,
@@ -220,26 +224,32 @@ fn seal(
     Ok((private_key, passphrase))
 }
 
-/// `private_key` as a secret: absent or `null` means "not an import"; anything but a
-/// non-empty string is refused.
-fn private_key(value: Option<Value>) -> Result<Option<Secret>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation(
+/// `private_key` as a secret, decoded from its JSON text (its line ends are `\n` escapes,
+/// which serde_json would decode in a growing scratch buffer freed unwiped): absent or
+/// `null` means "not an import"; anything but a non-empty string is refused.
+fn private_key(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
+    let Some(raw) = value else {
+        return Ok(None);
+    };
+    match Secret::from_json_string(raw.get()) {
+        Some(text) if !text.expose_str().unwrap_or_default().trim().is_empty() => Ok(Some(text)),
+        _ => Err(ApiError::validation(
             "private_key",
             "must be a non-empty string: the OpenSSH private key file's text",
         )),
     }
 }
 
-/// `passphrase` as a secret: absent, `null` and `""` all mean none (as `ssh-keygen -N ''`).
-fn passphrase(value: Option<Value>) -> Result<Option<Secret>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if text.is_empty() => Ok(None),
-        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation("passphrase", "must be a string")),
+/// `passphrase` as a secret decoded from its JSON text: absent, `null` and `""` all mean
+/// none (as `ssh-keygen -N ''`).
+fn passphrase(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
+    let Some(raw) = value else {
+        return Ok(None);
+    };
+    match Secret::from_json_string(raw.get()) {
+        Some(text) if text.is_empty() => Ok(None),
+        Some(text) => Ok(Some(text)),
+        None => Err(ApiError::validation("passphrase", "must be a string")),
     }
 }
 

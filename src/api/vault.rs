@@ -11,10 +11,10 @@
 //! together. No password is ever logged, echoed or kept outside `Secret`.
 
 use std::thread;
+use std::time::Instant;
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
@@ -37,20 +37,26 @@ struct LockView {
     vault_locked: bool,
 }
 
+/// Password fields stay JSON text in the body until `password_field` decodes them into a
+/// `Secret` (absent and `null` are `None`).
 #[derive(Deserialize, Default)]
-struct UnlockInput {
-    password: Option<Value>,
+struct UnlockInput<'a> {
+    #[serde(borrow)]
+    password: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct SetPasswordInput {
-    current_password: Option<Value>,
-    new_password: Option<Value>,
+struct SetPasswordInput<'a> {
+    #[serde(borrow)]
+    current_password: Option<&'a RawValue>,
+    #[serde(borrow)]
+    new_password: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct RemovePasswordInput {
-    current_password: Option<Value>,
+struct RemovePasswordInput<'a> {
+    #[serde(borrow)]
+    current_password: Option<&'a RawValue>,
 }
 
 /// `GET /api/vault`: answered while locked too.
@@ -154,20 +160,23 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 }
 
 /// The JSON body; no body at all reads as `{}`, so validation names the missing field.
-fn body<T: DeserializeOwned + Default>(req: &Req) -> Result<T, ApiError> {
+fn body<'a, T: Deserialize<'a> + Default>(req: &'a Req) -> Result<T, ApiError> {
     if req.body_is_empty() {
         return Ok(T::default());
     }
     req.json()
 }
 
-/// A password field: absent or `null` is `None`; a string moves into a `Secret` without a
-/// copy; any other JSON type is a validation error (which never quotes the value).
-fn password_field(value: Option<Value>, field: &str) -> Result<Option<Secret>, ApiError> {
+/// A password field: absent or `null` is `None`; a string is decoded from its JSON text
+/// straight into a `Secret` (no copy in serde_json's scratch buffer); any other JSON type is
+/// a validation error (which never quotes the value).
+fn password_field(value: Option<&RawValue>, field: &str) -> Result<Option<Secret>, ApiError> {
     match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation(field, "must be a string")),
+        None => Ok(None),
+        Some(raw) => match Secret::from_json_string(raw.get()) {
+            Some(secret) => Ok(Some(secret)),
+            None => Err(ApiError::validation(field, "must be a string")),
+        },
     }
 }
 
@@ -177,7 +186,7 @@ fn required(password: Option<Secret>, field: &str) -> Result<Secret, ApiError> {
 
 /// api-decisions §2 (bounds chosen here): a new master password is 1 to
 /// `MAX_PASSWORD_BYTES` bytes of UTF-8.
-fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
+fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     let password = required(password_field(value, "new_password")?, "new_password")?;
     if password.is_empty() {
         return Err(ApiError::validation("new_password", "must not be empty"));
@@ -198,13 +207,16 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
 }
 
 /// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations (waited
-/// for, never refused), holding no lock. A wrong password then waits its delay, after the
-/// derivation's place is given back.
+/// for, never refused), holding no lock. A wrong password's answer then waits until its
+/// delay has passed since the check began, after the derivation's place is given back: the
+/// wait for a turn counts towards the delay, so a guess takes the delay or its turn,
+/// whichever is longer, never both.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
 ) -> Result<DataKey, ApiError> {
+    let began = Instant::now();
     let opened = {
         let _turn = state.password_derivations.take();
         wrapped.open(password.expose())
@@ -214,26 +226,27 @@ fn check_password(
             state.password_failures.succeeded();
             Ok(key)
         }
-        Err(_) => Err(wrong_password(state)),
+        Err(_) => Err(wrong_password(state, began)),
     }
 }
 
-/// Counts a wrong password and serves its delay (README "Vault"): repeated wrong passwords
-/// are slowed down, never locked out. At most `MAX_DELAYED_ANSWERS` answers wait at once; a
-/// wrong answer beyond them goes out at once. Only guesses sent in parallel get there, and
-/// those learn nothing sooner from it: a right guess among them would have unlocked the
-/// vault the moment its derivation ended, so they are paced by the one-at-a-time derivation
-/// whatever their answers wait. This keeps a flood of guesses from putting every worker to
-/// sleep.
-fn wrong_password(state: &AppState) -> ApiError {
+/// Counts a wrong password and serves what is left of its delay (README "Vault"): repeated
+/// wrong passwords are slowed down, never locked out. At most `MAX_DELAYED_ANSWERS` answers
+/// wait at once; a wrong answer beyond them goes out at once. Only guesses sent in parallel
+/// get there, and those learn nothing sooner from it: a right guess among them would have
+/// unlocked the vault the moment its derivation ended, so they are paced by the
+/// one-at-a-time derivation whatever their answers wait. This keeps a flood of guesses from
+/// putting every worker to sleep.
+fn wrong_password(state: &AppState, began: Instant) -> ApiError {
     let delay = state.password_failures.failed();
+    let left = delay.saturating_sub(began.elapsed());
     match state.delayed_answers.try_take() {
         Some(_place) => {
             log::warn!(
-                "wrong master password; answering in {} ms",
+                "wrong master password; answering {} ms after the check began",
                 delay.as_millis()
             );
-            thread::sleep(delay);
+            thread::sleep(left);
         }
         None => log::warn!(
             "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"

