@@ -5,7 +5,7 @@
 //! in and go out as `vault::Secret`, and ssh-key's `PrivateKey` wipes itself on drop; no
 //! error or message carries key material. Key formats ssh-key 0.6 cannot read (PEM,
 //! PKCS#8, PuTTY) are recognised by their header before parsing, because ssh-key's own
-//! error for them ("PEM Base64 error") would mislead (baselines §5).
+//! error for them ("PEM Base64 error") would mislead.
 
 use std::fmt;
 
@@ -286,7 +286,7 @@ impl From<ssh_key::Error> for KeyError {
     }
 }
 
-/// api-decisions §5: the conversion hint for PEM and PKCS#8 keys.
+/// README "Keys": the conversion hint for PEM and PKCS#8 keys.
 pub const CONVERT_HINT: &str = "Only OpenSSH private keys (-----BEGIN OPENSSH PRIVATE KEY-----) \
     are accepted. Convert it with `ssh-keygen -p -f FILE`: it rewrites FILE in place in the \
     OpenSSH format (give the current passphrase, then the same one again, a new one, or none); \
@@ -996,8 +996,11 @@ mod tests {
             .to_string()
     }
 
-    /// `n` plus one, as a multi-precision integer of the same length (the low byte changes).
-    fn plus_one(mpint: &Mpint) -> Mpint {
+    /// A change to an RSA key's private numbers.
+    type Change = fn(&mut RsaKeypair);
+
+    /// `mpint` with its lowest bit flipped: another number of the same length.
+    fn flip_low_bit(mpint: &Mpint) -> Mpint {
         let mut bytes = mpint.as_positive_bytes().unwrap().to_vec();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
@@ -1029,10 +1032,12 @@ mod tests {
         let dir = scratch("rsa-numbers");
         let (_, text) = keygen_file(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
         assert!(import(&secret(&rsa_with(&text, |_| {})), None).is_ok());
-        let changes: [(&str, fn(&mut RsaKeypair)); 4] = [
-            ("d", |key| key.private.d = plus_one(&key.private.d)),
-            ("p", |key| key.private.p = plus_one(&key.private.p)),
-            ("iqmp", |key| key.private.iqmp = plus_one(&key.private.iqmp)),
+        let changes: [(&str, Change); 4] = [
+            ("d", |key| key.private.d = flip_low_bit(&key.private.d)),
+            ("p", |key| key.private.p = flip_low_bit(&key.private.p)),
+            ("iqmp", |key| {
+                key.private.iqmp = flip_low_bit(&key.private.iqmp)
+            }),
             ("p and q swapped", |key| {
                 std::mem::swap(&mut key.private.p, &mut key.private.q)
             }),

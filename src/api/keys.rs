@@ -24,7 +24,7 @@ use crate::store::{self, keys::KeyUpdate, keys::NewKeyRow};
 use crate::vault::{SealContext, Secret};
 
 /// `POST /api/keys`: imports when the body has `private_key`, generates otherwise: of the
-/// given `type`, else ed25519 (api-decisions §5, issue #7).
+/// given `type`, else ed25519 (README, "Keys").
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: KeyInput = req.json()?;
     let name = KeyName::parse(input.name.as_ref()).map_err(invalid)?;
@@ -41,7 +41,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         (None, Some(key_type)) => {
             Some(KeySpec::parse(key_type, input.bits.as_ref()).map_err(invalid)?)
         }
-        // Issue #7: ed25519 is the default type, as with `ssh-keygen` without `-t`.
+        // ed25519 is the default type, as with `ssh-keygen` without `-t`.
         (None, None) => Some(
             KeySpec::parse(&Value::String("ed25519".into()), input.bits.as_ref())
                 .map_err(invalid)?,
@@ -203,7 +203,7 @@ fn generate(
 }
 
 /// Seals the private key text and the passphrase for row `id`. The vault guard lives only
-/// inside this function: never across the db write (lock order, style §1.3).
+/// inside this function: never across the db write (lock order: vault, then db).
 fn seal(
     state: &AppState,
     id: &str,
@@ -257,8 +257,8 @@ fn invalid(err: Invalid) -> ApiError {
     ApiError::validation(err.field, err.rule)
 }
 
-/// Now, or 1 ms after `previous` when the clock has not moved past it: api-decisions §7,
-/// `updated_at` changes on every successful update.
+/// Now, or 1 ms after `previous` when the clock has not moved past it: `updated_at`
+/// changes on every successful update (README, "Keys").
 fn later_than(previous: &str) -> String {
     let now = store::now_timestamp();
     if now.as_str() > previous {

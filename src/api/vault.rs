@@ -1,5 +1,5 @@
 //! `/api/vault` endpoints: status, unlock, lock, set or change the master password, remove it
-//! (api-decisions §2).
+//! (README, "Vault").
 //!
 //! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
 //! wrong password run with no lock held: read what is needed under the vault lock, release
@@ -124,7 +124,7 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         if !vault.password_is(expected.as_ref()) {
             return Err(changed_meanwhile());
         }
-        // style §1.3: vault, then db. Held across the write so that disk and memory agree.
+        // Lock order: vault, then db. Held across the write so that disk and memory agree.
         vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
     }
     forget_replaced_rows(state);
@@ -184,7 +184,7 @@ fn required(password: Option<Secret>, field: &str) -> Result<Secret, ApiError> {
     password.ok_or_else(|| ApiError::validation(field, "is required"))
 }
 
-/// api-decisions §2 (bounds chosen here): a new master password is 1 to
+/// README "Vault": a new master password is 1 to
 /// `MAX_PASSWORD_BYTES` bytes of UTF-8.
 fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     let password = required(password_field(value, "new_password")?, "new_password")?;

@@ -139,6 +139,7 @@ impl fmt::Debug for Secret {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use crate::vault::secret::Secret;
 

@@ -1,4 +1,4 @@
-//! Keys (api-decisions §5): import and generation checked against the real `ssh-keygen`,
+//! Keys (README, "Keys"): import and generation checked against the real `ssh-keygen`,
 //! passphrases, refused formats, duplicates, rename, delete while in use, a 4096-bit
 //! generation that does not hold up other requests, and no private key or passphrase in
 //! any response, log line or file.
@@ -525,7 +525,7 @@ fn generated_private_keys_taken_from_connect_are_read_by_ssh_keygen() {
     }
 }
 
-/// api-decisions §5 / issue #7: RSA-4096 takes seconds with ssh-key 0.6; while it runs,
+/// README "Keys": RSA-4096 takes seconds with ssh-key 0.6; while it runs,
 /// health and a db-backed list still answer at once (no lock is held during generation).
 #[test]
 fn health_and_key_list_answer_while_a_4096_bit_key_is_generated() {
@@ -1058,6 +1058,9 @@ fn rsa_with(text: &str, change: impl FnOnce(&mut RsaKeypair)) -> String {
         .to_string()
 }
 
+/// A change to an RSA key's private numbers.
+type Change = Box<dyn Fn(&mut RsaKeypair)>;
+
 /// Random bytes of `len` with the top bit set, as a positive multi-precision integer.
 fn random_mpint(len: usize) -> Mpint {
     let mut bytes = vec![0u8; len];
@@ -1074,7 +1077,7 @@ fn rsa_key_whose_private_numbers_do_not_fit_its_public_key_is_invalid_key() {
     let dir = fresh_dir("keys-rsa-consistency");
     let (_, text) = keygen(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
     let length = |mpint: &Mpint| mpint.as_positive_bytes().unwrap().len();
-    let changes: [(&str, Box<dyn Fn(&mut RsaKeypair)>); 4] = [
+    let changes: [(&str, Change); 4] = [
         (
             "d",
             Box::new(move |key| key.private.d = random_mpint(length(&key.private.d))),

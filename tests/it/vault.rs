@@ -1,4 +1,4 @@
-//! The vault (api-decisions §2): master password set, change and removal, lock and unlock,
+//! The vault (README, "Vault"): master password set, change and removal, lock and unlock,
 //! the gate on every protected endpoint, start-up unlock from stdin, auto-lock, the
 //! brute-force delay, and no trace of the master password in logs or the data dir.
 
@@ -21,8 +21,8 @@ use crate::support::{
 /// A uuid that names no resource.
 const SOME_ID: &str = "00000000-0000-4000-8000-000000000000";
 
-/// Every route that needs an unlocked vault (spec summary plus the extensions of
-/// api-decisions), with a body where the route takes one.
+/// Every route that needs an unlocked vault (README "Endpoints"), with a body where the
+/// route takes one.
 fn protected_routes() -> Vec<(&'static str, String, Option<Value>)> {
     let host = json!({
         "name": "web", "hostname": "example.com", "port": 22, "username": "root",
