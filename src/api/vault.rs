@@ -6,9 +6,11 @@
 //! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
 //! one assignment. A password check is never refused: each derivation waits its turn for
 //! one of `MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
-//! that place is given back, so guesses cannot keep the right password from being checked. A password change holds the vault lock (then the db lock, in that order)
-//! across its one database write, so the row on disk and the state in memory change
-//! together. No password is ever logged, echoed or kept outside `Secret`.
+//! that place is given back, so guesses cannot keep the right password from being checked.
+//! A password change holds the vault lock (then the db lock, in that order) across its one
+//! database write, so the row on disk and the state in memory change together. No password
+//! is ever logged, echoed or kept outside `Secret`; passwords are decoded from the body's
+//! JSON text straight into one.
 
 use std::thread;
 use std::time::Instant;
