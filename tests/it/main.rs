@@ -9,6 +9,7 @@ mod http;
 mod interop;
 mod keys;
 mod limits;
+mod memory;
 mod process;
 mod readme;
 mod secrets;
