@@ -9,7 +9,7 @@
 //! - Other local users or processes: with a token configured, every request but
 //!   `GET /api/health` needs `Authorization: Bearer <token>`, compared in constant time.
 //!
-//! Invariants: pure (no I/O, no tiny_http); never logs or returns the token.
+//! Invariants: pure (no I/O, no HTTP parser); never logs or returns the token.
 
 use crate::api::Method;
 use crate::error::ApiError;

@@ -137,9 +137,9 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(endpoint) = resolve(req.method, &segments) else {
         return Err(not_routed(&segments));
     };
-    if endpoint.counts_as_activity() {
-        state.touch();
-    }
+    // README "Vault" (`--auto-lock`): a request is activity from its start to its end, and
+    // counts itself before the vault's state is looked at (see `AppState::lock_if_idle`).
+    let _activity = endpoint.counts_as_activity().then(|| state.activity());
     // api-decisions §2: while locked, only these answer; everything else is 401.
     if endpoint.needs_unlocked_vault() && state.vault_locked() {
         return Err(ApiError::VaultLocked);

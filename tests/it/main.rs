@@ -11,6 +11,7 @@ mod http;
 mod interop;
 mod keys;
 mod limits;
+mod memory;
 mod process;
 mod readme;
 mod revisions;
