@@ -6,6 +6,7 @@
 pub mod group;
 pub mod host;
 pub mod interop;
+pub mod known_hosts;
 pub mod key;
 pub mod ssh_config;
 pub mod tree;

@@ -4,10 +4,12 @@
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
+pub mod audit;
 pub mod groups;
 pub mod hosts;
 pub mod interop;
 pub mod keys;
+pub mod known_hosts;
 pub mod list_index;
 pub mod migrate;
 pub mod vault_meta;
@@ -47,6 +49,7 @@ pub enum StoreError {
     HostNotFound,
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
     DuplicateKey,
@@ -62,6 +65,7 @@ impl fmt::Display for StoreError {
             StoreError::HostNotFound => write!(f, "host not found"),
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
+            StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
             StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),
