@@ -667,8 +667,8 @@ pub fn hash_name(name: &str) -> (String, String) {
     use ssh_key::rand_core::RngCore;
     let mut salt = [0u8; HOST_HASH_BYTES];
     OsRng.fill_bytes(&mut salt);
-    let mut mac = <Hmac<Sha1> as Mac>::new_from_slice(&salt)
-        .expect("HMAC takes a key of any length");
+    let mut mac =
+        <Hmac<Sha1> as Mac>::new_from_slice(&salt).expect("HMAC takes a key of any length");
     mac.update(name.as_bytes());
     let hash = mac.finalize().into_bytes();
     (Base64::encode_string(&salt), Base64::encode_string(&hash))
@@ -696,7 +696,7 @@ mod tests {
     use ssh_key::{Cipher, Kdf, LineEnding, PrivateKey};
 
     use crate::model::key::{Curve, KeySpec};
-use crate::model::known_hosts::{self, CertificateFacts};
+    use crate::model::known_hosts::{self, CertificateFacts};
     use crate::sshkey::{
         check_rounds, full_size_scalar, generate, import, normalize, pem_body, put_string,
         ImportError, OpenSshKey, Reader, CONVERT_HINT, MAX_BCRYPT_ROUNDS,

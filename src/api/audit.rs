@@ -38,18 +38,32 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let limit = match req.query("limit") {
         None => DEFAULT_AUDIT_LIMIT,
         Some(text) => match positive(text) {
-            Some(limit) => u32::try_from(limit).unwrap_or(u32::MAX).min(MAX_AUDIT_LIMIT),
-            None => return Err(ApiError::parameter("limit", "must be an integer of at least 1")),
+            Some(limit) => u32::try_from(limit)
+                .unwrap_or(u32::MAX)
+                .min(MAX_AUDIT_LIMIT),
+            None => {
+                return Err(ApiError::parameter(
+                    "limit",
+                    "must be an integer of at least 1",
+                ))
+            }
         },
     };
     let before = match req.query("before") {
         None => None,
         Some(text) => match positive(text) {
             Some(before) => Some(before),
-            None => return Err(ApiError::parameter("before", "must be an integer of at least 1")),
+            None => {
+                return Err(ApiError::parameter(
+                    "before",
+                    "must be an integer of at least 1",
+                ))
+            }
         },
     };
-    let entries = state.db.read(|conn| store::audit::page(conn, before, limit))?;
+    let entries = state
+        .db
+        .read(|conn| store::audit::page(conn, before, limit))?;
     let next_before = match entries.len() as u32 == limit {
         true => entries.last().map(|entry| entry.seq),
         false => None,

@@ -127,10 +127,10 @@ pub fn accept(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             "is a certificate: trust its CA instead (import an @cert-authority line)",
         ));
     }
-    let (status, outcome) = state
+    let (status, outcome) = state.db.write(|tx| accept_in(tx, &target, &key, replace))?;
+    let catalogue = state
         .db
-        .write(|tx| accept_in(tx, &target, &key, replace))?;
-    let catalogue = state.db.read(|conn| store::known_hosts::catalogue_names(conn))?;
+        .read(|conn| store::known_hosts::catalogue_names(conn))?;
     let created = !matches!(status, Status::Trusted);
     let answer = json!({
         "status": status.as_str(),
@@ -206,11 +206,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// README "Host keys (known_hosts)": `connect` refuses while the host, or any hop of its
 /// route (hops first, in `ssh -J` order), has a `changed` or `revoked` verdict pending.
 pub fn check_route(conn: &store::Conn, host: &Host, route: &[Host]) -> Result<(), ApiError> {
-    for (hop, is_hop) in route
-        .iter()
-        .map(|hop| (hop, true))
-        .chain([(host, false)])
-    {
+    for (hop, is_hop) in route.iter().map(|hop| (hop, true)).chain([(host, false)]) {
         let name = known_hosts::lookup_name(&hop.hostname, hop.port);
         let Some(alert) = store::known_hosts::alert(conn, &name)? else {
             continue;
@@ -445,7 +441,13 @@ fn accept_in(
                             "fingerprint": key.fingerprint, "already_trusted": true});
         audit::append(conn, audit::HOST_KEY_ACCEPTED, &target.name, &detail)?;
         let entry = store::known_hosts::by_id(conn, &vouching.id)?;
-        return Ok((status, Accepted { entry, replaced: Vec::new() }));
+        return Ok((
+            status,
+            Accepted {
+                entry,
+                replaced: Vec::new(),
+            },
+        ));
     }
     // A replace drops the stale keys of this type stored for this very name (plain or
     // hashed), as `ssh-keygen -R` would; a wildcard entry covers other hosts and stays
@@ -518,9 +520,7 @@ fn read_lines(text: &str) -> Vec<Result<CheckedLine, RefusedLine>> {
             let key = sshkey::host_key(&line.key_type, &line.key_base64)
                 .map_err(|rule| refuse(format!("the key {rule}")))?;
             let malformed_hash = line.hosts.iter().any(|host| match host {
-                HostToken::Hashed { salt, hash } => {
-                    !sshkey::hashed_name_is_well_formed(salt, hash)
-                }
+                HostToken::Hashed { salt, hash } => !sshkey::hashed_name_is_well_formed(salt, hash),
                 HostToken::Plain(_) => false,
             });
             if malformed_hash {
@@ -586,7 +586,12 @@ fn list_filter(req: &Req) -> Result<Filter, ApiError> {
         None => known_hosts::DEFAULT_PORT,
         Some(text) => match text.parse::<u16>() {
             Ok(port) if port >= 1 && port.to_string() == text => port,
-            _ => return Err(ApiError::parameter("port", "must be an integer from 1 to 65535")),
+            _ => {
+                return Err(ApiError::parameter(
+                    "port",
+                    "must be an integer from 1 to 65535",
+                ))
+            }
         },
     };
     match (req.query("hostname"), req.query("host_id")) {
@@ -622,7 +627,10 @@ fn views(entries: Vec<KnownHost>, catalogue: &[(String, String, u16)]) -> Vec<Va
         .collect();
     let mut exact: HashMap<&str, Vec<String>> = HashMap::new();
     for (name, id) in &names {
-        exact.entry(name.as_str()).or_default().push((*id).to_owned());
+        exact
+            .entry(name.as_str())
+            .or_default()
+            .push((*id).to_owned());
     }
     entries
         .iter()

@@ -315,7 +315,12 @@ pub fn judge(presented: &Presented, matching: &[KnownKey]) -> Status {
 /// One line of an exported file: `[@marker ]host key_type base64[ comment]`.
 pub fn render_line(marker: Marker, host: &str, public_key: &str, comment: &str) -> String {
     let comment = one_line(comment);
-    let mut line = format!("{}{} {}", marker.line_prefix(), one_line(host), one_line(public_key));
+    let mut line = format!(
+        "{}{} {}",
+        marker.line_prefix(),
+        one_line(host),
+        one_line(public_key)
+    );
     if !comment.is_empty() {
         line.push(' ');
         line.push_str(&comment);
@@ -423,7 +428,8 @@ fn parse_hosts(field: &str) -> Result<Vec<HostToken>, String> {
 /// Why a plain name or pattern cannot be kept: only the characters of host names, IP
 /// addresses and the `*`/`?` wildcards, in the bare or `[host]:port` form.
 fn plain_name_problem(name: &str) -> Option<&'static str> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '*' | '?');
+    let allowed =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '*' | '?');
     let bare = match name.strip_prefix('[') {
         None => name,
         Some(rest) => {
@@ -492,7 +498,9 @@ mod tests {
 
     #[test]
     fn comma_list_with_a_port_splits_into_lowercased_names() {
-        let line = only_line(&format!("Web.Example.com,[web]:2222,192.0.2.7 ssh-ed25519 {KEY} me@x"));
+        let line = only_line(&format!(
+            "Web.Example.com,[web]:2222,192.0.2.7 ssh-ed25519 {KEY} me@x"
+        ));
         assert_eq!(
             line.hosts,
             vec![
@@ -501,14 +509,20 @@ mod tests {
                 HostToken::Plain("192.0.2.7".into()),
             ]
         );
-        assert_eq!((line.key_type.as_str(), line.comment.as_str()), ("ssh-ed25519", "me@x"));
+        assert_eq!(
+            (line.key_type.as_str(), line.comment.as_str()),
+            ("ssh-ed25519", "me@x")
+        );
         assert_eq!(line.marker, Marker::None);
     }
 
     #[test]
     fn blank_lines_and_comments_are_skipped_and_line_numbers_kept() {
         let parsed = parse(&format!("# c\n\n  \nhost ssh-ed25519 {KEY}\n"));
-        assert!(matches!(parsed.as_slice(), [Parsed::Line(Line { number: 4, .. })]));
+        assert!(matches!(
+            parsed.as_slice(),
+            [Parsed::Line(Line { number: 4, .. })]
+        ));
     }
 
     #[test]
@@ -548,8 +562,10 @@ mod tests {
     #[test]
     fn a_line_without_a_key_or_with_a_certificate_is_refused() {
         assert!(refused("host ssh-ed25519").contains("expected"));
-        assert!(refused(&format!("host ssh-ed25519-cert-v01@openssh.com {KEY}"))
-            .contains("certificate"));
+        assert!(
+            refused(&format!("host ssh-ed25519-cert-v01@openssh.com {KEY}"))
+                .contains("certificate")
+        );
     }
 
     #[test]
@@ -557,7 +573,12 @@ mod tests {
         assert!(refused(&format!("[h]:0 ssh-ed25519 {KEY}")).contains("port"));
         assert!(refused(&format!("[h]:65536 ssh-ed25519 {KEY}")).contains("port"));
         assert!(refused(&format!("[h]:022 ssh-ed25519 {KEY}")).contains("port"));
-        assert_eq!(only_line(&format!("[h]:65535 ssh-ed25519 {KEY}")).hosts.len(), 1);
+        assert_eq!(
+            only_line(&format!("[h]:65535 ssh-ed25519 {KEY}"))
+                .hosts
+                .len(),
+            1
+        );
     }
 
     #[test]
@@ -578,7 +599,10 @@ mod tests {
     #[test]
     fn patterns_match_like_openssh() {
         assert!(pattern_matches("*.corp", "a.corp"));
-        assert!(!pattern_matches("*.corp", "[a.corp]:2222"), "a port is part of the name");
+        assert!(
+            !pattern_matches("*.corp", "[a.corp]:2222"),
+            "a port is part of the name"
+        );
         assert!(pattern_matches("[*.corp]:2222", "[a.corp]:2222"));
         assert!(pattern_matches("192.0.2.?", "192.0.2.7"));
         assert!(!pattern_matches("192.0.2.?", "192.0.2.17"));
@@ -592,7 +616,10 @@ mod tests {
     fn split_token_reads_the_port_of_the_bracketed_form() {
         assert_eq!(split_token("[h]:2222"), ("h".to_owned(), 2222));
         assert_eq!(split_token("h"), ("h".to_owned(), 22));
-        assert_eq!(split_token("[2001:db8::1]:22"), ("2001:db8::1".to_owned(), 22));
+        assert_eq!(
+            split_token("[2001:db8::1]:22"),
+            ("2001:db8::1".to_owned(), 22)
+        );
     }
 
     #[test]
@@ -601,7 +628,10 @@ mod tests {
             render_line(Marker::Revoked, "*", "ssh-ed25519 AAAA", "a\nb"),
             "@revoked * ssh-ed25519 AAAA a b\n"
         );
-        assert_eq!(render_line(Marker::None, "h", "ssh-ed25519 AAAA", ""), "h ssh-ed25519 AAAA\n");
+        assert_eq!(
+            render_line(Marker::None, "h", "ssh-ed25519 AAAA", ""),
+            "h ssh-ed25519 AAAA\n"
+        );
     }
 
     fn known(marker: Marker, key_type: &str, fingerprint: &str) -> KnownKey {
@@ -632,7 +662,10 @@ mod tests {
     fn other_key_of_a_stored_type_is_changed_but_of_a_new_type_is_new_algorithm() {
         let stored = [known(Marker::None, "ssh-rsa", "R")];
         assert_eq!(judge(&plain("ssh-rsa", "X"), &stored), Status::Changed);
-        assert_eq!(judge(&plain("ssh-ed25519", "E"), &stored), Status::NewAlgorithm);
+        assert_eq!(
+            judge(&plain("ssh-ed25519", "E"), &stored),
+            Status::NewAlgorithm
+        );
     }
 
     #[test]
@@ -696,16 +729,39 @@ mod tests {
             .unwrap_or(0x5EED_CAFE);
         eprintln!("known_hosts fuzz: {iterations} inputs, FUZZ_SEED={seed}");
         let pieces: [&str; 24] = [
-            "@cert-authority", "@revoked", "@", "|1|", "|", "|1|c2FsdA==|aGFzaA==", "[", "]",
-            "]:", ":22", ":65536", "*", "?", "!", ",", " ", "\t", "\n", "#", "ssh-ed25519",
-            KEY, "é", "[h]:2222", "example.com",
+            "@cert-authority",
+            "@revoked",
+            "@",
+            "|1|",
+            "|",
+            "|1|c2FsdA==|aGFzaA==",
+            "[",
+            "]",
+            "]:",
+            ":22",
+            ":65536",
+            "*",
+            "?",
+            "!",
+            ",",
+            " ",
+            "\t",
+            "\n",
+            "#",
+            "ssh-ed25519",
+            KEY,
+            "é",
+            "[h]:2222",
+            "example.com",
         ];
         let mut state = seed | 1;
         for iteration in 0..iterations {
             let mut text = String::new();
             for _ in 0..next(&mut state) % 24 {
                 match next(&mut state) % 8 {
-                    0 => text.push(char::from_u32((next(&mut state) % 0x250) as u32).unwrap_or('x')),
+                    0 => {
+                        text.push(char::from_u32((next(&mut state) % 0x250) as u32).unwrap_or('x'))
+                    }
                     _ => text.push_str(pieces[(next(&mut state) % 24) as usize]),
                 }
             }

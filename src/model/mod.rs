@@ -6,8 +6,8 @@
 pub mod group;
 pub mod host;
 pub mod interop;
-pub mod known_hosts;
 pub mod key;
+pub mod known_hosts;
 pub mod ssh_config;
 pub mod tree;
 pub mod validate;

@@ -288,7 +288,10 @@ mod tests {
             record_alert(tx, "[h]:2222", &revoked)
         })
         .unwrap();
-        assert_eq!(db.read(|conn| alert(conn, "[h]:2222")).unwrap(), Some(revoked));
+        assert_eq!(
+            db.read(|conn| alert(conn, "[h]:2222")).unwrap(),
+            Some(revoked)
+        );
         assert_eq!(db.read(|conn| alert(conn, "h")).unwrap(), None);
         assert!(db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());
         assert!(!db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());
