@@ -7,6 +7,7 @@ mod groups;
 mod hosts;
 mod interop;
 mod keys;
+mod known_hosts;
 mod limits;
 mod process;
 mod readme;
