@@ -696,7 +696,6 @@ mod tests {
     use ssh_key::{Cipher, Kdf, LineEnding, PrivateKey};
 
     use crate::model::key::{Curve, KeySpec};
-    use crate::model::known_hosts::{self, CertificateFacts};
     use crate::sshkey::{
         check_rounds, full_size_scalar, generate, import, normalize, pem_body, put_string,
         ImportError, OpenSshKey, Reader, CONVERT_HINT, MAX_BCRYPT_ROUNDS,
@@ -1186,5 +1185,39 @@ mod tests {
         assert!(!shown.contains("marker"), "{shown}");
         let body = text.lines().nth(1).unwrap();
         assert!(!shown.contains(body));
+    }
+
+    /// 20 bytes in base64, the salt length OpenSSH writes.
+    const HASHED_SALT: &str = "XfMZEJLnrwQ0tb4Lm+tQJw5RR6I=";
+
+    #[test]
+    fn a_hashed_name_matches_its_own_name_and_no_other() {
+        let (salt, hash) = crate::sshkey::hash_name("[example.com]:2222");
+        assert!(crate::sshkey::hashed_name_is_well_formed(&salt, &hash));
+        assert!(crate::sshkey::hashed_name_matches(
+            &salt,
+            &hash,
+            "[example.com]:2222"
+        ));
+        assert!(!crate::sshkey::hashed_name_matches(
+            &salt,
+            &hash,
+            "example.com"
+        ));
+        let (other_salt, _) = crate::sshkey::hash_name("[example.com]:2222");
+        assert_ne!(salt, other_salt, "a fresh salt each time");
+    }
+
+    #[test]
+    fn a_salt_of_19_bytes_is_not_a_well_formed_hashed_name() {
+        let (_, hash) = crate::sshkey::hash_name("h");
+        assert!(crate::sshkey::hashed_name_is_well_formed(
+            HASHED_SALT,
+            &hash
+        ));
+        assert!(!crate::sshkey::hashed_name_is_well_formed(
+            "XfMZEJLnrwQ0tb4Lm+tQJw5RRw==",
+            &hash
+        ));
     }
 }

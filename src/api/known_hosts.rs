@@ -47,18 +47,23 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
                 .collect(),
         };
         let catalogue = store::known_hosts::catalogue_names(conn)?;
-        Ok::<_, ApiError>(views(entries, &catalogue))
+        Ok::<_, ApiError>((entries, catalogue))
     })?;
-    Reply::json(200, &json!({ "items": items }))
+    let (entries, catalogue) = items;
+    Reply::json(
+        200,
+        &KnownHostList {
+            items: views(&entries, &catalogue),
+        },
+    )
 }
 
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let view = state.db.read(|conn| {
+    let (entry, catalogue) = state.db.read(|conn| {
         let entry = store::known_hosts::by_id(conn, id)?;
-        let catalogue = store::known_hosts::catalogue_names(conn)?;
-        Ok::<_, ApiError>(views(vec![entry], &catalogue))
+        Ok::<_, ApiError>((entry, store::known_hosts::catalogue_names(conn)?))
     })?;
-    Reply::json(200, &view[0])
+    Reply::json(200, &view(&entry, &names(&catalogue)))
 }
 
 /// Deleting an entry is recorded in the audit log: trust taken away is as worth knowing
@@ -93,19 +98,16 @@ pub fn verify(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         record_verdict(tx, &target.name, status, &presented, &matching)?;
         Ok::<_, ApiError>((status, matching))
     })?;
-    let known: Vec<Value> = matching.iter().map(known_view).collect();
-    let mut answer = json!({
-        "status": status.as_str(),
-        "hostname": target.hostname,
-        "port": target.port,
-        "key_type": key.key_type,
-        "fingerprint": key.fingerprint,
-        "known": known,
-        "blocks_connect": status.blocks_connect(),
-    });
-    if let Some(ca_fingerprint) = ca_fingerprint {
-        answer["ca_fingerprint"] = json!(ca_fingerprint);
-    }
+    let answer = VerifyView {
+        status: status.as_str(),
+        hostname: &target.hostname,
+        port: target.port,
+        key_type: &key.key_type,
+        fingerprint: &key.fingerprint,
+        ca_fingerprint: ca_fingerprint.as_deref(),
+        known: matching.iter().map(KnownRef::of).collect(),
+        blocks_connect: status.blocks_connect(),
+    };
     Reply::json(200, &answer)
 }
 
@@ -132,11 +134,11 @@ pub fn accept(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         .db
         .read(|conn| store::known_hosts::catalogue_names(conn))?;
     let created = !matches!(status, Status::Trusted);
-    let answer = json!({
-        "status": status.as_str(),
-        "entry": views(vec![outcome.entry], &catalogue)[0],
-        "replaced": outcome.replaced.iter().map(known_view).collect::<Vec<_>>(),
-    });
+    let answer = AcceptView {
+        status: status.as_str(),
+        entry: view(&outcome.entry, &names(&catalogue)),
+        replaced: outcome.replaced.iter().map(KnownRef::of).collect(),
+    };
     Reply::json(if created { 201 } else { 200 }, &answer)
 }
 
@@ -279,6 +281,57 @@ enum Rollback {
 impl From<store::StoreError> for Rollback {
     fn from(err: store::StoreError) -> Rollback {
         Rollback::Failed(err.into())
+    }
+}
+
+#[derive(Serialize)]
+struct KnownHostList<'a> {
+    items: Vec<KnownHostView<'a>>,
+}
+
+/// The answer of verify: the verdict and the fingerprints involved.
+#[derive(Serialize)]
+struct VerifyView<'a> {
+    status: &'static str,
+    hostname: &'a str,
+    port: u16,
+    key_type: &'a str,
+    fingerprint: &'a str,
+    /// The CA of a presented certificate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ca_fingerprint: Option<&'a str>,
+    /// The stored entries that match the host.
+    known: Vec<KnownRef<'a>>,
+    blocks_connect: bool,
+}
+
+/// The answer of accept: the verdict before it, the entry, and what it replaced.
+#[derive(Serialize)]
+struct AcceptView<'a> {
+    status: &'static str,
+    entry: KnownHostView<'a>,
+    replaced: Vec<KnownRef<'a>>,
+}
+
+/// A matching entry in a verify or accept answer.
+#[derive(Serialize)]
+struct KnownRef<'a> {
+    id: &'a str,
+    host: &'a str,
+    key_type: &'a str,
+    fingerprint: &'a str,
+    marker: &'static str,
+}
+
+impl<'a> KnownRef<'a> {
+    fn of(entry: &'a KnownHost) -> KnownRef<'a> {
+        KnownRef {
+            id: &entry.id,
+            host: &entry.host,
+            key_type: &entry.key_type,
+            fingerprint: &entry.fingerprint,
+            marker: entry.marker.as_str(),
+        }
     }
 }
 
@@ -617,14 +670,21 @@ fn list_filter(req: &Req) -> Result<Filter, ApiError> {
     }
 }
 
-/// Entries as the API shows them, with the catalogue hosts each one matches. Exact names
-/// are looked up in a map; hashed and wildcard entries are tested against every catalogue
-/// host (an HMAC or a glob per host).
-fn views(entries: Vec<KnownHost>, catalogue: &[(String, String, u16)]) -> Vec<Value> {
-    let names: Vec<(String, &str)> = catalogue
+/// The lookup names of the catalogue hosts, with their ids.
+fn names(catalogue: &[(String, String, u16)]) -> Vec<(String, &str)> {
+    catalogue
         .iter()
         .map(|(id, hostname, port)| (known_hosts::lookup_name(hostname, *port), id.as_str()))
-        .collect();
+        .collect()
+}
+
+/// Entries as the API shows them. Exact names are looked up in a map; hashed and wildcard
+/// entries are tested against every catalogue host (an HMAC or a glob per host).
+fn views<'a>(
+    entries: &'a [KnownHost],
+    catalogue: &[(String, String, u16)],
+) -> Vec<KnownHostView<'a>> {
+    let names = names(catalogue);
     let mut exact: HashMap<&str, Vec<String>> = HashMap::new();
     for (name, id) in &names {
         exact
@@ -634,47 +694,45 @@ fn views(entries: Vec<KnownHost>, catalogue: &[(String, String, u16)]) -> Vec<Va
     }
     entries
         .iter()
-        .map(|entry| {
-            let host_ids = match entry.hashed || entry.wildcard {
-                false => exact.get(entry.host.as_str()).cloned().unwrap_or_default(),
-                true => names
-                    .iter()
-                    .filter(|(name, _)| entry_matches(entry, name))
-                    .map(|(_, id)| (*id).to_owned())
-                    .collect(),
-            };
-            let (hostname, port) = match entry.hashed {
-                true => (None, None),
-                false => {
-                    let (hostname, port) = known_hosts::split_token(&entry.host);
-                    (Some(hostname), Some(port))
-                }
-            };
-            let view = KnownHostView {
-                id: &entry.id,
-                host: &entry.host,
-                hostname,
-                port,
-                hashed: entry.hashed,
-                key_type: &entry.key_type,
-                public_key: &entry.public_key,
-                fingerprint: &entry.fingerprint,
-                marker: entry.marker.as_str(),
-                comment: &entry.comment,
-                source: &entry.source,
-                first_seen: &entry.first_seen,
-                last_seen: &entry.last_seen,
-                host_ids,
-            };
-            serde_json::to_value(view).unwrap_or(Value::Null)
+        .map(|entry| match entry.hashed || entry.wildcard {
+            false => KnownHostView {
+                host_ids: exact.get(entry.host.as_str()).cloned().unwrap_or_default(),
+                ..view(entry, &[])
+            },
+            true => view(entry, &names),
         })
         .collect()
 }
 
-/// A matching entry in a verify or accept answer.
-fn known_view(entry: &KnownHost) -> Value {
-    json!({"id": entry.id, "host": entry.host, "key_type": entry.key_type,
-           "fingerprint": entry.fingerprint, "marker": entry.marker.as_str()})
+/// One entry as the API shows it, linked to the hosts of `names` it matches.
+fn view<'a>(entry: &'a KnownHost, names: &[(String, &str)]) -> KnownHostView<'a> {
+    let (hostname, port) = match entry.hashed {
+        true => (None, None),
+        false => {
+            let (hostname, port) = known_hosts::split_token(&entry.host);
+            (Some(hostname), Some(port))
+        }
+    };
+    KnownHostView {
+        id: &entry.id,
+        host: &entry.host,
+        hostname,
+        port,
+        hashed: entry.hashed,
+        key_type: &entry.key_type,
+        public_key: &entry.public_key,
+        fingerprint: &entry.fingerprint,
+        marker: entry.marker.as_str(),
+        comment: &entry.comment,
+        source: &entry.source,
+        first_seen: &entry.first_seen,
+        last_seen: &entry.last_seen,
+        host_ids: names
+            .iter()
+            .filter(|(name, _)| entry_matches(entry, name))
+            .map(|(_, id)| (*id).to_owned())
+            .collect(),
+    }
 }
 
 fn invalid(err: Invalid) -> ApiError {
