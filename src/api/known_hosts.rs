@@ -130,9 +130,7 @@ pub fn accept(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         ));
     }
     let (status, outcome) = state.db.write(|tx| accept_in(tx, &target, &key, replace))?;
-    let catalogue = state
-        .db
-        .read(|conn| store::known_hosts::catalogue_names(conn))?;
+    let catalogue = state.db.read(store::known_hosts::catalogue_names)?;
     let created = !matches!(status, Status::Trusted);
     let answer = AcceptView {
         status: status.as_str(),
@@ -181,7 +179,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         Some("true") => true,
         Some(_) => return Err(ApiError::parameter("hashed", "must be true or false")),
     };
-    let entries = state.db.read(|conn| store::known_hosts::all(conn))?;
+    let entries = state.db.read(store::known_hosts::all)?;
     let mut text = String::from(
         "# Exported by host-manager: the host keys it trusts, as OpenSSH's known_hosts.\n\
          # The ssh config it exports points UserKnownHostsFile here \

@@ -247,7 +247,7 @@ mod tests {
             .unwrap();
         assert_eq!(first, ("a".to_owned(), true));
         assert_eq!(second, ("a".to_owned(), false));
-        assert_eq!(db.read(|conn| all(conn)).unwrap().len(), 1);
+        assert_eq!(db.read(all).unwrap().len(), 1);
     }
 
     #[test]
