@@ -497,6 +497,18 @@ mod tests {
     }
 
     #[test]
+    fn the_exported_user_known_hosts_file_is_dropped_and_any_other_is_kept() {
+        let text = "Host a\n  UserKnownHostsFile ~/.ssh/host-manager/known_hosts\n\
+                    Host b\n  UserKnownHostsFile ~/.ssh/other_hosts\n";
+        let blocks = hosts(text);
+        assert_eq!(blocks[0].options, Vec::<String>::new());
+        assert_eq!(
+            blocks[1].options,
+            vec!["UserKnownHostsFile ~/.ssh/other_hosts"]
+        );
+    }
+
+    #[test]
     fn defaults_are_the_alias_port_22_and_no_user() {
         let block = &hosts("Host db.internal\n")[0];
         assert_eq!(block.hostname, "db.internal");
