@@ -696,9 +696,9 @@ fn entries_are_got_and_deleted_by_id_and_deletion_is_audited() {
     service
         .delete(&format!("/api/known-hosts/{id}"))
         .assert_error(404, "KNOWN_HOST_NOT_FOUND");
-    service
-        .get("/api/known-hosts/verify")
-        .assert_error(404, "KNOWN_HOST_NOT_FOUND");
+    let wrong = service.get("/api/known-hosts/verify");
+    wrong.assert_error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(wrong.header("allow"), Some("POST"));
     let audit = service.get("/api/audit").expect(200);
     assert_eq!(audit["items"][0]["event"], "host_key.deleted");
     assert_eq!(audit["items"][0]["subject"], "h.example.com");
