@@ -30,7 +30,7 @@ use crate::store::known_hosts::{Alert, KnownHost, NewKnownHost};
 /// `GET /api/known-hosts[?hostname=&port=|host_id=]`: `{items}`, oldest first.
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let filter = list_filter(req)?;
-    let items = state.db.read(|conn| {
+    let found = state.db.read(|conn| {
         let name = match &filter {
             Filter::All => None,
             Filter::Name(name) => Some(name.clone()),
@@ -49,7 +49,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         let catalogue = store::known_hosts::catalogue_names(conn)?;
         Ok::<_, ApiError>((entries, catalogue))
     })?;
-    let (entries, catalogue) = items;
+    let (entries, catalogue) = found;
     Reply::json(
         200,
         &KnownHostList {
@@ -475,75 +475,92 @@ fn accept_in(
         certificate: None,
     };
     let status = known_hosts::judge(&presented, &known_keys(&matching));
-    let same_type_others = |entry: &&KnownHost| {
-        entry.marker == Marker::None
-            && entry.key_type == key.key_type
-            && entry.fingerprint != key.fingerprint
+    refuse(status, replace, target, key, &matching)?;
+    store::known_hosts::clear_alert(conn, &target.name)?;
+    let now = store::now_timestamp();
+    let accepted = match status {
+        Status::Trusted => confirm(conn, target, key, &matching, &now)?,
+        _ => record(conn, target, key, status, &matching, &now)?,
     };
+    Ok((status, accepted))
+}
+
+/// The refusals of accept: a revoked key always, a changed one without `replace`.
+fn refuse(
+    status: Status,
+    replace: bool,
+    target: &Target,
+    key: &HostKey,
+    matching: &[KnownHost],
+) -> Result<(), ApiError> {
     match status {
-        Status::Revoked => {
-            return Err(ApiError::HostKeyRevoked(format!(
-                "{} {} is marked @revoked for {}; it cannot be accepted",
-                key.key_type, key.fingerprint, target.name
-            )))
-        }
+        Status::Revoked => Err(ApiError::HostKeyRevoked(format!(
+            "{} {} is marked @revoked for {}; it cannot be accepted",
+            key.key_type, key.fingerprint, target.name
+        ))),
         Status::Changed if !replace => {
-            let known: Vec<&str> = matching
-                .iter()
-                .filter(same_type_others)
+            let known: Vec<&str> = stale(matching, key)
                 .map(|entry| entry.fingerprint.as_str())
                 .collect();
-            return Err(ApiError::HostKeyChanged(format!(
+            Err(ApiError::HostKeyChanged(format!(
                 "{} already has a different {} key ({}); the presented one is {}. Send \
                  replace: true to replace it",
                 target.name,
                 key.key_type,
                 known.join(", "),
                 key.fingerprint
-            )));
+            )))
         }
-        _ => {}
+        _ => Ok(()),
     }
-    let now = store::now_timestamp();
-    store::known_hosts::clear_alert(conn, &target.name)?;
-    if status == Status::Trusted {
-        let vouching = matching
-            .iter()
-            .find(|entry| entry.marker == Marker::None && entry.fingerprint == key.fingerprint)
-            .cloned()
-            .ok_or_else(|| ApiError::internal("a trusted verdict without its entry"))?;
-        store::known_hosts::touch(conn, &vouching.id, &now)?;
-        let detail = json!({"id": vouching.id, "key_type": key.key_type,
-                            "fingerprint": key.fingerprint, "already_trusted": true});
-        audit::append(conn, audit::HOST_KEY_ACCEPTED, &target.name, &detail)?;
-        let entry = store::known_hosts::by_id(conn, &vouching.id)?;
-        return Ok((
-            status,
-            Accepted {
-                entry,
-                replaced: Vec::new(),
-            },
-        ));
-    }
-    // A replace drops the stale keys of this type stored for this very name (plain or
-    // hashed), as `ssh-keygen -R` would; a wildcard entry covers other hosts and stays
-    // (OpenSSH trusts a host when any of its entries holds the key).
-    let replaced: Vec<KnownHost> = match status {
-        Status::Changed => matching
-            .iter()
-            .filter(same_type_others)
+}
+
+/// Accept of a key already trusted: `last_seen` of the entry that vouches for it, and an
+/// audit entry saying so.
+fn confirm(
+    conn: &store::Conn,
+    target: &Target,
+    key: &HostKey,
+    matching: &[KnownHost],
+    now: &str,
+) -> Result<Accepted, ApiError> {
+    let vouching = matching
+        .iter()
+        .find(|entry| entry.marker == Marker::None && entry.fingerprint == key.fingerprint)
+        .ok_or_else(|| ApiError::internal("a trusted verdict without its entry"))?;
+    store::known_hosts::touch(conn, &vouching.id, now)?;
+    let detail = json!({"id": vouching.id, "key_type": key.key_type,
+                        "fingerprint": key.fingerprint, "already_trusted": true});
+    audit::append(conn, audit::HOST_KEY_ACCEPTED, &target.name, &detail)?;
+    Ok(Accepted {
+        entry: store::known_hosts::by_id(conn, &vouching.id)?,
+        replaced: Vec::new(),
+    })
+}
+
+/// Stores the key for the host's own name. A replace first drops the stale keys of this
+/// type stored for this very name (plain or hashed), as `ssh-keygen -R` would; a wildcard
+/// entry covers other hosts and stays (OpenSSH trusts a host when any of its entries holds
+/// the key).
+fn record(
+    conn: &store::Conn,
+    target: &Target,
+    key: &HostKey,
+    status: Status,
+    matching: &[KnownHost],
+    now: &str,
+) -> Result<Accepted, ApiError> {
+    let replacing = status == Status::Changed;
+    let replaced: Vec<KnownHost> = match replacing {
+        true => stale(matching, key)
             .filter(|entry| !entry.wildcard)
             .cloned()
             .collect(),
-        _ => Vec::new(),
+        false => Vec::new(),
     };
     for entry in &replaced {
         store::known_hosts::delete(conn, &entry.id)?;
     }
-    let source = match status {
-        Status::Changed => "replace",
-        _ => "accept",
-    };
     let new = NewKnownHost {
         host: &target.name,
         hashed: false,
@@ -553,25 +570,39 @@ fn accept_in(
         fingerprint: &key.fingerprint,
         marker: Marker::None,
         comment: "",
-        source,
+        source: if replacing { "replace" } else { "accept" },
     };
-    let (id, _) = store::known_hosts::insert(conn, &store::new_id(), &new, &now)?;
-    let (event, detail) = match status {
-        Status::Changed => (
+    let (id, _) = store::known_hosts::insert(conn, &store::new_id(), &new, now)?;
+    let (event, detail) = match replacing {
+        true => (
             audit::HOST_KEY_REPLACED,
             json!({"id": id, "key_type": key.key_type, "fingerprint": key.fingerprint,
                    "replaced": replaced.iter().map(|entry| json!({"id": entry.id,
                        "fingerprint": entry.fingerprint})).collect::<Vec<_>>()}),
         ),
-        _ => (
+        false => (
             audit::HOST_KEY_ACCEPTED,
             json!({"id": id, "key_type": key.key_type, "fingerprint": key.fingerprint,
                    "verdict": status.as_str()}),
         ),
     };
     audit::append(conn, event, &target.name, &detail)?;
-    let entry = store::known_hosts::by_id(conn, &id)?;
-    Ok((status, Accepted { entry, replaced }))
+    Ok(Accepted {
+        entry: store::known_hosts::by_id(conn, &id)?,
+        replaced,
+    })
+}
+
+/// The plain entries among `matching` that hold another key of `key`'s type.
+fn stale<'a>(
+    matching: &'a [KnownHost],
+    key: &'a HostKey,
+) -> impl Iterator<Item = &'a KnownHost> + 'a {
+    matching.iter().filter(move |entry| {
+        entry.marker == Marker::None
+            && entry.key_type == key.key_type
+            && entry.fingerprint != key.fingerprint
+    })
 }
 
 /// Parses the text and checks each line's key and hashed names; refused lines carry their
