@@ -478,6 +478,7 @@ mod tests {
     use crate::model::known_hosts::{
         judge, lookup_name, parse, pattern_matches, render_line, split_token, CertificateFacts,
         HostToken, KnownKey, Line, Marker, Parsed, Presented, Status, MAX_LINE_CHARS,
+        MAX_NAMES_PER_LINE,
     };
 
     const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
@@ -587,6 +588,20 @@ mod tests {
         let at_max = format!("{prefix}{}", "c".repeat(MAX_LINE_CHARS - prefix.len()));
         assert_eq!(only_line(&at_max).number, 1);
         assert!(refused(&format!("{at_max}c")).contains("longer"));
+    }
+
+    #[test]
+    fn line_of_256_names_is_read_and_257_are_refused() {
+        let names = |count: usize| -> String {
+            (0..count)
+                .map(|n| format!("h{n}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let line = only_line(&format!("{} ssh-ed25519 {KEY}", names(MAX_NAMES_PER_LINE)));
+        assert_eq!(line.hosts.len(), MAX_NAMES_PER_LINE);
+        let too_many = format!("{} ssh-ed25519 {KEY}", names(MAX_NAMES_PER_LINE + 1));
+        assert!(refused(&too_many).contains("more than 256"));
     }
 
     #[test]
