@@ -33,6 +33,13 @@ pub enum ApiError {
     HostInUse(u64),
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
+    /// A host key differs from the trusted one of its type (accept without `replace`), or
+    /// `connect` met a `changed`/`revoked` verdict on its route; the text names the host
+    /// (or hop) and the fingerprints.
+    HostKeyChanged(String),
+    /// The key (or its CA) is marked `@revoked`: it cannot be accepted.
+    HostKeyRevoked(String),
     /// A name clashes with an existing one; the text names where.
     DuplicateName(String),
     DuplicateKey,
@@ -98,12 +105,15 @@ impl ApiError {
             | ApiError::HostNotFound
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
-            | ApiError::KeyNotFound => 404,
+            | ApiError::KeyNotFound
+            | ApiError::KnownHostNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
             | ApiError::HostInUse(_)
+            | ApiError::HostKeyChanged(_)
+            | ApiError::HostKeyRevoked(_)
             | ApiError::VaultNoPassword => 409,
             ApiError::RequestTimeout => 408,
             ApiError::PayloadTooLarge => 413,
@@ -128,6 +138,9 @@ impl ApiError {
             ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::GroupNotFound => "GROUP_NOT_FOUND",
             ApiError::KeyNotFound => "KEY_NOT_FOUND",
+            ApiError::KnownHostNotFound => "KNOWN_HOST_NOT_FOUND",
+            ApiError::HostKeyChanged(_) => "HOST_KEY_CHANGED",
+            ApiError::HostKeyRevoked(_) => "HOST_KEY_REVOKED",
             ApiError::DuplicateName(_) => "DUPLICATE_NAME",
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse(_) => "KEY_IN_USE",
@@ -163,6 +176,9 @@ impl ApiError {
             ApiError::HostInUse(_) => "host is used as a jump host",
             ApiError::GroupNotFound => "group not found",
             ApiError::KeyNotFound => "key not found",
+            ApiError::KnownHostNotFound => "known host entry not found",
+            ApiError::HostKeyChanged(_) => "host key changed",
+            ApiError::HostKeyRevoked(_) => "host key revoked",
             ApiError::DuplicateName(_) => "name already in use",
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse(_) => "key is in use",
@@ -194,6 +210,8 @@ impl ApiError {
             | ApiError::JumpHostNotFound(text)
             | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
+            | ApiError::HostKeyChanged(text)
+            | ApiError::HostKeyRevoked(text)
             | ApiError::Forbidden(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
@@ -245,6 +263,7 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::HostNotFound => ApiError::HostNotFound,
             crate::store::StoreError::GroupNotFound => ApiError::GroupNotFound,
             crate::store::StoreError::KeyNotFound => ApiError::KeyNotFound,
+            crate::store::StoreError::KnownHostNotFound => ApiError::KnownHostNotFound,
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
             crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),

@@ -51,13 +51,21 @@ const PATHS: &[&str] = &[
     "/api/groups/{group}/move",
     "/api/keys",
     "/api/keys/{key}",
+    "/api/known-hosts",
+    "/api/known-hosts/{key}",
+    "/api/known-hosts/verify",
+    "/api/known-hosts/accept",
+    "/api/import/known-hosts",
+    "/api/export/known-hosts",
+    "/api/audit",
     "/api/openapi.json",
     "/api/nope",
     "/",
 ];
 
 const QUERY_KEYS: &[&str] = &[
-    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x",
+    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "hashed",
+    "hostname", "port", "host_id", "limit", "before",
 ];
 
 /// Values that sit on or near the edges of the validation rules.
@@ -122,6 +130,10 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "private_key",
         "passphrase",
         "comment",
+        "public_key",
+        "replace",
+        "text",
+        "dry_run",
     ];
     match rng.below(10) {
         0 => Vec::new(),

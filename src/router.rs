@@ -39,6 +39,14 @@ pub enum Endpoint<'a> {
     DeleteKey(&'a str),
     ImportSshConfig,
     ExportSshConfig,
+    ListKnownHosts,
+    GetKnownHost(&'a str),
+    DeleteKnownHost(&'a str),
+    VerifyHostKey,
+    AcceptHostKey,
+    ImportKnownHosts,
+    ExportKnownHosts,
+    ListAudit,
 }
 
 /// Every (method, path template) `resolve` matches, in the order of the `resolve` match;
@@ -75,6 +83,14 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Delete, "/api/keys/{id}"),
     (Method::Post, "/api/import/ssh-config"),
     (Method::Get, "/api/export/ssh-config"),
+    (Method::Get, "/api/known-hosts"),
+    (Method::Get, "/api/known-hosts/{id}"),
+    (Method::Delete, "/api/known-hosts/{id}"),
+    (Method::Post, "/api/known-hosts/verify"),
+    (Method::Post, "/api/known-hosts/accept"),
+    (Method::Post, "/api/import/known-hosts"),
+    (Method::Get, "/api/export/known-hosts"),
+    (Method::Get, "/api/audit"),
 ];
 
 /// The route table. `None` when this method is not defined for the path.
@@ -116,8 +132,22 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Post, ["api", "import", "ssh-config"]) => ImportSshConfig,
         (Get, ["api", "export", "ssh-config"]) => ExportSshConfig,
 
+        (Get, ["api", "known-hosts"]) => ListKnownHosts,
+        (Get, ["api", "known-hosts", id]) => GetKnownHost(id),
+        (Delete, ["api", "known-hosts", id]) => DeleteKnownHost(id),
+        (Post, ["api", "known-hosts", "verify"]) => VerifyHostKey,
+        (Post, ["api", "known-hosts", "accept"]) => AcceptHostKey,
+        (Post, ["api", "import", "known-hosts"]) => ImportKnownHosts,
+        (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
+        (Get, ["api", "audit"]) => ListAudit,
+
         _ => return None,
     };
+    // `verify` and `accept` are actions on /api/known-hosts, never entry ids: a GET or
+    // DELETE of them is a 405 that allows POST, as the OpenAPI document says.
+    if let GetKnownHost("verify" | "accept") | DeleteKnownHost("verify" | "accept") = endpoint {
+        return None;
+    }
     Some(endpoint)
 }
 
@@ -170,7 +200,7 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{groups, health, hosts, keys, openapi, ssh_config, vault};
+    use api::{audit, groups, health, hosts, keys, known_hosts, openapi, ssh_config, vault};
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),
@@ -206,6 +236,15 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
 
         ImportSshConfig => ssh_config::import(state, req),
         ExportSshConfig => ssh_config::export(state, req),
+
+        ListKnownHosts => known_hosts::list(state, req),
+        GetKnownHost(id) => known_hosts::get(state, id),
+        DeleteKnownHost(id) => known_hosts::delete(state, id),
+        VerifyHostKey => known_hosts::verify(state, req),
+        AcceptHostKey => known_hosts::accept(state, req),
+        ImportKnownHosts => known_hosts::import(state, req),
+        ExportKnownHosts => known_hosts::export(state, req),
+        ListAudit => audit::list(state, req),
     }
 }
 

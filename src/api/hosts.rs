@@ -189,6 +189,9 @@ pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
+        // README "Host keys (known_hosts)": no secret for a route with a changed or
+        // revoked host key pending.
+        crate::api::known_hosts::check_route(conn, &host, &route)?;
         let proxy_jump = proxy_jump(&route)?;
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))

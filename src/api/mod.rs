@@ -4,10 +4,12 @@
 //! request bodies live in wiped buffers because they may carry passwords; JSON errors never
 //! echo the offending input, which could be a secret.
 
+pub mod audit;
 pub mod groups;
 pub mod health;
 pub mod hosts;
 pub mod keys;
+pub mod known_hosts;
 pub mod openapi;
 pub mod ssh_config;
 pub mod vault;

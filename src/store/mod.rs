@@ -7,12 +7,14 @@
 //! before they passed; a write that removed sealed bytes is checkpointed before it returns
 //! (store::scrub).
 
+pub mod audit;
 pub mod files;
 pub mod groups;
 pub mod hosts;
 pub mod integrity;
 pub mod interop;
 pub mod keys;
+pub mod known_hosts;
 pub mod list_index;
 pub mod migrate;
 pub mod scrub;
@@ -50,6 +52,7 @@ pub enum StoreError {
     HostNotFound,
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
     DuplicateKey,
@@ -71,6 +74,7 @@ impl fmt::Display for StoreError {
             StoreError::HostNotFound => write!(f, "host not found"),
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
+            StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
             StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),

@@ -8,6 +8,7 @@ mod hosts;
 mod http;
 mod interop;
 mod keys;
+mod known_hosts;
 mod limits;
 mod memory;
 mod process;
