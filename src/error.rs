@@ -8,7 +8,7 @@ use std::fmt;
 /// Everything a handler or the server layer can answer with instead of success.
 #[derive(Debug)]
 pub enum ApiError {
-    /// No route has this path (api-decisions §7).
+    /// No route has this path (README, Common behaviour).
     NotFound,
     /// The path exists but not with this method; the slice is the `Allow` list.
     MethodNotAllowed(Vec<&'static str>),
@@ -25,11 +25,11 @@ pub enum ApiError {
         rule: String,
     },
     HostNotFound,
-    /// Issue #11: a hop of `jump_host_ids` names no host; the text names which.
+    /// A hop of `jump_host_ids` names no host; the text names which.
     JumpHostNotFound(String),
-    /// Issue #11: a ProxyJump chain that loops or repeats; the text says how.
+    /// A ProxyJump chain that loops or repeats; the text says how.
     InvalidJumpChain(String),
-    /// Issue #11: a host is still a hop in this many hosts' chains.
+    /// A host is still a hop in this many hosts' chains.
     HostInUse(u64),
     GroupNotFound,
     KeyNotFound,
@@ -126,7 +126,7 @@ impl ApiError {
         }
     }
 
-    /// The stable upper-case identifier of the spec's error body.
+    /// The stable upper-case identifier of the API's error body.
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::NotFound => "NOT_FOUND",

@@ -1,5 +1,5 @@
 //! A seeded random request generator driven through the real router and handlers on an
-//! in-memory database: no request of any shape may panic or answer 500 (issue #8).
+//! in-memory database: no request of any shape may panic or answer 500.
 //!
 //! `cargo test fuzz` runs `FUZZ_ITERATIONS` requests (default 20,000, a few seconds);
 //! `scripts/fuzz` runs a million. The seed is printed, so a failure can be replayed with

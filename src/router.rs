@@ -1,8 +1,8 @@
 //! Maps (method, path) to an endpoint, answers 404/405, and applies the vault gate once.
 //!
-//! The `resolve` match reads like the spec's summary table; it is the only route table:
+//! The `resolve` match reads like the API's summary table; it is the only route table:
 //! the `Allow` header of a 405 is derived from it, so the two cannot drift apart.
-//! Order of checks (api-decisions §2): routing first, then the vault gate.
+//! Order of checks (README, Vault): routing first, then the vault gate.
 
 use crate::api::{self, Method, Reply, Req};
 use crate::error::ApiError;
@@ -160,7 +160,7 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     // README "Vault" (`--auto-lock`): a request is activity from its start to its end, and
     // counts itself before the vault's state is looked at (see `AppState::lock_if_idle`).
     let _activity = endpoint.counts_as_activity().then(|| state.activity());
-    // api-decisions §2: while locked, only these answer; everything else is 401.
+    // README, Vault: while locked, only these answer; everything else is 401.
     if endpoint.needs_unlocked_vault() && state.vault_locked() {
         return Err(ApiError::VaultLocked);
     }

@@ -13,8 +13,8 @@ use std::fmt;
 
 use base64ct::{Base64, Encoding};
 use hmac::{Hmac, Mac};
-use sha1::Sha1;
 use rsa::BigUint;
+use sha1::Sha1;
 use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::rand_core::OsRng;
 use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, PublicKey};

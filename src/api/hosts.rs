@@ -26,7 +26,7 @@ use crate::store;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
-/// Spec: list of hosts `{ items, total, page, per_page }`.
+/// The API: list of hosts `{ items, total, page, per_page }`.
 #[derive(Serialize)]
 struct HostPage<'a> {
     items: Vec<HostView<'a>>,
@@ -35,14 +35,14 @@ struct HostPage<'a> {
     per_page: u64,
 }
 
-/// Spec: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
+/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
 #[derive(Serialize)]
 struct FavoriteView<'a> {
     id: &'a str,
     is_favorite: bool,
 }
 
-/// api-decisions §3: `connect` answers `{ host, credentials }`.
+/// README, Hosts: `connect` answers `{ host, credentials }`.
 #[derive(Serialize)]
 struct ConnectView<'a> {
     host: HostView<'a>,
@@ -64,7 +64,7 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
-    /// Issue #11: the full route for `ssh -J`, each hop's own chain first; omitted when
+    /// The full route for `ssh -J`, each hop's own chain first; omitted when
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     proxy_jump: Option<&'a str>,
@@ -129,7 +129,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Reply::json(200, &host.view())
 }
 
-/// Spec: every field optional (partial update). See `HostPatch::from_json` for `null`.
+/// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let checked = check_patch(state, &mut body, id);
@@ -151,7 +151,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     Reply::json(200, &host.view())
 }
 
-/// Issue #11: a host still used as a jump host answers 409 `HOST_IN_USE`.
+/// A host still used as a jump host answers 409 `HOST_IN_USE`.
 pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     state.db.write(|tx| {
         let users = store::interop::jump_users(tx, id)?;
@@ -168,7 +168,7 @@ pub fn toggle_favorite(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Reply::json(200, &FavoriteView { id, is_favorite })
 }
 
-/// Spec: `{ group_id }`; api-decisions §3: absent, `null` or `""` means ungrouped.
+/// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let group_id = match body.get("group_id") {
@@ -183,7 +183,7 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     Reply::json(200, &host.view())
 }
 
-/// api-decisions §3 (extension): sets `last_used_at` and answers the decrypted
+/// README, Hosts (extension): sets `last_used_at` and answers the decrypted
 /// credentials. The only response with a secret; `Cache-Control: no-store`.
 pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
@@ -209,7 +209,7 @@ pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
 }
 
-/// Issue #11: an unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
+/// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
 /// is 400 `INVALID_JUMP_CHAIN`.
 pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     match verdict {
@@ -279,7 +279,7 @@ fn invalid(err: Invalid) -> ApiError {
 }
 
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
-/// was. Spec: the password is a string, and the empty string is allowed.
+/// was. The API: the password is a string, and the empty string is allowed.
 fn take_password(
     body: &mut Map<String, Value>,
 ) -> Result<(PasswordField, Option<Secret>), ApiError> {

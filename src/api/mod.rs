@@ -21,7 +21,7 @@ use zeroize::Zeroizing;
 
 use crate::error::ApiError;
 
-/// api-decisions §6: request bodies are capped at 1 MiB.
+/// README, Who may talk to the service: request bodies are capped at 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The HTTP methods the router distinguishes.
@@ -223,7 +223,7 @@ impl Reply {
         self
     }
 
-    /// The spec's error body `{error, code, details}` with the headers the error implies.
+    /// The API's error body `{error, code, details}` with the headers the error implies.
     pub fn error(err: &ApiError) -> Reply {
         #[derive(Serialize)]
         struct ErrorBody<'a> {

@@ -88,7 +88,7 @@ mod tests {
         assert_eq!(tables, 0);
     }
 
-    /// Schema 3 (issue #9) counts the hosts and tags already stored when it is applied.
+    /// Schema 3 counts the hosts and tags already stored when it is applied.
     #[test]
     fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
         let mut conn = Connection::open_in_memory().unwrap();

@@ -1,4 +1,4 @@
-//! OpenSSH interop (issue #11): ProxyJump chains and kept directives on hosts, import of
+//! OpenSSH interop: ProxyJump chains and kept directives on hosts, import of
 //! an `~/.ssh/config`, export judged by OpenSSH's own `ssh -G`, and a real login to a
 //! throwaway `sshd` with a key the service generated.
 
