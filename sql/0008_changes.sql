@@ -2,14 +2,15 @@
 -- the connection history (README: "Change feed", "Revisions and If-Match", "Connection
 -- history").
 --
--- Every row change of hosts, groups and keys is logged by the triggers below, inside the
--- statement (so the transaction) that makes it: a write and its entries commit or roll
--- back together, and no write path (the API, an import, a group delete moving hosts, a
--- later migration) can forget one. A change is a statement that sets `updated_at`: every
--- edit does that exactly once per row, and nothing else does (`connect` sets only
+-- Every row change of hosts, groups, keys and known-hosts entries is logged by the triggers
+-- below, inside the statement (so the transaction) that makes it: a write and its entries
+-- commit or roll back together, and no write path (the API, an import, a group delete moving
+-- hosts, a later migration) can forget one. A change is a statement that sets `updated_at`:
+-- every edit does that exactly once per row, and nothing else does (`connect` sets only
 -- `last_used_at`; a host's names, password, tags and chain are written in the same
 -- transaction as its one `updated_at`), so each edit of a resource is one entry and one
--- revision. Vault events are not rows: store/changes.rs records them.
+-- revision. Known-hosts entries are added and deleted, never edited (a verify only moves
+-- `last_seen`). Vault events are not rows: store/changes.rs records them.
 
 -- Bumped by the `*_changed` triggers, once per edit; the ETag of a single-resource answer.
 ALTER TABLE hosts ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
@@ -87,6 +88,15 @@ END;
 CREATE TRIGGER keys_deleted AFTER DELETE ON keys BEGIN
     INSERT INTO changes (at, kind, id, op)
         VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'key', old.id, 'deleted');
+END;
+
+CREATE TRIGGER known_hosts_created AFTER INSERT ON known_hosts BEGIN
+    INSERT INTO changes (at, kind, id, op)
+        VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'known_host', new.id, 'created');
+END;
+CREATE TRIGGER known_hosts_deleted AFTER DELETE ON known_hosts BEGIN
+    INSERT INTO changes (at, kind, id, op)
+        VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'known_host', old.id, 'deleted');
 END;
 
 -- Each `connect`, newest kept: what was connected to, as it was then (a later rename or

@@ -15,6 +15,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::store::audit;
 use crate::store::changes::{self, VaultChange};
 use crate::store::Db;
 use crate::vault::{DataKey, PasswordThrottle, Vault, VaultError, WrappedKey};
@@ -135,7 +136,7 @@ impl AppState {
     /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
     pub fn lock_vault(&self) -> Result<(), VaultError> {
         let mut vault = self.vault();
-        self.lock_held(&mut vault)
+        self.lock_held(&mut vault, "request")
     }
 
     /// Unlocks the vault with `key`, checked against `checked` (see `Vault::unlock`), and
@@ -145,7 +146,7 @@ impl AppState {
         let was_locked = vault.is_locked();
         vault.unlock(checked, key)?;
         if was_locked {
-            self.log_vault_change(VaultChange::Unlocked);
+            self.log_vault_change(VaultChange::Unlocked, audit::VAULT_UNLOCKED, "request");
         }
         Ok(())
     }
@@ -188,24 +189,29 @@ impl AppState {
         {
             return false;
         }
-        self.lock_held(&mut vault).is_ok()
+        self.lock_held(&mut vault, "auto-lock").is_ok()
     }
 
-    /// Locks `vault`, held by the caller. README "Change feed": the lock's entry commits
-    /// before the state changes (vault lock, then db), so a reader that sees the vault
-    /// locked finds the entry, and one waiting on the feed is woken with it.
-    fn lock_held(&self, vault: &mut Vault) -> Result<(), VaultError> {
+    /// Locks `vault`, held by the caller; `by` says who (`request` or `auto-lock`) in the
+    /// audit log. README "Change feed": the lock's entry commits before the state changes
+    /// (vault lock, then db), so a reader that sees the vault locked finds the entry, and
+    /// one waiting on the feed is woken with it.
+    fn lock_held(&self, vault: &mut Vault, by: &str) -> Result<(), VaultError> {
         if vault.has_password() && !vault.is_locked() {
-            self.log_vault_change(VaultChange::Locked);
+            self.log_vault_change(VaultChange::Locked, audit::VAULT_LOCKED, by);
         }
         vault.lock()
     }
 
-    /// Logs a vault event for the feed. A failure is logged and does not stop the event: a
-    /// lock must happen even when the disk is full.
-    fn log_vault_change(&self, change: VaultChange) {
-        if let Err(err) = self.db.write(|tx| changes::record_vault(tx, change)) {
-            log::error!("cannot log the vault change for the change feed: {err}");
+    /// Logs a vault event in the change log and the audit log, in one transaction. A failure
+    /// is logged and does not stop the event: a lock must happen even when the disk is full.
+    fn log_vault_change(&self, change: VaultChange, event: &str, by: &str) {
+        let logged = self.db.write(|tx| {
+            changes::record_vault(tx, change)?;
+            audit::append(tx, event, "vault", &serde_json::json!({ "by": by }))
+        });
+        if let Err(err) = logged {
+            log::error!("cannot log the vault change: {err}");
         }
     }
 

@@ -21,7 +21,7 @@ use crate::store;
 use crate::store::changes::Revised;
 use crate::store::groups::Placement;
 
-/// The spec's list-of-groups shape.
+/// The API's list-of-groups shape.
 #[derive(Serialize)]
 struct GroupList {
     items: Vec<GroupView>,
@@ -68,7 +68,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     group_reply(201, &view)
 }
 
-/// `GET /api/groups/:id` (extension, api-decisions §4).
+/// `GET /api/groups/:id` (extension, README, Groups).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let view = state.db.read(|conn| store::groups::view(conn, id))?;
     group_reply(200, &view)
@@ -82,7 +82,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     apply(state, id, &patch, &precondition)
 }
 
-/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (api-decisions §4).
+/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
 pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let precondition = Precondition::of(req)?;
     let now = store::now_timestamp();
@@ -125,7 +125,7 @@ fn apply(
         precondition.check(Revised::Group, current)?;
         match store::groups::update(tx, id, patch, &now)? {
             Placement::Placed => {}
-            // api-decisions §4: under itself or a descendant is INVALID_MOVE.
+            // README, Groups: under itself or a descendant is INVALID_MOVE.
             Placement::UnderItself => {
                 return Err(ApiError::InvalidMove(
                     "a group cannot move under itself or one of its descendants".into(),
@@ -186,7 +186,7 @@ fn name_field(value: &Value) -> Result<GroupName, ApiError> {
     }
 }
 
-/// `null` and `""` mean the top level (api-decisions §4); any other string is a group id,
+/// `null` and `""` mean the top level (README, Groups); any other string is a group id,
 /// looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
 fn parent_field(value: &Value) -> Result<Option<String>, ApiError> {
     match value {

@@ -29,7 +29,7 @@ use crate::store::changes::Revised;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
-/// Spec: list of hosts `{ items, total, page, per_page }`.
+/// The API: list of hosts `{ items, total, page, per_page }`.
 #[derive(Serialize)]
 struct HostPage<'a> {
     items: Vec<HostView<'a>>,
@@ -38,7 +38,7 @@ struct HostPage<'a> {
     per_page: u64,
 }
 
-/// Spec: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`; plus the host's
+/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`, plus the host's
 /// new `revision` (README, "Revisions and If-Match").
 #[derive(Serialize)]
 struct FavoriteView<'a> {
@@ -47,7 +47,7 @@ struct FavoriteView<'a> {
     revision: i64,
 }
 
-/// api-decisions §3: `connect` answers `{ host, credentials }`.
+/// README, Hosts: `connect` answers `{ host, credentials }`.
 #[derive(Serialize)]
 struct ConnectView<'a> {
     host: HostView<'a>,
@@ -69,7 +69,7 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
-    /// Issue #11: the full route for `ssh -J`, each hop's own chain first; omitted when
+    /// The full route for `ssh -J`, each hop's own chain first; omitted when
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     proxy_jump: Option<&'a str>,
@@ -134,7 +134,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     host_reply(200, &host)
 }
 
-/// Spec: every field optional (partial update). See `HostPatch::from_json` for `null`.
+/// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let precondition = Precondition::with_body(req, &body);
@@ -158,7 +158,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     host_reply(200, &host)
 }
 
-/// Issue #11: a host still used as a jump host answers 409 `HOST_IN_USE`.
+/// A host still used as a jump host answers 409 `HOST_IN_USE`.
 pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let precondition = Precondition::of(req);
     state.db.write(|tx| {
@@ -190,7 +190,7 @@ pub fn toggle_favorite(state: &AppState, req: &Req, id: &str) -> Result<Reply, A
     Ok(Reply::json(200, &view)?.with_header("ETag", etag(revision)))
 }
 
-/// Spec: `{ group_id }`; api-decisions §3: absent, `null` or `""` means ungrouped.
+/// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let precondition = Precondition::with_body(req, &body);
@@ -207,12 +207,15 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     host_reply(200, &host)
 }
 
-/// api-decisions §3 (extension): sets `last_used_at` and answers the decrypted
+/// README, Hosts (extension): sets `last_used_at` and answers the decrypted
 /// credentials. The only response with a secret; `Cache-Control: no-store`.
 pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
+        // README "Host keys (known_hosts)": no secret for a route with a changed or
+        // revoked host key pending.
+        crate::api::known_hosts::check_route(conn, &host, &route)?;
         let proxy_jump = proxy_jump(&route)?;
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
@@ -236,7 +239,7 @@ fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
     Ok(Reply::json(status, &host.view())?.with_header("ETag", etag(host.revision)))
 }
 
-/// Issue #11: an unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
+/// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
 /// is 400 `INVALID_JUMP_CHAIN`.
 pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     match verdict {
@@ -309,7 +312,7 @@ fn invalid(err: Invalid) -> ApiError {
 }
 
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
-/// was. Spec: the password is a string, and the empty string is allowed.
+/// was. The API: the password is a string, and the empty string is allowed.
 fn take_password(
     body: &mut Map<String, Value>,
 ) -> Result<(PasswordField, Option<Secret>), ApiError> {

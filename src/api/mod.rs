@@ -4,12 +4,14 @@
 //! request bodies live in wiped buffers because they may carry passwords; JSON errors never
 //! echo the offending input, which could be a secret.
 
+pub mod audit;
 pub mod changes;
 pub mod groups;
 pub mod health;
 pub mod history;
 pub mod hosts;
 pub mod keys;
+pub mod known_hosts;
 pub mod openapi;
 pub mod revision;
 pub mod ssh_config;
@@ -22,7 +24,7 @@ use zeroize::Zeroizing;
 
 use crate::error::ApiError;
 
-/// api-decisions §6: request bodies are capped at 1 MiB.
+/// README, Who may talk to the service: request bodies are capped at 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The HTTP methods the router distinguishes.
@@ -233,7 +235,7 @@ impl Reply {
         self
     }
 
-    /// The spec's error body `{error, code, details}` with the headers the error implies.
+    /// The API's error body `{error, code, details}` with the headers the error implies.
     pub fn error(err: &ApiError) -> Reply {
         #[derive(Serialize)]
         struct ErrorBody<'a> {

@@ -22,6 +22,7 @@ use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::state::{AppState, MAX_DELAYED_ANSWERS};
 use crate::store;
+use crate::store::audit;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
 /// `GET /api/vault` and the answer of the password endpoints.
@@ -83,7 +84,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
-    let key = check_password(state, &wrapped, &password)?;
+    let key = check_password(state, &wrapped, &password, audit::VAULT_UNLOCK_FAILED)?;
     // Fails when the password changed while it was checked: it is no longer the password.
     state.unlock_vault(&wrapped, key)?;
     log::info!("vault unlocked");
@@ -113,7 +114,12 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let expected = current_wrapped_key(state);
     if let Some(wrapped) = &expected {
         let current_password = required(current_password, "current_password")?;
-        check_password(state, wrapped, &current_password)?;
+        check_password(
+            state,
+            wrapped,
+            &current_password,
+            audit::VAULT_PASSWORD_CHECK_FAILED,
+        )?;
     }
     let new = {
         let _turn = state.password_derivations.take();
@@ -125,7 +131,13 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             return Err(changed_meanwhile());
         }
         // Lock order: vault, then db. Held across the write so that disk and memory agree.
-        vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
+        let event = match expected {
+            None => audit::VAULT_PASSWORD_SET,
+            Some(_) => audit::VAULT_PASSWORD_CHANGED,
+        };
+        vault.set_password(&new, |header, data_key| {
+            persist(state, header, data_key, event)
+        })?;
     }
     forget_replaced_rows(state);
     match expected {
@@ -146,13 +158,20 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
-    check_password(state, &wrapped, &current_password)?;
+    check_password(
+        state,
+        &wrapped,
+        &current_password,
+        audit::VAULT_PASSWORD_CHECK_FAILED,
+    )?;
     {
         let mut vault = state.vault();
         if !vault.password_is(Some(&wrapped)) {
             return Err(changed_meanwhile());
         }
-        vault.remove_password(|header, data_key| persist(state, header, data_key))?;
+        vault.remove_password(|header, data_key| {
+            persist(state, header, data_key, audit::VAULT_PASSWORD_REMOVED)
+        })?;
     }
     forget_replaced_rows(state);
     log::info!("master password removed");
@@ -210,11 +229,12 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
 /// for, never refused), holding no lock. A wrong password's answer then waits until its
 /// delay has passed since the check began, after the derivation's place is given back: the
 /// wait for a turn counts towards the delay, so a guess takes the delay or its turn,
-/// whichever is longer, never both.
+/// whichever is longer, never both. A wrong one is audited as `failed_event`.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
+    failed_event: &str,
 ) -> Result<DataKey, ApiError> {
     let began = Instant::now();
     let opened = {
@@ -226,7 +246,7 @@ fn check_password(
             state.password_failures.succeeded();
             Ok(key)
         }
-        Err(_) => Err(wrong_password(state, began)),
+        Err(_) => Err(wrong_password(state, began, failed_event)),
     }
 }
 
@@ -237,8 +257,9 @@ fn check_password(
 /// unlocked the vault the moment its derivation ended, so they are paced by the
 /// one-at-a-time derivation whatever their answers wait. This keeps a flood of guesses from
 /// putting every worker to sleep.
-fn wrong_password(state: &AppState, began: Instant) -> ApiError {
-    let delay = state.password_failures.failed();
+fn wrong_password(state: &AppState, began: Instant, failed_event: &str) -> ApiError {
+    let (delay, failures) = state.password_failures.failed();
+    audit_failure(state, failed_event, failures);
     let left = delay.saturating_sub(began.elapsed());
     match state.delayed_answers.try_take() {
         Some(_place) => {
@@ -255,6 +276,22 @@ fn wrong_password(state: &AppState, began: Instant) -> ApiError {
     ApiError::InvalidPassword
 }
 
+/// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
+/// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot push
+/// the rest of the log out, and the entry says how long the streak has grown.
+fn audit_failure(state: &AppState, event: &str, failures: u32) {
+    if !failures.is_power_of_two() {
+        return;
+    }
+    let detail = serde_json::json!({ "consecutive_failures": failures });
+    if let Err(err) = state
+        .db
+        .write(|tx| audit::append(tx, event, "vault", &detail))
+    {
+        log::error!("cannot audit a wrong master password: {err}");
+    }
+}
+
 /// Another request changed or removed the password while this one was checking: the
 /// check no longer says anything. The client may retry and get a definite answer.
 fn changed_meanwhile() -> ApiError {
@@ -263,11 +300,17 @@ fn changed_meanwhile() -> ApiError {
 }
 
 /// Writes the vault row (header and data key) in one statement, in one transaction, with
-/// its change log entry (README, "Change feed").
-fn persist(state: &AppState, header: Option<&[u8]>, data_key: &[u8]) -> Result<(), ApiError> {
+/// its change log entry and its audit `event` (README, "Change feed" and "Audit log").
+fn persist(
+    state: &AppState,
+    header: Option<&[u8]>,
+    data_key: &[u8],
+    event: &str,
+) -> Result<(), ApiError> {
     Ok(state.db.write(|tx| {
         store::vault_meta::save(tx, header, data_key)?;
-        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)
+        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)?;
+        audit::append(tx, event, "vault", &serde_json::json!({}))
     })?)
 }
 

@@ -2,13 +2,14 @@
 //! after a cursor, recording the vault's events, the current revision of a host, group or
 //! key, the logs' retention, and the `Feed` that requests waiting for a change share.
 //!
-//! Invariants: entries of hosts, groups, keys and connections are written by the schema's
-//! triggers (sql/0008_changes.sql) in the transaction of their change, never here; the vault's
-//! events are the only entries written from Rust, in the transaction of the vault row where
-//! there is one; an entry names a resource and what happened to it, never a value; a reader
-//! whose cursor fell behind the trim, or points past the newest entry, gets `reset` and no
-//! entries; a waiting request holds no lock (the `Feed`'s own is taken only to compare a
-//! counter), and every commit wakes every waiting request at once.
+//! Invariants: entries of hosts, groups, keys, known-hosts entries and connections are
+//! written by the schema's triggers (sql/0008_changes.sql) in the transaction of their
+//! change, never here; the vault's events are the only entries written from Rust, in the
+//! transaction of the vault row where there is one; an entry names a resource and what
+//! happened to it, never a value; a reader whose cursor fell behind the trim, or points past
+//! the newest entry, gets `reset` and no entries; a waiting request holds no lock (the
+//! `Feed`'s own is taken only to compare a counter), and every commit wakes every waiting
+//! request at once.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -46,7 +47,7 @@ const SELECT_KEY_REVISION: &str = "SELECT revision FROM keys WHERE id = ?1";
 pub struct Change {
     pub seq: i64,
     pub at: String,
-    /// `host`, `group`, `key`, `history` or `vault`.
+    /// `host`, `group`, `key`, `known_host`, `history` or `vault`.
     pub kind: String,
     /// The resource's id; the host's for `history`; `vault` for the vault.
     pub id: String,

@@ -456,6 +456,34 @@ fn an_import_logs_each_host_it_creates() {
 }
 
 #[test]
+fn known_hosts_entries_are_logged_when_added_and_deleted() {
+    let service = Service::start("changes-known-hosts");
+    let key = service
+        .post("/api/keys", &json!({"name": "k", "type": "ed25519"}))
+        .expect(201);
+    let public_key = key["public_key"].as_str().unwrap();
+    let cursor = newest(&service);
+    service
+        .post(
+            "/api/import/known-hosts",
+            &json!({"text": format!("server.example.com {public_key}\n")}),
+        )
+        .expect(200);
+    let list = service.get("/api/known-hosts").expect(200);
+    let id = id_of(&list["items"][0]);
+    service
+        .delete(&format!("/api/known-hosts/{id}"))
+        .expect(204);
+    assert_eq!(
+        entries(&feed(&service, &format!("since={cursor}"))),
+        [
+            entry("known_host", &id, "created"),
+            entry("known_host", &id, "deleted")
+        ]
+    );
+}
+
+#[test]
 fn a_connect_is_a_history_entry_of_its_host() {
     let service = Service::start("changes-connect");
     let host = new_host(&service, "h");
