@@ -15,7 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0003_list_counts.sql"),
     include_str!("../../sql/0004_known_hosts.sql"),
     include_str!("../../sql/0005_fold_keys.sql"),
-    include_str!("../../sql/0008_changes.sql"),
+    include_str!("../../sql/0006_changes.sql"),
 ];
 
 /// The schema version this build writes.
@@ -134,7 +134,7 @@ mod tests {
         assert_eq!(counts, (1, 1));
     }
 
-    /// The change log migration (sql/0008_changes.sql) gives the rows already stored
+    /// The change log migration (sql/0006_changes.sql) gives the rows already stored
     /// revision 1 and logs nothing for them; changes after it are logged.
     #[test]
     fn the_change_log_migration_starts_existing_rows_at_revision_1_with_an_empty_log() {
