@@ -3,7 +3,7 @@
 //! key, the logs' retention, and the `Feed` that requests waiting for a change share.
 //!
 //! Invariants: entries of hosts, groups, keys, known-hosts entries and connections are
-//! written by the schema's triggers (sql/0008_changes.sql) in the transaction of their
+//! written by the schema's triggers (sql/0006_changes.sql) in the transaction of their
 //! change, never here; the vault's events are the only entries written from Rust, in the
 //! transaction of the vault row where there is one; an entry names a resource and what
 //! happened to it, never a value; a reader whose cursor fell behind the trim, or points past

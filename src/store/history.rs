@@ -5,7 +5,7 @@
 //! hostname, port, username, auth type), never a credential; it is appended in the
 //! transaction that sets the host's `last_used_at`, with the same timestamp; the schema
 //! keeps the newest `log_retention.history_kept` entries and drops a host's entries with
-//! the host (sql/0008_changes.sql).
+//! the host (sql/0006_changes.sql).
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
