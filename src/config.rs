@@ -2,7 +2,7 @@
 //!
 //! Two steps, as in ripgrep: `RawArgs` is what was typed; `Config` is what the service
 //! runs with. Every error names the flag. Parsing touches nothing on disk, so `--help` and
-//! `--version` work anywhere (api-decisions §1).
+//! `--version` work anywhere (README, Command line).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -53,7 +53,8 @@ pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
-    Run(Config),
+    /// Boxed: a `Config` is large next to the other variants.
+    Run(Box<Config>),
     Help,
     Version,
 }
@@ -72,9 +73,36 @@ pub struct Config {
     pub vault_password_stdin: bool,
     /// Lock the vault after this long without a request; `None` = never.
     pub auto_lock: Option<Duration>,
+    /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
+    /// Development): tests run a timeout short and assert the order of events.
+    pub http_overrides: HttpOverrides,
+    /// Test-only bounds of the change log, the connection history and the feed's wait
+    /// (README, Development): tests reach a trim with a few writes, and generated requests
+    /// (scripts/schemathesis) do not each wait 30 s.
+    pub feed_overrides: FeedOverrides,
 }
 
-/// Where the bearer token comes from, if one is required (api-decisions §6).
+/// How many change log entries and connections are kept, and the longest wait of the
+/// change feed, from `HOST_MANAGER_TEST_*` variables; `None` keeps the documented value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedOverrides {
+    pub changes_kept: Option<u64>,
+    pub history_kept: Option<u64>,
+    pub max_wait: Option<Duration>,
+}
+
+/// Values the HTTP layer uses instead of its defaults, from `HOST_MANAGER_TEST_*`
+/// variables. Not flags on purpose: they exist for tests and benchmarks, not for users.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpOverrides {
+    pub idle_timeout: Option<Duration>,
+    pub head_timeout: Option<Duration>,
+    pub body_timeout: Option<Duration>,
+    pub write_timeout: Option<Duration>,
+    pub max_connections: Option<usize>,
+}
+
+/// Where the bearer token comes from, if one is required (README, Who may talk to the service).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenSource {
     None,
@@ -124,7 +152,7 @@ impl Command {
         if raw.version {
             return Ok(Command::Version);
         }
-        Ok(Command::Run(Config::from_raw(raw, env)?))
+        Ok(Command::Run(Box::new(Config::from_raw(raw, env)?)))
     }
 }
 
@@ -195,7 +223,7 @@ impl Config {
             (None, true) => TokenSource::Generate,
             (None, false) => TokenSource::None,
         };
-        // api-decisions §1 and §6: the service is local; another address must be asked for
+        // README, Command line and Who may talk to the service: the service is local; another address must be asked for
         // twice (--bind and --allow-remote) and then never runs without a token.
         if !bind.is_loopback() && !raw.allow_remote {
             return Err(ConfigError(format!(
@@ -249,7 +277,41 @@ impl Config {
             token,
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
+            http_overrides: HttpOverrides::from_env(env)?,
+            feed_overrides: FeedOverrides {
+                changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
+                history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
+                max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
+                    .map(Duration::from_millis),
+            },
         })
+    }
+}
+
+impl HttpOverrides {
+    fn from_env(env: &HashMap<String, String>) -> Result<HttpOverrides, ConfigError> {
+        let millis = |name: &str| -> Result<Option<Duration>, ConfigError> {
+            Ok(test_number(env, name)?.map(Duration::from_millis))
+        };
+        Ok(HttpOverrides {
+            idle_timeout: millis("HOST_MANAGER_TEST_IDLE_TIMEOUT_MS")?,
+            head_timeout: millis("HOST_MANAGER_TEST_HEAD_TIMEOUT_MS")?,
+            body_timeout: millis("HOST_MANAGER_TEST_BODY_TIMEOUT_MS")?,
+            write_timeout: millis("HOST_MANAGER_TEST_WRITE_TIMEOUT_MS")?,
+            max_connections: test_number(env, "HOST_MANAGER_TEST_MAX_CONNECTIONS")?
+                .and_then(|count| usize::try_from(count).ok()),
+        })
+    }
+}
+
+/// A positive whole number from a test-only variable; absent when unset.
+fn test_number(env: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ConfigError> {
+    match env.get(name).map(|text| (text, text.parse::<u64>())) {
+        None => Ok(None),
+        Some((_, Ok(number))) if number > 0 => Ok(Some(number)),
+        Some((text, _)) => Err(ConfigError(format!(
+            "{name} must be a positive whole number, got {text:?}"
+        ))),
     }
 }
 
@@ -282,7 +344,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         match Command::parse(args.iter().map(|a| a.to_string()), &env) {
-            Ok(Command::Run(config)) => Ok(config),
+            Ok(Command::Run(config)) => Ok(*config),
             Ok(other) => Err(format!("{other:?}")),
             Err(err) => Err(err.0),
         }
@@ -416,6 +478,32 @@ mod tests {
             let err = run(&["--auto-lock", bad], &[("HOME", "/h")]).unwrap_err();
             assert!(err.contains("--auto-lock"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn feed_overrides_are_read_and_must_be_positive() {
+        let config = run(
+            &[],
+            &[
+                ("HOME", "/h"),
+                ("HOST_MANAGER_TEST_CHANGES_KEPT", "1"),
+                ("HOST_MANAGER_TEST_HISTORY_KEPT", "7"),
+                ("HOST_MANAGER_TEST_FEED_MAX_WAIT_MS", "250"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.feed_overrides.changes_kept, Some(1));
+        assert_eq!(config.feed_overrides.history_kept, Some(7));
+        assert_eq!(
+            config.feed_overrides.max_wait,
+            Some(Duration::from_millis(250))
+        );
+        let err = run(
+            &[],
+            &[("HOME", "/h"), ("HOST_MANAGER_TEST_CHANGES_KEPT", "0")],
+        )
+        .unwrap_err();
+        assert!(err.contains("HOST_MANAGER_TEST_CHANGES_KEPT"), "{err}");
     }
 
     #[test]

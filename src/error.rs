@@ -8,7 +8,7 @@ use std::fmt;
 /// Everything a handler or the server layer can answer with instead of success.
 #[derive(Debug)]
 pub enum ApiError {
-    /// No route has this path (api-decisions §7).
+    /// No route has this path (README, Common behaviour).
     NotFound,
     /// The path exists but not with this method; the slice is the `Allow` list.
     MethodNotAllowed(Vec<&'static str>),
@@ -25,20 +25,33 @@ pub enum ApiError {
         rule: String,
     },
     HostNotFound,
-    /// Issue #11: a hop of `jump_host_ids` names no host; the text names which.
+    /// A hop of `jump_host_ids` names no host; the text names which.
     JumpHostNotFound(String),
-    /// Issue #11: a ProxyJump chain that loops or repeats; the text says how.
+    /// A ProxyJump chain that loops or repeats; the text says how.
     InvalidJumpChain(String),
-    /// Issue #11: a host is still a hop in this many hosts' chains.
+    /// A host is still a hop in this many hosts' chains.
     HostInUse(u64),
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
+    /// A host key differs from the trusted one of its type (accept without `replace`), or
+    /// `connect` met a `changed`/`revoked` verdict on its route; the text names the host
+    /// (or hop) and the fingerprints.
+    HostKeyChanged(String),
+    /// The key (or its CA) is marked `@revoked`: it cannot be accepted.
+    HostKeyRevoked(String),
     /// A name clashes with an existing one; the text names where.
     DuplicateName(String),
     DuplicateKey,
     /// A key is still referenced by this many hosts.
     KeyInUse(u64),
     InvalidMove(String),
+    /// `If-Match` or a body's `revision` names another revision than the resource's
+    /// `current` one: someone else changed it since it was read.
+    PreconditionFailed {
+        resource: &'static str,
+        current: i64,
+    },
     InvalidKey(String),
     InvalidPassphrase,
     VaultLocked,
@@ -47,10 +60,18 @@ pub enum ApiError {
     Unauthorized,
     Forbidden(String),
     PayloadTooLarge,
+    /// The request line is longer than the HTTP layer accepts.
+    UriTooLong,
+    /// The header section is too long or has too many lines.
+    HeadersTooLarge,
+    /// The request head or body did not arrive in time.
+    RequestTimeout,
     /// The request itself is malformed at the HTTP level (framing, encoding).
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
+    /// The disk holding the data dir is full: nothing was written (the cause was logged).
+    StorageFull,
     /// Anything unexpected. The cause is for the log only.
     Internal(String),
 }
@@ -90,20 +111,29 @@ impl ApiError {
             | ApiError::HostNotFound
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
-            | ApiError::KeyNotFound => 404,
+            | ApiError::KeyNotFound
+            | ApiError::KnownHostNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
             | ApiError::HostInUse(_)
+            | ApiError::HostKeyChanged(_)
+            | ApiError::HostKeyRevoked(_)
             | ApiError::VaultNoPassword => 409,
+            ApiError::RequestTimeout => 408,
+            ApiError::PreconditionFailed { .. } => 412,
             ApiError::PayloadTooLarge => 413,
+            ApiError::UriTooLong => 414,
+            ApiError::HeadersTooLarge => 431,
             ApiError::Busy => 503,
+            // RFC 4918 §11.5 Insufficient Storage: the request was fine, the disk is not.
+            ApiError::StorageFull => 507,
             ApiError::Internal(_) => 500,
         }
     }
 
-    /// The stable upper-case identifier of the spec's error body.
+    /// The stable upper-case identifier of the API's error body.
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::NotFound => "NOT_FOUND",
@@ -115,10 +145,14 @@ impl ApiError {
             ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::GroupNotFound => "GROUP_NOT_FOUND",
             ApiError::KeyNotFound => "KEY_NOT_FOUND",
+            ApiError::KnownHostNotFound => "KNOWN_HOST_NOT_FOUND",
+            ApiError::HostKeyChanged(_) => "HOST_KEY_CHANGED",
+            ApiError::HostKeyRevoked(_) => "HOST_KEY_REVOKED",
             ApiError::DuplicateName(_) => "DUPLICATE_NAME",
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse(_) => "KEY_IN_USE",
             ApiError::InvalidMove(_) => "INVALID_MOVE",
+            ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::InvalidKey(_) => "INVALID_KEY",
             ApiError::InvalidPassphrase => "INVALID_PASSPHRASE",
             ApiError::VaultLocked => "VAULT_LOCKED",
@@ -127,8 +161,12 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ApiError::UriTooLong => "URI_TOO_LONG",
+            ApiError::HeadersTooLarge => "HEADERS_TOO_LARGE",
+            ApiError::RequestTimeout => "REQUEST_TIMEOUT",
             ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
+            ApiError::StorageFull => "STORAGE_FULL",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -146,10 +184,14 @@ impl ApiError {
             ApiError::HostInUse(_) => "host is used as a jump host",
             ApiError::GroupNotFound => "group not found",
             ApiError::KeyNotFound => "key not found",
+            ApiError::KnownHostNotFound => "known host entry not found",
+            ApiError::HostKeyChanged(_) => "host key changed",
+            ApiError::HostKeyRevoked(_) => "host key revoked",
             ApiError::DuplicateName(_) => "name already in use",
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse(_) => "key is in use",
             ApiError::InvalidMove(_) => "invalid move",
+            ApiError::PreconditionFailed { .. } => "changed since it was read",
             ApiError::InvalidKey(_) => "invalid private key",
             ApiError::InvalidPassphrase => "wrong passphrase for this key",
             ApiError::VaultLocked => "vault is locked",
@@ -158,8 +200,12 @@ impl ApiError {
             ApiError::Unauthorized => "missing or wrong bearer token",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::PayloadTooLarge => "request body too large",
+            ApiError::UriTooLong => "request line too long",
+            ApiError::HeadersTooLarge => "request headers too large",
+            ApiError::RequestTimeout => "request not received in time",
             ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
+            ApiError::StorageFull => "not enough disk space to save the change",
             ApiError::Internal(_) => "internal error",
         }
     }
@@ -173,6 +219,8 @@ impl ApiError {
             | ApiError::JumpHostNotFound(text)
             | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
+            | ApiError::HostKeyChanged(text)
+            | ApiError::HostKeyRevoked(text)
             | ApiError::Forbidden(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
@@ -183,11 +231,29 @@ impl ApiError {
             ApiError::HostInUse(count) => Some(format!(
                 "the host is a jump host (jump_host_ids) of {count} host(s)"
             )),
+            ApiError::PreconditionFailed { resource, current } => Some(format!(
+                "the {resource} is at revision {current} now (ETag \"{current}\"); read it \
+                 again and retry with that revision"
+            )),
 
             ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),
             ApiError::PayloadTooLarge => {
                 Some(format!("the limit is {} bytes", crate::api::MAX_BODY_BYTES))
             }
+            ApiError::UriTooLong => Some(format!(
+                "the limit is {} bytes",
+                crate::http::MAX_REQUEST_LINE_BYTES
+            )),
+            ApiError::HeadersTooLarge => Some(format!(
+                "the limits are {} bytes and {} header lines",
+                crate::http::MAX_HEADER_SECTION_BYTES,
+                crate::http::MAX_HEADERS
+            )),
+            ApiError::StorageFull => Some(
+                "the disk that holds the data dir is full; nothing was changed: free some \
+                 space there and retry"
+                    .into(),
+            ),
             _ => None,
         }
     }
@@ -210,10 +276,18 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::HostNotFound => ApiError::HostNotFound,
             crate::store::StoreError::GroupNotFound => ApiError::GroupNotFound,
             crate::store::StoreError::KeyNotFound => ApiError::KeyNotFound,
+            crate::store::StoreError::KnownHostNotFound => ApiError::KnownHostNotFound,
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
             crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
-            crate::store::StoreError::Sqlite(cause) => ApiError::Internal(cause),
+            crate::store::StoreError::StorageFull(cause) => {
+                // The server logs only internal errors' causes; this one is worth a line too.
+                log::error!("a write failed for lack of disk space: {cause}");
+                ApiError::StorageFull
+            }
+            crate::store::StoreError::Unusable(cause) | crate::store::StoreError::Sqlite(cause) => {
+                ApiError::Internal(cause)
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Who may talk to the service (api-decisions §6), decided from request headers alone.
+//! Who may talk to the service (README, Who may talk to the service), decided from request headers alone.
 //!
 //! Three attacks, three checks, in this order:
 //! - DNS rebinding: a web page whose name resolves to 127.0.0.1 sends `Host: evil.example`.
@@ -9,7 +9,7 @@
 //! - Other local users or processes: with a token configured, every request but
 //!   `GET /api/health` needs `Authorization: Bearer <token>`, compared in constant time.
 //!
-//! Invariants: pure (no I/O, no tiny_http); never logs or returns the token.
+//! Invariants: pure (no I/O, no HTTP parser); never logs or returns the token.
 
 use crate::api::Method;
 use crate::error::ApiError;
@@ -104,12 +104,12 @@ impl Gate {
         let Some(token) = &self.token else {
             return Ok(());
         };
-        // api-decisions §6: health answers without a token, so the app can probe start-up.
+        // README, Who may talk to the service: health answers without a token, so the app can probe start-up.
         if facts.method == Method::Get && facts.path == "/api/health" {
             return Ok(());
         }
         let presented = match facts.authorizations.as_slice() {
-            [value] => value.trim().strip_prefix("Bearer ").map(str::trim),
+            [value] => bearer_credentials(value),
             _ => None,
         };
         match presented {
@@ -128,7 +128,7 @@ pub fn preflight_headers(origin: &str) -> Vec<(&'static str, String)> {
     ));
     headers.push((
         "Access-Control-Allow-Headers",
-        "Authorization, Content-Type".into(),
+        "Authorization, Content-Type, If-Match".into(),
     ));
     headers.push((
         "Access-Control-Max-Age",
@@ -141,6 +141,8 @@ pub fn preflight_headers(origin: &str) -> Vec<(&'static str, String)> {
 pub fn cors_headers(origin: &str) -> Vec<(&'static str, String)> {
     vec![
         ("Access-Control-Allow-Origin", origin.to_owned()),
+        // README "Revisions and If-Match": a page must read the ETag to send it back.
+        ("Access-Control-Expose-Headers", "ETag".into()),
         ("Vary", "Origin".into()),
     ]
 }
@@ -158,7 +160,7 @@ pub fn valid_origin(origin: &str) -> bool {
         && !rest.contains(['/', '?', '#', '@', ' ', '*'])
 }
 
-/// api-decisions §6: exactly one Host naming the loopback, with or without a port.
+/// README, Who may talk to the service: exactly one Host naming the loopback, with or without a port.
 fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
     let host = match facts.hosts.as_slice() {
         [] if facts.http_1_0 => return Ok(()),
@@ -184,6 +186,16 @@ fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
     Err(ApiError::Forbidden(
         "the Host header must name localhost, 127.0.0.1 or [::1]".into(),
     ))
+}
+
+/// The credentials of an `Authorization: Bearer <token>` value. RFC 9110 §11.1: the scheme
+/// is case-insensitive (`bearer`, `BEARER` pass), followed by one or more spaces.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim().split_once(' ')?;
+    match scheme.eq_ignore_ascii_case("bearer") {
+        true => Some(credentials.trim()),
+        false => None,
+    }
 }
 
 /// Compares without an early exit, so the time taken does not tell how much matched.
@@ -323,6 +335,38 @@ mod tests {
         let mut health = facts(vec!["localhost"]);
         health.path = "/api/health";
         assert!(gate.check(&health).is_ok());
+    }
+
+    #[test]
+    fn bearer_scheme_is_accepted_in_any_case() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let gate = Gate::new(vec![], Some(Secret::from_string(token.into())));
+        for scheme in ["bearer", "BEARER", "BeArEr", "Bearer"] {
+            let value = format!("{scheme} {token}");
+            let mut request = facts(vec!["localhost"]);
+            request.authorizations = vec![&value];
+            assert!(gate.check(&request).is_ok(), "{scheme}");
+        }
+    }
+
+    #[test]
+    fn other_schemes_and_a_missing_separator_are_refused() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let gate = Gate::new(vec![], Some(Secret::from_string(token.into())));
+        for value in [
+            format!("Basic {token}"),
+            format!("Bearer{token}"),
+            format!("Bearerx {token}"),
+            token.to_string(),
+        ] {
+            let mut request = facts(vec!["localhost"]);
+            request.authorizations = vec![&value];
+            assert_eq!(
+                gate.check(&request).unwrap_err().code(),
+                "UNAUTHORIZED",
+                "{value}"
+            );
+        }
     }
 
     #[test]

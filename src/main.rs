@@ -11,9 +11,10 @@ mod error;
 #[cfg(test)]
 mod fuzz;
 mod gate;
+mod http;
+mod logger;
 mod model;
 mod router;
-mod server;
 mod sshkey;
 mod state;
 mod store;
@@ -24,7 +25,7 @@ use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
 use std::os::fd::AsFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::ExitCode;
@@ -35,16 +36,20 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
-use crate::config::{Command, Config, TokenSource, USAGE};
+use crate::config::{Command, Config, FeedOverrides, TokenSource, USAGE};
 use crate::gate::Gate;
-use crate::server::Event;
+use crate::http::{Limits, Shutdown};
 use crate::state::AppState;
 use crate::vault::{DataKey, Secret, Vault, MAX_PASSWORD_BYTES};
 
-/// api-decisions §6: a token from a file must have at least this many characters.
+/// README, Who may talk to the service: a token from a file must have at least this many
+/// characters, each one of `TOKEN_BYTES`.
 const MIN_TOKEN_CHARS: usize = 32;
 
-/// Mode of the data directory (api-decisions §1).
+/// The token alphabet: visible ASCII, `!` to `~` (HTTP's VCHAR without obs-text).
+const TOKEN_BYTES: std::ops::RangeInclusive<u8> = b'!'..=b'~';
+
+/// Mode of the data directory we create (README, Command line).
 const DATA_DIR_MODE: u32 = 0o700;
 
 /// How often the `--auto-lock` thread compares the idle time with the limit.
@@ -56,7 +61,7 @@ const LOCK_FILE: &str = "host-manager.lock";
 fn main() -> ExitCode {
     let env: HashMap<String, String> = std::env::vars().collect();
     let config = match Command::parse(std::env::args().skip(1), &env) {
-        Ok(Command::Run(config)) => config,
+        Ok(Command::Run(config)) => *config,
         Ok(Command::Help) => return write_stdout(USAGE),
         Ok(Command::Version) => {
             return write_stdout(&format!("host-manager {}\n", env!("CARGO_PKG_VERSION")))
@@ -66,15 +71,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut logger = env_logger::Builder::new();
-    logger
-        .filter_level(log::LevelFilter::Info)
-        .filter_module("tiny_http", log::LevelFilter::Off);
-    // RUST_LOG adds to the defaults; naming tiny_http in it brings that back.
-    if let Some(spec) = env.get("RUST_LOG") {
-        logger.parse_filters(spec);
-    }
-    logger.target(env_logger::Target::Stderr).init();
+    logger::init(env.get("RUST_LOG").map(String::as_str));
     match serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -89,11 +86,10 @@ fn serve(config: Config) -> Result<(), String> {
     let _lock = own_data_dir(&config.data_dir)?;
     let db =
         store::open(&config.data_dir).map_err(|err| format!("cannot open the database: {err}"))?;
+    keep_logs(&db, &config.feed_overrides)?;
     let schema = db.schema_version().map_err(|err| err.to_string())?;
     let listener = TcpListener::bind((config.bind, config.port))
         .map_err(|err| format!("cannot listen on {}:{}: {err}", config.bind, config.port))?;
-    let listener = server::tune_listener(listener)
-        .map_err(|err| format!("cannot set socket options: {err}"))?;
     let port = listener.local_addr().map_err(|err| err.to_string())?.port();
     // Before the --exit-with-parent watcher starts reading stdin: the line is ours.
     let password = match config.vault_password_stdin {
@@ -101,10 +97,10 @@ fn serve(config: Config) -> Result<(), String> {
         false => None,
     };
 
-    let (events_tx, events) = mpsc::channel();
-    watch_signals(events_tx.clone()).map_err(|err| format!("cannot watch signals: {err}"))?;
+    let (shutdown_tx, shutdown) = mpsc::channel();
+    watch_signals(shutdown_tx.clone()).map_err(|err| format!("cannot watch signals: {err}"))?;
     if config.exit_with_parent {
-        watch_parent(events_tx.clone()).map_err(|err| format!("cannot watch stdin: {err}"))?;
+        watch_parent(shutdown_tx).map_err(|err| format!("cannot watch stdin: {err}"))?;
     }
     log::info!(
         "listening on {}:{port}, data dir {}, schema version {schema}",
@@ -131,6 +127,7 @@ fn serve(config: Config) -> Result<(), String> {
     }
     let gate = Gate::new(config.allowed_origins.clone(), token);
     let auto_lock = config.auto_lock;
+    let limits = Limits::new(&config.http_overrides);
     let state = Arc::new(AppState::new(config, db, vault));
     if let Some(after) = auto_lock {
         watch_idle(Arc::downgrade(&state), after)
@@ -145,8 +142,11 @@ fn serve(config: Config) -> Result<(), String> {
     }
     drop(Secret::from_string(line));
     warm_host_list(&state);
-    server::run(state, gate, listener, events_tx, events)
+    // Connection threads may outlive `serve` holding the state; the database closes now.
+    let db_owner = Arc::clone(&state);
+    http::serve(state, gate, listener, limits, shutdown)
         .map_err(|err| format!("server failed: {err}"))?;
+    db_owner.db.close();
     log::info!("stopped");
     Ok(())
 }
@@ -168,8 +168,21 @@ fn warm_host_list(state: &Arc<AppState>) {
     }
 }
 
-/// The bearer token, when one is configured: the first line of `--token-file` (at least 32
-/// characters, api-decisions §6) or 32 random bytes as hex for `--generate-token`.
+/// Stores the change log's and the connection history's bounds (README, "Change feed"):
+/// the documented ones unless a test overrides them.
+fn keep_logs(db: &store::Db, overrides: &FeedOverrides) -> Result<(), String> {
+    let defaults = store::changes::Retention::default();
+    let retention = store::changes::Retention {
+        changes_kept: overrides.changes_kept.unwrap_or(defaults.changes_kept),
+        history_kept: overrides.history_kept.unwrap_or(defaults.history_kept),
+    };
+    db.write(|tx| store::changes::set_retention(tx, retention))
+        .map_err(|err| format!("cannot set the change log's bounds: {err}"))
+}
+
+/// The bearer token, when one is configured: the first line of `--token-file` (README,
+/// Who may talk to the service: at least 32 characters of visible ASCII, `!` to `~`, so no
+/// space, tab or control character) or 32 random bytes as hex for `--generate-token`.
 fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
     match source {
         TokenSource::None => Ok(None),
@@ -185,9 +198,10 @@ fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
                 .next()
                 .unwrap_or_default();
             let first_line = first_line.strip_suffix(b"\r").unwrap_or(first_line);
-            if first_line.len() < MIN_TOKEN_CHARS || std::str::from_utf8(first_line).is_err() {
+            if let Some(problem) = token_problem(first_line) {
                 return Err(format!(
-                    "--token-file {}: the first line must be a token of at least {MIN_TOKEN_CHARS} characters",
+                    "--token-file {}: {problem}; a token is at least {MIN_TOKEN_CHARS} visible \
+                     ASCII characters (! to ~, no spaces) on the file's first line",
                     path.display()
                 ));
             }
@@ -196,8 +210,33 @@ fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
     }
 }
 
+/// Why `line` cannot be a token that a client could send, or `None` when it can. A client
+/// sends the token after `Bearer ` in a header, where blanks around it are dropped and
+/// control characters are not allowed: a token with any of them could never match. The
+/// text says where the problem is, never what the token holds.
+fn token_problem(line: &[u8]) -> Option<String> {
+    if let Some(position) = line.iter().position(|byte| !TOKEN_BYTES.contains(byte)) {
+        let what = match line[position] {
+            b' ' | b'\t' => "a space or tab",
+            byte if byte.is_ascii_control() => "a control character",
+            _ => "a character that is not ASCII",
+        };
+        return Some(format!(
+            "the first line has {what} at character {}",
+            position + 1
+        ));
+    }
+    if line.len() < MIN_TOKEN_CHARS {
+        return Some(format!(
+            "the first line has {} characters, fewer than {MIN_TOKEN_CHARS}",
+            line.len()
+        ));
+    }
+    None
+}
+
 /// Loads the vault's data key, creating one on first start (no master password yet). With
-/// a master password set, the vault starts locked (api-decisions §2).
+/// a master password set, the vault starts locked (README, Vault).
 fn open_vault(db: &store::Db) -> Result<Vault, String> {
     let row = db
         .read(store::vault_meta::load)
@@ -262,7 +301,7 @@ fn read_password_line() -> Option<Secret> {
 }
 
 /// Unlocks `vault` with the password given on stdin. A wrong one does not stop the start:
-/// the vault stays locked and the app can still call unlock (api-decisions §2).
+/// the vault stays locked and the app can still call unlock (README, Vault).
 fn unlock_at_start(vault: &mut Vault, password: &Secret) {
     let Some(wrapped) = vault.wrapped_key().cloned() else {
         log::warn!("--vault-password-stdin: no master password is set; the line was ignored");
@@ -297,16 +336,10 @@ fn watch_idle(state: Weak<AppState>, after: Duration) -> io::Result<()> {
     Ok(())
 }
 
-/// Creates the data dir (mode 0700) and takes its lock file. A second service on the same
-/// dir fails here, before it touches the database.
+/// Makes sure the data dir is ours alone, then takes its lock file: a second service on
+/// the same dir fails here, before it touches the database.
 fn own_data_dir(dir: &Path) -> Result<File, String> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DATA_DIR_MODE)
-        .create(dir)
-        .map_err(|err| format!("cannot create data dir {}: {err}", dir.display()))?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(DATA_DIR_MODE))
-        .map_err(|err| format!("cannot set the mode of data dir {}: {err}", dir.display()))?;
+    prepare_data_dir(dir)?;
     let path = dir.join(LOCK_FILE);
     let file = OpenOptions::new()
         .create(true)
@@ -325,8 +358,74 @@ fn own_data_dir(dir: &Path) -> Result<File, String> {
     }
 }
 
-/// SIGTERM and SIGINT become `Event::Shutdown` through a self-pipe (no unsafe code).
-fn watch_signals(events: Sender<Event>) -> io::Result<()> {
+/// README, Command line: a missing data dir is created with mode 0700 (its missing parents
+/// too); an existing one is used only when it belongs to us, is not open to other users and
+/// lets us read, write and enter it. An existing directory's mode is never changed: it may
+/// be shared (`/tmp`) or read-only on purpose. A symlink to a directory is judged by its
+/// target.
+fn prepare_data_dir(dir: &Path) -> Result<(), String> {
+    if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(DATA_DIR_MODE)
+            .create(parent)
+            .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
+    }
+    match DirBuilder::new().mode(DATA_DIR_MODE).create(dir) {
+        // Ours: the umask may have narrowed the mode, and only the owner needs any.
+        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(DATA_DIR_MODE))
+            .map_err(|err| format!("cannot set the mode of data dir {}: {err}", dir.display())),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => check_existing_dir(dir),
+        Err(err) => Err(format!("cannot create data dir {}: {err}", dir.display())),
+    }
+}
+
+/// The refusals for a data dir that exists (see `prepare_data_dir`).
+fn check_existing_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    let metadata =
+        fs::metadata(dir).map_err(|err| format!("cannot read data dir {shown}: {err}"))?;
+    if !metadata.is_dir() {
+        return Err(format!("--data-dir {shown} exists and is not a directory"));
+    }
+    let me = effective_uid().map_err(|err| format!("cannot tell which user runs us: {err}"))?;
+    let mode = metadata.mode() & 0o7777;
+    let advice = "host-manager keeps secrets there and never changes the mode of a directory \
+                  it did not create: give --data-dir a path that does not exist yet (it is \
+                  created with mode 0700), or fix this one";
+    if metadata.uid() != me {
+        return Err(format!(
+            "data dir {shown} belongs to user id {}, not to the user running host-manager ({me}); \
+             {advice}",
+            metadata.uid()
+        ));
+    }
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "data dir {shown} is open to other users (mode {mode:04o}); {advice} \
+             (`chmod 700 {shown}`)"
+        ));
+    }
+    if mode & 0o700 != 0o700 {
+        return Err(format!(
+            "data dir {shown} is not readable, writable and searchable by its owner \
+             (mode {mode:04o}); {advice} (`chmod 700 {shown}`)"
+        ));
+    }
+    Ok(())
+}
+
+/// The user id files we create get (the effective one, on Linux the file-system one):
+/// the owner of a pipe we just made, which needs no unsafe call to `geteuid`.
+fn effective_uid() -> io::Result<u32> {
+    let (reader, _writer) = io::pipe()?;
+    Ok(File::from(std::os::fd::OwnedFd::from(reader))
+        .metadata()?
+        .uid())
+}
+
+/// SIGTERM and SIGINT become a `Shutdown` through a self-pipe (no unsafe code).
+fn watch_signals(shutdown: Sender<Shutdown>) -> io::Result<()> {
     let (mut read_end, write_end) = UnixStream::pair()?;
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::low_level::pipe::register(signal, write_end.try_clone()?)?;
@@ -336,7 +435,7 @@ fn watch_signals(events: Sender<Event>) -> io::Result<()> {
         .spawn(move || {
             let mut byte = [0u8; 1];
             if read_end.read(&mut byte).is_ok() {
-                let _ = events.send(Event::Shutdown("signal"));
+                let _ = shutdown.send(Shutdown("signal"));
             }
         })?;
     Ok(())
@@ -344,7 +443,7 @@ fn watch_signals(events: Sender<Event>) -> io::Result<()> {
 
 /// `--exit-with-parent`: the launching app holds our stdin; when it goes away (or closes
 /// stdin on purpose) the read hits end of file and the service shuts down.
-fn watch_parent(events: Sender<Event>) -> io::Result<()> {
+fn watch_parent(shutdown: Sender<Shutdown>) -> io::Result<()> {
     thread::Builder::new()
         .name("parent".into())
         .spawn(move || {
@@ -356,12 +455,12 @@ fn watch_parent(events: Sender<Event>) -> io::Result<()> {
                     Ok(_) => {}
                 }
             }
-            let _ = events.send(Event::Shutdown("stdin closed (--exit-with-parent)"));
+            let _ = shutdown.send(Shutdown("stdin closed (--exit-with-parent)"));
         })?;
     Ok(())
 }
 
-/// The one place that writes stdout (style §3.9): whole lines, flushed at once.
+/// The one place that writes stdout: whole lines, flushed at once.
 fn write_stdout(text: &str) -> ExitCode {
     let mut stdout = io::stdout().lock();
     match stdout

@@ -1,8 +1,8 @@
 //! Maps (method, path) to an endpoint, answers 404/405, and applies the vault gate once.
 //!
-//! The `resolve` match reads like the spec's summary table; it is the only route table:
+//! The `resolve` match reads like the API's summary table; it is the only route table:
 //! the `Allow` header of a 405 is derived from it, so the two cannot drift apart.
-//! Order of checks (api-decisions §2): routing first, then the vault gate.
+//! Order of checks (README, Vault): routing first, then the vault gate.
 
 use crate::api::{self, Method, Reply, Req};
 use crate::error::ApiError;
@@ -26,6 +26,7 @@ pub enum Endpoint<'a> {
     ToggleFavorite(&'a str),
     MoveHost(&'a str),
     ConnectHost(&'a str),
+    HostHistory(&'a str),
     ListGroups,
     CreateGroup,
     GetGroup(&'a str),
@@ -39,6 +40,16 @@ pub enum Endpoint<'a> {
     DeleteKey(&'a str),
     ImportSshConfig,
     ExportSshConfig,
+    ListKnownHosts,
+    GetKnownHost(&'a str),
+    DeleteKnownHost(&'a str),
+    VerifyHostKey,
+    AcceptHostKey,
+    ImportKnownHosts,
+    ExportKnownHosts,
+    ListAudit,
+    ListChanges,
+    ListHistory,
 }
 
 /// Every (method, path template) `resolve` matches, in the order of the `resolve` match;
@@ -62,6 +73,7 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Patch, "/api/hosts/{id}/favorite"),
     (Method::Put, "/api/hosts/{id}/move"),
     (Method::Post, "/api/hosts/{id}/connect"),
+    (Method::Get, "/api/hosts/{id}/history"),
     (Method::Get, "/api/groups"),
     (Method::Post, "/api/groups"),
     (Method::Get, "/api/groups/{id}"),
@@ -75,6 +87,16 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Delete, "/api/keys/{id}"),
     (Method::Post, "/api/import/ssh-config"),
     (Method::Get, "/api/export/ssh-config"),
+    (Method::Get, "/api/known-hosts"),
+    (Method::Get, "/api/known-hosts/{id}"),
+    (Method::Delete, "/api/known-hosts/{id}"),
+    (Method::Post, "/api/known-hosts/verify"),
+    (Method::Post, "/api/known-hosts/accept"),
+    (Method::Post, "/api/import/known-hosts"),
+    (Method::Get, "/api/export/known-hosts"),
+    (Method::Get, "/api/audit"),
+    (Method::Get, "/api/changes"),
+    (Method::Get, "/api/history"),
 ];
 
 /// The route table. `None` when this method is not defined for the path.
@@ -99,6 +121,7 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Patch, ["api", "hosts", id, "favorite"]) => ToggleFavorite(id),
         (Put, ["api", "hosts", id, "move"]) => MoveHost(id),
         (Post, ["api", "hosts", id, "connect"]) => ConnectHost(id),
+        (Get, ["api", "hosts", id, "history"]) => HostHistory(id),
 
         (Get, ["api", "groups"]) => ListGroups,
         (Post, ["api", "groups"]) => CreateGroup,
@@ -116,8 +139,25 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Post, ["api", "import", "ssh-config"]) => ImportSshConfig,
         (Get, ["api", "export", "ssh-config"]) => ExportSshConfig,
 
+        (Get, ["api", "known-hosts"]) => ListKnownHosts,
+        (Get, ["api", "known-hosts", id]) => GetKnownHost(id),
+        (Delete, ["api", "known-hosts", id]) => DeleteKnownHost(id),
+        (Post, ["api", "known-hosts", "verify"]) => VerifyHostKey,
+        (Post, ["api", "known-hosts", "accept"]) => AcceptHostKey,
+        (Post, ["api", "import", "known-hosts"]) => ImportKnownHosts,
+        (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
+        (Get, ["api", "audit"]) => ListAudit,
+
+        (Get, ["api", "changes"]) => ListChanges,
+        (Get, ["api", "history"]) => ListHistory,
+
         _ => return None,
     };
+    // `verify` and `accept` are actions on /api/known-hosts, never entry ids: a GET or
+    // DELETE of them is a 405 that allows POST, as the OpenAPI document says.
+    if let GetKnownHost("verify" | "accept") | DeleteKnownHost("verify" | "accept") = endpoint {
+        return None;
+    }
     Some(endpoint)
 }
 
@@ -127,10 +167,10 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(endpoint) = resolve(req.method, &segments) else {
         return Err(not_routed(&segments));
     };
-    if endpoint.counts_as_activity() {
-        state.touch();
-    }
-    // api-decisions §2: while locked, only these answer; everything else is 401.
+    // README "Vault" (`--auto-lock`): a request is activity from its start to its end, and
+    // counts itself before the vault's state is looked at (see `AppState::lock_if_idle`).
+    let _activity = endpoint.counts_as_activity().then(|| state.activity());
+    // README, Vault: while locked, only these answer; everything else is 401.
     if endpoint.needs_unlocked_vault() && state.vault_locked() {
         return Err(ApiError::VaultLocked);
     }
@@ -148,12 +188,12 @@ pub fn allowed_methods(path: &[&str]) -> Vec<&'static str> {
 
 impl Endpoint<'_> {
     /// Whether this request restarts the `--auto-lock` countdown. Polls of the service's
-    /// own status are not the user at work: an app that checks health every few seconds
-    /// must not keep the vault open forever.
+    /// own status are not the user at work: an app that checks health every few seconds,
+    /// or whose windows follow the change feed, must not keep the vault open forever.
     fn counts_as_activity(self) -> bool {
         !matches!(
             self,
-            Endpoint::Health | Endpoint::OpenApi | Endpoint::VaultStatus
+            Endpoint::Health | Endpoint::OpenApi | Endpoint::VaultStatus | Endpoint::ListChanges
         )
     }
 
@@ -170,7 +210,10 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{groups, health, hosts, keys, openapi, ssh_config, vault};
+    use api::{
+        audit, changes, groups, health, history, hosts, keys, known_hosts, openapi, ssh_config,
+        vault,
+    };
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),
@@ -186,26 +229,38 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         CreateHost => hosts::create(state, req),
         GetHost(id) => hosts::get(state, id),
         UpdateHost(id) => hosts::update(state, req, id),
-        DeleteHost(id) => hosts::delete(state, id),
-        ToggleFavorite(id) => hosts::toggle_favorite(state, id),
+        DeleteHost(id) => hosts::delete(state, req, id),
+        ToggleFavorite(id) => hosts::toggle_favorite(state, req, id),
         MoveHost(id) => hosts::move_to(state, req, id),
         ConnectHost(id) => hosts::connect(state, id),
+        HostHistory(id) => history::of_host(state, req, id),
 
         ListGroups => groups::list(state),
         CreateGroup => groups::create(state, req),
         GetGroup(id) => groups::get(state, id),
         UpdateGroup(id) => groups::update(state, req, id),
-        DeleteGroup(id) => groups::delete(state, id),
+        DeleteGroup(id) => groups::delete(state, req, id),
         MoveGroup(id) => groups::move_to(state, req, id),
 
         ListKeys => keys::list(state),
         CreateKey => keys::create(state, req),
         GetKey(id) => keys::get(state, id),
         UpdateKey(id) => keys::update(state, req, id),
-        DeleteKey(id) => keys::delete(state, id),
+        DeleteKey(id) => keys::delete(state, req, id),
 
         ImportSshConfig => ssh_config::import(state, req),
         ExportSshConfig => ssh_config::export(state, req),
+
+        ListKnownHosts => known_hosts::list(state, req),
+        GetKnownHost(id) => known_hosts::get(state, id),
+        DeleteKnownHost(id) => known_hosts::delete(state, id),
+        VerifyHostKey => known_hosts::verify(state, req),
+        AcceptHostKey => known_hosts::accept(state, req),
+        ImportKnownHosts => known_hosts::import(state, req),
+        ExportKnownHosts => known_hosts::export(state, req),
+        ListAudit => audit::list(state, req),
+        ListChanges => changes::list(state, req),
+        ListHistory => history::list(state, req),
     }
 }
 

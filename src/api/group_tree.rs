@@ -117,6 +117,7 @@ impl GroupTree {
             icon: group.icon.clone(),
             created_at: group.created_at.clone(),
             updated_at: group.updated_at.clone(),
+            revision: group.revision,
             host_count: 0,
             total_host_count: 0,
             children: Vec::new(),
@@ -211,6 +212,7 @@ impl GroupTree {
             icon: String::new(),
             created_at: String::new(),
             updated_at: String::new(),
+            revision: 0,
         });
         let mut shape = Vec::with_capacity(self.entries.len());
         self.flatten(tree::build(bare.collect(), &HashMap::new()), &mut shape);

@@ -3,16 +3,20 @@
 //! Every group response (create, get, update, move) has the same shape as an item of the
 //! tree: the stored fields plus `host_count`, `total_host_count` and the sorted `children`.
 //! Bodies are read as JSON objects so that validation, not serde, names the offending field;
-//! unknown fields are ignored.
+//! unknown fields are ignored. Writes to one group check its `If-Match` or body `revision`
+//! after the group is found and before anything moves (412, README "Revisions and
+//! If-Match"); single-group answers carry the revision as the `ETag`.
 
 use serde_json::{Map, Value};
 
 use crate::api::group_tree::GroupTree;
+use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::model::group::{parse_color, parse_icon, GroupName, GroupPatch, NewGroup};
+use crate::model::group::{parse_color, parse_icon, GroupName, GroupPatch, GroupView, NewGroup};
 use crate::state::AppState;
 use crate::store;
+use crate::store::changes::Revised;
 use crate::store::groups::Placement;
 
 /// `GET /api/groups`: the top-level groups with their subtrees and counts, rendered from
@@ -47,26 +51,32 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         }
         Ok(store::groups::view(tx, &id)?)
     })?;
-    Reply::json(201, &view)
+    group_reply(201, &view)
 }
 
-/// `GET /api/groups/:id` (extension, api-decisions §4).
+/// `GET /api/groups/:id` (extension, README, Groups).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let view = state.db.read(|conn| store::groups::view(conn, id))?;
-    Reply::json(200, &view)
+    group_reply(200, &view)
 }
 
 /// `PUT /api/groups/:id`: a partial update; a `parent_id` moves the group as `move` does.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
     let patch = group_patch(&body)?;
-    apply(state, id, &patch)
+    let precondition = Precondition::with_body(req, &body)?;
+    apply(state, id, &patch, &precondition)
 }
 
-/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (api-decisions §4).
-pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
+pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req)?;
     let now = store::now_timestamp();
-    state.db.write(|tx| store::groups::delete(tx, id, &now))?;
+    state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Group, id)?;
+        precondition.check(Revised::Group, current)?;
+        Ok::<_, ApiError>(store::groups::delete(tx, id, &now)?)
+    })?;
     Ok(Reply::no_content())
 }
 
@@ -84,16 +94,24 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         parent_id: Some(parent_field(parent)?),
         ..GroupPatch::default()
     };
-    apply(state, id, &patch)
+    let precondition = Precondition::with_body(req, &body)?;
+    apply(state, id, &patch, &precondition)
 }
 
-/// Writes `patch` and answers 200 with the group as it is now.
-fn apply(state: &AppState, id: &str, patch: &GroupPatch) -> Result<Reply, ApiError> {
+/// Writes `patch` when `precondition` holds and answers 200 with the group as it is now.
+fn apply(
+    state: &AppState,
+    id: &str,
+    patch: &GroupPatch,
+    precondition: &Precondition,
+) -> Result<Reply, ApiError> {
     let now = store::now_timestamp();
     let view = state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Group, id)?;
+        precondition.check(Revised::Group, current)?;
         match store::groups::update(tx, id, patch, &now)? {
             Placement::Placed => {}
-            // api-decisions §4: under itself or a descendant is INVALID_MOVE.
+            // README, Groups: under itself or a descendant is INVALID_MOVE.
             Placement::UnderItself => {
                 return Err(ApiError::InvalidMove(
                     "a group cannot move under itself or one of its descendants".into(),
@@ -108,7 +126,12 @@ fn apply(state: &AppState, id: &str, patch: &GroupPatch) -> Result<Reply, ApiErr
         }
         Ok(store::groups::view(tx, id)?)
     })?;
-    Reply::json(200, &view)
+    group_reply(200, &view)
+}
+
+/// A single group (with its subtree) as an answer, with its revision as the `ETag`.
+fn group_reply(status: u16, view: &GroupView) -> Result<Reply, ApiError> {
+    Ok(Reply::json(status, view)?.with_header("ETag", etag(view.revision)))
 }
 
 fn new_group(body: &Map<String, Value>) -> Result<NewGroup, ApiError> {
@@ -149,7 +172,7 @@ fn name_field(value: &Value) -> Result<GroupName, ApiError> {
     }
 }
 
-/// `null` and `""` mean the top level (api-decisions §4); any other string is a group id,
+/// `null` and `""` mean the top level (README, Groups); any other string is a group id,
 /// looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
 fn parent_field(value: &Value) -> Result<Option<String>, ApiError> {
     match value {

@@ -5,7 +5,8 @@
 //! before anything else looks at the body, sealed before the database transaction, and
 //! never returned; `connect` is the one reply that carries secrets, built in a buffer of its
 //! final size (no reallocation copies) and sent with `Cache-Control: no-store`. For routes
-//! with an id, an unknown host is answered before the body is judged (404 before 400).
+//! with an id, an unknown host is answered before the body is judged (404 before 400), and a
+//! stale `If-Match` or `revision` between the two (412, README "Revisions and If-Match").
 
 use std::io;
 
@@ -13,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
+use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{
@@ -23,10 +25,11 @@ use crate::model::interop::{self, ChainVerdict};
 use crate::model::validate::{self, Invalid};
 use crate::state::AppState;
 use crate::store;
+use crate::store::changes::Revised;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
-/// Spec: list of hosts `{ items, total, page, per_page }`.
+/// The API: list of hosts `{ items, total, page, per_page }`.
 #[derive(Serialize)]
 struct HostPage<'a> {
     items: Vec<HostView<'a>>,
@@ -35,14 +38,16 @@ struct HostPage<'a> {
     per_page: u64,
 }
 
-/// Spec: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
+/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`, plus the host's
+/// new `revision` (README, "Revisions and If-Match").
 #[derive(Serialize)]
 struct FavoriteView<'a> {
     id: &'a str,
     is_favorite: bool,
+    revision: i64,
 }
 
-/// api-decisions §3: `connect` answers `{ host, credentials }`.
+/// README, Hosts: `connect` answers `{ host, credentials }`.
 #[derive(Serialize)]
 struct ConnectView<'a> {
     host: HostView<'a>,
@@ -64,7 +69,7 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
-    /// Issue #11: the full route for `ssh -J`, each hop's own chain first; omitted when
+    /// The full route for `ssh -J`, each hop's own chain first; omitted when
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     proxy_jump: Option<&'a str>,
@@ -109,20 +114,22 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         judge_chain(store::interop::judge_chain(tx, None, &host.jump_host_ids)?)?;
         Ok::<_, ApiError>(store::hosts::insert(tx, &id, &host, sealed.as_deref())?)
     })?;
-    Reply::json(201, &host.view())
+    host_reply(201, &host)
 }
 
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let host = state.db.read(|conn| store::hosts::by_id(conn, id))?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
-/// Spec: every field optional (partial update). See `HostPatch::from_json` for `null`.
+/// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
+    let precondition = Precondition::with_body(req, &body);
     let checked = check_patch(state, &mut body, id);
     let host = state.db.write(|tx| {
         let current = store::hosts::by_id(tx, id)?;
+        precondition?.check(Revised::Host, current.revision)?;
         let (patch, sealed) = checked?;
         let change = patch.apply(&current).map_err(invalid)?;
         if patch.jump_host_ids.is_some() {
@@ -136,12 +143,15 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             sealed.as_deref(),
         )?)
     })?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
-/// Issue #11: a host still used as a jump host answers 409 `HOST_IN_USE`.
-pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+/// A host still used as a jump host answers 409 `HOST_IN_USE`.
+pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req);
     state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Host, id)?;
+        precondition?.check(Revised::Host, current)?;
         let users = store::interop::jump_users(tx, id)?;
         if users > 0 {
             return Err(ApiError::HostInUse(users));
@@ -151,38 +161,57 @@ pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Ok(Reply::no_content())
 }
 
-pub fn toggle_favorite(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let is_favorite = state.db.write(|tx| store::hosts::toggle_favorite(tx, id))?;
-    Reply::json(200, &FavoriteView { id, is_favorite })
+pub fn toggle_favorite(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req);
+    let (is_favorite, revision) = state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Host, id)?;
+        precondition?.check(Revised::Host, current)?;
+        let is_favorite = store::hosts::toggle_favorite(tx, id)?;
+        let revision = store::changes::revision(tx, Revised::Host, id)?;
+        Ok::<_, ApiError>((is_favorite, revision))
+    })?;
+    let view = FavoriteView {
+        id,
+        is_favorite,
+        revision,
+    };
+    Ok(Reply::json(200, &view)?.with_header("ETag", etag(revision)))
 }
 
-/// Spec: `{ group_id }`; api-decisions §3: absent, `null` or `""` means ungrouped.
+/// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
+    let precondition = Precondition::with_body(req, &body);
     let group_id = match body.get("group_id") {
         None => Ok(None),
         Some(value) => validate::optional_id("group_id", value).map_err(invalid),
     };
     let host = state.db.write(|tx| {
-        store::hosts::by_id(tx, id)?;
+        let current = store::hosts::by_id(tx, id)?;
+        precondition?.check(Revised::Host, current.revision)?;
         let group_id = group_id?;
         Ok::<_, ApiError>(store::hosts::move_to(tx, id, group_id.as_deref())?)
     })?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
-/// api-decisions §3 (extension): sets `last_used_at` and answers the decrypted
+/// README, Hosts (extension): sets `last_used_at` and answers the decrypted
 /// credentials. The only response with a secret; `Cache-Control: no-store`.
 pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let (sealed, proxy_jump) = state.db.read(|conn| {
+    let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
-        let proxy_jump = proxy_jump(&route);
-        Ok::<_, ApiError>((store::hosts::credentials(conn, &host)?, proxy_jump))
+        // README "Host keys (known_hosts)": no secret for a route with a changed or
+        // revoked host key pending.
+        crate::api::known_hosts::check_route(conn, &host, &route)?;
+        let proxy_jump = proxy_jump(&route)?;
+        let sealed = store::hosts::credentials(conn, &host)?;
+        Ok::<_, ApiError>((host, sealed, proxy_jump))
     })?;
     let credentials = open_credentials(state, id, &sealed)?;
-    // Set only once the secrets opened: a failed connect is not a use.
-    let host = state.db.write(|tx| store::hosts::touch_last_used(tx, id))?;
+    // Set only once the secrets opened: a failed connect is not a use. The history entry
+    // commits with it (README, "Connection history").
+    let host = record_use(state, host)?;
     let view = ConnectView {
         host: host.view(),
         credentials: CredentialsView {
@@ -193,7 +222,12 @@ pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
 }
 
-/// Issue #11: an unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
+/// A single host as an answer, with its revision as the `ETag`.
+fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
+    Ok(Reply::json(status, &host.view())?.with_header("ETag", etag(host.revision)))
+}
+
+/// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
 /// is 400 `INVALID_JUMP_CHAIN`.
 pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     match verdict {
@@ -208,16 +242,56 @@ pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     }
 }
 
-/// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
-fn proxy_jump(route: &[Host]) -> Option<String> {
-    if route.is_empty() {
-        return None;
+/// Sets `last_used_at`. README, Hosts: recording the use is not worth a refused session, so
+/// when the write fails (a full disk above all) the credentials still go out, with the host
+/// as it was read, and a warning goes to the log. A host deleted meanwhile is not found.
+fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
+    let touched = state.db.write(|tx| {
+        let touched = store::hosts::touch_last_used(tx, &host.id)?;
+        let connected_at = touched.last_used_at.as_deref().unwrap_or_default();
+        store::history::append(tx, &touched, connected_at)?;
+        Ok(touched)
+    });
+    match touched {
+        Ok(touched) => Ok(touched),
+        Err(store::StoreError::HostNotFound) => Err(ApiError::HostNotFound),
+        Err(err) => {
+            log::warn!(
+                "connect {}: handing out the credentials without recording the use: {err}",
+                host.id
+            );
+            Ok(host)
+        }
     }
-    let hops: Vec<String> = route
-        .iter()
-        .map(|hop| interop::jump_spec(&hop.username, &hop.hostname, hop.port))
-        .collect();
-    Some(hops.join(","))
+}
+
+/// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
+/// README, Hosts: each hop's parts are checked here too (rows stored before the username
+/// rule may break it), so one hop can never read as two: a username with `,` `@` `:` `/`,
+/// whitespace or shell syntax fails the connect instead.
+fn proxy_jump(route: &[Host]) -> Result<Option<String>, ApiError> {
+    if route.is_empty() {
+        return Ok(None);
+    }
+    let mut hops = Vec::with_capacity(route.len());
+    for hop in route {
+        if let Some(rule) = validate::username_problem(&hop.username) {
+            return Err(ApiError::InvalidJumpChain(format!(
+                "jump host {} has a username that ssh -J cannot take: it {rule}; change it \
+                 with PUT /api/hosts/{}",
+                hop.id, hop.id
+            )));
+        }
+        if validate::hostname_problem(&hop.hostname).is_some() {
+            return Err(ApiError::InvalidJumpChain(format!(
+                "jump host {} has a hostname that ssh -J cannot take; change it with \
+                 PUT /api/hosts/{}",
+                hop.id, hop.id
+            )));
+        }
+        hops.push(interop::jump_spec(&hop.username, &hop.hostname, hop.port));
+    }
+    Ok(Some(hops.join(",")))
 }
 
 /// A validation failure of a body field as the API's error.
@@ -226,7 +300,7 @@ fn invalid(err: Invalid) -> ApiError {
 }
 
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
-/// was. Spec: the password is a string, and the empty string is allowed.
+/// was. The API: the password is a string, and the empty string is allowed.
 fn take_password(
     body: &mut Map<String, Value>,
 ) -> Result<(PasswordField, Option<Secret>), ApiError> {

@@ -1,23 +1,28 @@
 //! `/api/vault` endpoints: status, unlock, lock, set or change the master password, remove it
-//! (api-decisions §2).
+//! (README, "Vault").
 //!
 //! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
 //! wrong password run with no lock held: read what is needed under the vault lock, release
 //! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
-//! one assignment. A password change holds the vault lock (then the db lock, in that order)
-//! across its one database write, so the row on disk and the state in memory change
-//! together. No password is ever logged, echoed or kept outside `Secret`.
+//! one assignment. A password check is never refused: each derivation waits its turn for
+//! one of `MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
+//! that place is given back, so guesses cannot keep the right password from being checked.
+//! A password change holds the vault lock (then the db lock, in that order) across its one
+//! database write, so the row on disk and the state in memory change together. No password
+//! is ever logged, echoed or kept outside `Secret`; passwords are decoded from the body's
+//! JSON text straight into one.
 
 use std::thread;
+use std::time::Instant;
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, MAX_DELAYED_ANSWERS};
 use crate::store;
+use crate::store::audit;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
 /// `GET /api/vault` and the answer of the password endpoints.
@@ -35,20 +40,26 @@ struct LockView {
     vault_locked: bool,
 }
 
+/// Password fields stay JSON text in the body until `password_field` decodes them into a
+/// `Secret` (absent and `null` are `None`).
 #[derive(Deserialize, Default)]
-struct UnlockInput {
-    password: Option<Value>,
+struct UnlockInput<'a> {
+    #[serde(borrow)]
+    password: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct SetPasswordInput {
-    current_password: Option<Value>,
-    new_password: Option<Value>,
+struct SetPasswordInput<'a> {
+    #[serde(borrow)]
+    current_password: Option<&'a RawValue>,
+    #[serde(borrow)]
+    new_password: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct RemovePasswordInput {
-    current_password: Option<Value>,
+struct RemovePasswordInput<'a> {
+    #[serde(borrow)]
+    current_password: Option<&'a RawValue>,
 }
 
 /// `GET /api/vault`: answered while locked too.
@@ -70,16 +81,12 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
-    let _slot = check_slot(state)?;
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
-    let key = check_password(state, &wrapped, &password)?;
+    let key = check_password(state, &wrapped, &password, audit::VAULT_UNLOCK_FAILED)?;
     // Fails when the password changed while it was checked: it is no longer the password.
-    let outcome = state.vault().unlock(&wrapped, key);
-    outcome?;
-    // The check may have taken seconds; the auto-lock countdown starts from the unlock.
-    state.touch();
+    state.unlock_vault(&wrapped, key)?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -92,8 +99,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `POST /api/vault/lock`: 200 `{vault_locked: true}` (also when already locked), 409
 /// `VAULT_NO_PASSWORD` when there would be no way back in.
 pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
-    let outcome = state.vault().lock();
-    outcome?;
+    state.lock_vault()?;
     log::info!("vault locked");
     Reply::json(200, &LockView { vault_locked: true })
 }
@@ -105,20 +111,33 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: SetPasswordInput = body(req)?;
     let new_password = new_password_field(input.new_password)?;
     let current_password = password_field(input.current_password, "current_password")?;
-    let _slot = check_slot(state)?;
     let expected = current_wrapped_key(state);
     if let Some(wrapped) = &expected {
         let current_password = required(current_password, "current_password")?;
-        check_password(state, wrapped, &current_password)?;
+        check_password(
+            state,
+            wrapped,
+            &current_password,
+            audit::VAULT_PASSWORD_CHECK_FAILED,
+        )?;
     }
-    let new = NewPassword::derive(new_password.expose());
+    let new = {
+        let _turn = state.password_derivations.take();
+        NewPassword::derive(new_password.expose())
+    };
     {
         let mut vault = state.vault();
         if !vault.password_is(expected.as_ref()) {
             return Err(changed_meanwhile());
         }
-        // style §1.3: vault, then db. Held across the write so that disk and memory agree.
-        vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
+        // Lock order: vault, then db. Held across the write so that disk and memory agree.
+        let event = match expected {
+            None => audit::VAULT_PASSWORD_SET,
+            Some(_) => audit::VAULT_PASSWORD_CHANGED,
+        };
+        vault.set_password(&new, |header, data_key| {
+            persist(state, header, data_key, event)
+        })?;
     }
     forget_replaced_rows(state);
     match expected {
@@ -136,17 +155,23 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         password_field(input.current_password, "current_password")?,
         "current_password",
     )?;
-    let _slot = check_slot(state)?;
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
-    check_password(state, &wrapped, &current_password)?;
+    check_password(
+        state,
+        &wrapped,
+        &current_password,
+        audit::VAULT_PASSWORD_CHECK_FAILED,
+    )?;
     {
         let mut vault = state.vault();
         if !vault.password_is(Some(&wrapped)) {
             return Err(changed_meanwhile());
         }
-        vault.remove_password(|header, data_key| persist(state, header, data_key))?;
+        vault.remove_password(|header, data_key| {
+            persist(state, header, data_key, audit::VAULT_PASSWORD_REMOVED)
+        })?;
     }
     forget_replaced_rows(state);
     log::info!("master password removed");
@@ -154,20 +179,23 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 }
 
 /// The JSON body; no body at all reads as `{}`, so validation names the missing field.
-fn body<T: DeserializeOwned + Default>(req: &Req) -> Result<T, ApiError> {
+fn body<'a, T: Deserialize<'a> + Default>(req: &'a Req) -> Result<T, ApiError> {
     if req.body_is_empty() {
         return Ok(T::default());
     }
     req.json()
 }
 
-/// A password field: absent or `null` is `None`; a string moves into a `Secret` without a
-/// copy; any other JSON type is a validation error (which never quotes the value).
-fn password_field(value: Option<Value>, field: &str) -> Result<Option<Secret>, ApiError> {
+/// A password field: absent or `null` is `None`; a string is decoded from its JSON text
+/// straight into a `Secret` (no copy in serde_json's scratch buffer); any other JSON type is
+/// a validation error (which never quotes the value).
+fn password_field(value: Option<&RawValue>, field: &str) -> Result<Option<Secret>, ApiError> {
     match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation(field, "must be a string")),
+        None => Ok(None),
+        Some(raw) => match Secret::from_json_string(raw.get()) {
+            Some(secret) => Ok(Some(secret)),
+            None => Err(ApiError::validation(field, "must be a string")),
+        },
     }
 }
 
@@ -175,9 +203,9 @@ fn required(password: Option<Secret>, field: &str) -> Result<Secret, ApiError> {
     password.ok_or_else(|| ApiError::validation(field, "is required"))
 }
 
-/// api-decisions §2 (bounds chosen here): a new master password is 1 to
+/// README "Vault": a new master password is 1 to
 /// `MAX_PASSWORD_BYTES` bytes of UTF-8.
-fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
+fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     let password = required(password_field(value, "new_password")?, "new_password")?;
     if password.is_empty() {
         return Err(ApiError::validation("new_password", "must not be empty"));
@@ -191,39 +219,76 @@ fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
     Ok(password)
 }
 
-/// One of the few concurrent password-check slots, or 503 `BUSY` when all are taken.
-fn check_slot(state: &AppState) -> Result<crate::vault::throttle::CheckSlot<'_>, ApiError> {
-    state.password_checks.begin().ok_or(ApiError::Busy)
-}
-
 /// The wrapped key a password is checked against, copied out so that the vault lock is
 /// released before PBKDF2 runs. `None` when no master password is set.
 fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
     state.vault().wrapped_key().cloned()
 }
 
-/// Checks `password` against `wrapped` (PBKDF2, no lock held). A wrong password waits the
-/// throttle's delay before its 401, still holding no lock: other requests go on.
+/// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations (waited
+/// for, never refused), holding no lock. A wrong password's answer then waits until its
+/// delay has passed since the check began, after the derivation's place is given back: the
+/// wait for a turn counts towards the delay, so a guess takes the delay or its turn,
+/// whichever is longer, never both. A wrong one is audited as `failed_event`.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
+    failed_event: &str,
 ) -> Result<DataKey, ApiError> {
-    match wrapped.open(password.expose()) {
+    let began = Instant::now();
+    let opened = {
+        let _turn = state.password_derivations.take();
+        wrapped.open(password.expose())
+    };
+    match opened {
         Ok(key) => {
-            state.password_checks.succeeded();
+            state.password_failures.succeeded();
             Ok(key)
         }
-        Err(_) => {
-            // api-decisions §2: repeated wrong passwords are slowed down, never locked out.
-            let delay = state.password_checks.failed();
+        Err(_) => Err(wrong_password(state, began, failed_event)),
+    }
+}
+
+/// Counts a wrong password and serves what is left of its delay (README "Vault"): repeated
+/// wrong passwords are slowed down, never locked out. At most `MAX_DELAYED_ANSWERS` answers
+/// wait at once; a wrong answer beyond them goes out at once. Only guesses sent in parallel
+/// get there, and those learn nothing sooner from it: a right guess among them would have
+/// unlocked the vault the moment its derivation ended, so they are paced by the
+/// one-at-a-time derivation whatever their answers wait. This keeps a flood of guesses from
+/// putting every worker to sleep.
+fn wrong_password(state: &AppState, began: Instant, failed_event: &str) -> ApiError {
+    let (delay, failures) = state.password_failures.failed();
+    audit_failure(state, failed_event, failures);
+    let left = delay.saturating_sub(began.elapsed());
+    match state.delayed_answers.try_take() {
+        Some(_place) => {
             log::warn!(
-                "wrong master password; answering in {} ms",
+                "wrong master password; answering {} ms after the check began",
                 delay.as_millis()
             );
-            thread::sleep(delay);
-            Err(ApiError::InvalidPassword)
+            thread::sleep(left);
         }
+        None => log::warn!(
+            "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
+        ),
+    }
+    ApiError::InvalidPassword
+}
+
+/// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
+/// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot push
+/// the rest of the log out, and the entry says how long the streak has grown.
+fn audit_failure(state: &AppState, event: &str, failures: u32) {
+    if !failures.is_power_of_two() {
+        return;
+    }
+    let detail = serde_json::json!({ "consecutive_failures": failures });
+    if let Err(err) = state
+        .db
+        .write(|tx| audit::append(tx, event, "vault", &detail))
+    {
+        log::error!("cannot audit a wrong master password: {err}");
     }
 }
 
@@ -234,11 +299,19 @@ fn changed_meanwhile() -> ApiError {
     ApiError::Busy
 }
 
-/// Writes the vault row (header and data key) in one statement, in one transaction.
-fn persist(state: &AppState, header: Option<&[u8]>, data_key: &[u8]) -> Result<(), ApiError> {
-    Ok(state
-        .db
-        .write(|tx| store::vault_meta::save(tx, header, data_key))?)
+/// Writes the vault row (header and data key) in one statement, in one transaction, with
+/// its change log entry and its audit `event` (README, "Change feed" and "Audit log").
+fn persist(
+    state: &AppState,
+    header: Option<&[u8]>,
+    data_key: &[u8],
+    event: &str,
+) -> Result<(), ApiError> {
+    Ok(state.db.write(|tx| {
+        store::vault_meta::save(tx, header, data_key)?;
+        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)?;
+        audit::append(tx, event, "vault", &serde_json::json!({}))
+    })?)
 }
 
 /// After the vault row changed, moves the WAL into the database file and empties it, so the

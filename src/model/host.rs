@@ -1,5 +1,5 @@
 //! Hosts as stored, as answered, as requested (create, partial update), and the
-//! rules that turn a request body into a checked value (api-decisions §3).
+//! rules that turn a request body into a checked value (README, Hosts).
 //!
 //! Invariants: no I/O; no secret value ever lives here: the api layer takes `auth.password`
 //! out of the body into a `Secret` first and passes only what kind of value it was
@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::model::interop;
-use crate::model::validate::{self, Invalid, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
+use crate::model::validate::{self, Invalid, MAX_NAME_CHARS};
 
 /// How a host authenticates (spec: Host auth).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,13 +39,15 @@ pub struct Host {
     pub created_at: String,
     pub updated_at: String,
     pub last_used_at: Option<String>,
-    /// Issue #11: the ProxyJump chain, hop ids in order.
+    /// The ProxyJump chain, hop ids in order.
     pub jump_host_ids: Vec<String>,
-    /// Issue #11: extra ssh_config directives, verbatim, in order.
+    /// Extra ssh_config directives, verbatim, in order.
     pub ssh_options: Vec<String>,
+    /// Bumped by every edit (README, "Revisions and If-Match"); not by `connect`.
+    pub revision: i64,
 }
 
-/// The Host object of the spec, as every endpoint answers it (api-decisions §3): every
+/// The Host object of the API, as every endpoint answers it (README, Hosts): every
 /// field present, `group_id` omitted when ungrouped, `last_used_at` null until first use.
 #[derive(Serialize)]
 pub struct HostView<'a> {
@@ -65,10 +67,11 @@ pub struct HostView<'a> {
     pub created_at: &'a str,
     pub updated_at: &'a str,
     pub last_used_at: Option<&'a str>,
-    /// Issue #11 (extension): always present, `[]` when none.
+    /// Extension: always present, `[]` when none.
     pub jump_host_ids: &'a [String],
-    /// Issue #11 (extension): always present, `[]` when none.
+    /// Extension: always present, `[]` when none.
     pub ssh_options: &'a [String],
+    pub revision: i64,
 }
 
 /// `auth` in responses: `{type, key_id (type key only), has_password}`; never the password.
@@ -232,6 +235,7 @@ impl Host {
             last_used_at: self.last_used_at.as_deref(),
             jump_host_ids: &self.jump_host_ids,
             ssh_options: &self.ssh_options,
+            revision: self.revision,
         }
     }
 }
@@ -246,8 +250,7 @@ impl NewHost {
         let name = validate::trimmed_text("name", required(body, "name")?, MAX_NAME_CHARS)?;
         let hostname = validate::hostname(required(body, "hostname")?)?;
         let port = validate::port(required(body, "port")?)?;
-        let username =
-            validate::trimmed_text("username", required(body, "username")?, MAX_USERNAME_CHARS)?;
+        let username = validate::username(required(body, "username")?)?;
         let auth = auth_patch(required(body, "auth")?, password)?;
         if auth.auth_type.is_none() {
             return Err(Invalid::new("auth.type", "is required"));
@@ -289,9 +292,7 @@ impl HostPatch {
             })?,
             hostname: present(body, "hostname", validate::hostname)?,
             port: present(body, "port", validate::port)?,
-            username: present(body, "username", |v| {
-                validate::trimmed_text("username", v, MAX_USERNAME_CHARS)
-            })?,
+            username: present(body, "username", validate::username)?,
             auth: present(body, "auth", |v| auth_patch(v, password))?,
             group_id: present(body, "group_id", |v| validate::optional_id("group_id", v))?,
             tags: present(body, "tags", |v| match v {
@@ -376,6 +377,7 @@ impl HostPatch {
                 .ssh_options
                 .clone()
                 .unwrap_or_else(|| current.ssh_options.clone()),
+            revision: current.revision,
         };
         Ok(HostChange {
             name_key: name_key(&host.name),
@@ -389,7 +391,7 @@ impl HostPatch {
 /// The auth a host ends up with, from the request's `auth` and the host's current auth
 /// (`None` on create).
 ///
-/// api-decisions §3: type `key` requires `key_id`. Decisions of this service: a non-empty
+/// README, Hosts: type `key` requires `key_id`. Decisions of this service: a non-empty
 /// `key_id` with another type, or a non-empty `password` with a type other than `password`,
 /// is refused rather than silently dropped; switching away from `password` drops the stored
 /// password, and switching away from `key` drops `key_id`; an update that leaves the type

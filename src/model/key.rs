@@ -10,15 +10,15 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-/// api-decisions §5 (and §3 for names): a key name is 1-100 characters after trimming.
+/// README, Keys (and Hosts for names): a key name is 1-100 characters after trimming.
 pub const NAME_MAX_CHARS: usize = 100;
 
 /// A comment ends up on an `authorized_keys` line: one line, short enough to read.
 pub const COMMENT_MAX_CHARS: usize = 255;
 
-/// api-decisions §5: RSA sizes, the default first.
+/// README, Keys: RSA sizes, the default first.
 pub const RSA_BITS: [usize; 3] = [3072, 2048, 4096];
-/// api-decisions §5: ECDSA sizes (curves), the default first.
+/// README, Keys: ECDSA sizes (curves), the default first.
 pub const ECDSA_BITS: [usize; 3] = [256, 384, 521];
 
 /// One stored key row, without its sealed secrets.
@@ -35,6 +35,8 @@ pub struct Key {
     pub has_passphrase: bool,
     pub created_at: String,
     pub updated_at: String,
+    /// Bumped by every edit (README, "Revisions and If-Match").
+    pub revision: i64,
 }
 
 /// The Key object of every response. Has no field that could hold a secret.
@@ -52,6 +54,7 @@ pub struct KeyView {
     pub comment: String,
     pub created_at: String,
     pub updated_at: String,
+    pub revision: i64,
 }
 
 /// A validated name: trimmed, 1-100 characters, with its case-insensitive key.
@@ -104,12 +107,13 @@ impl Key {
             comment: self.comment.clone(),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
+            revision: self.revision,
         }
     }
 }
 
 impl KeyName {
-    /// api-decisions §5: `name` is required, a string of 1-100 characters once trimmed.
+    /// README, Keys: `name` is required, a string of 1-100 characters once trimmed.
     pub fn parse(value: Option<&Value>) -> Result<KeyName, Invalid> {
         let rule = || {
             format!(
@@ -127,7 +131,8 @@ impl KeyName {
         }
         Ok(KeyName {
             text: trimmed.to_owned(),
-            // Names compare case-insensitively through Rust's full Unicode lowercase.
+            // The sort key; uniqueness compares the caseless match key of the name
+            // (model::fold, computed by store::keys), which also equates Straße and STRASSE.
             key: trimmed.to_lowercase(),
         })
     }
@@ -136,14 +141,15 @@ impl KeyName {
         &self.text
     }
 
-    /// What uniqueness and sorting compare (`keys.name_key`).
+    /// What keys are sorted by (`keys.name_key`). Uniqueness compares `model::fold::key` of
+    /// the name, which store::keys derives from this or from the name alike.
     pub fn key(&self) -> &str {
         &self.key
     }
 }
 
 impl KeySpec {
-    /// Reads `type` (`ed25519`, `ecdsa` or `rsa`) and `bits` (api-decisions §5: rsa 2048,
+    /// Reads `type` (`ed25519`, `ecdsa` or `rsa`) and `bits` (README, Keys: rsa 2048,
     /// 3072 default, 4096; ecdsa 256 default, 384, 521; ed25519 none). `bits: null` is the
     /// same as no `bits`.
     pub fn parse(key_type: &Value, bits: Option<&Value>) -> Result<KeySpec, Invalid> {

@@ -3,11 +3,14 @@
 //! Invariants: never touches the database, the network, the clock or the vault; never holds
 //! a secret value (the api layer keeps those in `vault::Secret`).
 
+pub mod fold;
 pub mod group;
 pub mod host;
 pub mod host_query;
 pub mod interop;
 pub mod key;
+pub mod known_hosts;
 pub mod ssh_config;
 pub mod tree;
+pub mod unicode_tables;
 pub mod validate;

@@ -17,6 +17,11 @@ pub const NAME_COMMENT: &str = "# host-manager name: ";
 /// `connect` answers to `~/.ssh/host-manager/<key_id>` (mode 0600).
 pub const IDENTITY_DIR: &str = "~/.ssh/host-manager/";
 
+/// Where the export points `UserKnownHostsFile` (README "Host keys (known_hosts)"): the
+/// desktop app writes `GET /api/export/known-hosts` there, so `ssh` trusts exactly the keys
+/// the service trusts. An import drops this very directive (the export wrote it).
+pub const KNOWN_HOSTS_FILE: &str = "~/.ssh/host-manager/known_hosts";
+
 /// Default port of ssh_config(5).
 pub const DEFAULT_PORT: u16 = 22;
 
@@ -223,7 +228,8 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
 pub fn render(hosts: &[ExportHost]) -> String {
     let mut out = String::from(
         "# Exported by host-manager. IdentityFile points where the desktop app writes the\n\
-         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600).\n",
+         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600), and\n\
+         # UserKnownHostsFile where it writes the known-hosts export.\n",
     );
     for host in hosts {
         out.push('\n');
@@ -237,6 +243,7 @@ pub fn render(hosts: &[ExportHost]) -> String {
         if let Some(key_id) = &host.key_id {
             out.push_str(&format!("    IdentityFile {IDENTITY_DIR}{key_id}\n"));
         }
+        out.push_str(&format!("    UserKnownHostsFile {KNOWN_HOSTS_FILE}\n"));
         if !host.proxy_jump.is_empty() {
             out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
         }
@@ -400,6 +407,7 @@ fn host_block(
                 }
             }
             "identityfile" => block.identity_files.push((value, directive.raw.clone())),
+            "userknownhostsfile" if directive.args == [KNOWN_HOSTS_FILE] => {}
             _ => block.options.push(directive.raw.clone()),
         }
     }
@@ -486,6 +494,18 @@ mod tests {
         assert_eq!(block.options, vec!["ServerAliveInterval 30"]);
         assert_eq!(block.identity_files[0].0, "~/.ssh/id_ed25519");
         assert_eq!(block.proxy_jump, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn the_exported_user_known_hosts_file_is_dropped_and_any_other_is_kept() {
+        let text = "Host a\n  UserKnownHostsFile ~/.ssh/host-manager/known_hosts\n\
+                    Host b\n  UserKnownHostsFile ~/.ssh/other_hosts\n";
+        let blocks = hosts(text);
+        assert_eq!(blocks[0].options, Vec::<String>::new());
+        assert_eq!(
+            blocks[1].options,
+            vec!["UserKnownHostsFile ~/.ssh/other_hosts"]
+        );
     }
 
     #[test]

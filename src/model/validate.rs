@@ -9,18 +9,26 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-/// api-decisions §3 and the spec's Limits table: name and username 1-100 characters.
+/// README, Hosts and its limits: name and username 1-100 characters.
 pub const MAX_NAME_CHARS: usize = 100;
 pub const MAX_USERNAME_CHARS: usize = 100;
 /// RFC 1123 / RFC 1035: at most 253 characters (without the optional trailing dot) and
 /// labels of 1-63 characters.
 pub const MAX_HOSTNAME_CHARS: usize = 253;
 pub const MAX_LABEL_CHARS: usize = 63;
-/// api-decisions §3: each tag 1-64 characters, at most 64 tags.
+/// README, Hosts: each tag 1-64 characters, at most 64 tags.
 pub const MAX_TAG_CHARS: usize = 64;
 pub const MAX_TAGS: usize = 64;
-/// api-decisions §3: notes at most 10,000 characters.
+/// README, Hosts: notes at most 10,000 characters.
 pub const MAX_NOTES_CHARS: usize = 10_000;
+
+/// Characters a username may not hold (README, Hosts): OpenSSH's own refusals (ssh.c's
+/// `valid_ruser`: the shell's quoting and control characters, since a jump host's user goes
+/// into a command line) and the separators of `ssh -J user@host:port,next` and of
+/// `ssh://` addresses, so a username can never add a hop or a host.
+pub const USERNAME_REFUSED: &[char] = &[
+    '\'', '`', '"', ';', '&', '<', '>', '|', '(', ')', '{', '}', '@', ',', ':', '/',
+];
 
 /// A broken rule: which field, and what the rule is. Carries no input value.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,7 +70,43 @@ pub fn trimmed_text(field: &str, value: &Value, max: usize) -> Result<String, In
     Ok(trimmed.to_owned())
 }
 
-/// api-decisions §3: port is a JSON integer 1-65535; strings ("22") and numbers written
+/// README, Hosts: a username is 1-100 characters after trimming, of what OpenSSH
+/// accepts as a remote user and what keeps `proxy_jump` one hop per host (see
+/// `username_problem`).
+pub fn username(value: &Value) -> Result<String, Invalid> {
+    let text = trimmed_text("username", value, MAX_USERNAME_CHARS)?;
+    match username_problem(&text) {
+        None => Ok(text),
+        Some(rule) => Err(Invalid::new("username", rule)),
+    }
+}
+
+/// Why `text` cannot be a username, or `None` when it can: no leading `-` (ssh would read an
+/// option), no control character (a newline, NUL, ...), no whitespace, none of
+/// `USERNAME_REFUSED`, no trailing backslash (OpenSSH refuses it).
+pub fn username_problem(text: &str) -> Option<&'static str> {
+    if text.starts_with('-') {
+        return Some("must not start with '-' (ssh would read it as an option)");
+    }
+    if text.chars().any(char::is_control) {
+        return Some("must not contain control characters (newline, tab, NUL, ...)");
+    }
+    if text.chars().any(char::is_whitespace) {
+        return Some("must not contain spaces or other whitespace");
+    }
+    if text.contains(USERNAME_REFUSED) {
+        return Some(
+            "must not contain any of @ , : / ' ` \" ; & < > | ( ) { } (ssh -J and the shell \
+             read them as separators or syntax)",
+        );
+    }
+    if text.ends_with('\\') {
+        return Some("must not end with a backslash");
+    }
+    None
+}
+
+/// README, Hosts: port is a JSON integer 1-65535; strings ("22") and numbers written
 /// with a fraction or exponent (22.5, 22.0, 2.2e1) are refused.
 pub fn port(value: &Value) -> Result<u16, Invalid> {
     let rule = "must be a JSON integer from 1 to 65535";
@@ -76,7 +120,7 @@ pub fn port(value: &Value) -> Result<u16, Invalid> {
     }
 }
 
-/// api-decisions §3: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
+/// README, Hosts: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
 /// Returns the text unchanged (case kept).
 pub fn hostname(value: &Value) -> Result<String, Invalid> {
     let Value::String(text) = value else {
@@ -140,7 +184,7 @@ pub fn hostname_problem(text: &str) -> Option<&'static str> {
     None
 }
 
-/// api-decisions §3: `#RRGGBB` (hex digits in either case), or `""` for no colour.
+/// README, Hosts: `#RRGGBB` (hex digits in either case), or `""` for no colour.
 pub fn color(value: &Value) -> Result<String, Invalid> {
     let rule = "must be \"\" or a colour of the form #RRGGBB";
     let Value::String(text) = value else {
@@ -155,7 +199,7 @@ pub fn color(value: &Value) -> Result<String, Invalid> {
     Err(Invalid::new("color", rule))
 }
 
-/// api-decisions §3: an array of strings, each 1-64 characters after trimming; repeats
+/// README, Hosts: an array of strings, each 1-64 characters after trimming; repeats
 /// (after trimming, compared exactly) are dropped keeping the first; at most 64 distinct tags.
 pub fn tags(value: &Value) -> Result<Vec<String>, Invalid> {
     let Value::Array(items) = value else {
@@ -175,7 +219,7 @@ pub fn tags(value: &Value) -> Result<Vec<String>, Invalid> {
     Ok(tags)
 }
 
-/// api-decisions §3: free text of at most 10,000 characters, kept as given.
+/// README, Hosts: free text of at most 10,000 characters, kept as given.
 pub fn notes(value: &Value) -> Result<String, Invalid> {
     match value {
         Value::String(text) if text.chars().count() <= MAX_NOTES_CHARS => Ok(text.clone()),
@@ -186,7 +230,7 @@ pub fn notes(value: &Value) -> Result<String, Invalid> {
     }
 }
 
-/// api-decisions §3: `order` is a JSON integer that fits 64 bits (no fraction or exponent).
+/// README, Hosts: `order` is a JSON integer that fits 64 bits (no fraction or exponent).
 pub fn order(value: &Value) -> Result<i64, Invalid> {
     match value {
         Value::Number(number) => number.as_i64(),
@@ -226,7 +270,7 @@ mod tests {
 
     use crate::model::validate::{
         color, hostname, hostname_problem, notes, optional_id, order, port, tags, trimmed_text,
-        Invalid,
+        username, username_problem, Invalid,
     };
 
     fn label(len: usize) -> String {
@@ -288,6 +332,78 @@ mod tests {
         for value in [json!(null), json!(5), json!(["a"]), json!({"a": 1})] {
             assert!(trimmed_text("name", &value, 100).is_err(), "{value}");
         }
+    }
+
+    #[test]
+    fn usernames_openssh_accepts_are_accepted() {
+        for text in [
+            "root",
+            "deploy-user",
+            "j.doe_2",
+            "DOMAIN\\admin",
+            "machine$",
+            "élodie",
+            "a",
+            "user-",
+            "%u",
+        ] {
+            assert_eq!(username_problem(text), None, "{text:?}");
+        }
+        assert_eq!(username(&json!(" root ")).unwrap(), "root");
+        assert_eq!(username(&json!("u".repeat(100))).unwrap(), "u".repeat(100));
+    }
+
+    #[test]
+    fn username_that_could_add_a_hop_is_rejected() {
+        for text in [
+            "ops@127.0.0.1:1,ops",
+            "ops,root",
+            "ops@bastion",
+            "ops:22",
+            "ssh://x",
+        ] {
+            assert!(username_problem(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn username_with_control_characters_or_whitespace_is_rejected() {
+        for text in [
+            "ops\nroot",
+            "ops\0",
+            "o\tps",
+            "john doe",
+            "ops\u{7f}",
+            "a\u{85}b",
+            "a\u{a0}b",
+        ] {
+            assert!(username_problem(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn username_with_a_leading_hyphen_is_rejected_and_an_inner_one_accepted() {
+        assert!(username_problem("-oProxyCommand=x").is_some());
+        assert!(username_problem("-").is_some());
+        assert_eq!(username_problem("a-b"), None);
+    }
+
+    #[test]
+    fn username_with_shell_syntax_or_a_trailing_backslash_is_rejected() {
+        for text in [
+            "a'b", "a`b", "a\"b", "a;b", "a&b", "a<b", "a>b", "a|b", "a(b", "a)b", "a{b", "a}b",
+            "admin\\",
+        ] {
+            assert!(username_problem(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn username_of_101_chars_is_rejected() {
+        assert_eq!(
+            username(&json!("u".repeat(101))).unwrap_err().field,
+            "username"
+        );
     }
 
     #[test]

@@ -198,6 +198,9 @@ struct HostValues<'a> {
     favorite: bool,
 }
 
+/// A host of a page: its `seq` and its tags, in their stored order.
+pub type PageHost = (i64, Vec<String>);
+
 impl ListIndex {
     /// The `seq`s of `query`'s page, in order, each with its tags, and how many hosts
     /// match the query's filters.
@@ -205,7 +208,7 @@ impl ListIndex {
         &mut self,
         conn: &Connection,
         query: &HostQuery,
-    ) -> Result<(Vec<(i64, Vec<String>)>, u64), StoreError> {
+    ) -> Result<(Vec<PageHost>, u64), StoreError> {
         let hosts = self.current(conn)?;
         let set = hosts.matching(query);
         let total = set.as_ref().map_or_else(|| hosts.live.count(), Bits::count);

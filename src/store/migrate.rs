@@ -13,6 +13,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0001_init.sql"),
     include_str!("../../sql/0002_ssh_interop.sql"),
     include_str!("../../sql/0003_list_counts.sql"),
+    include_str!("../../sql/0004_known_hosts.sql"),
+    include_str!("../../sql/0005_fold_keys.sql"),
+    include_str!("../../sql/0006_changes.sql"),
     include_str!("../../sql/0007_list_in_memory.sql"),
 ];
 
@@ -27,7 +30,7 @@ pub fn user_version(conn: &Connection) -> Result<u32, StoreError> {
 pub fn refuse_newer(conn: &Connection) -> Result<(), StoreError> {
     let found = user_version(conn)?;
     if found > SCHEMA_VERSION {
-        return Err(StoreError::Sqlite(format!(
+        return Err(StoreError::Unusable(format!(
             "the database has schema version {found}, newer than the {SCHEMA_VERSION} this build \
              knows; it was written by a newer host-manager and is left untouched"
         )));
@@ -108,7 +111,7 @@ mod tests {
         conn
     }
 
-    /// Schema 3 (issue #9) counts the hosts and tags already stored when it is applied.
+    /// Schema 3 counts the hosts and tags already stored when it is applied.
     #[test]
     fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
         let conn = database_at(2);
@@ -137,8 +140,8 @@ mod tests {
         assert_eq!(counts, (1, 1));
     }
 
-    /// The next schema (issue #18) drops the list's sort indexes and counts, and keeps every
-    /// host and tag.
+    /// Schema 7 (sql/0007_list_in_memory.sql) drops the list's sort indexes and counts, and
+    /// keeps every host and tag, and the change log's triggers still log an edit.
     #[test]
     fn the_in_memory_list_schema_drops_sort_indexes_and_counts_and_keeps_rows() {
         let mut conn = database_at(3);
@@ -166,5 +169,46 @@ mod tests {
             )
             .unwrap();
         assert_eq!(rows, (2, 3));
+        conn.execute("UPDATE hosts SET updated_at = 'u' WHERE id = 'a'", [])
+            .unwrap();
+        let logged: (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT revision FROM hosts WHERE id = 'a'), \
+                 (SELECT count(*) FROM changes WHERE kind = 'host' AND id = 'a')",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(logged, (2, 1));
+    }
+
+    /// The change log migration (sql/0006_changes.sql) gives the rows already stored
+    /// revision 1 and logs nothing for them; changes after it are logged.
+    #[test]
+    fn the_change_log_migration_starts_existing_rows_at_revision_1_with_an_empty_log() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for script in &super::MIGRATIONS[..3] {
+            tx.execute_batch(script).unwrap();
+        }
+        tx.execute_batch(
+            "PRAGMA user_version = 3;
+             INSERT INTO groups (id, name, name_key, created_at, updated_at)
+             VALUES ('g', 'G', 'g', 't', 't');
+             INSERT INTO hosts (seq, id, name, name_key, hostname, port, username, auth_type,
+                 created_at, updated_at)
+             VALUES (1, 'h', 'H', 'h', 'h', 22, 'u', 'agent', 't', 't');",
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        migrate(&mut conn).unwrap();
+        let read = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).unwrap() };
+        assert_eq!(read("SELECT revision FROM hosts WHERE id = 'h'"), 1);
+        assert_eq!(read("SELECT revision FROM groups WHERE id = 'g'"), 1);
+        assert_eq!(read("SELECT count(*) FROM changes"), 0);
+        conn.execute("UPDATE hosts SET updated_at = 'u' WHERE id = 'h'", [])
+            .unwrap();
+        assert_eq!(read("SELECT revision FROM hosts WHERE id = 'h'"), 2);
+        assert_eq!(read("SELECT count(*) FROM changes WHERE kind = 'host'"), 1);
     }
 }

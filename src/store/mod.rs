@@ -2,24 +2,34 @@
 //! mutex-guarded connection every request goes through.
 //!
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
-//! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
+//! locked (it stores sealed bytes as given); never maps errors to HTTP statuses; never opens
+//! a database that fails its integrity checks (store::integrity), and never writes to one
+//! before they passed; a write that removed sealed bytes is checkpointed before it returns
+//! (store::scrub).
 
+pub mod audit;
+pub mod changes;
+pub mod files;
 pub mod groups;
+pub mod history;
 pub mod hosts;
+pub mod integrity;
 pub mod interop;
 pub mod keys;
+pub mod known_hosts;
 pub mod list_index;
 pub mod migrate;
+pub mod scrub;
 pub mod search_text;
 pub mod vault_meta;
 
 use std::fmt;
-use std::fs::{self, OpenOptions};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
+use rusqlite::ffi;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// How long a statement waits on a lock held by another connection (a backup tool, the
@@ -42,20 +52,24 @@ const STATEMENT_CACHE_CAPACITY: usize = 64;
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
 
-/// File mode of the database and its WAL/SHM files (api-decisions §1).
-pub const DB_FILE_MODE: u32 = 0o600;
-
 /// What the store can fail with. Variants carry ids and names, never secret values.
 #[derive(Debug)]
 pub enum StoreError {
     HostNotFound,
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
     DuplicateKey,
     /// A key is still referenced by this many hosts.
     KeyInUse(u64),
+    /// The disk holding the data dir is full (SQLite's `SQLITE_FULL`, or a `-shm` file that
+    /// cannot grow); nothing was written. The text is for the log only.
+    StorageFull(String),
+    /// The data dir or database cannot be used as it is (damaged, a symlink, a newer
+    /// schema); the text says why and what to do, and names no secret.
+    Unusable(String),
     /// Anything else from SQLite; the text is for the log only.
     Sqlite(String),
 }
@@ -66,9 +80,12 @@ impl fmt::Display for StoreError {
             StoreError::HostNotFound => write!(f, "host not found"),
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
+            StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
             StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),
+            StoreError::StorageFull(cause) => write!(f, "the disk is full: {cause}"),
+            StoreError::Unusable(why) => write!(f, "{why}"),
             StoreError::Sqlite(cause) => write!(f, "sqlite: {cause}"),
         }
     }
@@ -78,7 +95,17 @@ impl std::error::Error for StoreError {}
 
 impl From<rusqlite::Error> for StoreError {
     fn from(err: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite(err.to_string())
+        match err.sqlite_error() {
+            // SQLite's unix VFS turns ENOSPC on a write into SQLITE_FULL; a `-shm` file that
+            // cannot grow is SQLITE_IOERR_SHMSIZE.
+            Some(failure)
+                if failure.code == rusqlite::ErrorCode::DiskFull
+                    || failure.extended_code == ffi::SQLITE_IOERR_SHMSIZE =>
+            {
+                StoreError::StorageFull(err.to_string())
+            }
+            _ => StoreError::Sqlite(err.to_string()),
+        }
     }
 }
 
@@ -88,6 +115,16 @@ pub struct Db {
     conn: Mutex<Connection>,
     /// The host list's in-memory orders and search text; locked only while `conn` is.
     list_index: Mutex<list_index::ListIndex>,
+    /// Told of every commit of `write`: wakes the change feed's waiting requests.
+    feed: changes::Feed,
+    /// Set when the checkpoint after a write that removed sealed bytes failed (another
+    /// connection's reader blocked it): the next write tries again. Read and written only
+    /// while `conn` is locked; atomic only so `Db` needs no second mutex.
+    scrub_pending: AtomicBool,
+    /// The database file, for the clean-close record (store::integrity); `None` in memory.
+    path: Option<std::path::PathBuf>,
+    /// Set by `close`, which runs once.
+    closed: AtomicBool,
 }
 
 impl Db {
@@ -116,7 +153,9 @@ impl Db {
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.
-    /// Any early return or panic rolls back through the transaction's `Drop`.
+    /// Any early return or panic rolls back through the transaction's `Drop`. When the
+    /// transaction deleted or replaced sealed bytes, the WAL is checkpointed and truncated
+    /// before this returns (store::scrub), so the old ciphertext is in no file any more.
     pub fn write<T, E: From<StoreError>>(
         &self,
         work: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
@@ -126,13 +165,41 @@ impl Db {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
+        // A hint for the feed, read where it cannot be stale; without it the feed reads the
+        // log itself, so a failure here does not fail the write.
+        let latest = changes::latest(&tx).ok();
+        let removed_sealed = scrub::take_removed(&tx)?;
         tx.commit().map_err(StoreError::from)?;
+        if removed_sealed || self.scrub_pending.load(Ordering::Relaxed) {
+            self.scrub(&conn);
+        }
+        drop(conn);
+        self.feed.committed(latest);
         Ok(value)
+    }
+
+    /// The change feed's shared state: what its requests wait on and read through.
+    pub fn feed(&self) -> &changes::Feed {
+        &self.feed
     }
 
     /// The schema version the database is at.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         migrate::user_version(&self.lock())
+    }
+
+    /// Checkpoints after a write that removed sealed bytes; a failure is retried after the
+    /// next write. Caller holds the connection lock.
+    fn scrub(&self, conn: &Connection) {
+        match checkpoint(conn) {
+            Ok(()) => self.scrub_pending.store(false, Ordering::Relaxed),
+            Err(err) => {
+                log::warn!(
+                    "removed secrets stay in the WAL until the next checkpoint succeeds: {err}"
+                );
+                self.scrub_pending.store(true, Ordering::Relaxed);
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -144,21 +211,60 @@ impl Db {
     }
 }
 
-/// Opens (creating when missing) the database in `data_dir`, sets the pragmas and applies
-/// pending migrations. A database from a newer build is refused untouched.
+impl Db {
+    /// Closes the connection at shutdown (SQLite checkpoints and removes the WAL), then
+    /// records the closed file so the next start can skip the full page check
+    /// (store::integrity). Call it once the server has stopped; a request still running
+    /// afterwards fails. Runs at most once; dropping the `Db` runs it too.
+    pub fn close(&self) {
+        let Some(path) = self
+            .path
+            .as_ref()
+            .filter(|_| !self.closed.swap(true, Ordering::SeqCst))
+        else {
+            return;
+        };
+        let Ok(placeholder) = Connection::open_in_memory() else {
+            return;
+        };
+        let closing = std::mem::replace(&mut *self.lock(), placeholder);
+        match closing.close() {
+            Ok(()) => integrity::record_clean_close(path),
+            Err((_, err)) => log::warn!("the database did not close cleanly: {err}"),
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Opens (creating when missing) the database in `data_dir`, checks it, sets the pragmas and
+/// applies pending migrations. A database from a newer build, a damaged one, or one reached
+/// through a symlink is refused untouched (README, Reliability).
 pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     let path = data_dir.join(DB_FILE);
-    create_private_file(&path)
-        .map_err(|err| StoreError::Sqlite(format!("cannot create {}: {err}", path.display())))?;
+    files::prepare(&path)?;
     let mut conn = Connection::open(&path)?;
+    integrity::check_pages(&conn, &path)?;
     migrate::refuse_newer(&conn)?;
+    integrity::vault_row_consistent(&conn, &path)?;
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
+    groups::fill_fold_keys(&mut conn)?;
+    keys::fill_fold_keys(&mut conn)?;
     list_index::install(&conn)?;
-    restrict_sidecar_files(&path);
+    scrub::install(&conn)?;
+    files::restrict_sidecars(&path);
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        feed: changes::Feed::default(),
+        scrub_pending: AtomicBool::new(false),
+        path: Some(path),
+        closed: AtomicBool::new(false),
     })
 }
 
@@ -169,9 +275,14 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
     list_index::install(&conn)?;
+    scrub::install(&conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        feed: changes::Feed::default(),
+        scrub_pending: AtomicBool::new(false),
+        path: None,
+        closed: AtomicBool::new(false),
     })
 }
 
@@ -190,12 +301,12 @@ pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
-/// `Z` (api-decisions §7).
+/// `Z` (README, Common behaviour).
 pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// A new resource id: UUID v4, lowercase, hyphenated (api-decisions §7). The random bytes
+/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour). The random bytes
 /// come from the OS through the `OsRng` the vault uses: uuid's own "v4" feature would pull a
 /// second version of getrandom into the tree.
 pub fn new_id() -> String {
@@ -214,11 +325,11 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // WAL: readers never block the writer, and a crash never corrupts the file.
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    // NORMAL (issue #8's level: a crash of the process never loses an acknowledged write):
+    // NORMAL (the README's Reliability level: a crash of the process never loses an acknowledged write):
     // each commit is in the WAL, in the OS's page cache, before the 201/200 leaves, and
     // scripts/fault kills the service mid-write to prove it. The WAL is fsynced at each
     // checkpoint, so a power loss can lose only the commits since the last one. FULL would
-    // fsync every commit: 0.27 ms of the 1.2 ms a create took (issue #9). Vault changes
+    // fsync every commit: 0.27 ms of the 1.2 ms a create took. Vault changes
     // checkpoint at once (api::vault), so they are on disk before their answer.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // Freed pages are zeroed, so deleted rows (even sealed secrets) do not linger.
@@ -232,33 +343,6 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     // again in turn.
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(())
-}
-
-/// Creates `path` with mode 0600 when missing, and tightens the mode when it exists.
-fn create_private_file(path: &Path) -> std::io::Result<()> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(DB_FILE_MODE)
-        .open(path)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(DB_FILE_MODE))
-}
-
-/// SQLite gives the -wal and -shm files the database file's mode; this tightens any that
-/// an older run or another tool left wider.
-fn restrict_sidecar_files(db_path: &Path) {
-    for suffix in ["-wal", "-shm"] {
-        let mut name = db_path.as_os_str().to_owned();
-        name.push(suffix);
-        let sidecar = PathBuf::from(name);
-        if sidecar.exists() {
-            if let Err(err) =
-                fs::set_permissions(&sidecar, fs::Permissions::from_mode(DB_FILE_MODE))
-            {
-                log::warn!("cannot restrict {}: {err}", sidecar.display());
-            }
-        }
-    }
 }
 
 #[cfg(test)]

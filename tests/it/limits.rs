@@ -1,4 +1,4 @@
-//! HTTP-level limits and framing (api-decisions §6, http-layer.md), over raw sockets.
+//! HTTP-level limits and framing (README, "Threat model of the HTTP layer"), over raw sockets.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -191,63 +191,32 @@ fn expect_100_continue_over_the_limit_is_413_without_continue() {
     assert_eq!(status_of(&read_once(&mut stream)), 413);
 }
 
-/// tiny_http's idle timeout as the service sets it (server::IDLE_TIMEOUT).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
-
 #[test]
-fn slow_bodies_on_more_connections_than_workers_do_not_hold_up_other_requests() {
+fn forty_stalled_uploads_do_not_hold_up_a_new_connection() {
     let service = Service::start("slow-body");
-    let mut slow = Vec::new();
-    for _ in 0..40 {
-        let mut stream = TcpStream::connect(service.addr()).unwrap();
-        write!(
-            stream,
-            "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000\r\n\r\n{{"
-        )
-        .unwrap();
-        slow.push(stream);
-        // Paced arrivals: a burst meets tiny_http's TaskPool race (README threat model),
-        // which is not what this test is about.
-        thread::sleep(Duration::from_millis(2));
-    }
-    let started = Instant::now();
+    let stalled: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut stream = TcpStream::connect(service.addr()).unwrap();
+            write!(
+                stream,
+                "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5000\r\n\r\n{{"
+            )
+            .unwrap();
+            stream
+        })
+        .collect();
+    // Answered while all 40 bodies are still incomplete.
     assert_eq!(service.get("/api/health").status, 200);
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "took {:?}",
-        started.elapsed()
-    );
+    drop(stalled);
 }
 
 #[test]
-fn an_idle_connection_is_closed_after_the_idle_timeout() {
-    let service = Service::start("idle-close");
-    let mut stream = TcpStream::connect(service.addr()).unwrap();
-    stream.set_read_timeout(Some(IDLE_TIMEOUT * 3)).unwrap();
-    let started = Instant::now();
-    let mut buf = [0u8; 64];
-    let read = stream.read(&mut buf).unwrap_or(0);
-    assert_eq!(read, 0, "closed without a response");
-    let waited = started.elapsed();
-    assert!(
-        waited >= IDLE_TIMEOUT - Duration::from_millis(100) && waited < IDLE_TIMEOUT * 2,
-        "closed after {waited:?}"
-    );
-}
-
-#[test]
-fn with_200_idle_sockets_open_a_request_is_answered_within_2s() {
+fn with_200_idle_sockets_open_a_request_is_answered() {
     let service = Service::start("idle");
     let idle: Vec<TcpStream> = (0..200)
         .map(|_| TcpStream::connect(service.addr()).unwrap())
         .collect();
-    let started = Instant::now();
     assert_eq!(service.get("/api/health").status, 200);
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        started.elapsed()
-    );
     drop(idle);
 }
 
@@ -286,7 +255,7 @@ fn after_a_flood_past_ulimit_64_the_service_answers_again() {
         service.stderr()
     );
     assert!(
-        service.stderr().contains("accept stopped"),
+        service.stderr().contains("accept failed"),
         "the flood did exhaust descriptors"
     );
 }
@@ -316,7 +285,7 @@ fn head_request_gets_headers_without_a_body() {
     );
 }
 
-/// The one timing assert issue #5 asks for. A page of 50 hosts is far over 1 KB, so if
+/// The one timing assert kept on purpose. A page of 50 hosts is far over 1 KB, so if
 /// headers and body went out in two writes, Nagle plus the client's delayed ACK would add
 /// about 40 ms to every keep-alive request (baselines.md §2): 20 requests >= 800 ms.
 #[test]
@@ -348,81 +317,89 @@ fn twenty_keepalive_requests_for_a_page_of_50_hosts_take_well_under_800ms() {
 }
 
 #[test]
-fn a_100_kib_header_line_is_answered_and_the_service_lives() {
-    // tiny_http has no header-length limit (README threat model); what we can promise is
-    // that such a request is answered like any other and the service stays up.
+fn a_100_kib_header_line_is_431_and_the_service_lives() {
     let service = Service::start("long-header");
     let raw = service.raw(
-        format!("GET /api/health HTTP/1.1\r\nHost: localhost\r\nX-Long: {}\r\nConnection: close\r\n\r\n", "a".repeat(100 * 1024))
-            .as_bytes(),
-    );
-    assert_eq!(status_of(&raw), 200, "{}", &raw[..raw.len().min(200)]);
-    assert_eq!(service.get("/api/health").status, 200);
-}
-
-#[test]
-fn a_request_with_1000_headers_is_answered_and_the_service_lives() {
-    let service = Service::start("many-headers");
-    let headers: String = (0..1000).map(|n| format!("X-H{n}: v\r\n")).collect();
-    let raw = service.raw(
         format!(
-            "GET /api/health HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n"
+            "GET /api/health HTTP/1.1\r\nHost: localhost\r\nX-Long: {}\r\n\r\n",
+            "a".repeat(100 * 1024)
         )
         .as_bytes(),
     );
-    assert_eq!(status_of(&raw), 200);
+    assert_eq!(status_of(&raw), 431, "{}", &raw[..raw.len().min(200)]);
+    assert!(raw.contains("\"code\":\"HEADERS_TOO_LARGE\""), "{raw}");
     assert_eq!(service.get("/api/health").status, 200);
 }
 
 #[test]
-fn slow_headers_one_byte_a_second_do_not_hold_up_other_requests() {
+fn a_request_with_1000_headers_is_431_and_the_service_lives() {
+    let service = Service::start("many-headers");
+    let headers: String = (0..1000).map(|n| format!("X-H{n}: v\r\n")).collect();
+    let raw = service
+        .raw(format!("GET /api/health HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n").as_bytes());
+    assert_eq!(status_of(&raw), 431);
+    assert!(raw.contains("\"code\":\"HEADERS_TOO_LARGE\""), "{raw}");
+    assert_eq!(service.get("/api/health").status, 200);
+}
+
+#[test]
+fn twenty_connections_sending_headers_a_byte_at_a_time_do_not_hold_up_other_requests() {
     let service = Service::start("slow-headers");
     let mut slow: Vec<TcpStream> = (0..20)
-        .map(|_| {
-            let stream = TcpStream::connect(service.addr()).unwrap();
-            thread::sleep(Duration::from_millis(2));
-            stream
-        })
+        .map(|_| TcpStream::connect(service.addr()).unwrap())
         .collect();
-    for second in 0..3 {
+    for index in 0..3 {
         for stream in &mut slow {
-            let _ = stream.write_all(&b"GET /api/health HTTP/1.1\r\n"[second..second + 1]);
+            let _ = stream.write_all(&b"GET /api/health HTTP/1.1\r\n"[index..index + 1]);
         }
-        let started = Instant::now();
+        // Answered while all 20 heads are incomplete.
         assert_eq!(service.get("/api/health").status, 200);
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "took {:?}",
-            started.elapsed()
-        );
-        thread::sleep(Duration::from_secs(1));
     }
 }
 
 #[test]
-fn an_idle_service_keeps_accepting_promptly_without_logging_errors() {
-    // The listening socket carries the idle timeout, so an idle accept() ends every
-    // IDLE_TIMEOUT; the service must start the next accept thread at once, quietly.
-    let service = Service::start_with(
-        "idle-accept",
-        Options {
-            env: vec![("RUST_LOG".into(), "info".into())],
-            ..Options::default()
-        },
-    );
-    thread::sleep(IDLE_TIMEOUT + IDLE_TIMEOUT / 2);
-    for _ in 0..5 {
-        let started = Instant::now();
-        assert_eq!(service.get("/api/health").status, 200);
-        assert!(
-            started.elapsed() < Duration::from_millis(200),
-            "took {:?}",
-            started.elapsed()
-        );
-    }
-    let stderr = service.stderr();
-    assert!(
-        !stderr.contains("ERROR") && !stderr.contains("WARN"),
-        "{stderr}"
-    );
+fn request_line_of_8_kib_is_served_and_one_byte_more_is_414() {
+    let service = Service::start("line-edge");
+    let line = |length: usize| {
+        let fixed = "GET /api/health?pad=".len() + " HTTP/1.1".len();
+        format!(
+            "GET /api/health?pad={} HTTP/1.1",
+            "a".repeat(length - fixed)
+        )
+    };
+    let at = service.raw(format!("{}\r\nHost: localhost\r\n\r\n", line(8192)).as_bytes());
+    assert_eq!(status_of(&at), 200, "{at}");
+    let over = service.raw(format!("{}\r\nHost: localhost\r\n\r\n", line(8193)).as_bytes());
+    assert_eq!(status_of(&over), 414, "{over}");
+    assert!(over.contains("\"code\":\"URI_TOO_LONG\""), "{over}");
+}
+
+#[test]
+fn header_section_of_64_kib_is_served_and_one_byte_more_is_431() {
+    let service = Service::start("section-edge");
+    // The header section runs from after the request line's CRLF through the blank line.
+    let section = |length: usize| {
+        let fixed = "Host: localhost\r\nX-Pad: \r\n\r\n".len();
+        format!(
+            "Host: localhost\r\nX-Pad: {}\r\n\r\n",
+            "b".repeat(length - fixed)
+        )
+    };
+    let at = service.raw(format!("GET /api/health HTTP/1.1\r\n{}", section(65536)).as_bytes());
+    assert_eq!(status_of(&at), 200, "{}", &at[..at.len().min(300)]);
+    let over = service.raw(format!("GET /api/health HTTP/1.1\r\n{}", section(65537)).as_bytes());
+    assert_eq!(status_of(&over), 431, "{over}");
+    assert!(over.contains("\"code\":\"HEADERS_TOO_LARGE\""), "{over}");
+}
+
+#[test]
+fn one_hundred_header_lines_are_served_and_one_more_is_431() {
+    let service = Service::start("count-edge");
+    let head = |count: usize| {
+        let extra: String = (1..count).map(|n| format!("X-H{n}: v\r\n")).collect();
+        format!("GET /api/health HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n")
+    };
+    assert_eq!(status_of(&service.raw(head(100).as_bytes())), 200);
+    let over = service.raw(head(101).as_bytes());
+    assert_eq!(status_of(&over), 431, "{over}");
 }

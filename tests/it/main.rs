@@ -1,16 +1,23 @@
-//! The one integration-test crate (style §3.4): every test starts the real binary and
+//! The one integration-test crate: every test starts the real binary and
 //! talks HTTP to it. One module per area.
 
 #![allow(clippy::unwrap_used)]
 
+mod changes;
 mod groups;
+mod history;
 mod hosts;
+mod http;
 mod interop;
 mod keys;
+mod known_hosts;
 mod limits;
+mod memory;
 mod process;
 mod readme;
+mod revisions;
 mod secrets;
 mod security;
 mod support;
 mod vault;
+mod vault_audit;

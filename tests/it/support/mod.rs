@@ -25,7 +25,9 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_host-manager");
 const START_DEADLINE: Duration = Duration::from_secs(20);
 
 /// Socket read timeout for requests: a hang fails the test instead of stalling the suite.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(20);
+/// Generous on purpose: an RSA generation on two loaded cores can take tens of seconds, and
+/// a slow answer is not what any test checks.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(90);
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
@@ -324,7 +326,7 @@ impl Response {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
-    /// Asserts the status and the spec's error shape with this `code`.
+    /// Asserts the status and the API's error shape with this `code`.
     #[track_caller]
     pub fn assert_error(&self, status: u16, code: &str) -> Value {
         assert_eq!(self.status, status, "status; body: {}", self.text());

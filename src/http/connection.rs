@@ -1,0 +1,277 @@
+//! One connection's life on its own thread: wait for a request, read its head, pass the
+//! gate, read its body, route it, write the answer; again while the connection is kept.
+//!
+//! Invariants: the gate decides from the head alone, before any body byte is read; any
+//! refusal (framing, limits, gate, timeouts) is answered with the JSON error shape and then
+//! the connection closes, so nothing of a refused request is ever read; a handler's panic is
+//! a 500 and the thread goes on; responses to pipelined requests go out in order.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use crate::api::{Method, Reply, Req};
+use crate::error::ApiError;
+use crate::gate::{self, Facts, Pass};
+use crate::http::connections::{Phase, Ticket};
+use crate::http::request::{self, Buffer, Head, ReadError};
+use crate::http::response::{self, Framing};
+use crate::http::Context;
+use crate::router;
+
+/// How long, and how many bytes, a refused connection is read from before it closes.
+const REFUSAL_LINGER: Duration = Duration::from_millis(500);
+const REFUSAL_LINGER_BYTES: usize = 64 * 1024;
+
+/// Serves requests on `stream` until the client closes, a request asks to close, a refusal
+/// closes it, a deadline passes, or shutdown starts.
+pub(super) fn serve(context: &Context, stream: &TcpStream, ticket: &Ticket) {
+    let mut buffer = Buffer::default();
+    loop {
+        // Idle only while nothing of a next request is here: a pipelined request already in
+        // the buffer is being read, and never makes its connection the one to close at the cap.
+        if buffer.is_empty() {
+            ticket.set_idle();
+            let idle_deadline = Instant::now() + context.limits.idle_timeout;
+            if buffer.fill(stream, idle_deadline).is_err() {
+                return;
+            }
+        }
+        if context.stopping() {
+            return;
+        }
+        ticket.set_phase(Phase::Reading);
+        match serve_one(context, stream, &mut buffer, ticket) {
+            Next::KeepGoing if !context.stopping() => {}
+            Next::KeepGoing | Next::Close => return,
+        }
+    }
+}
+
+/// What the connection does after a request.
+enum Next {
+    KeepGoing,
+    Close,
+}
+
+fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket: &Ticket) -> Next {
+    let head_deadline = Instant::now() + context.limits.head_timeout;
+    let head_length = match request::read_head(stream, buffer, head_deadline) {
+        Ok(length) => length,
+        Err(err) => return refuse_read(stream, err, None),
+    };
+    let parsed = request::parse_head(&buffer.data()[..head_length], |head, headers| {
+        (context.gate.check(&facts(head, headers)), if_match(headers))
+    });
+    buffer.consume(head_length);
+    let (head, pass, if_match) = match parsed {
+        Ok((head, (Ok(pass), if_match))) => (head, pass, if_match),
+        Ok((head, (Err(err), _))) => return refuse(stream, &err, Some(&head)),
+        Err(err) => return refuse(stream, &err, None),
+    };
+    if head.expects_continue && head.body != request::BodyFraming::None {
+        if let Err(err) = (&*stream).write_all(response::CONTINUE) {
+            log::debug!("client went away before 100 Continue: {}", err.kind());
+            return Next::Close;
+        }
+    }
+    let body_deadline = Instant::now() + context.limits.body_timeout;
+    let body = match request::read_body(stream, buffer, head.body, body_deadline) {
+        Ok(body) => body,
+        Err(err) => return refuse_read(stream, err, Some(&head)),
+    };
+    ticket.set_phase(Phase::Handling);
+    let started = Instant::now();
+    let method = Method::parse(&head.method);
+    let reply = match pass {
+        Pass::Preflight { origin } => {
+            with_headers(Reply::no_content(), gate::preflight_headers(&origin))
+        }
+        Pass::Serve { cors_origin } => {
+            let reply = match Req::new(method, &head.target, body) {
+                Ok(req) => handle(context, &req.with_if_match(if_match)),
+                Err(err) => Reply::error(&err),
+            };
+            match cors_origin {
+                Some(origin) => with_headers(reply, gate::cors_headers(&origin)),
+                None => reply,
+            }
+        }
+    };
+    let keep = head.keep_alive && !context.stopping();
+    let framing = match (keep, head.http_1_0) {
+        (false, _) => Framing::Close,
+        (true, false) => Framing::KeepAlive,
+        (true, true) => Framing::KeepAliveHttp10,
+    };
+    let bytes = match method {
+        Method::Head => response::format_head_only(&reply, framing),
+        _ => response::format(&reply, framing),
+    };
+    // Idle from the moment its answer is handed over: a client that has read it may find
+    // its connection the one closed to make room at the cap, never one still being served.
+    if keep && buffer.is_empty() {
+        ticket.set_idle();
+    }
+    let written = (&*stream).write_all(&bytes);
+    log::debug!(
+        "{} {} {} {:.1}ms",
+        method.as_str(),
+        head.target.split('?').next().unwrap_or(""),
+        reply.status,
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    match (written, keep) {
+        (Ok(()), true) => Next::KeepGoing,
+        (Ok(()), false) => Next::Close,
+        (Err(err), _) => {
+            log::debug!(
+                "client went away before its response was written: {}",
+                err.kind()
+            );
+            Next::Close
+        }
+    }
+}
+
+/// The gate's view of a request head; every value is borrowed from the connection's buffer.
+fn facts<'a>(head: &'a Head, headers: &'a [httparse::Header<'a>]) -> Facts<'a> {
+    Facts {
+        method: Method::parse(&head.method),
+        path: head.target.split('?').next().unwrap_or(""),
+        http_1_0: head.http_1_0,
+        hosts: request::values(headers, "Host").collect(),
+        origins: request::values(headers, "Origin").collect(),
+        fetch_site: request::values(headers, "Sec-Fetch-Site").next(),
+        authorizations: request::values(headers, "Authorization").collect(),
+        preflight_method: request::values(headers, "Access-Control-Request-Method").next(),
+    }
+}
+
+/// The `If-Match` header for `api::Req` (README, "Revisions and If-Match"): several lines
+/// are one list, joined as RFC 9110 §5.3 allows.
+fn if_match(headers: &[httparse::Header<'_>]) -> Option<String> {
+    let values: Vec<&str> = request::values(headers, "If-Match").collect();
+    match values.is_empty() {
+        true => None,
+        false => Some(values.join(", ")),
+    }
+}
+
+/// A read that ended early: a client that left gets nothing; a refusal gets its answer.
+fn refuse_read(stream: &TcpStream, err: ReadError, head: Option<&Head>) -> Next {
+    match err {
+        ReadError::Closed => Next::Close,
+        ReadError::TimedOut => refuse(stream, &ApiError::RequestTimeout, head),
+        ReadError::Refused(err) => refuse(stream, &err, head),
+    }
+}
+
+/// Answers `err` and closes the connection: nothing more is read from it, so an unread body
+/// or whatever follows an ambiguous request is never taken for a request.
+fn refuse(stream: &TcpStream, err: &ApiError, head: Option<&Head>) -> Next {
+    let reply = Reply::error(err);
+    if (&*stream)
+        .write_all(&response::format(&reply, Framing::Close))
+        .is_ok()
+    {
+        linger(stream);
+    }
+    log::debug!(
+        "{} {} {} (refused, connection closed)",
+        head.map_or("-", |head| head.method.as_str()),
+        head.map_or("-", |head| head.target.split('?').next().unwrap_or("")),
+        reply.status
+    );
+    Next::Close
+}
+
+/// After a refusal, says end of stream and reads (and drops) what the client still sends,
+/// briefly and boundedly: closing a socket with unread bytes sends a reset, and a reset can
+/// destroy the refusal before the client reads it.
+fn linger(stream: &TcpStream) {
+    if stream.shutdown(Shutdown::Write).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + REFUSAL_LINGER;
+    let mut scratch = [0u8; 4096];
+    let mut drained = 0;
+    while drained < REFUSAL_LINGER_BYTES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match (&*stream).read(&mut scratch) {
+            Ok(0) | Err(_) => return,
+            Ok(count) => drained += count,
+        }
+    }
+}
+
+fn with_headers(mut reply: Reply, headers: Vec<(&'static str, String)>) -> Reply {
+    reply.headers.extend(headers);
+    reply
+}
+
+/// Runs the router under `catch_unwind`: a panic answers 500 and the thread lives on.
+fn handle(context: &Context, req: &Req) -> Reply {
+    answer(req, || router::route(&context.state, req))
+}
+
+/// Turns a handler's outcome (or its panic) into a reply, logging internal causes.
+fn answer(req: &Req, route: impl FnOnce() -> Result<Reply, ApiError>) -> Reply {
+    match panic::catch_unwind(AssertUnwindSafe(route)) {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(err)) => {
+            if let ApiError::Internal(cause) = &err {
+                log::error!(
+                    "{} {}: internal error: {cause}",
+                    req.method.as_str(),
+                    req.path
+                );
+            }
+            Reply::error(&err)
+        }
+        Err(_) => {
+            log::error!("{} {}: handler panicked", req.method.as_str(), req.path);
+            Reply::error(&ApiError::Internal("panic".into()))
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use zeroize::Zeroizing;
+
+    use crate::api::{Method, Req};
+    use crate::error::ApiError;
+    use crate::http::connection::answer;
+
+    fn req() -> Req {
+        Req::new(Method::Get, "/api/x", Zeroizing::new(Vec::new())).unwrap()
+    }
+
+    #[test]
+    fn a_panicking_handler_answers_500_internal_error_without_internals() {
+        let reply = answer(&req(), || panic!("secret internals: /etc/passwd"));
+        assert_eq!(reply.status, 500);
+        let body = String::from_utf8(reply.body.to_vec()).unwrap();
+        assert_eq!(
+            body,
+            r#"{"error":"internal error","code":"INTERNAL_ERROR"}"#
+        );
+    }
+
+    #[test]
+    fn an_internal_error_hides_its_cause() {
+        let reply = answer(&req(), || {
+            Err(ApiError::internal("SQLITE_CORRUPT at table hosts"))
+        });
+        assert_eq!(reply.status, 500);
+        assert!(!String::from_utf8(reply.body.to_vec())
+            .unwrap()
+            .contains("SQLITE"));
+    }
+}

@@ -1,0 +1,166 @@
+//! Our HTTP/1.1 server on `httparse`: a blocking accept loop that gives every connection a
+//! thread of its own at once, bounded request heads and bodies, one-write responses.
+//!
+//! Shape (README, "Design"): `listener` accepts and admits connections under a cap kept by
+//! `connections`; each connection's thread runs `connection`, which reads a head with
+//! `request`, passes it through the gate, reads the body, routes, and writes the answer with
+//! `response`. A request that waits long for its answer holds only its own thread.
+//!
+//! Invariants: the only module that names `httparse`; nothing a client sends before the gate
+//! passes costs more than its bounded buffer, its thread and its deadline, and a refused
+//! request closes its connection; memory never grows with what a client sends beyond the
+//! limits below; logs never carry bodies, query strings or headers; `std::net` only, so the
+//! layer builds on every platform.
+
+mod connection;
+mod connections;
+mod listener;
+mod request;
+mod response;
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::config::HttpOverrides;
+use crate::gate::Gate;
+use crate::http::connections::Connections;
+use crate::state::AppState;
+
+/// The longest request line (method, target, version) accepted; longer is 414. Far above any
+/// URL the API needs (the longest is a search term of a few hundred bytes).
+pub const MAX_REQUEST_LINE_BYTES: usize = 8 * 1024;
+
+/// The longest header section (every header line and the blank line that ends the head)
+/// accepted; longer is 431.
+pub const MAX_HEADER_SECTION_BYTES: usize = 64 * 1024;
+
+/// The most header lines accepted; more is 431. httparse parses into a fixed array of this size.
+pub const MAX_HEADERS: usize = 100;
+
+/// How long a connection may wait for the first byte of its next request.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a request head may take to arrive, from its first byte (slow-header attacks).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a whole body may take to arrive once its head passed the gate: 1 MiB within this
+/// is 35 KB/s, far below any local client, and it bounds how long a slow body holds a thread.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a response may take to be taken by the client; one that reads nothing is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Open connections at most. Each costs one descriptor and one thread: this stays below
+/// Linux's default soft descriptor limit (1,024) by what the process itself holds (database,
+/// journal, lock file, standard streams, signal pipe, agent socket). At the cap the
+/// longest-idle connection is closed to make room; only when none is idle is a new one
+/// refused. Where the descriptor limit is lower (macOS: 256), `accept()` fails first, and the
+/// accept loop closes the longest-idle connection then too.
+const MAX_CONNECTIONS: usize = 1000;
+
+/// How long shutdown waits for requests in flight before the process exits anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the service stops serving: a signal, or the launching app went away.
+pub struct Shutdown(pub &'static str);
+
+/// The timeouts and the connection cap, each a constant above unless a test overrides it.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub idle_timeout: Duration,
+    pub head_timeout: Duration,
+    pub body_timeout: Duration,
+    pub write_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Limits {
+    pub fn new(overrides: &HttpOverrides) -> Limits {
+        Limits {
+            idle_timeout: overrides.idle_timeout.unwrap_or(IDLE_TIMEOUT),
+            head_timeout: overrides.head_timeout.unwrap_or(HEAD_TIMEOUT),
+            body_timeout: overrides.body_timeout.unwrap_or(BODY_TIMEOUT),
+            write_timeout: overrides.write_timeout.unwrap_or(WRITE_TIMEOUT),
+            max_connections: overrides.max_connections.unwrap_or(MAX_CONNECTIONS),
+        }
+    }
+}
+
+/// What every connection thread shares.
+struct Context {
+    state: Arc<AppState>,
+    gate: Gate,
+    limits: Limits,
+    connections: Arc<Connections>,
+    /// Set once when shutdown starts. Lock-free on purpose: the accept loop and every
+    /// connection thread read it between requests; nothing else is ordered by it.
+    stopping: AtomicBool,
+}
+
+impl Context {
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+/// Serves `listener` until a `Shutdown` arrives on `shutdown`, then stops accepting, closes
+/// connections that wait for a request, and lets requests in flight finish for up to
+/// `SHUTDOWN_GRACE`.
+pub fn serve(
+    state: Arc<AppState>,
+    gate: Gate,
+    listener: TcpListener,
+    limits: Limits,
+    shutdown: Receiver<Shutdown>,
+) -> io::Result<()> {
+    let wake_address = wake_address(listener.local_addr()?);
+    let context = Arc::new(Context {
+        state,
+        gate,
+        limits,
+        connections: Arc::new(Connections::new(limits.max_connections)),
+        stopping: AtomicBool::new(false),
+    });
+    let accepting = Arc::clone(&context);
+    let acceptor = thread::Builder::new()
+        .name("accept".into())
+        .spawn(move || listener::accept_loop(&listener, &accepting))?;
+
+    let reason = match shutdown.recv() {
+        Ok(Shutdown(reason)) => reason,
+        Err(_) => "shutdown channel closed",
+    };
+    log::info!("shutting down ({reason})");
+    context.stopping.store(true, Ordering::SeqCst);
+    // Requests waiting on the change feed answer now instead of holding the grace period.
+    context.state.db.feed().stop();
+    // The accept loop blocks in accept(); one connection of our own wakes it to see the flag.
+    if TcpStream::connect_timeout(&wake_address, Duration::from_secs(1)).is_ok() {
+        let _ = acceptor.join();
+    }
+    context.connections.close_waiting();
+    let deadline = Instant::now() + SHUTDOWN_GRACE;
+    if !context.connections.wait_until_empty(deadline) {
+        log::warn!("requests still running after {SHUTDOWN_GRACE:?}; exiting anyway");
+    }
+    Ok(())
+}
+
+/// Where to connect to wake the accept loop: the listener's own address, with an unspecified
+/// address (0.0.0.0 or ::) replaced by the loopback one.
+fn wake_address(local: SocketAddr) -> SocketAddr {
+    match local.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), local.port())
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), local.port())
+        }
+        _ => local,
+    }
+}
