@@ -435,7 +435,7 @@ fn check_references(
     Ok(())
 }
 
-/// api-decisions §3: without an `order`, a host goes after every other host of its group.
+/// README, Hosts: without an `order`, a host goes after every other host of its group.
 fn end_of_group(
     conn: &Connection,
     group_id: Option<&str>,
