@@ -43,9 +43,10 @@ const SELECT_CHANGED_HOSTS: &str = "SELECT c.seq, h.id, h.name_key, h.hostname, 
      h.last_used_at, h.group_id, h.is_favorite FROM list_changed_hosts AS c \
      LEFT JOIN main.hosts AS h ON h.seq = c.seq ORDER BY c.seq";
 const CLEAR_CHANGED_HOSTS: &str = "DELETE FROM list_changed_hosts";
-/// Tags by host (the primary key's order: no sort); `?1` picks one host, NULL every one.
-const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags \
-     WHERE ?1 IS NULL OR host_seq = ?1 ORDER BY host_seq";
+/// Tags by host (the primary key's order: no sort), of every host or of one.
+const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags ORDER BY host_seq";
+const SELECT_TAGS_OF: &str = "SELECT host_seq, position, tag FROM main.host_tags \
+     WHERE host_seq = ?1";
 
 /// More changed hosts at once (an import) and everything is read again instead of moving
 /// each host in each order (two binary searches and two shifts).
@@ -282,8 +283,11 @@ impl Hosts {
     /// Sets the tags of every host that has some (`None`) or of one, in their positions;
     /// false when there were none.
     fn read_tags(&mut self, conn: &Connection, seq: Option<i64>) -> Result<bool, StoreError> {
-        let mut statement = conn.prepare_cached(SELECT_TAGS)?;
-        let mut rows = statement.query([seq])?;
+        let mut statement = conn.prepare_cached(seq.map_or(SELECT_TAGS, |_| SELECT_TAGS_OF))?;
+        let mut rows = match seq {
+            Some(seq) => statement.query([seq])?,
+            None => statement.query([])?,
+        };
         let (mut host, mut tags) = (None, Vec::<(i64, u32)>::new());
         loop {
             let row = rows.next()?;
@@ -307,6 +311,9 @@ impl Hosts {
     /// Replaces a slot's tag numbers, and its place among each tag's members.
     fn set_tags(&mut self, slot: u32, numbers: &[u32]) -> Result<(), StoreError> {
         let old = self.tag_list(slot).to_vec();
+        if old == numbers {
+            return Ok(());
+        }
         for tag in old.iter().filter(|tag| !numbers.contains(tag)) {
             self.tags.remove(*tag, slot);
         }
