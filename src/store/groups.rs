@@ -103,7 +103,15 @@ const REPARENT_HOSTS: &str = "UPDATE hosts SET group_id = ?2, updated_at = ?3
 
 const DELETE_GROUP: &str = "DELETE FROM groups WHERE id = ?1";
 
-/// The groups the temp triggers logged (store::list_index), changed or deleted (no row).
+const CREATE_CHANGE_LOG: &str = "
+    CREATE TEMP TABLE IF NOT EXISTS list_changed_groups (id TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_group_added AFTER INSERT ON main.groups
+        BEGIN INSERT OR IGNORE INTO list_changed_groups VALUES (new.id); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_group_deleted AFTER DELETE ON main.groups
+        BEGIN INSERT OR IGNORE INTO list_changed_groups VALUES (old.id); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_group_changed AFTER UPDATE ON main.groups
+        BEGIN INSERT OR IGNORE INTO list_changed_groups VALUES (old.id), (new.id); END;";
+/// The groups the triggers logged, changed or deleted (no row).
 const SELECT_CHANGED_GROUPS: &str = "SELECT g.id, g.parent_id, g.name, g.name_key, g.color,
      g.icon, g.created_at, g.updated_at, g.revision, c.id FROM list_changed_groups AS c
      LEFT JOIN groups AS g ON g.id = c.id";
@@ -117,6 +125,13 @@ pub enum Placement {
     UnderItself,
     /// The group, or the deepest group below it, would sit deeper than `MAX_DEPTH`.
     TooDeep,
+}
+
+/// Sets up the log of changed groups the temp triggers fill (per connection, never in the
+/// file), for the group tree (api::group_tree). Called by store::list_index `install`.
+pub fn install_change_log(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(CREATE_CHANGE_LOG)?;
+    Ok(())
 }
 
 /// Every group, in no order.

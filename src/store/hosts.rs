@@ -633,23 +633,18 @@ mod tests {
         assert_eq!(found("ex"), ids(&["1", "2", "3"]));
     }
 
-    /// Host `n`'s id: half are UUIDs (compared as numbers in memory), half other text
-    /// (compared as text), with first characters that interleave.
+    /// Host `n`'s id: a UUID, in an order unrelated to `n`.
     fn id_of(n: usize) -> String {
-        let key = (n * 37) % 60;
-        match n % 2 {
-            0 => format!("{:08x}-0000-4000-8000-{n:012x}", key * 0x0444_4444),
-            _ => format!("{:02x}-host", key * 4),
-        }
-    }
-
-    /// Host `n`'s id in a catalogue of UUIDs only (the in-memory sorts then fold the id
-    /// into their first comparison).
-    fn uuid_of(n: usize) -> String {
         format!(
             "{:08x}-0000-4000-8000-{n:012x}",
-            (n * 37) % 60 * 0x0444_4444
+            (n * 37) % 61 * 0x0444_4444
         )
+    }
+
+    /// Host `n`'s id in a catalogue of other ids (the service writes only UUIDs; others sort
+    /// by their first 16 bytes).
+    fn short_id_of(n: usize) -> String {
+        format!("host-{:02x}", (n * 37) % 61)
     }
 
     /// A catalogue with repeated names, two groups, tags of several shares, favorites and
@@ -816,7 +811,7 @@ mod tests {
 
     #[test]
     fn list_answers_what_plain_sql_answers_for_every_filter_sort_direction_and_page() {
-        for ids in [id_of, uuid_of] {
+        for ids in [id_of, short_id_of] {
             let db = catalogue_with_ids(ids);
             let mut filled = 0;
             for pairs in every_query() {
@@ -841,7 +836,7 @@ mod tests {
             let extra = json!({"tags": ["third"], "is_favorite": true});
             insert(
                 tx,
-                "new-1",
+                &id_of(1001),
                 &new_host("ZZ web", "zz.example.com", extra),
                 None,
             )?;
@@ -866,6 +861,27 @@ mod tests {
         })
         .unwrap();
         check(&db);
+        // Renames and tag changes, each seen by a list, leave most of the text and of the
+        // tag lists unowned: the memory is then read afresh, and answers the same.
+        for round in 0..240 {
+            db.write(|tx| {
+                let name = format!("Renamed {round}");
+                match round < 120 {
+                    true => tx.execute(
+                        "UPDATE hosts SET name = ?2, name_key = ?3 WHERE id = ?1",
+                        params![id_of(round % 7), name, name.to_lowercase()],
+                    )?,
+                    false => tx.execute(
+                        "UPDATE host_tags SET position = position + 1 WHERE host_seq = ?1",
+                        [round as i64 % 9 + 1],
+                    )?,
+                };
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            assert_list_matches_the_oracle(&db, &[("search", "renamed"), ("sort", "hostname")]);
+        }
+        check(&db);
         db.read(|conn| {
             conn.execute(
                 "UPDATE hosts SET hostname = 'web.other.example' WHERE id = ?1",
@@ -882,10 +898,10 @@ mod tests {
         check(&db);
     }
 
-    /// A batch of changes larger than `RESORT_FROM` (an import) sorts the orders again
+    /// A batch of changes larger than `REREAD_FROM` (an import) reads the memory again
     /// instead of moving each host, and answers the same.
     #[test]
-    fn a_batch_of_more_changes_than_resort_from_answers_what_plain_sql_answers() {
+    fn a_batch_of_more_changes_than_reread_from_answers_what_plain_sql_answers() {
         let db = varied_catalogue();
         assert_list_matches_the_oracle(&db, &[]);
         db.write(|tx| {
@@ -893,7 +909,7 @@ mod tests {
                 let name = format!("Batch {}", n % 17);
                 insert(
                     tx,
-                    &format!("batch-{n}"),
+                    &id_of(2000 + n),
                     &new_host(&name, "b.example", json!({})),
                     None,
                 )?;
@@ -921,7 +937,7 @@ mod tests {
         db.read(|conn| {
             conn.execute(
                 "INSERT INTO hosts (seq, id, name, name_key, hostname, port, username, \
-                 auth_type, created_at, updated_at) VALUES (5, 'back', 'Back', 'back', \
+                 auth_type, created_at, updated_at) VALUES (5, '00000000-0000-4000-8000-00000000b0ac', 'Back', 'back', \
                  'b.example', 22, 'u', 'agent', '2024-01-01T00:00:00.000Z', \
                  '2024-01-01T00:00:00.000Z')",
                 [],
@@ -955,7 +971,7 @@ mod tests {
                     let exists = by_id(tx, &id).is_ok();
                     match (next(5), exists) {
                         (0, _) | (_, false) => {
-                            let new_id = format!("new-{round}-{step}");
+                            let new_id = id_of(3000 + round * 10 + step as usize);
                             let host =
                                 new_host(&format!("N{}", next(9)), "Added.example", json!({}));
                             insert(tx, &new_id, &host, None)?;

@@ -1,171 +1,133 @@
 //! The host list, answered from memory with one plan; store::hosts `list` reads the rows.
 //!
-//! Each filter of a query becomes a set of hosts, a bitmap over slots: a group or a tag
-//! through its member list, `favorite` through its bitmap, a search through one scan of the
-//! search text (store::search_text). The sets intersect. The page then walks the sort's
-//! kept order testing the set, from whichever end is nearer; a small set is instead ranked
-//! by each member's place in that order.
+//! Each filter becomes a set of hosts, a bitmap over slots: a group or a tag through its
+//! member list, `favorite` through its bitmap, a search through one scan of the search text
+//! (store::search_text). The sets intersect; the page walks the sort's kept order testing
+//! the set, from the nearer end, or ranks a small set by its members' places in the order.
 //!
 //! Invariants: the list's order is defined here alone (`Keys::cmp`; README, API: Hosts,
-//! "List"): name by `name_key`, hostname by its lowercase, times by instant with never-used
-//! hosts last, ties by id. Nothing is answered from a state older than the connection's:
-//! every use first applies what the temp triggers logged since the last one (per
-//! connection, never in the file), or reads everything again after another connection's
-//! commit (`data_version`). No secret is ever read here.
+//! "List"). Nothing is answered from a state older than the connection's: each use first
+//! applies what the temp triggers logged (per connection, never in the file), or reads
+//! everything again after another connection's commit (`data_version`). No secret is read.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
-use crate::store::search_text::{SearchText, TooLarge};
+use crate::store::search_text::SearchText;
 use crate::store::StoreError;
 
-/// The change logs the triggers fill (temp tables: per connection, never in the file): the
-/// hosts added, deleted, or changed in a column or a tag the list reads; the groups changed
-/// (for the group tree, api::groups).
-const CREATE_CHANGE_LOGS: &str = "
+/// The log the triggers fill: hosts added, deleted, or changed in a column or tag it reads.
+const CREATE_CHANGE_LOG: &str = "
     CREATE TEMP TABLE IF NOT EXISTS list_changed_hosts (seq INTEGER PRIMARY KEY);
-    CREATE TEMP TABLE IF NOT EXISTS list_changed_groups (id TEXT PRIMARY KEY) WITHOUT ROWID;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_host_added AFTER INSERT ON main.hosts BEGIN
-        INSERT OR IGNORE INTO list_changed_hosts VALUES (new.seq);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_host_deleted AFTER DELETE ON main.hosts BEGIN
-        INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq);
-    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_host_added AFTER INSERT ON main.hosts
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (new.seq); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_host_deleted AFTER DELETE ON main.hosts
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_host_changed AFTER UPDATE OF seq, id, name_key,
-        hostname, created_at, last_used_at, group_id, is_favorite ON main.hosts BEGIN
-        INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq), (new.seq);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags BEGIN
-        INSERT OR IGNORE INTO list_changed_hosts VALUES (new.host_seq);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_dropped AFTER DELETE ON main.host_tags BEGIN
-        INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_changed AFTER UPDATE ON main.host_tags BEGIN
-        INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq), (new.host_seq);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_group_added AFTER INSERT ON main.groups BEGIN
-        INSERT OR IGNORE INTO list_changed_groups VALUES (new.id);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_group_deleted AFTER DELETE ON main.groups BEGIN
-        INSERT OR IGNORE INTO list_changed_groups VALUES (old.id);
-    END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_group_changed AFTER UPDATE ON main.groups BEGIN
-        INSERT OR IGNORE INTO list_changed_groups VALUES (old.id), (new.id);
-    END;";
-/// The columns `HostValues::read` takes, after `seq`.
+        hostname, created_at, last_used_at, group_id, is_favorite ON main.hosts
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq), (new.seq); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (new.host_seq); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_dropped AFTER DELETE ON main.host_tags
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_tag_changed AFTER UPDATE ON main.host_tags
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq), (new.host_seq); END;";
+/// `Hosts::write` reads the columns after `seq`; a NULL `id` is a deleted host.
 const SELECT_HOSTS: &str = "SELECT seq, id, name_key, hostname, created_at, last_used_at, \
      group_id, is_favorite FROM main.hosts ORDER BY seq";
 const SELECT_CHANGED_HOSTS: &str = "SELECT c.seq, h.id, h.name_key, h.hostname, h.created_at, \
      h.last_used_at, h.group_id, h.is_favorite FROM list_changed_hosts AS c \
      LEFT JOIN main.hosts AS h ON h.seq = c.seq ORDER BY c.seq";
-const COUNT_CHANGED_HOSTS: &str = "SELECT count(*) FROM list_changed_hosts";
-/// Every tag, by host (the primary key's order: no sort).
-const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags ORDER BY host_seq";
-const SELECT_TAGS_OF_HOST: &str = "SELECT position, tag FROM main.host_tags WHERE host_seq = ?1";
 const CLEAR_CHANGED_HOSTS: &str = "DELETE FROM list_changed_hosts";
-const DATA_VERSION: &str = "PRAGMA data_version";
+/// Tags by host (the primary key's order: no sort), of every host or of one.
+const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags ORDER BY host_seq";
+const SELECT_TAGS_OF: &str = "SELECT host_seq, position, tag FROM main.host_tags \
+     WHERE host_seq = ?1";
 
-/// More changed hosts than this at once (an import) and the orders are sorted again
-/// instead of moving each host: a move is two binary searches and two shifts of the order.
-const RESORT_FROM: usize = 1_000;
-
-/// A set holding at most 1/`RANK_SHARE` of the hosts is ranked: it costs a lookup per
-/// member, where a walk costs a test per host passed (up to half of them).
+/// More changed hosts at once (an import) and everything is read again instead of moving
+/// each host in each order (two binary searches and two shifts).
+const REREAD_FROM: usize = 1_000;
+/// A set of at most 1/`RANK_SHARE` of the hosts is ranked (a lookup per member) rather
+/// than walked (a test per host passed, up to half of them).
 const RANK_SHARE: usize = 8;
-
-/// The sorts, in the order of `Hosts::orders`.
 const SORTS: [Sort; 4] = [
     Sort::Name,
     Sort::Hostname,
     Sort::CreatedAt,
     Sort::LastUsedAt,
 ];
-
-/// `last_used_at` of a never-used host: after every time.
+/// `last_used_at` of a never-used host (last in both orders), and a time that does not
+/// parse (after any other).
 const NEVER: u64 = u64::MAX;
-/// A stored time that does not parse: after every time, before never.
 const UNREADABLE: u64 = u64::MAX - 1;
-/// The id key of an id that is not a lowercase hyphenated UUID (its text is in `odd_ids`).
-const ODD_ID: u128 = u128::MAX;
-/// The group of a slot with no host.
-const NO_GROUP: u32 = u32::MAX;
-/// The tag list offset of a slot with no tags.
-const NO_TAGS: u32 = u32::MAX;
+/// No group (a slot without a host), no tags.
+const NONE: u32 = u32::MAX;
 
 /// Sets up the connection's change logs. Call once per connection, after migrations.
 pub fn install(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(CREATE_CHANGE_LOGS)?;
-    Ok(())
+    conn.execute_batch(CREATE_CHANGE_LOG)?;
+    crate::store::groups::install_change_log(conn)
 }
 
-/// Moves whenever another connection commits (SQLite's `PRAGMA data_version`); this
-/// connection's own writes are in the change logs instead.
+/// Moves whenever another connection commits; this connection's writes are logged instead.
 pub fn data_version(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached(DATA_VERSION)?
-        .query_row([], |row| row.get(0))?)
+    let mut statement = conn.prepare_cached("PRAGMA data_version")?;
+    Ok(statement.query_row([], |row| row.get(0))?)
 }
 
-/// Rows this connection has changed since it opened, triggers' included: while it stays,
-/// none of the change logs gained a row.
+/// Rows this connection changed, by triggers too: while it stays, no change log grew.
 pub fn changes(conn: &Connection) -> u64 {
     conn.total_changes()
 }
 
-/// The list's memory. Lives beside the connection (`Db`) and is only touched while the
-/// connection's lock is held.
+/// The list's memory, beside the connection (`Db`); touched only under its lock.
 #[derive(Default)]
 pub struct ListIndex {
     hosts: Option<Hosts>,
-    /// The connection's `total_changes` after the log was last emptied: while it stays,
-    /// nothing was logged, and the log need not be read.
+    /// `changes` after the log was last emptied.
     changes_seen: u64,
 }
 
-/// Every host's slot: slots follow `seq` (SQLite gives a new host a `seq` above every
-/// other), and a deleted host's slot stays, empty, until everything is read again.
+/// Every host by slot. Slots follow `seq` (SQLite gives a new host a `seq` above every
+/// other); a deleted host's slot stays empty until everything is read again.
+#[derive(Default)]
 struct Hosts {
     data_version: i64,
     seqs: Vec<i64>,
     live: Bits,
     favorite: Bits,
     keys: Keys,
-    /// The group of each slot (`NO_GROUP` for no host), and the groups' members; `""`
-    /// (the first) is no group.
+    /// Each slot's group number (`NONE` without a host); group `""` is no group.
     group_of: Vec<u32>,
     groups: Members,
-    /// The tags of each slot, in the host's order, and the tags' members.
-    tag_lists: TagLists,
+    /// Each slot's tag numbers in the host's order, `[count, tag...]` at its offset; a
+    /// replaced list is garbage until everything is read again.
+    tag_at: Vec<u32>,
+    tag_lists: Vec<u32>,
+    tag_garbage: usize,
     tags: Members,
-    /// One per sort, in `SORTS` order.
-    orders: Vec<Order>,
+    /// Per sort (in `SORTS` order) every live slot ascending, and each slot's place in it,
+    /// valid below the place where a move last shifted the order.
+    orders: Vec<Vec<u32>>,
+    ranks: Vec<(Vec<u32>, usize)>,
 }
 
 /// What the sorts compare, by slot.
 #[derive(Default)]
 struct Keys {
     text: SearchText,
+    /// A UUID as a number (the order of its lowercase text, the only ids the service
+    /// writes), another id as its first 16 bytes.
     ids: Vec<u128>,
-    odd_ids: HashMap<u32, Box<str>>,
     created: Vec<u64>,
     last_used: Vec<u64>,
 }
 
-/// One sort's slots in ascending order, and each slot's place in it, kept valid below
-/// `ranked` (moves invalidate from where they shift the order).
-#[derive(Default)]
-struct Order {
-    slots: Vec<u32>,
-    rank: Vec<u32>,
-    ranked: usize,
-}
-
-/// Names (group ids, tags) by number, and the slots of each, ascending.
+/// Names (group ids, tags) by number, and each one's slots, ascending.
 #[derive(Default)]
 struct Members {
     index: HashMap<String, u32>,
@@ -173,42 +135,13 @@ struct Members {
     slots: Vec<Vec<u32>>,
 }
 
-/// Each slot's tag numbers, in one arena: `[count, tag...]` at the slot's offset. A
-/// replaced list stays as garbage until compaction.
-#[derive(Default)]
-struct TagLists {
-    numbers: Vec<u32>,
-    at: Vec<u32>,
-    garbage: usize,
-}
-
 /// A set of slots.
 #[derive(Clone, Default)]
 struct Bits(Vec<u64>);
 
-/// One host's columns as the list reads them.
-struct HostValues<'a> {
-    id: &'a str,
-    id_key: u128,
-    name_key: &'a str,
-    hostname: Cow<'a, str>,
-    created: u64,
-    last_used: u64,
-    group_id: Option<&'a str>,
-    favorite: bool,
-}
-
-/// A host of a page: its `seq` and its tags, in their stored order.
-pub type PageHost = (i64, Vec<String>);
-
 impl ListIndex {
-    /// The `seq`s of `query`'s page, in order, each with its tags, and how many hosts
-    /// match the query's filters.
-    pub fn page(
-        &mut self,
-        conn: &Connection,
-        query: &HostQuery,
-    ) -> Result<(Vec<PageHost>, u64), StoreError> {
+    /// The `seq`s of `query`'s page in order, each with its tags, and how many hosts match.
+    pub fn page(&mut self, conn: &Connection, query: &HostQuery) -> Result<Page, StoreError> {
         let hosts = self.current(conn)?;
         let set = hosts.matching(query);
         let total = set.as_ref().map_or_else(|| hosts.live.count(), Bits::count);
@@ -218,11 +151,10 @@ impl ListIndex {
         let Some(offset) = offset.filter(|offset| *offset < total) else {
             return Ok((Vec::new(), total as u64));
         };
-        let limit = usize::try_from(query.per_page)
-            .map_or(total - offset, |limit| limit.min(total - offset));
-        let slots = hosts.page(query, offset, limit, set.as_ref().map(|set| (set, total)));
+        let limit = usize::try_from(query.per_page).map_or(total, |limit| limit.min(total));
+        let slots = hosts.page(query, offset, limit.min(total - offset), set.as_ref());
         let page = slots.iter().map(|slot| {
-            let tags = hosts.tag_lists.get(*slot).iter();
+            let tags = hosts.tag_list(*slot).iter();
             let tags = tags.map(|tag| hosts.tags.names[*tag as usize].clone());
             (hosts.seqs[*slot as usize], tags.collect())
         });
@@ -243,13 +175,12 @@ impl ListIndex {
         self.current(conn).map(drop)
     }
 
-    /// The memory, brought to the connection's state. A failure leaves nothing behind, so
-    /// the next use reads everything again.
+    /// The memory at the connection's state. A failure leaves nothing behind, so the next
+    /// use reads everything again.
     fn current(&mut self, conn: &Connection) -> Result<&mut Hosts, StoreError> {
         let version = data_version(conn)?;
-        let unchanged = changes(conn) == self.changes_seen;
         let hosts = match self.hosts.take() {
-            Some(hosts) if hosts.data_version == version && unchanged => {
+            Some(hosts) if hosts.data_version == version && changes(conn) == self.changes_seen => {
                 return Ok(self.hosts.insert(hosts));
             }
             Some(mut hosts) if hosts.data_version == version => match hosts.patch(conn)? {
@@ -264,319 +195,303 @@ impl ListIndex {
     }
 }
 
+/// A page's `seq`s with their tags, and the number of hosts matching.
+pub type Page = (Vec<(i64, Vec<String>)>, u64);
+
 impl Hosts {
     /// Every host and tag, and the orders sorted from them.
     fn read(conn: &Connection, data_version: i64) -> Result<Hosts, StoreError> {
         let mut hosts = Hosts {
             data_version,
-            seqs: Vec::new(),
-            live: Bits::default(),
-            favorite: Bits::default(),
-            keys: Keys::default(),
-            group_of: Vec::new(),
-            groups: Members::default(),
-            tag_lists: TagLists::default(),
-            tags: Members::default(),
-            orders: Vec::new(),
+            ..Hosts::default()
         };
         hosts.groups.intern("");
         let mut statement = conn.prepare_cached(SELECT_HOSTS)?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
-            let slot = hosts.slot_of(row.get(0)?).ok_or_else(out_of_order)?;
-            hosts.write(slot, Some(HostValues::read(row)?))?;
+            let slot = hosts
+                .slot_of(row.get(0)?)
+                .ok_or_else(|| too_large("slots"))?;
+            hosts.write(slot, Some(row))?;
         }
-        hosts.read_tags(conn.prepare_cached(SELECT_TAGS)?.query([])?)?;
-        hosts.orders = SORTS.iter().map(|sort| hosts.sorted(*sort)).collect();
+        hosts.read_tags(conn, None)?;
+        let keys = &hosts.keys;
+        let sorted = SORTS.iter().map(|sort| {
+            let mut keyed: Vec<_> = hosts
+                .live
+                .ones()
+                .map(|slot| (keys.prefix(*sort, slot), slot))
+                .collect();
+            // The prefix settles most comparisons, so the sort mostly reads one array.
+            keyed.sort_unstable_by(|(x, a), (y, b)| x.cmp(y).then_with(|| keys.cmp(*sort, *a, *b)));
+            keyed.into_iter().map(|(_, slot)| slot).collect()
+        });
+        hosts.orders = sorted.collect();
+        hosts.ranks = SORTS.iter().map(|_| (Vec::new(), 0)).collect();
         Ok(hosts)
     }
 
-    /// Applies the logged changes. `Ok(false)`: a host cannot be placed (a `seq` below
-    /// every other that was never seen); read everything again instead.
+    /// Applies the logged changes. False: read everything again instead (a host between
+    /// known `seq`s, never seen; an order at odds with the keys; a large batch; garbage).
     fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
-        let changed: i64 = conn
-            .prepare_cached(COUNT_CHANGED_HOSTS)?
-            .query_row([], |row| row.get(0))?;
-        let resort = usize::try_from(changed).map_or(true, |changed| changed > RESORT_FROM);
         let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
         let mut rows = statement.query([])?;
-        let mut tags = conn.prepare_cached(SELECT_TAGS_OF_HOST)?;
+        let mut changed = 0;
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
-            let host = match row.get_ref(1)? {
-                rusqlite::types::ValueRef::Null => None,
-                _ => Some(HostValues::read(row)?),
-            };
-            let Some(slot) = self.slot_of(seq) else {
+            let host = Some(row).filter(|row| !matches!(row.get_ref(1), Ok(ValueRef::Null)));
+            let Some(slot) = self.slot_of(seq).filter(|_| changed < REREAD_FROM) else {
                 return Ok(false);
             };
-            let live = host.is_some();
-            if !self.move_host(slot, host, resort)? {
+            changed += 1;
+            if self.live.contains(slot) && !self.move_in_orders(slot, Step::Out) {
                 return Ok(false);
             }
-            let mut names: Vec<(i64, String)> = match live {
-                true => tags
-                    .query_map([seq], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<Result<_, _>>()?,
-                false => Vec::new(),
-            };
-            names.sort_unstable();
-            let names: Vec<&str> = names.iter().map(|(_, name)| name.as_str()).collect();
-            self.set_tags(slot, &names)?;
+            self.write(slot, host)?;
+            if host.is_some() && !self.move_in_orders(slot, Step::In) {
+                return Ok(false);
+            }
+            if host.is_none() || !self.read_tags(conn, Some(seq))? {
+                self.set_tags(slot, &[])?;
+            }
         }
-        if resort {
-            self.orders = SORTS.iter().map(|sort| self.sorted(*sort)).collect();
-        }
-        Ok(true)
+        Ok(self.tag_garbage <= self.tag_lists.len() / 2 && !self.keys.text.wasteful())
     }
 
-    /// Sets the tags of every host in `rows` (`SELECT_TAGS` columns, by host), in their
-    /// positions.
-    fn read_tags(&mut self, mut rows: rusqlite::Rows<'_>) -> Result<(), StoreError> {
-        let mut host: Option<i64> = None;
-        let mut tags: Vec<(i64, String)> = Vec::new();
+    /// Takes the slot out of every order, or puts it in, at its place by its current keys.
+    /// False when it is not there, or already is.
+    fn move_in_orders(&mut self, slot: u32, step: Step) -> bool {
+        for (at, sort) in SORTS.iter().enumerate() {
+            let order = &mut self.orders[at];
+            let found = order.binary_search_by(|probe| self.keys.cmp(*sort, *probe, slot));
+            let place = match (found, step) {
+                (Ok(place), Step::Out) => {
+                    order.remove(place);
+                    place
+                }
+                (Err(place), Step::In) => {
+                    order.insert(place, slot);
+                    place
+                }
+                _ => return false,
+            };
+            self.ranks[at].1 = self.ranks[at].1.min(place);
+        }
+        true
+    }
+
+    /// Sets the tags of every host that has some (`None`) or of one, in their positions;
+    /// false when there were none.
+    fn read_tags(&mut self, conn: &Connection, seq: Option<i64>) -> Result<bool, StoreError> {
+        let mut statement = conn.prepare_cached(seq.map_or(SELECT_TAGS, |_| SELECT_TAGS_OF))?;
+        let mut rows = match seq {
+            Some(seq) => statement.query([seq])?,
+            None => statement.query([])?,
+        };
+        let (mut host, mut tags) = (None, Vec::<(i64, u32)>::new());
         loop {
             let row = rows.next()?;
             let seq = row.map(|row| row.get::<_, i64>(0)).transpose()?;
             if let Some(done) = host.filter(|done| Some(*done) != seq) {
                 tags.sort_unstable();
-                let names: Vec<&str> = tags.iter().map(|(_, tag)| tag.as_str()).collect();
+                let numbers: Vec<u32> = tags.drain(..).map(|(_, tag)| tag).collect();
                 if let Ok(slot) = self.seqs.binary_search(&done) {
-                    self.set_tags(slot as u32, &names)?;
+                    self.set_tags(slot as u32, &numbers)?;
                 }
-                tags.clear();
             }
             let Some(row) = row else {
-                return Ok(());
+                return Ok(host.is_some());
             };
             host = seq;
-            tags.push((row.get(1)?, row.get(2)?));
+            let tag = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
+            tags.push((row.get(1)?, self.tags.intern(tag)));
         }
     }
 
-    /// Replaces a slot's tags, and its place among each tag's members.
-    fn set_tags(&mut self, slot: u32, names: &[&str]) -> Result<(), StoreError> {
-        let numbers: Vec<u32> = names.iter().map(|name| self.tags.intern(name)).collect();
-        let old = self.tag_lists.get(slot).to_vec();
+    /// Replaces a slot's tag numbers, and its place among each tag's members.
+    fn set_tags(&mut self, slot: u32, numbers: &[u32]) -> Result<(), StoreError> {
+        let old = self.tag_list(slot).to_vec();
+        if old == numbers {
+            return Ok(());
+        }
         for tag in old.iter().filter(|tag| !numbers.contains(tag)) {
             self.tags.remove(*tag, slot);
         }
         for tag in numbers.iter().filter(|tag| !old.contains(tag)) {
             self.tags.add(*tag, slot);
         }
-        self.tag_lists.set(slot, &numbers)
+        self.tag_garbage += old.len() + usize::from(!old.is_empty());
+        let at = u32::try_from(self.tag_lists.len()).map_err(|_| too_large("tags"))?;
+        self.tag_at[slot as usize] = if numbers.is_empty() { NONE } else { at };
+        if !numbers.is_empty() {
+            self.tag_lists.push(numbers.len() as u32);
+            self.tag_lists.extend_from_slice(numbers);
+        }
+        Ok(())
     }
 
-    /// The slot of `seq`, a new one when it is above every other; `None` when it falls
-    /// between slots.
+    fn tag_list(&self, slot: u32) -> &[u32] {
+        match self.tag_at.get(slot as usize).map(|at| *at as usize) {
+            Some(at) if at != NONE as usize => {
+                &self.tag_lists[at + 1..=at + self.tag_lists[at] as usize]
+            }
+            _ => &[],
+        }
+    }
+
+    /// The slot of `seq`, a new one when it is above every other; `None` between slots.
     fn slot_of(&mut self, seq: i64) -> Option<u32> {
-        let search = match self.seqs.last() {
-            Some(last) if *last < seq => Err(self.seqs.len()),
-            _ => self.seqs.binary_search(&seq),
-        };
-        match search {
-            Ok(slot) => u32::try_from(slot).ok(),
-            Err(slot) if slot == self.seqs.len() => {
-                let slot = u32::try_from(slot).ok().filter(|slot| *slot != NO_GROUP)?;
-                self.seqs.push(seq);
-                self.keys.ids.push(0);
-                self.keys.created.push(NEVER);
-                self.keys.last_used.push(NEVER);
-                self.group_of.push(NO_GROUP);
-                Some(slot)
-            }
-            Err(_) => None,
+        if self.seqs.last().is_some_and(|last| *last >= seq) {
+            return self.seqs.binary_search(&seq).ok().map(|slot| slot as u32);
         }
+        let slot = u32::try_from(self.seqs.len())
+            .ok()
+            .filter(|slot| *slot != NONE)?;
+        self.seqs.push(seq);
+        self.keys.ids.push(0);
+        self.keys.created.push(NEVER);
+        self.keys.last_used.push(NEVER);
+        self.group_of.push(NONE);
+        self.tag_at.push(NONE);
+        Some(slot)
     }
 
-    /// Writes a changed host and moves it in every order whose key it changed (all of
-    /// them at once later instead, when `resort`). `Ok(false)`: the orders disagree with
-    /// the keys; read everything again.
-    fn move_host(
-        &mut self,
-        slot: u32,
-        host: Option<HostValues<'_>>,
-        resort: bool,
-    ) -> Result<bool, StoreError> {
-        let was_live = self.live.contains(slot);
-        let moved = SORTS.map(|sort| match &host {
-            Some(host) => !was_live || self.keys.differ(sort, slot, host),
-            None => was_live,
-        });
-        let moving = |index: usize| !resort && moved[index];
-        for (index, sort) in SORTS.iter().enumerate() {
-            if moving(index) && was_live && !self.orders[index].remove(&self.keys, *sort, slot) {
-                return Ok(false);
-            }
-        }
-        let live = host.is_some();
-        self.write(slot, host)?;
-        for (index, sort) in SORTS.iter().enumerate() {
-            if moving(index) && live && !self.orders[index].insert(&self.keys, *sort, slot) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// Sets a slot's columns, text and group (`None`: the host is gone).
-    fn write(&mut self, slot: u32, host: Option<HostValues<'_>>) -> Result<(), StoreError> {
-        let index = slot as usize;
-        let group = match &host {
-            None => NO_GROUP,
-            Some(host) => self.groups.intern(host.group_id.unwrap_or_default()),
+    /// Sets a slot's columns, text and group from `row`'s columns 1-7 (`None`: the host is
+    /// gone).
+    fn write(&mut self, slot: u32, row: Option<&Row<'_>>) -> Result<(), StoreError> {
+        let text = |column: usize| -> Result<&str, StoreError> {
+            let value = row
+                .ok_or(StoreError::HostNotFound)?
+                .get_ref(column)?
+                .as_str_or_null();
+            Ok(value.map_err(rusqlite::Error::from)?.unwrap_or_default())
         };
+        let (index, group) = (slot as usize, row.map(|_| text(6)).transpose()?);
+        let group = group.map_or(NONE, |group| self.groups.intern(group));
         let old = std::mem::replace(&mut self.group_of[index], group);
         if old != group {
             self.groups.remove(old, slot);
             self.groups.add(group, slot);
         }
-        let Some(host) = host else {
+        let Some(row) = row else {
             self.live.remove(slot);
             self.favorite.remove(slot);
             self.keys.text.remove(slot);
-            self.keys.odd_ids.remove(&slot);
             return Ok(());
         };
         self.live.insert(slot);
-        match host.favorite {
+        match row.get(7)? {
             true => self.favorite.insert(slot),
             false => self.favorite.remove(slot),
         }
-        let keys = &mut self.keys;
-        keys.ids[index] = host.id_key;
-        match host.id_key {
-            ODD_ID => keys.odd_ids.insert(slot, host.id.into()),
-            _ => keys.odd_ids.remove(&slot),
-        };
-        keys.created[index] = host.created;
-        keys.last_used[index] = host.last_used;
-        keys.text
-            .put(slot, host.name_key, &host.hostname)
-            .map_err(|TooLarge| {
-                StoreError::Sqlite("the hosts' names and hostnames pass 4 GiB".into())
-            })
-    }
-
-    /// Every live slot in `sort`'s ascending order. Most comparisons are settled by the
-    /// first 16 bytes of the key, held beside each slot, so the sort mostly reads one array.
-    fn sorted(&self, sort: Sort) -> Order {
-        let mut keyed: Vec<(u128, u32)> = self
-            .live
-            .ones()
-            .map(|slot| (self.keys.prefix(sort, slot), slot))
-            .collect();
-        keyed.sort_unstable_by(|(a_prefix, a), (b_prefix, b)| {
-            a_prefix
-                .cmp(b_prefix)
-                .then_with(|| self.keys.cmp(sort, *a, *b))
-        });
-        Order {
-            slots: keyed.into_iter().map(|(_, slot)| slot).collect(),
-            rank: Vec::new(),
-            ranked: 0,
-        }
+        let (keys, id) = (&mut self.keys, text(1)?);
+        keys.ids[index] =
+            uuid::Uuid::try_parse(id).map_or_else(|_| prefix(id.as_bytes()), |id| id.as_u128());
+        keys.created[index] = time_key(text(4)?).unwrap_or(UNREADABLE);
+        keys.last_used[index] = time_key(text(5)?).unwrap_or(NEVER);
+        let put = keys.text.put(slot, text(2)?, &text(3)?.to_lowercase());
+        put.map_err(|_| too_large("names and hostnames"))
     }
 
     /// The hosts `query`'s filters keep; `None` when it has none.
     fn matching(&self, query: &HostQuery) -> Option<Bits> {
         let slots = self.seqs.len();
-        let mut sets = Vec::new();
-        if let Some(group) = &query.group {
-            let id = match group {
-                GroupFilter::Ungrouped => "",
-                GroupFilter::Group(id) => id,
-            };
-            sets.push(Bits::of(slots, self.groups.of(id)));
-        }
-        if let Some(tag) = &query.tag {
-            sets.push(Bits::of(slots, self.tags.of(tag)));
-        }
-        if let Some(favorite) = query.favorite {
+        let group = query.group.as_ref().map(|group| match group {
+            GroupFilter::Ungrouped => Bits::of(slots, self.groups.of("")),
+            GroupFilter::Group(id) => Bits::of(slots, self.groups.of(id)),
+        });
+        let tag = query
+            .tag
+            .as_ref()
+            .map(|tag| Bits::of(slots, self.tags.of(tag)));
+        let favorite = query.favorite.map(|favorite| {
             let mut set = self.live.clone();
             match favorite {
                 true => set.and(&self.favorite),
                 false => set.and_not(&self.favorite),
             }
-            sets.push(set);
-        }
-        if let Some(term) = &query.search {
-            let needle = term.to_lowercase();
-            sets.push(Bits(self.keys.text.scan(needle.as_bytes(), slots)));
-        }
-        let mut sets = sets.into_iter();
+            set
+        });
+        let search = query
+            .search
+            .as_ref()
+            .map(|term| Bits(self.keys.text.scan(term.to_lowercase().as_bytes(), slots)));
+        let mut sets = [group, tag, favorite, search].into_iter().flatten();
         let mut set = sets.next()?;
         sets.for_each(|other| set.and(&other));
         Some(set)
     }
 
-    /// The slots of the page at `offset` (below the total), at most `limit`, in the order
-    /// `query` asks. `set`: the filtered hosts and how many they are.
+    /// The slots of the page at `offset` (below the total), `limit` of them, in the order
+    /// `query` asks, among `set` (all hosts without one).
     fn page(
         &mut self,
         query: &HostQuery,
         offset: usize,
         limit: usize,
-        set: Option<(&Bits, usize)>,
+        set: Option<&Bits>,
     ) -> Vec<u32> {
-        let sort = SORTS
-            .iter()
-            .position(|sort| *sort == query.sort)
-            .unwrap_or(0);
-        let slot_count = self.seqs.len();
-        let order = &mut self.orders[sort];
-        let (len, direction) = (order.slots.len(), query.direction);
+        let (at, slots, direction) = (sort_at(query.sort), self.seqs.len(), query.direction);
+        let (order, len) = (&self.orders[at], self.orders[at].len());
         // Hosts with a key come first in both directions: only never-used ones have none.
         let keyed = match query.sort {
-            Sort::LastUsedAt => order
-                .slots
-                .partition_point(|slot| self.keys.last_used[*slot as usize] != NEVER),
+            Sort::LastUsedAt => {
+                order.partition_point(|slot| self.keys.last_used[*slot as usize] != NEVER)
+            }
             Sort::Name | Sort::Hostname | Sort::CreatedAt => len,
         };
-        // The ascending place of the host shown at `at`, and back (its own inverse).
-        let place = |at: usize| match direction {
-            Direction::Asc => at,
-            Direction::Desc if at < keyed => keyed - 1 - at,
-            Direction::Desc => keyed + len - 1 - at,
+        // The ascending place of the host shown at `shown`, and back (its own inverse).
+        let place = |shown: usize| match direction {
+            Direction::Asc => shown,
+            Direction::Desc if shown < keyed => keyed - 1 - shown,
+            Direction::Desc => keyed + len - 1 - shown,
         };
-        match set {
-            None => (offset..offset + limit)
-                .map(|at| order.slots[place(at)])
-                .collect(),
-            Some((set, count)) if count <= len / RANK_SHARE => {
-                let ranks = order.ranks(slot_count);
-                let mut shown: Vec<(usize, u32)> = set
+        let count = set.map_or(len, Bits::count);
+        let kept = |shown: &usize| set.is_none_or(|set| set.contains(order[place(*shown)]));
+        let mut shown: Vec<usize> = match set {
+            None => (offset..offset + limit).collect(),
+            Some(set) if count <= len / RANK_SHARE => {
+                let (ranks, ranked) = &mut self.ranks[at];
+                ranks.resize(slots, 0);
+                for (rank, slot) in order.iter().enumerate().skip(*ranked) {
+                    ranks[*slot as usize] = rank as u32;
+                }
+                *ranked = len;
+                let mut shown: Vec<usize> = set
                     .ones()
-                    .map(|slot| (place(ranks[slot as usize] as usize), slot))
+                    .map(|slot| place(ranks[slot as usize] as usize))
                     .collect();
                 shown.select_nth_unstable(offset);
                 shown.drain(..offset);
-                if shown.len() > limit {
-                    shown.select_nth_unstable(limit);
-                    shown.truncate(limit);
-                }
-                shown.sort_unstable();
-                shown.into_iter().map(|(_, slot)| slot).collect()
+                let last = limit.min(shown.len() - 1);
+                shown.select_nth_unstable(last);
+                shown.truncate(limit);
+                shown
             }
-            Some((set, count)) => {
-                let slots = &order.slots;
-                let kept = |at: &usize| set.contains(slots[place(*at)]);
-                let mut page: Vec<usize> = match offset <= count - offset - limit {
-                    true => (0..len).filter(kept).skip(offset).take(limit).collect(),
-                    false => {
-                        let skip = count - offset - limit;
-                        (0..len).rev().filter(kept).skip(skip).take(limit).collect()
-                    }
-                };
-                page.sort_unstable();
-                page.into_iter().map(|at| slots[place(at)]).collect()
+            _ if offset <= count - offset - limit => {
+                (0..len).filter(kept).skip(offset).take(limit).collect()
             }
-        }
+            _ => (0..len)
+                .rev()
+                .filter(kept)
+                .skip(count - offset - limit)
+                .take(limit)
+                .collect(),
+        };
+        shown.sort_unstable();
+        shown.into_iter().map(|shown| order[place(shown)]).collect()
     }
 }
 
+/// Out of the orders, or into them.
+#[derive(Clone, Copy)]
+enum Step {
+    Out,
+    In,
+}
+
 impl Keys {
-    /// `a` against `b` in `sort`'s ascending order: the key, then the id.
+    /// `a` against `b` in `sort`'s ascending order: the key, the id, then the slot.
     fn cmp(&self, sort: Sort, a: u32, b: u32) -> Ordering {
         let (x, y) = (a as usize, b as usize);
         let key = match sort {
@@ -585,135 +500,19 @@ impl Keys {
             Sort::CreatedAt => self.created[x].cmp(&self.created[y]),
             Sort::LastUsedAt => self.last_used[x].cmp(&self.last_used[y]),
         };
-        key.then_with(|| match (self.ids[x], self.ids[y]) {
-            (ODD_ID, _) | (_, ODD_ID) => self.id(a).cmp(&self.id(b)),
-            (a, b) => a.cmp(&b),
-        })
+        key.then(self.ids[x].cmp(&self.ids[y])).then(a.cmp(&b))
     }
 
-    /// A number that orders like `cmp` wherever it differs: the first 16 bytes of a text
-    /// key, big-endian; a time with the first half of the id when every id is a UUID.
+    /// A number that orders like `cmp` wherever it differs: a text key's first 16 bytes, a
+    /// time with the id's first half.
     fn prefix(&self, sort: Sort, slot: u32) -> u128 {
-        let index = slot as usize;
-        let id = match self.odd_ids.is_empty() {
-            true => self.ids[index] >> 64,
-            false => 0,
-        };
-        let text = match sort {
-            Sort::Name => self.text.name(slot),
-            Sort::Hostname => self.text.hostname(slot),
-            Sort::CreatedAt => return u128::from(self.created[index]) << 64 | id,
-            Sort::LastUsedAt => return u128::from(self.last_used[index]) << 64 | id,
-        };
-        let mut bytes = [0u8; 16];
-        let len = text.len().min(16);
-        bytes[..len].copy_from_slice(&text[..len]);
-        u128::from_be_bytes(bytes)
-    }
-
-    /// True when `host` would put `slot` elsewhere in `sort` than its current key does.
-    fn differ(&self, sort: Sort, slot: u32, host: &HostValues<'_>) -> bool {
-        let index = slot as usize;
-        let id_differs = match host.id_key {
-            ODD_ID => self.odd_ids.get(&slot).map(|id| &**id) != Some(host.id),
-            key => self.ids[index] != key,
-        };
-        id_differs
-            || match sort {
-                Sort::Name => self.text.name(slot) != host.name_key.as_bytes(),
-                Sort::Hostname => self.text.hostname(slot) != host.hostname.as_bytes(),
-                Sort::CreatedAt => self.created[index] != host.created,
-                Sort::LastUsedAt => self.last_used[index] != host.last_used,
-            }
-    }
-
-    /// The slot's id as stored.
-    fn id(&self, slot: u32) -> Cow<'_, str> {
-        if let Some(id) = self.odd_ids.get(&slot) {
-            return Cow::Borrowed(id);
+        let (index, id) = (slot as usize, self.ids[slot as usize] >> 64);
+        match sort {
+            Sort::Name => prefix(self.text.name(slot)),
+            Sort::Hostname => prefix(self.text.hostname(slot)),
+            Sort::CreatedAt => u128::from(self.created[index]) << 64 | id,
+            Sort::LastUsedAt => u128::from(self.last_used[index]) << 64 | id,
         }
-        let key = self.ids[slot as usize];
-        let part = |shift: u32, mask: u128| (key >> shift) & mask;
-        Cow::Owned(format!(
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-            part(96, 0xffff_ffff),
-            part(80, 0xffff),
-            part(64, 0xffff),
-            part(48, 0xffff),
-            part(0, 0xffff_ffff_ffff)
-        ))
-    }
-}
-
-impl Order {
-    /// Takes `slot` out, found by its current keys. False when it is not there.
-    fn remove(&mut self, keys: &Keys, sort: Sort, slot: u32) -> bool {
-        match self
-            .slots
-            .binary_search_by(|probe| keys.cmp(sort, *probe, slot))
-        {
-            Ok(at) => {
-                self.slots.remove(at);
-                self.ranked = self.ranked.min(at);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Puts `slot` in its place by its current keys. False when it is there already.
-    fn insert(&mut self, keys: &Keys, sort: Sort, slot: u32) -> bool {
-        match self
-            .slots
-            .binary_search_by(|probe| keys.cmp(sort, *probe, slot))
-        {
-            Ok(_) => false,
-            Err(at) => {
-                self.slots.insert(at, slot);
-                self.ranked = self.ranked.min(at);
-                true
-            }
-        }
-    }
-
-    /// Each slot's ascending place (only those in the order mean anything).
-    fn ranks(&mut self, slot_count: usize) -> &[u32] {
-        self.rank.resize(slot_count, 0);
-        for (at, slot) in self.slots.iter().enumerate().skip(self.ranked) {
-            self.rank[*slot as usize] = at as u32;
-        }
-        self.ranked = self.slots.len();
-        &self.rank
-    }
-}
-
-impl<'a> HostValues<'a> {
-    /// Columns 1-7 of `SELECT_HOSTS`.
-    fn read(row: &'a Row<'_>) -> Result<HostValues<'a>, StoreError> {
-        let text = |column: usize| -> Result<Option<&'a str>, StoreError> {
-            Ok(row
-                .get_ref(column)?
-                .as_str_or_null()
-                .map_err(rusqlite::Error::from)?)
-        };
-        let id = text(1)?.unwrap_or_default();
-        let hostname = text(3)?.unwrap_or_default();
-        Ok(HostValues {
-            id,
-            id_key: uuid_key(id).unwrap_or(ODD_ID),
-            name_key: text(2)?.unwrap_or_default(),
-            hostname: match hostname
-                .bytes()
-                .any(|byte| byte.is_ascii_uppercase() || !byte.is_ascii())
-            {
-                true => Cow::Owned(hostname.to_lowercase()),
-                false => Cow::Borrowed(hostname),
-            },
-            created: time_key(text(4)?).unwrap_or(UNREADABLE),
-            last_used: text(5)?.map_or(NEVER, |time| time_key(Some(time)).unwrap_or(UNREADABLE)),
-            group_id: text(6)?,
-            favorite: row.get(7)?,
-        })
     }
 }
 
@@ -723,11 +522,10 @@ impl Members {
         if let Some(number) = self.index.get(name) {
             return *number;
         }
-        let number = self.names.len() as u32;
-        self.index.insert(name.to_owned(), number);
+        self.index.insert(name.to_owned(), self.names.len() as u32);
         self.names.push(name.to_owned());
         self.slots.push(Vec::new());
-        number
+        self.names.len() as u32 - 1
     }
 
     /// The slots of `name` (none when unknown).
@@ -740,74 +538,23 @@ impl Members {
     }
 
     fn add(&mut self, number: u32, slot: u32) {
-        let Some(slots) = self.slots.get_mut(number as usize) else {
-            return;
-        };
-        match slots.last() {
-            Some(last) if *last >= slot => {
-                if let Err(at) = slots.binary_search(&slot) {
-                    slots.insert(at, slot);
-                }
+        if let Some(slots) = self.slots.get_mut(number as usize) {
+            if let Err(at) = slots.binary_search(&slot) {
+                slots.insert(at, slot);
             }
-            _ => slots.push(slot),
         }
     }
 
     fn remove(&mut self, number: u32, slot: u32) {
-        let Some(slots) = self.slots.get_mut(number as usize) else {
-            return;
-        };
-        if let Ok(at) = slots.binary_search(&slot) {
-            slots.remove(at);
+        if let Some(slots) = self.slots.get_mut(number as usize) {
+            slots.binary_search(&slot).map(|at| slots.remove(at)).ok();
         }
-    }
-}
-
-impl TagLists {
-    fn get(&self, slot: u32) -> &[u32] {
-        let Some(&at) = self.at.get(slot as usize).filter(|at| **at != NO_TAGS) else {
-            return &[];
-        };
-        let at = at as usize;
-        let count = self.numbers[at] as usize;
-        &self.numbers[at + 1..at + 1 + count]
-    }
-
-    fn set(&mut self, slot: u32, numbers: &[u32]) -> Result<(), StoreError> {
-        let old = self.get(slot).len();
-        self.garbage += old + usize::from(old > 0);
-        let index = slot as usize;
-        if self.at.len() <= index {
-            self.at.resize(index + 1, NO_TAGS);
-        }
-        self.at[index] = NO_TAGS;
-        if !numbers.is_empty() {
-            let at = u32::try_from(self.numbers.len())
-                .ok()
-                .filter(|at| *at != NO_TAGS)
-                .ok_or_else(|| StoreError::Sqlite("the hosts' tags pass 4 G entries".into()))?;
-            self.numbers.push(numbers.len() as u32);
-            self.numbers.extend_from_slice(numbers);
-            self.at[index] = at;
-        }
-        if self.garbage > self.numbers.len() / 2 {
-            let mut compact = TagLists::default();
-            for slot in 0..self.at.len() as u32 {
-                compact.set(slot, self.get(slot))?;
-            }
-            *self = compact;
-        }
-        Ok(())
     }
 }
 
 impl Bits {
-    fn with_slots(slots: usize) -> Bits {
-        Bits(vec![0; slots.div_ceil(64)])
-    }
-
     fn of(slots: usize, members: &[u32]) -> Bits {
-        let mut set = Bits::with_slots(slots);
+        let mut set = Bits(vec![0; slots.div_ceil(64)]);
         members.iter().for_each(|slot| set.insert(*slot));
         set
     }
@@ -827,9 +574,8 @@ impl Bits {
     }
 
     fn contains(&self, slot: u32) -> bool {
-        self.0
-            .get(slot as usize / 64)
-            .is_some_and(|word| word & (1 << (slot % 64)) != 0)
+        let word = self.0.get(slot as usize / 64);
+        word.is_some_and(|word| word & (1 << (slot % 64)) != 0)
     }
 
     fn count(&self) -> usize {
@@ -838,11 +584,17 @@ impl Bits {
 
     fn and(&mut self, other: &Bits) {
         self.0.truncate(other.0.len());
-        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a &= b);
+        self.0
+            .iter_mut()
+            .zip(&other.0)
+            .for_each(|(word, other)| *word &= other);
     }
 
     fn and_not(&mut self, other: &Bits) {
-        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a &= !b);
+        self.0
+            .iter_mut()
+            .zip(&other.0)
+            .for_each(|(word, other)| *word &= !other);
     }
 
     fn ones(&self) -> impl Iterator<Item = u32> + '_ {
@@ -857,53 +609,37 @@ impl Bits {
     }
 }
 
-/// A lowercase hyphenated UUID as a number, in the same order as its text.
-fn uuid_key(id: &str) -> Option<u128> {
-    if id.len() != 36 {
-        return None;
-    }
-    let mut key: u128 = 0;
-    for (at, byte) in id.bytes().enumerate() {
-        let digit = match (at, byte) {
-            (8 | 13 | 18 | 23, b'-') => continue,
-            (8 | 13 | 18 | 23, _) => return None,
-            (_, b'0'..=b'9') => byte - b'0',
-            (_, b'a'..=b'f') => byte - b'a' + 10,
-            _ => return None,
-        };
-        key = key << 4 | u128::from(digit);
-    }
-    Some(key).filter(|key| *key != ODD_ID)
+/// Where `sort`'s order is in `Hosts::orders`.
+fn sort_at(sort: Sort) -> usize {
+    SORTS.iter().position(|kept| *kept == sort).unwrap_or(0)
 }
 
-/// A stored time as a number in the order of the instants: the digits of its canonical
-/// form (`2024-01-31T12:00:00.000Z`, what the store writes), through humantime for others.
-fn time_key(text: Option<&str>) -> Option<u64> {
-    let digits = |text: &str| -> Option<u64> {
-        let bytes = text.as_bytes();
-        if bytes.len() != 24 {
-            return None;
-        }
-        bytes
-            .iter()
-            .enumerate()
-            .try_fold(0, |number, (at, byte)| match (at, byte) {
-                (4 | 7, b'-') | (10, b'T') | (13 | 16, b':') | (19, b'.') | (23, b'Z') => {
-                    Some(number)
-                }
-                (4 | 7 | 10 | 13 | 16 | 19 | 23, _) => None,
-                (_, b'0'..=b'9') => Some(number * 10 + u64::from(byte - b'0')),
-                _ => None,
-            })
-    };
-    let text = text?;
-    digits(text).or_else(|| {
-        let time = humantime::parse_rfc3339_weak(text).ok()?;
-        digits(&humantime::format_rfc3339_millis(time).to_string())
-    })
+/// The first 16 bytes, big-endian (zeros past the end): ordered like the bytes wherever
+/// it differs.
+fn prefix(bytes: &[u8]) -> u128 {
+    let mut first = [0u8; 16];
+    let len = bytes.len().min(16);
+    first[..len].copy_from_slice(&bytes[..len]);
+    u128::from_be_bytes(first)
 }
 
-/// The store's data disagrees with itself (hosts not in `seq` order).
-fn out_of_order() -> StoreError {
-    StoreError::Sqlite("the hosts table did not come in seq order".into())
+/// A time in the form the store writes (`2024-01-31T12:00:00.000Z`) as the number its
+/// digits make, in the order of the instants; `None` for any other text. So a time the
+/// store did not write sorts after every other, or, for `last_used_at`, as never used.
+fn time_key(text: &str) -> Option<u64> {
+    (text.len() == 24).then_some(())?;
+    text.bytes()
+        .enumerate()
+        .try_fold(0, |number, (at, byte)| match (at, byte) {
+            (4 | 7, b'-') | (10, b'T') | (13 | 16, b':') | (19, b'.') | (23, b'Z') => Some(number),
+            (4 | 7 | 10 | 13 | 16 | 19 | 23, _) => None,
+            (_, b'0'..=b'9') => Some(number * 10 + u64::from(byte - b'0')),
+            _ => None,
+        })
+}
+
+fn too_large(what: &str) -> StoreError {
+    StoreError::Sqlite(format!(
+        "the hosts' {what} pass what the list's memory can index"
+    ))
 }

@@ -1,30 +1,31 @@
 //! The search text: every host's `name_key` and lowercased hostname in one buffer, scanned
-//! for a term's bytes at close to memory speed (README, API: Hosts, "List": a
-//! case-insensitive substring of name or hostname).
+//! for a term at close to memory speed (README, API: Hosts, "List": a case-insensitive
+//! substring of name or hostname).
 //!
 //! Invariants: a match never spans the name and the hostname, nor two hosts; the buffer
 //! holds no secret; positions fit in u32 (`put` refuses to grow the buffer past 4 GiB).
 
-/// A host's text in the buffer: its `name_key` from `start` to `name_end`, then its
-/// hostname up to the next segment's start (or the buffer's end). Segments sit in buffer
-/// order; a replaced or deleted host's old segment stays, with no slot, until compaction.
+use std::ops::Range;
+
+/// The texts of every slot, each a segment of one buffer.
+#[derive(Default)]
+pub struct SearchText {
+    buffer: Vec<u8>,
+    /// In buffer order; a replaced or deleted text's segment stays, with no slot.
+    segments: Vec<Segment>,
+    /// Each slot's segment, or `NONE`.
+    segment_of: Vec<u32>,
+    /// Bytes of `buffer` no slot owns any more.
+    garbage: usize,
+}
+
+/// A slot's text: its `name_key` from `start` to `name_end`, then its hostname up to the
+/// next segment's start (or the buffer's end).
 #[derive(Clone, Copy)]
 struct Segment {
     start: u32,
     name_end: u32,
     slot: u32,
-}
-
-/// The texts of every slot: found by slot for the name and hostname sorts, and scanned as
-/// one buffer for a search.
-#[derive(Default)]
-pub struct SearchText {
-    buffer: Vec<u8>,
-    segments: Vec<Segment>,
-    /// The segment of each slot, or `NONE`.
-    segment_of: Vec<u32>,
-    /// Bytes of `buffer` no slot owns any more.
-    garbage: usize,
 }
 
 /// The buffer would pass 4 GiB.
@@ -33,63 +34,54 @@ pub struct TooLarge;
 
 /// No segment, or no slot.
 const NONE: u32 = u32::MAX;
-
-/// Candidate positions are found this many at a time: the loop over one block compiles to
-/// SIMD compares (SSE2 on x86-64) with no `unsafe` and no crate.
+/// Candidates are found this many at a time: a plain loop over a fixed block, which the
+/// compiler turns into vector compares (SSE2 on x86-64) with no `unsafe` and no crate.
 const BLOCK: usize = 64;
-
-/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads. Below,
-/// one thread scans in under a millisecond, while a thread that must wait for a busy core
-/// (the other requests, or anything else on the machine) costs milliseconds.
+/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads. Below it
+/// one thread takes under a millisecond, while a thread that must wait for a busy core
+/// costs milliseconds.
 const PARALLEL_FROM: usize = 16 << 20;
 
 impl SearchText {
-    /// The slot's `name_key` (empty for a slot with no text).
+    /// The slot's `name_key` (empty without a text).
     pub fn name(&self, slot: u32) -> &[u8] {
-        self.field(slot, |start, name_end, _| (start, name_end))
+        self.text(slot)
+            .map_or(&[], |(text, name_len)| &text[..name_len])
     }
 
-    /// The slot's lowercased hostname (empty for a slot with no text).
+    /// The slot's lowercased hostname (empty without a text).
     pub fn hostname(&self, slot: u32) -> &[u8] {
-        self.field(slot, |_, name_end, end| (name_end, end))
+        self.text(slot)
+            .map_or(&[], |(text, name_len)| &text[name_len..])
     }
 
-    /// Sets the slot's text, unless it is already that.
+    /// Sets the slot's text, unless it is that already; an empty one takes no segment.
     pub fn put(&mut self, slot: u32, name_key: &str, hostname: &str) -> Result<(), TooLarge> {
-        let has_text = self
-            .segment_of
-            .get(slot as usize)
-            .is_some_and(|index| *index != NONE);
-        if has_text
-            && self.name(slot) == name_key.as_bytes()
-            && self.hostname(slot) == hostname.as_bytes()
+        let new = [name_key.as_bytes(), hostname.as_bytes()];
+        if self
+            .text(slot)
+            .is_some_and(|(text, len)| [&text[..len], &text[len..]] == new)
         {
             return Ok(());
         }
-        let start = u32::try_from(self.buffer.len()).map_err(|_| TooLarge)?;
-        let name_end = start
-            .checked_add(u32::try_from(name_key.len()).map_err(|_| TooLarge)?)
-            .ok_or(TooLarge)?;
-        name_end
-            .checked_add(u32::try_from(hostname.len()).map_err(|_| TooLarge)?)
-            .ok_or(TooLarge)?;
         self.remove(slot);
+        let start = u32::try_from(self.buffer.len()).map_err(|_| TooLarge)?;
+        u32::try_from(self.buffer.len() + name_key.len() + hostname.len()).map_err(|_| TooLarge)?;
+        if name_key.is_empty() && hostname.is_empty() {
+            return Ok(());
+        }
         self.buffer.extend_from_slice(name_key.as_bytes());
         self.buffer.extend_from_slice(hostname.as_bytes());
-        let index = self.segments.len() as u32;
+        if self.segment_of.len() <= slot as usize {
+            self.segment_of.resize(slot as usize + 1, NONE);
+        }
+        self.segment_of[slot as usize] = self.segments.len() as u32;
+        let name_end = start + name_key.len() as u32;
         self.segments.push(Segment {
             start,
             name_end,
             slot,
         });
-        let slot = slot as usize;
-        if self.segment_of.len() <= slot {
-            self.segment_of.resize(slot + 1, NONE);
-        }
-        self.segment_of[slot] = index;
-        if self.garbage > self.buffer.len() / 2 {
-            self.compact();
-        }
         Ok(())
     }
 
@@ -107,32 +99,22 @@ impl SearchText {
     }
 
     /// The slots whose name or hostname contains `needle`, as a bitmap over `slots` slots
-    /// (bit `s % 64` of word `s / 64`). Candidates are the positions holding the needle's
-    /// first byte with its last byte at the right distance, found a block at a time; each
-    /// is then compared in full and mapped to its segment, and the rest of a segment that
-    /// matched is skipped.
+    /// (bit `s % 64` of word `s / 64`).
     pub fn scan(&self, needle: &[u8], slots: usize) -> Vec<u64> {
-        let middle = self.segments.len() / 2;
-        let split = self
-            .segments
-            .get(middle)
-            .map(|segment| segment.start as usize);
-        let Some(split) = split.filter(|_| self.buffer.len() >= PARALLEL_FROM) else {
-            return self.scan_part(needle, slots, (0, 0), usize::MAX);
-        };
+        let (count, middle) = (self.segments.len(), self.segments.len() / 2);
+        if self.buffer.len() < PARALLEL_FROM {
+            return self.scan_part(needle, slots, 0..count);
+        }
         // The second half on a thread of its own; one that cannot start, or fails, leaves
         // its half to this thread.
         let (mut found, second) = std::thread::scope(|scope| {
             let other = std::thread::Builder::new()
                 .name("search-scan".into())
-                .spawn_scoped(scope, || {
-                    self.scan_part(needle, slots, (middle, split), usize::MAX)
-                });
-            let first = self.scan_part(needle, slots, (0, 0), split);
+                .spawn_scoped(scope, || self.scan_part(needle, slots, middle..count));
+            let first = self.scan_part(needle, slots, 0..middle);
             (first, other.ok().and_then(|thread| thread.join().ok()))
         });
-        let second =
-            second.unwrap_or_else(|| self.scan_part(needle, slots, (middle, split), usize::MAX));
+        let second = second.unwrap_or_else(|| self.scan_part(needle, slots, middle..count));
         found
             .iter_mut()
             .zip(second)
@@ -140,31 +122,39 @@ impl SearchText {
         found
     }
 
-    /// `scan` over the matches starting before `until`, from segment `from.0`, which
-    /// starts at position `from.1`.
-    fn scan_part(
-        &self,
-        needle: &[u8],
-        slots: usize,
-        from: (usize, usize),
-        until: usize,
-    ) -> Vec<u64> {
+    /// `scan` over the segments in `part`. Candidates are the positions holding the
+    /// needle's first byte with its last byte at the right distance, found a block at a
+    /// time; each is compared in full and mapped to its segment, and a segment that matched
+    /// is skipped to its end.
+    fn scan_part(&self, needle: &[u8], slots: usize, part: Range<usize>) -> Vec<u64> {
         let mut found = vec![0u64; slots.div_ceil(64)];
         let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
             return found;
         };
-        let Some(limit) = self.buffer.len().checked_sub(needle.len()) else {
+        let until = self
+            .segments
+            .get(part.end)
+            .map_or(self.buffer.len(), |next| next.start as usize);
+        let Some(limit) = self
+            .buffer
+            .len()
+            .checked_sub(needle.len())
+            .map(|limit| limit.min(until.saturating_sub(1)))
+        else {
             return found;
         };
-        let limit = limit.min(until.saturating_sub(1));
         let tail = needle.len() - 1;
-        let (mut segment, mut position) = from;
+        let mut segment = part.start;
+        let mut position = self
+            .segments
+            .get(segment)
+            .map_or(usize::MAX, |first| first.start as usize);
         while position <= limit {
             let block = position;
             let mut candidates = match block + BLOCK - 1 <= limit {
                 true => block_candidates(
-                    &self.buffer[block..block + BLOCK],
-                    &self.buffer[block + tail..block + tail + BLOCK],
+                    &self.buffer[block..],
+                    &self.buffer[block + tail..],
                     first,
                     last,
                 ),
@@ -181,25 +171,31 @@ impl SearchText {
                 if needle.len() > 2 && self.buffer[at + 1..at + tail] != needle[1..tail] {
                     continue;
                 }
-                segment = self.segment_at(segment, at);
+                // The segment holding `at`: searched forward, doubling the step.
+                let mut step = 1;
+                while self
+                    .segments
+                    .get(segment + step)
+                    .is_some_and(|next| next.start as usize <= at)
+                {
+                    segment += step;
+                    step *= 2;
+                }
+                let ahead = &self.segments[segment..(segment + step).min(self.segments.len())];
+                segment += ahead.partition_point(|next| next.start as usize <= at) - 1;
                 let (found_in, end) = (self.segments[segment], self.end(segment));
                 let name_end = found_in.name_end as usize;
                 // One byte cannot straddle the fields; a longer match may.
-                let within = needle.len() == 1
-                    || at + needle.len() <= name_end
-                    || (at >= name_end && at + needle.len() <= end);
+                let within =
+                    at + needle.len() <= name_end || (at >= name_end && at + needle.len() <= end);
                 if !within && found_in.slot != NONE {
                     continue;
                 }
                 if let Some(word) = found.get_mut(found_in.slot as usize / 64) {
                     *word |= 1 << (found_in.slot % 64);
                 }
-                // Nothing more to find in this host: go on from its end.
                 match end - block {
-                    skip if skip >= BLOCK => {
-                        position = end;
-                        candidates = 0;
-                    }
+                    skip if skip >= BLOCK => (position, candidates) = (end, 0),
                     skip => candidates &= u64::MAX << skip,
                 }
             }
@@ -207,44 +203,18 @@ impl SearchText {
         found
     }
 
-    /// Rewrites the buffer with only the texts slots own.
-    fn compact(&mut self) {
-        let mut buffer = Vec::with_capacity(self.buffer.len() - self.garbage);
-        let mut segments = Vec::with_capacity(self.segments.len());
-        for (index, segment) in self.segments.iter().enumerate() {
-            if segment.slot == NONE {
-                continue;
-            }
-            let text = &self.buffer[segment.start as usize..self.end(index)];
-            // The whole buffer was under 4 GiB, so any part of it is.
-            let start = buffer.len() as u32;
-            self.segment_of[segment.slot as usize] = segments.len() as u32;
-            segments.push(Segment {
-                start,
-                name_end: start + (segment.name_end - segment.start),
-                slot: segment.slot,
-            });
-            buffer.extend_from_slice(text);
-        }
-        self.buffer = buffer;
-        self.segments = segments;
-        self.garbage = 0;
+    /// True once most of the buffer is text no slot owns any more: the list then reads
+    /// everything again, which lays the buffer out afresh.
+    pub fn wasteful(&self) -> bool {
+        self.garbage > self.buffer.len() / 2
     }
 
-    /// One field of the slot's text, as `pick(start, name_end, end)` bounds it.
-    fn field(&self, slot: u32, pick: impl Fn(usize, usize, usize) -> (usize, usize)) -> &[u8] {
-        let Some(&index) = self.segment_of.get(slot as usize) else {
-            return &[];
-        };
-        let Some(segment) = self.segments.get(index as usize) else {
-            return &[];
-        };
-        let (from, to) = pick(
-            segment.start as usize,
-            segment.name_end as usize,
-            self.end(index as usize),
-        );
-        &self.buffer[from..to]
+    /// The slot's text and the length of its name.
+    fn text(&self, slot: u32) -> Option<(&[u8], usize)> {
+        let index = *self.segment_of.get(slot as usize)? as usize;
+        let segment = self.segments.get(index)?;
+        let text = &self.buffer[segment.start as usize..self.end(index)];
+        Some((text, (segment.name_end - segment.start) as usize))
     }
 
     /// Where segment `index` ends: the next one's start, or the buffer's end.
@@ -253,31 +223,13 @@ impl SearchText {
             .get(index + 1)
             .map_or(self.buffer.len(), |next| next.start as usize)
     }
-
-    /// The last segment starting at or before `at`, searched forward from `from` (whose
-    /// start is at or before `at`): a few steps when hits are close together.
-    fn segment_at(&self, from: usize, at: usize) -> usize {
-        let starts_by = |index: usize| {
-            self.segments
-                .get(index)
-                .is_some_and(|segment| segment.start as usize <= at)
-        };
-        let mut step = 1;
-        let mut low = from;
-        while starts_by(low + step) {
-            low += step;
-            step *= 2;
-        }
-        let high = (low + step).min(self.segments.len());
-        low + self.segments[low..high].partition_point(|segment| segment.start as usize <= at) - 1
-    }
 }
 
-/// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`. Written as plain loops
-/// over fixed blocks, which the compiler turns into vector compares.
+/// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`, for the first `BLOCK`
+/// bytes of each. Plain loops over a fixed block, which compile to vector compares.
 fn block_candidates(firsts: &[u8], lasts: &[u8], first: u8, last: u8) -> u64 {
     let mut hits = [0u8; BLOCK];
-    for ((hit, a), b) in hits.iter_mut().zip(firsts).zip(lasts) {
+    for ((hit, a), b) in hits.iter_mut().zip(&firsts[..BLOCK]).zip(&lasts[..BLOCK]) {
         *hit = u8::from(*a == first) & u8::from(*b == last);
     }
     let mut words = [0u64; BLOCK / 8];
@@ -362,10 +314,10 @@ mod tests {
         }
     }
 
-    /// Renames, deletes and re-adds are found, old texts never are, and compaction keeps
-    /// every slot's text.
+    /// Renames, deletes and re-adds are found and old texts never are; text no slot owns
+    /// is counted until it is most of the buffer (the list then reads everything again).
     #[test]
-    fn a_scan_follows_puts_and_removes_through_compaction() {
+    fn a_scan_follows_puts_and_removes_and_counts_what_they_leave_unowned() {
         let mut text = SearchText::default();
         for (slot, name) in [(1, "web-1"), (2, "db-2"), (3, "web-3")] {
             text.put(slot, name, "host.example").unwrap();
@@ -377,10 +329,16 @@ mod tests {
         assert_eq!(found(&text, "host.ex"), vec![2]);
         text.put(3, "web-again", "h").unwrap();
         text.put(9, "web-9", "h").unwrap();
+        assert!(
+            !text.wasteful(),
+            "{} of {}",
+            text.garbage,
+            text.buffer.len()
+        );
         for round in 0..40 {
             text.put(2, &format!("db-{round}"), "host.example").unwrap();
         }
-        assert!(text.garbage <= text.buffer.len() / 2, "compacted");
+        assert!(text.wasteful());
         assert_eq!(found(&text, "web"), vec![3, 9]);
         assert_eq!(found(&text, "db-39"), vec![2]);
         assert_eq!(found(&text, "db-38"), Vec::<u32>::new());
