@@ -20,13 +20,13 @@ use hmac::{Hmac, Mac};
 use rsa::BigUint;
 use sha1::Sha1;
 use ssh_key::private::{KeypairData, RsaKeypair};
-use ssh_key::rand_core::OsRng;
+use ssh_key::rand_core::{self, CryptoRng, RngCore};
 use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, PublicKey};
 use zeroize::Zeroizing;
 
 use crate::model::key::{Curve, KeySpec};
 use crate::model::known_hosts::{self, CertificateFacts};
-use crate::vault::Secret;
+use crate::vault::{random_bytes, Secret};
 
 /// The most bcrypt-pbkdf rounds an imported key may ask for before we try its passphrase.
 /// The rounds come from the key file, i.e. from the request: without a cap a crafted key
@@ -190,9 +190,9 @@ pub fn generate(
     passphrase: Option<&Secret>,
 ) -> Result<OpenSshKey, KeyError> {
     let mut key = match spec {
-        KeySpec::Ed25519 => PrivateKey::random(&mut OsRng, Algorithm::Ed25519)?,
+        KeySpec::Ed25519 => PrivateKey::random(&mut VaultRng, Algorithm::Ed25519)?,
         KeySpec::Ecdsa(curve) => PrivateKey::random(
-            &mut OsRng,
+            &mut VaultRng,
             Algorithm::Ecdsa {
                 curve: ecdsa_curve(curve),
             },
@@ -200,7 +200,7 @@ pub fn generate(
         // `Algorithm::Rsa` always makes 4096 bits in ssh-key 0.6; other sizes go through
         // `RsaKeypair::random`.
         KeySpec::Rsa(bits) => PrivateKey::new(
-            KeypairData::from(RsaKeypair::random(&mut OsRng, bits)?),
+            KeypairData::from(RsaKeypair::random(&mut VaultRng, bits)?),
             comment,
         )?,
     };
@@ -215,7 +215,7 @@ pub fn generate(
     };
     let text = match passphrase {
         Some(passphrase) => key
-            .encrypt(&mut OsRng, passphrase.expose())?
+            .encrypt(&mut VaultRng, passphrase.expose())?
             .to_openssh(LineEnding::LF)?,
         None => key.to_openssh(LineEnding::LF)?,
     };
@@ -494,6 +494,31 @@ fn bare_public_key(public_key: &PublicKey) -> Result<String, KeyError> {
     Ok(PublicKey::new(public_key.key_data().clone(), "").to_openssh()?)
 }
 
+/// The random source ssh-key's generators and key encryption take: bytes from
+/// `vault::random_bytes`, the service's one source of randomness.
+struct VaultRng;
+
+impl RngCore for VaultRng {
+    fn next_u32(&mut self) -> u32 {
+        rand_core::impls::next_u32_via_fill(self)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        rand_core::impls::next_u64_via_fill(self)
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        random_bytes(dest);
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        random_bytes(dest);
+        Ok(())
+    }
+}
+
+impl CryptoRng for VaultRng {}
+
 /// A host public key as the known-hosts store keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostKey {
@@ -591,9 +616,8 @@ impl HashedName {
 /// Hashes `name` (a known_hosts lookup name) with a fresh random salt, as `ssh-keygen -H`
 /// does: `(base64 salt, base64 hash)`.
 pub fn hash_name(name: &str) -> (String, String) {
-    use ssh_key::rand_core::RngCore;
     let mut salt = [0u8; HOST_HASH_BYTES];
-    OsRng.fill_bytes(&mut salt);
+    random_bytes(&mut salt);
     let mut mac =
         <Hmac<Sha1> as Mac>::new_from_slice(&salt).expect("HMAC takes a key of any length");
     mac.update(name.as_bytes());
@@ -625,8 +649,8 @@ mod tests {
 
     use crate::model::key::{Curve, KeySpec};
     use crate::sshkey::{
-        check_rounds, generate, import, normalize, read, ImportError, OpenSshKey, CONVERT_HINT,
-        MAX_BCRYPT_ROUNDS,
+        check_rounds, generate, import, normalize, read, ImportError, OpenSshKey, VaultRng,
+        CONVERT_HINT, MAX_BCRYPT_ROUNDS,
     };
     use crate::vault::Secret;
 
@@ -849,8 +873,7 @@ mod tests {
 
     #[test]
     fn kdf_rounds_above_the_cap_are_refused_before_decrypting() {
-        let key = PrivateKey::random(&mut ssh_key::rand_core::OsRng, ssh_key::Algorithm::Ed25519)
-            .unwrap();
+        let key = PrivateKey::random(&mut VaultRng, ssh_key::Algorithm::Ed25519).unwrap();
         let encrypted = key
             .encrypt_with(
                 Cipher::Aes256Ctr,
@@ -964,7 +987,7 @@ mod tests {
             );
             let encrypted = PrivateKey::from_openssh(&broken)
                 .unwrap()
-                .encrypt(&mut ssh_key::rand_core::OsRng, "pass")
+                .encrypt(&mut VaultRng, "pass")
                 .unwrap()
                 .to_openssh(LineEnding::LF)
                 .unwrap()

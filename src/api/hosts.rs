@@ -112,7 +112,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let (password_field, password) = take_password(&mut body)?;
     let host = NewHost::from_json(&body, password_field).map_err(invalid)?;
-    let id = store::new_id();
+    let id = crate::api::new_id();
     let sealed = match (host.auth.password, password) {
         (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
         _ => None,

@@ -61,7 +61,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         (None, Some(spec)) => generate(state, spec, comment, passphrase.as_ref())?,
         (None, None) => return Err(ApiError::internal("neither import nor generation")),
     };
-    let id = store::new_id();
+    let id = crate::api::new_id();
     let (sealed_private_key, sealed_passphrase) = seal(state, &id, &made.key, passphrase)?;
     let now = store::now_timestamp();
     let row = NewKeyRow {

@@ -572,7 +572,7 @@ fn record(
         comment: "",
         source: if replacing { "replace" } else { "accept" },
     };
-    let (id, _) = store::known_hosts::insert(conn, &store::new_id(), &new, now)?;
+    let (id, _) = store::known_hosts::insert(conn, &crate::api::new_id(), &new, now)?;
     let (event, detail) = match replacing {
         true => (
             audit::HOST_KEY_REPLACED,
@@ -676,7 +676,7 @@ fn import_in(
                 comment: &checked.line.comment,
                 source: "import",
             };
-            match store::known_hosts::insert(conn, &store::new_id(), &new, &now)?.1 {
+            match store::known_hosts::insert(conn, &crate::api::new_id(), &new, &now)?.1 {
                 true => answer.added += 1,
                 false => answer.unchanged += 1,
             }

@@ -20,9 +20,22 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::ApiError;
+use crate::vault::random_bytes;
 
 /// README, Who may talk to the service: request bodies are capped at 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour), from the
+/// vault's random source. Handlers choose ids; the store only stores them. (uuid's own "v4"
+/// feature would pull a second version of getrandom into the tree.)
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    random_bytes(&mut bytes);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
 
 /// The HTTP methods the router distinguishes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

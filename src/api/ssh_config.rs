@@ -271,7 +271,7 @@ impl<'a> Plan<'a> {
                 block,
                 id: current
                     .as_ref()
-                    .map_or_else(store::new_id, |host| host.id.clone()),
+                    .map_or_else(crate::api::new_id, |host| host.id.clone()),
                 existing: current,
                 username,
                 auth,
@@ -571,7 +571,7 @@ fn read_keys(
         }
         let key = sshkey::import(&text, None)
             .map_err(|err| ApiError::InvalidKey(format!("keys[{path}]: {err}")))?;
-        let id = store::new_id();
+        let id = crate::api::new_id();
         let context = SealContext {
             table: "keys",
             row_id: &id,

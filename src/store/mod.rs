@@ -286,19 +286,6 @@ pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour). The random bytes
-/// come from the OS through the `OsRng` the vault uses: uuid's own "v4" feature would pull a
-/// second version of getrandom into the tree.
-pub fn new_id() -> String {
-    use aes_gcm::aead::rand_core::RngCore;
-    let mut bytes = [0u8; 16];
-    aes_gcm::aead::OsRng.fill_bytes(&mut bytes);
-    uuid::Builder::from_random_bytes(bytes)
-        .into_uuid()
-        .hyphenated()
-        .to_string()
-}
-
 /// The connection pragmas, each with its reason. Called once per connection.
 fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     // SQLite ships with foreign keys off; group/key references rely on them.
