@@ -53,7 +53,8 @@ pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
-    Run(Config),
+    /// Boxed: a `Config` is large next to the other variants.
+    Run(Box<Config>),
     Help,
     Version,
 }
@@ -72,6 +73,10 @@ pub struct Config {
     pub vault_password_stdin: bool,
     /// Lock the vault after this long without a request; `None` = never.
     pub auto_lock: Option<Duration>,
+    /// Test-only: the idle time `--auto-lock` waits instead of its seconds
+    /// (`HOST_MANAGER_TEST_AUTO_LOCK_MS`), so tests run it short. `--auto-lock` still turns
+    /// it on and is what `GET /api/vault` reports.
+    pub test_auto_lock: Option<Duration>,
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
@@ -138,7 +143,7 @@ impl Command {
         if raw.version {
             return Ok(Command::Version);
         }
-        Ok(Command::Run(Config::from_raw(raw, env)?))
+        Ok(Command::Run(Box::new(Config::from_raw(raw, env)?)))
     }
 }
 
@@ -263,6 +268,8 @@ impl Config {
             token,
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
+            test_auto_lock: test_number(env, "HOST_MANAGER_TEST_AUTO_LOCK_MS")?
+                .map(Duration::from_millis),
             http_overrides: HttpOverrides::from_env(env)?,
         })
     }
@@ -324,7 +331,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         match Command::parse(args.iter().map(|a| a.to_string()), &env) {
-            Ok(Command::Run(config)) => Ok(config),
+            Ok(Command::Run(config)) => Ok(*config),
             Ok(other) => Err(format!("{other:?}")),
             Err(err) => Err(err.0),
         }
@@ -457,6 +464,30 @@ mod tests {
         for bad in [over.as_str(), "-1", "1.5", "soon", ""] {
             let err = run(&["--auto-lock", bad], &[("HOME", "/h")]).unwrap_err();
             assert!(err.contains("--auto-lock"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn test_auto_lock_of_250_ms_is_read_and_zero_or_garbage_is_rejected_naming_it() {
+        let home = ("HOME", "/h");
+        assert_eq!(run(&[], &[home]).unwrap().test_auto_lock, None);
+        let config = run(
+            &["--auto-lock", "1"],
+            &[home, ("HOST_MANAGER_TEST_AUTO_LOCK_MS", "250")],
+        )
+        .unwrap();
+        assert_eq!(config.test_auto_lock, Some(Duration::from_millis(250)));
+        assert_eq!(
+            config.auto_lock,
+            Some(Duration::from_secs(1)),
+            "the flag stays"
+        );
+        for bad in ["0", "-5", "soon"] {
+            let err = run(&[], &[home, ("HOST_MANAGER_TEST_AUTO_LOCK_MS", bad)]).unwrap_err();
+            assert!(
+                err.contains("HOST_MANAGER_TEST_AUTO_LOCK_MS"),
+                "{bad}: {err}"
+            );
         }
     }
 

@@ -290,12 +290,14 @@ pub fn announce(announcement: Secret) -> Result<(), StartError> {
 }
 
 /// `--auto-lock`: a thread that locks the vault once nothing happened for the configured
-/// time. Holds the state only weakly, so the database still closes when the server stops.
-/// Nothing without the flag.
+/// time (`HOST_MANAGER_TEST_AUTO_LOCK_MS` replaces the flag's seconds in tests). Holds the
+/// state only weakly, so the database still closes when the server stops. Nothing without
+/// the flag.
 pub fn watch_idle(state: &Arc<AppState>) -> Result<(), StartError> {
-    let Some(after) = state.config.auto_lock else {
+    let Some(seconds) = state.config.auto_lock else {
         return Ok(());
     };
+    let after = state.config.test_auto_lock.unwrap_or(seconds);
     let state = Arc::downgrade(state);
     thread::Builder::new()
         .name("auto-lock".into())
@@ -513,18 +515,20 @@ fn token_problem(line: &[u8]) -> Option<TokenProblem> {
     }
 }
 
-/// The auto-lock thread's loop: every `AUTO_LOCK_TICK`, locks the vault when it has been
-/// idle for `after`; ends when the state is gone.
+/// The auto-lock thread's loop: every tick (`AUTO_LOCK_TICK`, or a quarter of a shorter
+/// test limit), locks the vault when it has been idle for `after`; ends when the state is
+/// gone.
 fn lock_when_idle(state: &Weak<AppState>, after: Duration) {
+    let tick = AUTO_LOCK_TICK.min(after / 4);
     loop {
-        thread::sleep(AUTO_LOCK_TICK);
+        thread::sleep(tick);
         let Some(state) = state.upgrade() else {
             return;
         };
         if state.lock_if_idle(after) {
             log::info!(
-                "vault locked after {} s without a request (--auto-lock)",
-                after.as_secs()
+                "vault locked after {} ms without a request (--auto-lock)",
+                after.as_millis()
             );
         }
     }

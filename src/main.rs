@@ -38,7 +38,7 @@ use crate::state::AppState;
 fn main() -> ExitCode {
     let env: HashMap<String, String> = std::env::vars().collect();
     let config = match Command::parse(std::env::args().skip(1), &env) {
-        Ok(Command::Run(config)) => config,
+        Ok(Command::Run(config)) => *config,
         Ok(Command::Help) => return lifecycle::print(USAGE),
         Ok(Command::Version) => {
             return lifecycle::print(&format!("host-manager {}\n", env!("CARGO_PKG_VERSION")))

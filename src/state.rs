@@ -99,7 +99,7 @@ impl AppState {
             panic!("default flags parse to a run command");
         };
         let db = crate::store::open_in_memory().expect("in-memory database opens");
-        AppState::new(config, db, vault)
+        AppState::new(*config, db, vault)
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
