@@ -57,6 +57,11 @@ pub enum ApiError {
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
+    /// No sign request with this id waits for a decision (README "SSH agent").
+    AgentRequestNotFound,
+    /// `connect ?agent=true` for a host whose key the agent does not serve; the text says
+    /// why.
+    AgentUnavailable(String),
     /// Anything unexpected. The cause is for the log only.
     Internal(String),
 }
@@ -96,13 +101,15 @@ impl ApiError {
             | ApiError::HostNotFound
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
-            | ApiError::KeyNotFound => 404,
+            | ApiError::KeyNotFound
+            | ApiError::AgentRequestNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
             | ApiError::HostInUse(_)
-            | ApiError::VaultNoPassword => 409,
+            | ApiError::VaultNoPassword
+            | ApiError::AgentUnavailable(_) => 409,
             ApiError::RequestTimeout => 408,
             ApiError::PayloadTooLarge => 413,
             ApiError::UriTooLong => 414,
@@ -141,6 +148,8 @@ impl ApiError {
             ApiError::RequestTimeout => "REQUEST_TIMEOUT",
             ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
+            ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
+            ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -175,6 +184,8 @@ impl ApiError {
             ApiError::RequestTimeout => "request not received in time",
             ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
+            ApiError::AgentRequestNotFound => "no such sign request waits",
+            ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
             ApiError::Internal(_) => "internal error",
         }
     }
@@ -189,6 +200,7 @@ impl ApiError {
             | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
             | ApiError::Forbidden(text)
+            | ApiError::AgentUnavailable(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {
@@ -238,6 +250,15 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
             crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
             crate::store::StoreError::Sqlite(cause) => ApiError::Internal(cause),
+        }
+    }
+}
+
+impl From<crate::state::PasswordError> for ApiError {
+    fn from(err: crate::state::PasswordError) -> ApiError {
+        match err {
+            crate::state::PasswordError::Vault(err) => err.into(),
+            crate::state::PasswordError::Busy => ApiError::Busy,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! a protocol channel for the launching app: it carries `SERVICE_PORT=<port>` and nothing
 //! else (`--help`/`--version` aside); everything else goes to stderr.
 
+mod agent;
 mod api;
 mod config;
 mod error;
@@ -128,6 +129,8 @@ fn serve(config: Config) -> Result<(), String> {
         watch_idle(Arc::downgrade(&state), after)
             .map_err(|err| format!("cannot start the auto-lock thread: {err}"))?;
     }
+    // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.
+    let agent_socket = agent::start(&state)?;
     let line = format!(
         "{}SERVICE_PORT={port}\n",
         announcement.expose_str().unwrap_or_default()
@@ -138,6 +141,8 @@ fn serve(config: Config) -> Result<(), String> {
     drop(Secret::from_string(line));
     http::serve(state, gate, listener, limits, shutdown)
         .map_err(|err| format!("server failed: {err}"))?;
+    // Removes the socket file: a client then finds no agent rather than a dead one.
+    drop(agent_socket);
     log::info!("stopped");
     Ok(())
 }

@@ -39,6 +39,9 @@ pub enum Endpoint<'a> {
     DeleteKey(&'a str),
     ImportSshConfig,
     ExportSshConfig,
+    AgentStatus,
+    AgentRequests,
+    DecideAgentRequest(&'a str),
 }
 
 /// Every (method, path template) `resolve` matches, in the order of the `resolve` match;
@@ -75,6 +78,9 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Delete, "/api/keys/{id}"),
     (Method::Post, "/api/import/ssh-config"),
     (Method::Get, "/api/export/ssh-config"),
+    (Method::Get, "/api/agent"),
+    (Method::Get, "/api/agent/requests"),
+    (Method::Post, "/api/agent/requests/{id}"),
 ];
 
 /// The route table. `None` when this method is not defined for the path.
@@ -115,6 +121,10 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
 
         (Post, ["api", "import", "ssh-config"]) => ImportSshConfig,
         (Get, ["api", "export", "ssh-config"]) => ExportSshConfig,
+
+        (Get, ["api", "agent"]) => AgentStatus,
+        (Get, ["api", "agent", "requests"]) => AgentRequests,
+        (Post, ["api", "agent", "requests", id]) => DecideAgentRequest(id),
 
         _ => return None,
     };
@@ -170,7 +180,7 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{groups, health, hosts, keys, openapi, ssh_config, vault};
+    use api::{agent, groups, health, hosts, keys, openapi, ssh_config, vault};
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),
@@ -206,6 +216,10 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
 
         ImportSshConfig => ssh_config::import(state, req),
         ExportSshConfig => ssh_config::export(state, req),
+
+        AgentStatus => agent::status(state),
+        AgentRequests => agent::requests(state),
+        DecideAgentRequest(id) => agent::decide(state, req, id),
     }
 }
 

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+// Traits: ssh-key's keys sign and verify through the `signature` crate, which rsa re-exports.
+use rsa::signature::{Signer, Verifier};
 use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::rand_core::OsRng;
 use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, PublicKey};
@@ -161,6 +163,134 @@ pub fn generate(
         // Copied once at its final size; the Zeroizing original is wiped when it drops.
         text: Secret::new(text.as_bytes().to_vec()),
     })
+}
+
+/// The hash of an RSA signature, as a sign request's flags ask for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RsaHash {
+    /// `rsa-sha2-256` (RFC 8332).
+    Sha256,
+    /// `rsa-sha2-512` (RFC 8332).
+    Sha512,
+}
+
+/// Why a signature could not be made. Carries no key material.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SignError {
+    /// The stored key does not read or decrypt (the vault handed back something else).
+    Unreadable,
+    /// The key is passphrase-protected and no passphrase is stored with it.
+    NeedsPassphrase,
+    /// An RSA signature was asked for without `rsa-sha2-256` or `rsa-sha2-512`: SHA-1
+    /// (`ssh-rsa`) signatures are never made (README "SSH agent").
+    Sha1Refused,
+    /// The signing library failed; the text is for the log only.
+    Failed(String),
+}
+
+/// A server host key whose signature over a session identifier verified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostKey {
+    /// `<algorithm> <base64>`, as a known_hosts line holds it.
+    pub public_key: String,
+    /// `SHA256:` and the unpadded base64 digest, as `ssh-keygen -lf` prints it.
+    pub fingerprint: String,
+}
+
+/// Signs `data` with a stored private key (its OpenSSH text, and its passphrase when the
+/// text is encrypted). The answer is the SSH signature blob: `string algorithm`, `string
+/// signature` (RFC 4253 §6.6). RSA keys sign with `rsa_hash` only, never SHA-1. A
+/// passphrase runs bcrypt-pbkdf (~120 ms at 16 rounds, at most `MAX_BCRYPT_ROUNDS`): call
+/// it holding no lock.
+pub fn sign(
+    text: &Secret,
+    passphrase: Option<&Secret>,
+    data: &[u8],
+    rsa_hash: Option<RsaHash>,
+) -> Result<Vec<u8>, SignError> {
+    let key = readable_private_key(text, passphrase)?;
+    match key.key_data().rsa() {
+        Some(rsa) => sign_rsa(rsa, data, rsa_hash.ok_or(SignError::Sha1Refused)?),
+        None => {
+            let signature = Signer::try_sign(&key, data)
+                .map_err(|err| SignError::Failed(err.to_string()))?;
+            Vec::<u8>::try_from(signature).map_err(|err| SignError::Failed(err.to_string()))
+        }
+    }
+}
+
+/// Checks a `session-bind@openssh.com` binding (OpenSSH `PROTOCOL.agent` §1): `signature`
+/// must be `host_key`'s signature over `session_id`, as the server made it in the key
+/// exchange. `None` when the key or the signature does not read, or it does not verify.
+pub fn verify_session_bind(host_key: &[u8], session_id: &[u8], signature: &[u8]) -> Option<HostKey> {
+    let public_key = PublicKey::from_bytes(host_key).ok()?;
+    let signature = ssh_key::Signature::try_from(signature).ok()?;
+    Verifier::verify(&public_key, session_id, &signature).ok()?;
+    Some(HostKey {
+        public_key: bare_public_key(&public_key).ok()?,
+        fingerprint: public_key.fingerprint(HashAlg::Sha256).to_string(),
+    })
+}
+
+/// The public key blob of a stored `<algorithm> <base64>` line: what the agent lists and
+/// what a sign request names.
+pub fn public_blob(public_key: &str) -> Option<Vec<u8>> {
+    PublicKey::from_openssh(public_key).ok()?.to_bytes().ok()
+}
+
+/// The `SHA256:` fingerprint of a public key blob; `None` when it is not a key.
+pub fn blob_fingerprint(blob: &[u8]) -> Option<String> {
+    let public_key = PublicKey::from_bytes(blob).ok()?;
+    Some(public_key.fingerprint(HashAlg::Sha256).to_string())
+}
+
+/// The largest RSA key the agent takes from `ssh-add`, as OpenSSH's own limit: the numbers
+/// of a bigger one would cost seconds of arithmetic in the checks below.
+pub const MAX_RSA_BITS: usize = 16384;
+
+/// A key `ssh-add` sent, in the agent's encoding (`string key type` and the key's private
+/// fields, draft-miller-ssh-agent §4.2), as an OpenSSH private key ready to be stored like
+/// an imported one (`import` checks it), with `comment`. The key must sign data that its
+/// own public half verifies, so a private half that does not belong to the public one is
+/// refused.
+pub fn from_agent(key: &[u8], comment: &[u8]) -> Result<OpenSshKey, ImportError> {
+    let mut reader = Reader(key);
+    let key_type = reader.string().ok_or(ImportError::Unreadable)?;
+    let public = agent_public_blob(key_type, &mut Reader(reader.0))?;
+    // PROTOCOL.key's private section: two equal check integers, the key as the agent
+    // encodes it, the comment, then padding to the block size of cipher `none`.
+    let mut section = Zeroizing::new(Vec::with_capacity(key.len() + comment.len() + 20));
+    section.extend_from_slice(&[0; 8]);
+    section.extend_from_slice(key);
+    put_string(&mut section, comment);
+    let section = match key_type.starts_with(b"ecdsa-sha2-") {
+        true => full_size_scalar(&section).ok_or(ImportError::Unreadable)?,
+        false => {
+            let mut pad = 1u8;
+            while section.len() % 8 != 0 {
+                section.push(pad);
+                pad += 1;
+            }
+            section
+        }
+    };
+    let parsed = PrivateKey::from_bytes(&unencrypted(&public, &section))
+        .map_err(|_| ImportError::Unreadable)?;
+    let text = parsed
+        .to_openssh(LineEnding::LF)
+        .map_err(|_| ImportError::Unreadable)?;
+    let imported = import(&Secret::new(text.as_bytes().to_vec()), None)?;
+    // A self-check: the same path the agent signs with, verified by the public half.
+    const PROBE: &[u8] = b"host-manager: does this private key belong to its public key?";
+    let signature = sign(&imported.text, None, PROBE, Some(RsaHash::Sha256))
+        .map_err(|_| ImportError::Unreadable)?;
+    let verified = ssh_key::Signature::try_from(signature.as_slice())
+        .ok()
+        .is_some_and(|signature| Verifier::verify(parsed.public_key(), PROBE, &signature).is_ok());
+    match verified {
+        true => Ok(imported),
+        false => Err(ImportError::Unreadable),
+    }
 }
 
 impl fmt::Display for ImportError {
@@ -573,6 +703,96 @@ fn base64_value(byte: u8) -> Option<u8> {
         b'/' => Some(63),
         _ => None,
     }
+}
+
+/// The private key of `text`, decrypted with `passphrase` when it is encrypted.
+fn readable_private_key(
+    text: &Secret,
+    passphrase: Option<&Secret>,
+) -> Result<PrivateKey, SignError> {
+    let text = text.expose_str().ok_or(SignError::Unreadable)?;
+    let key = parse(text).map_err(|_| SignError::Unreadable)?;
+    match (key.is_encrypted(), passphrase) {
+        (false, _) => Ok(key),
+        (true, None) => Err(SignError::NeedsPassphrase),
+        (true, Some(passphrase)) => decrypt(&key, passphrase).map_err(|_| SignError::Unreadable),
+    }
+}
+
+/// An RSA PKCS#1 v1.5 signature (RFC 8332), as the `rsa-sha2-256`/`-512` blob. The signing
+/// key is built from the key's own n, e, d, p and q: ssh-key 0.6.7's conversion passes p
+/// twice, which rsa 0.9.7 and later refuse (README "SSH agent"). Signing is blinded with
+/// random numbers from the OS.
+fn sign_rsa(rsa: &RsaKeypair, data: &[u8], hash: RsaHash) -> Result<Vec<u8>, SignError> {
+    use rsa::signature::{RandomizedSigner, SignatureEncoding};
+    let number = |mpint: &ssh_key::Mpint| {
+        mpint
+            .as_positive_bytes()
+            .map(rsa::BigUint::from_bytes_be)
+            .ok_or(SignError::Unreadable)
+    };
+    let key = rsa::RsaPrivateKey::from_components(
+        number(&rsa.public.n)?,
+        number(&rsa.public.e)?,
+        number(&rsa.private.d)?,
+        vec![number(&rsa.private.p)?, number(&rsa.private.q)?],
+    )
+    .map_err(|err| SignError::Failed(err.to_string()))?;
+    let (name, signature) = match hash {
+        RsaHash::Sha256 => (
+            "rsa-sha2-256",
+            rsa::pkcs1v15::SigningKey::<ssh_key::sha2::Sha256>::new(key)
+                .try_sign_with_rng(&mut OsRng, data)
+                .map(|signature| signature.to_vec()),
+        ),
+        RsaHash::Sha512 => (
+            "rsa-sha2-512",
+            rsa::pkcs1v15::SigningKey::<ssh_key::sha2::Sha512>::new(key)
+                .try_sign_with_rng(&mut OsRng, data)
+                .map(|signature| signature.to_vec()),
+        ),
+    };
+    let signature = signature.map_err(|err| SignError::Failed(err.to_string()))?;
+    let mut blob = Vec::with_capacity(name.len() + signature.len() + 8);
+    put_string(&mut blob, name.as_bytes());
+    put_string(&mut blob, &signature);
+    Ok(blob)
+}
+
+/// The public key blob of a key in the agent's encoding, from its fields (`fields` reads
+/// what follows the key type). RSA's public blob orders e before n; the agent's private
+/// encoding has n first.
+fn agent_public_blob(key_type: &[u8], fields: &mut Reader<'_>) -> Result<Vec<u8>, ImportError> {
+    let mut blob = Vec::new();
+    put_string(&mut blob, key_type);
+    let mut field = || fields.string().ok_or(ImportError::Unreadable);
+    match key_type {
+        b"ssh-ed25519" => put_string(&mut blob, field()?),
+        b"ecdsa-sha2-nistp256" | b"ecdsa-sha2-nistp384" | b"ecdsa-sha2-nistp521" => {
+            let curve = field()?;
+            let point = field()?;
+            put_string(&mut blob, curve);
+            put_string(&mut blob, point);
+        }
+        b"ssh-rsa" => {
+            let n = field()?;
+            let e = field()?;
+            let digits = n.iter().skip_while(|byte| **byte == 0).count();
+            if digits * 8 > MAX_RSA_BITS {
+                return Err(ImportError::Unsupported(format!(
+                    "ssh-rsa of more than {MAX_RSA_BITS} bits"
+                )));
+            }
+            put_string(&mut blob, e);
+            put_string(&mut blob, n);
+        }
+        other => {
+            return Err(ImportError::Unsupported(
+                String::from_utf8_lossy(other).into_owned(),
+            ))
+        }
+    }
+    Ok(blob)
 }
 
 #[cfg(test)]

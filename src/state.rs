@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::agent::Agent;
 use crate::config::Config;
 use crate::store::Db;
-use crate::vault::{PasswordThrottle, Vault};
+use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
 pub struct AppState {
     pub config: Config,
@@ -30,6 +31,26 @@ pub struct AppState {
     /// generation takes seconds and must not hold a lock; the counter is only ever moved by
     /// a compare-and-swap that stays under the cap and by the slot's drop.
     pub rsa_generations: AtomicUsize,
+    /// The SSH agent's socket and its requests waiting for approval (README "SSH agent").
+    pub agent: Agent,
+}
+
+/// Why a master password check did not pass.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PasswordError {
+    /// Wrong password, no password set, or the password changed during the check.
+    Vault(VaultError),
+    /// All password check slots are taken; the client may retry.
+    Busy,
+}
+
+impl std::fmt::Display for PasswordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PasswordError::Vault(err) => err.fmt(f),
+            PasswordError::Busy => f.write_str("too many password checks at once"),
+        }
+    }
 }
 
 impl AppState {
@@ -47,6 +68,7 @@ impl AppState {
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
+        let agent = Agent::new(config.agent.as_ref());
         AppState {
             config,
             db,
@@ -55,6 +77,7 @@ impl AppState {
             started: Instant::now(),
             last_activity_ms: AtomicU64::new(0),
             rsa_generations: AtomicUsize::new(0),
+            agent,
         }
     }
 
@@ -69,6 +92,49 @@ impl AppState {
 
     pub fn vault_locked(&self) -> bool {
         self.vault().is_locked()
+    }
+
+    /// Unlocks the vault with `password` (README "Vault"): the one path of
+    /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK`, so both go through the same
+    /// guess throttle. Unlocking an unlocked vault with the right password succeeds.
+    pub fn unlock_vault(&self, password: &Secret) -> Result<(), PasswordError> {
+        let _slot = self.password_checks.begin().ok_or(PasswordError::Busy)?;
+        let Some(wrapped) = self.vault().wrapped_key().cloned() else {
+            return Err(PasswordError::Vault(VaultError::NoPassword));
+        };
+        let key = self.check_password(&wrapped, password)?;
+        // Fails when the password changed while it was checked: it is no longer the password.
+        let outcome = self.vault().unlock(&wrapped, key);
+        outcome.map_err(PasswordError::Vault)?;
+        // The check may have taken seconds; the auto-lock countdown starts from the unlock.
+        self.touch();
+        Ok(())
+    }
+
+    /// Checks `password` against `wrapped` (PBKDF2, no lock held); the caller holds a slot
+    /// of `password_checks`. A wrong password waits the throttle's delay before its error,
+    /// still holding no lock: other requests go on.
+    pub fn check_password(
+        &self,
+        wrapped: &WrappedKey,
+        password: &Secret,
+    ) -> Result<DataKey, PasswordError> {
+        match wrapped.open(password.expose()) {
+            Ok(key) => {
+                self.password_checks.succeeded();
+                Ok(key)
+            }
+            Err(_) => {
+                // README "Vault": repeated wrong passwords are slowed down, never locked out.
+                let delay = self.password_checks.failed();
+                log::warn!(
+                    "wrong master password; answering in {} ms",
+                    delay.as_millis()
+                );
+                std::thread::sleep(delay);
+                Err(PasswordError::Vault(VaultError::InvalidPassword))
+            }
+        }
     }
 
     /// Records activity now: the auto-lock countdown starts again.
@@ -94,7 +160,10 @@ impl AppState {
         if vault.is_locked() || !vault.has_password() || self.idle_for() < after {
             return false;
         }
-        vault.lock().is_ok()
+        let locked = vault.lock().is_ok();
+        // Sign requests waiting for approval fail, and remembered approvals go.
+        self.agent.approvals.vault_locked();
+        locked
     }
 
     fn elapsed_ms(&self) -> u64 {

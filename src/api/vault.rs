@@ -8,8 +8,6 @@
 //! across its one database write, so the row on disk and the state in memory change
 //! together. No password is ever logged, echoed or kept outside `Secret`.
 
-use std::thread;
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -70,16 +68,7 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
-    let _slot = check_slot(state)?;
-    let Some(wrapped) = current_wrapped_key(state) else {
-        return Err(ApiError::VaultNoPassword);
-    };
-    let key = check_password(state, &wrapped, &password)?;
-    // Fails when the password changed while it was checked: it is no longer the password.
-    let outcome = state.vault().unlock(&wrapped, key);
-    outcome?;
-    // The check may have taken seconds; the auto-lock countdown starts from the unlock.
-    state.touch();
+    state.unlock_vault(&password)?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -94,6 +83,8 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
     let outcome = state.vault().lock();
     outcome?;
+    // Sign requests waiting for approval fail, and remembered approvals go.
+    state.agent.approvals.vault_locked();
     log::info!("vault locked");
     Reply::json(200, &LockView { vault_locked: true })
 }
@@ -202,29 +193,14 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
     state.vault().wrapped_key().cloned()
 }
 
-/// Checks `password` against `wrapped` (PBKDF2, no lock held). A wrong password waits the
-/// throttle's delay before its 401, still holding no lock: other requests go on.
+/// Checks `password` against `wrapped` (`AppState::check_password`: PBKDF2 and the delay
+/// after a wrong password, no lock held).
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
 ) -> Result<DataKey, ApiError> {
-    match wrapped.open(password.expose()) {
-        Ok(key) => {
-            state.password_checks.succeeded();
-            Ok(key)
-        }
-        Err(_) => {
-            // api-decisions §2: repeated wrong passwords are slowed down, never locked out.
-            let delay = state.password_checks.failed();
-            log::warn!(
-                "wrong master password; answering in {} ms",
-                delay.as_millis()
-            );
-            thread::sleep(delay);
-            Err(ApiError::InvalidPassword)
-        }
-    }
+    Ok(state.check_password(wrapped, password)?)
 }
 
 /// Another request changed or removed the password while this one was checking: the

@@ -10,14 +10,17 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+use crate::model::agent::AgentPolicy;
 use crate::model::key::Key;
 use crate::store::StoreError;
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
-     has_passphrase, created_at, updated_at FROM keys WHERE id = ?1";
+     has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded \
+     FROM keys WHERE id = ?1";
 // api-decisions §5 (decided here): keys are listed by name, case-insensitively, then id.
 const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
-     has_passphrase, created_at, updated_at FROM keys ORDER BY name_key, id";
+     has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded \
+     FROM keys ORDER BY name_key, id";
 const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE name_key = ?1 AND id <> ?2)";
 const FINGERPRINT_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fingerprint = ?1)";
 const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint, \
@@ -155,6 +158,7 @@ fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
         has_passphrase: row.get(6)?,
         created_at: row.get(7)?,
         updated_at: row.get(8)?,
+        agent: AgentPolicy::from_stored(row.get(9)?, &row.get::<_, String>(10)?, &row.get::<_, String>(11)?),
     })
 }
 

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0001_init.sql"),
     include_str!("../../sql/0002_ssh_interop.sql"),
     include_str!("../../sql/0003_list_counts.sql"),
+    include_str!("../../sql/0009_agent.sql"),
 ];
 
 /// The schema version this build writes.

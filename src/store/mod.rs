@@ -4,6 +4,7 @@
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
 //! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
 
+pub mod agent;
 pub mod groups;
 pub mod hosts;
 pub mod interop;
