@@ -199,7 +199,7 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         DeleteHost(id) => hosts::delete(state, id),
         ToggleFavorite(id) => hosts::toggle_favorite(state, id),
         MoveHost(id) => hosts::move_to(state, req, id),
-        ConnectHost(id) => hosts::connect(state, id),
+        ConnectHost(id) => hosts::connect(state, req, id),
 
         ListGroups => groups::list(state),
         CreateGroup => groups::create(state, req),

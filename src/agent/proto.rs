@@ -591,7 +591,7 @@ mod tests {
             vec![0, 0, 0, 8, 14, 0, 0, 0, 3, b's', b'i', b'g']
         );
         let answer = identities_answer([(&b"k1"[..], &b"c"[..]), (&b"k2"[..], &b""[..])]);
-        let mut expected = vec![0, 0, 0, 24, 12, 0, 0, 0, 2];
+        let mut expected = vec![0, 0, 0, 26, 12, 0, 0, 0, 2];
         expected.extend_from_slice(&[0, 0, 0, 2, b'k', b'1', 0, 0, 0, 1, b'c']);
         expected.extend_from_slice(&[0, 0, 0, 2, b'k', b'2', 0, 0, 0, 0]);
         assert_eq!(answer, expected);

@@ -19,6 +19,9 @@ const SELECT_SERVED: &str = "SELECT id, name, public_key, fingerprint, agent_ena
 const SELECT_BY_FINGERPRINT: &str = "SELECT id, name, public_key, fingerprint, agent_enabled, \
      agent_confirm, agent_forwarded, has_passphrase = 0 OR passphrase IS NOT NULL \
      FROM keys WHERE fingerprint = ?1";
+const SELECT_BY_ID: &str = "SELECT id, name, public_key, fingerprint, agent_enabled, \
+     agent_confirm, agent_forwarded, has_passphrase = 0 OR passphrase IS NOT NULL \
+     FROM keys WHERE id = ?1";
 const SELECT_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
 const UPDATE_POLICY: &str = "UPDATE keys SET agent_enabled = ?2, agent_confirm = ?3, \
      agent_forwarded = ?4 WHERE id = ?1";
@@ -59,6 +62,14 @@ pub fn by_fingerprint(conn: &Connection, fingerprint: &str) -> Result<Option<Age
         .prepare_cached(SELECT_BY_FINGERPRINT)?
         .query_row([fingerprint], agent_key_from_row)
         .optional()?)
+}
+
+/// Key `id` as the agent sees it. Errors: `KeyNotFound`.
+pub fn by_id(conn: &Connection, id: &str) -> Result<AgentKey, StoreError> {
+    conn.prepare_cached(SELECT_BY_ID)?
+        .query_row([id], agent_key_from_row)
+        .optional()?
+        .ok_or(StoreError::KeyNotFound)
 }
 
 /// Key `id`'s sealed secrets. Errors: `KeyNotFound`.
