@@ -678,15 +678,16 @@ fn realistic_config_reports_each_blocks_outcome() {
 }
 
 /// A throwaway OpenSSH server on a loopback port with its own host key and config, killed
-/// on drop. Fails the test (never skips it) when sshd cannot be started.
-struct Sshd {
+/// on drop. Fails the test (never skips it) when sshd cannot be started. Shared with
+/// tests/it/agent.rs.
+pub struct Sshd {
     child: std::process::Child,
-    port: u16,
-    dir: std::path::PathBuf,
+    pub port: u16,
+    pub dir: std::path::PathBuf,
 }
 
 impl Sshd {
-    fn start(name: &str) -> Sshd {
+    pub fn start(name: &str) -> Sshd {
         let sshd = std::path::Path::new("/usr/sbin/sshd");
         assert!(
             sshd.exists(),
@@ -744,11 +745,11 @@ impl Sshd {
         server
     }
 
-    fn log(&self) -> String {
+    pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
     }
 
-    fn authorize(&self, public_key: &str) {
+    pub fn authorize(&self, public_key: &str) {
         std::fs::write(self.dir.join("authorized_keys"), format!("{public_key}\n"))
             .expect("write authorized_keys");
     }
@@ -765,7 +766,7 @@ fn is_root() -> bool {
     current_user() == "root"
 }
 
-fn current_user() -> String {
+pub fn current_user() -> String {
     let output = std::process::Command::new("id")
         .arg("-un")
         .output()
@@ -1098,7 +1099,7 @@ fn ssh_reaches_a_host_through_the_proxy_jump_route_connect_answers() {
 
 /// The login ran the remote command: ssh exited 0 and printed what `echo hello` prints.
 #[track_caller]
-fn assert_logged_in(output: &std::process::Output, sshd: &Sshd) {
+pub fn assert_logged_in(output: &std::process::Output, sshd: &Sshd) {
     assert!(
         output.status.success(),
         "ssh failed: {}\nsshd log:\n{}",

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod agent;
 mod groups;
 mod hosts;
 mod http;
