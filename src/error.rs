@@ -62,6 +62,8 @@ pub enum ApiError {
     /// `connect ?agent=true` for a host whose key the agent does not serve; the text says
     /// why.
     AgentUnavailable(String),
+    /// The disk holding the data dir is full: nothing was written (the cause was logged).
+    StorageFull,
     /// Anything unexpected. The cause is for the log only.
     Internal(String),
 }
@@ -115,6 +117,8 @@ impl ApiError {
             ApiError::UriTooLong => 414,
             ApiError::HeadersTooLarge => 431,
             ApiError::Busy => 503,
+            // RFC 4918 §11.5 Insufficient Storage: the request was fine, the disk is not.
+            ApiError::StorageFull => 507,
             ApiError::Internal(_) => 500,
         }
     }
@@ -150,6 +154,7 @@ impl ApiError {
             ApiError::Busy => "BUSY",
             ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
             ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
+            ApiError::StorageFull => "STORAGE_FULL",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -186,6 +191,7 @@ impl ApiError {
             ApiError::Busy => "service busy, retry shortly",
             ApiError::AgentRequestNotFound => "no such sign request waits",
             ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
+            ApiError::StorageFull => "not enough disk space to save the change",
             ApiError::Internal(_) => "internal error",
         }
     }
@@ -224,6 +230,11 @@ impl ApiError {
                 crate::http::MAX_HEADER_SECTION_BYTES,
                 crate::http::MAX_HEADERS
             )),
+            ApiError::StorageFull => Some(
+                "the disk that holds the data dir is full; nothing was changed: free some \
+                 space there and retry"
+                    .into(),
+            ),
             _ => None,
         }
     }
@@ -249,7 +260,14 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
             crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
-            crate::store::StoreError::Sqlite(cause) => ApiError::Internal(cause),
+            crate::store::StoreError::StorageFull(cause) => {
+                // The server logs only internal errors' causes; this one is worth a line too.
+                log::error!("a write failed for lack of disk space: {cause}");
+                ApiError::StorageFull
+            }
+            crate::store::StoreError::Unusable(cause) | crate::store::StoreError::Sqlite(cause) => {
+                ApiError::Internal(cause)
+            }
         }
     }
 }

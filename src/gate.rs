@@ -109,7 +109,7 @@ impl Gate {
             return Ok(());
         }
         let presented = match facts.authorizations.as_slice() {
-            [value] => value.trim().strip_prefix("Bearer ").map(str::trim),
+            [value] => bearer_credentials(value),
             _ => None,
         };
         match presented {
@@ -184,6 +184,16 @@ fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
     Err(ApiError::Forbidden(
         "the Host header must name localhost, 127.0.0.1 or [::1]".into(),
     ))
+}
+
+/// The credentials of an `Authorization: Bearer <token>` value. RFC 9110 §11.1: the scheme
+/// is case-insensitive (`bearer`, `BEARER` pass), followed by one or more spaces.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim().split_once(' ')?;
+    match scheme.eq_ignore_ascii_case("bearer") {
+        true => Some(credentials.trim()),
+        false => None,
+    }
 }
 
 /// Compares without an early exit, so the time taken does not tell how much matched.
@@ -323,6 +333,38 @@ mod tests {
         let mut health = facts(vec!["localhost"]);
         health.path = "/api/health";
         assert!(gate.check(&health).is_ok());
+    }
+
+    #[test]
+    fn bearer_scheme_is_accepted_in_any_case() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let gate = Gate::new(vec![], Some(Secret::from_string(token.into())));
+        for scheme in ["bearer", "BEARER", "BeArEr", "Bearer"] {
+            let value = format!("{scheme} {token}");
+            let mut request = facts(vec!["localhost"]);
+            request.authorizations = vec![&value];
+            assert!(gate.check(&request).is_ok(), "{scheme}");
+        }
+    }
+
+    #[test]
+    fn other_schemes_and_a_missing_separator_are_refused() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let gate = Gate::new(vec![], Some(Secret::from_string(token.into())));
+        for value in [
+            format!("Basic {token}"),
+            format!("Bearer{token}"),
+            format!("Bearerx {token}"),
+            token.to_string(),
+        ] {
+            let mut request = facts(vec!["localhost"]);
+            request.authorizations = vec![&value];
+            assert_eq!(
+                gate.check(&request).unwrap_err().code(),
+                "UNAUTHORIZED",
+                "{value}"
+            );
+        }
     }
 
     #[test]

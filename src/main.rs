@@ -26,7 +26,7 @@ use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::net::TcpListener;
 use std::os::fd::AsFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::ExitCode;
@@ -43,10 +43,14 @@ use crate::http::{Limits, Shutdown};
 use crate::state::AppState;
 use crate::vault::{DataKey, Secret, Vault, MAX_PASSWORD_BYTES};
 
-/// api-decisions §6: a token from a file must have at least this many characters.
+/// README, Who may talk to the service: a token from a file must have at least this many
+/// characters, each one of `TOKEN_BYTES`.
 const MIN_TOKEN_CHARS: usize = 32;
 
-/// Mode of the data directory (api-decisions §1).
+/// The token alphabet: visible ASCII, `!` to `~` (HTTP's VCHAR without obs-text).
+const TOKEN_BYTES: std::ops::RangeInclusive<u8> = b'!'..=b'~';
+
+/// Mode of the data directory we create (README, Command line).
 const DATA_DIR_MODE: u32 = 0o700;
 
 /// How often the `--auto-lock` thread compares the idle time with the limit.
@@ -139,16 +143,20 @@ fn serve(config: Config) -> Result<(), String> {
         return Err("cannot write SERVICE_PORT to stdout".into());
     }
     drop(Secret::from_string(line));
+    // Connection threads may outlive `serve` holding the state; the database closes now.
+    let db_owner = Arc::clone(&state);
     http::serve(state, gate, listener, limits, shutdown)
         .map_err(|err| format!("server failed: {err}"))?;
     // Removes the socket file: a client then finds no agent rather than a dead one.
     drop(agent_socket);
+    db_owner.db.close();
     log::info!("stopped");
     Ok(())
 }
 
-/// The bearer token, when one is configured: the first line of `--token-file` (at least 32
-/// characters, api-decisions §6) or 32 random bytes as hex for `--generate-token`.
+/// The bearer token, when one is configured: the first line of `--token-file` (README,
+/// Who may talk to the service: at least 32 characters of visible ASCII, `!` to `~`, so no
+/// space, tab or control character) or 32 random bytes as hex for `--generate-token`.
 fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
     match source {
         TokenSource::None => Ok(None),
@@ -164,15 +172,41 @@ fn load_token(source: &TokenSource) -> Result<Option<Secret>, String> {
                 .next()
                 .unwrap_or_default();
             let first_line = first_line.strip_suffix(b"\r").unwrap_or(first_line);
-            if first_line.len() < MIN_TOKEN_CHARS || std::str::from_utf8(first_line).is_err() {
+            if let Some(problem) = token_problem(first_line) {
                 return Err(format!(
-                    "--token-file {}: the first line must be a token of at least {MIN_TOKEN_CHARS} characters",
+                    "--token-file {}: {problem}; a token is at least {MIN_TOKEN_CHARS} visible \
+                     ASCII characters (! to ~, no spaces) on the file's first line",
                     path.display()
                 ));
             }
             Ok(Some(Secret::new(first_line.to_vec())))
         }
     }
+}
+
+/// Why `line` cannot be a token that a client could send, or `None` when it can. A client
+/// sends the token after `Bearer ` in a header, where blanks around it are dropped and
+/// control characters are not allowed: a token with any of them could never match. The
+/// text says where the problem is, never what the token holds.
+fn token_problem(line: &[u8]) -> Option<String> {
+    if let Some(position) = line.iter().position(|byte| !TOKEN_BYTES.contains(byte)) {
+        let what = match line[position] {
+            b' ' | b'\t' => "a space or tab",
+            byte if byte.is_ascii_control() => "a control character",
+            _ => "a character that is not ASCII",
+        };
+        return Some(format!(
+            "the first line has {what} at character {}",
+            position + 1
+        ));
+    }
+    if line.len() < MIN_TOKEN_CHARS {
+        return Some(format!(
+            "the first line has {} characters, fewer than {MIN_TOKEN_CHARS}",
+            line.len()
+        ));
+    }
+    None
 }
 
 /// Loads the vault's data key, creating one on first start (no master password yet). With
@@ -276,16 +310,10 @@ fn watch_idle(state: Weak<AppState>, after: Duration) -> io::Result<()> {
     Ok(())
 }
 
-/// Creates the data dir (mode 0700) and takes its lock file. A second service on the same
-/// dir fails here, before it touches the database.
+/// Makes sure the data dir is ours alone, then takes its lock file: a second service on
+/// the same dir fails here, before it touches the database.
 fn own_data_dir(dir: &Path) -> Result<File, String> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DATA_DIR_MODE)
-        .create(dir)
-        .map_err(|err| format!("cannot create data dir {}: {err}", dir.display()))?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(DATA_DIR_MODE))
-        .map_err(|err| format!("cannot set the mode of data dir {}: {err}", dir.display()))?;
+    prepare_data_dir(dir)?;
     let path = dir.join(LOCK_FILE);
     let file = OpenOptions::new()
         .create(true)
@@ -302,6 +330,72 @@ fn own_data_dir(dir: &Path) -> Result<File, String> {
         )),
         Err(TryLockError::Error(err)) => Err(format!("cannot lock {}: {err}", path.display())),
     }
+}
+
+/// README, Command line: a missing data dir is created with mode 0700 (its missing parents
+/// too); an existing one is used only when it belongs to us, is not open to other users and
+/// lets us read, write and enter it. An existing directory's mode is never changed: it may
+/// be shared (`/tmp`) or read-only on purpose. A symlink to a directory is judged by its
+/// target.
+fn prepare_data_dir(dir: &Path) -> Result<(), String> {
+    if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(DATA_DIR_MODE)
+            .create(parent)
+            .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
+    }
+    match DirBuilder::new().mode(DATA_DIR_MODE).create(dir) {
+        // Ours: the umask may have narrowed the mode, and only the owner needs any.
+        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(DATA_DIR_MODE))
+            .map_err(|err| format!("cannot set the mode of data dir {}: {err}", dir.display())),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => check_existing_dir(dir),
+        Err(err) => Err(format!("cannot create data dir {}: {err}", dir.display())),
+    }
+}
+
+/// The refusals for a data dir that exists (see `prepare_data_dir`).
+fn check_existing_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    let metadata =
+        fs::metadata(dir).map_err(|err| format!("cannot read data dir {shown}: {err}"))?;
+    if !metadata.is_dir() {
+        return Err(format!("--data-dir {shown} exists and is not a directory"));
+    }
+    let me = effective_uid().map_err(|err| format!("cannot tell which user runs us: {err}"))?;
+    let mode = metadata.mode() & 0o7777;
+    let advice = "host-manager keeps secrets there and never changes the mode of a directory \
+                  it did not create: give --data-dir a path that does not exist yet (it is \
+                  created with mode 0700), or fix this one";
+    if metadata.uid() != me {
+        return Err(format!(
+            "data dir {shown} belongs to user id {}, not to the user running host-manager ({me}); \
+             {advice}",
+            metadata.uid()
+        ));
+    }
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "data dir {shown} is open to other users (mode {mode:04o}); {advice} \
+             (`chmod 700 {shown}`)"
+        ));
+    }
+    if mode & 0o700 != 0o700 {
+        return Err(format!(
+            "data dir {shown} is not readable, writable and searchable by its owner \
+             (mode {mode:04o}); {advice} (`chmod 700 {shown}`)"
+        ));
+    }
+    Ok(())
+}
+
+/// The user id files we create get (the effective one, on Linux the file-system one):
+/// the owner of a pipe we just made, which needs no unsafe call to `geteuid`.
+fn effective_uid() -> io::Result<u32> {
+    let (reader, _writer) = io::pipe()?;
+    Ok(File::from(std::os::fd::OwnedFd::from(reader))
+        .metadata()?
+        .uid())
 }
 
 /// SIGTERM and SIGINT become a `Shutdown` through a self-pipe (no unsafe code).

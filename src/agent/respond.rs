@@ -457,7 +457,7 @@ fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<Key
         let mut name = first;
         let mut n = 2;
         loop {
-            if !store::keys::name_taken(conn, name.key(), "")? {
+            if !store::keys::name_taken(conn, name.text(), "")? {
                 return Ok(name);
             }
             match parse(format!("{} ({n})", comment)) {

@@ -202,11 +202,12 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
 /// private key (README "SSH agent").
 pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let via_agent = crate::api::agent::agent_param(req)?;
-    let (sealed, proxy_jump) = state.db.read(|conn| {
+    let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
-        let proxy_jump = proxy_jump(&route);
-        Ok::<_, ApiError>((store::hosts::credentials(conn, &host)?, proxy_jump))
+        let proxy_jump = proxy_jump(&route)?;
+        let sealed = store::hosts::credentials(conn, &host)?;
+        Ok::<_, ApiError>((host, sealed, proxy_jump))
     })?;
     let credentials = match (&sealed, via_agent) {
         (SealedCredentials::Key { key_id, .. }, true) => {
@@ -220,7 +221,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         _ => open_credentials(state, id, &sealed)?,
     };
     // Set only once the secrets opened: a failed connect is not a use.
-    let host = state.db.write(|tx| store::hosts::touch_last_used(tx, id))?;
+    let host = record_use(state, host)?;
     let view = ConnectView {
         host: host.view(),
         credentials: CredentialsView {
@@ -246,16 +247,53 @@ pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     }
 }
 
-/// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
-fn proxy_jump(route: &[Host]) -> Option<String> {
-    if route.is_empty() {
-        return None;
+/// Sets `last_used_at`. README, Hosts: recording the use is not worth a refused session, so
+/// when the write fails (a full disk above all) the credentials still go out, with the host
+/// as it was read, and a warning goes to the log. A host deleted meanwhile is not found.
+fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
+    match state
+        .db
+        .write(|tx| store::hosts::touch_last_used(tx, &host.id))
+    {
+        Ok(touched) => Ok(touched),
+        Err(store::StoreError::HostNotFound) => Err(ApiError::HostNotFound),
+        Err(err) => {
+            log::warn!(
+                "connect {}: handing out the credentials without recording the use: {err}",
+                host.id
+            );
+            Ok(host)
+        }
     }
-    let hops: Vec<String> = route
-        .iter()
-        .map(|hop| interop::jump_spec(&hop.username, &hop.hostname, hop.port))
-        .collect();
-    Some(hops.join(","))
+}
+
+/// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
+/// README, Hosts: each hop's parts are checked here too (rows stored before the username
+/// rule may break it), so one hop can never read as two: a username with `,` `@` `:` `/`,
+/// whitespace or shell syntax fails the connect instead.
+fn proxy_jump(route: &[Host]) -> Result<Option<String>, ApiError> {
+    if route.is_empty() {
+        return Ok(None);
+    }
+    let mut hops = Vec::with_capacity(route.len());
+    for hop in route {
+        if let Some(rule) = validate::username_problem(&hop.username) {
+            return Err(ApiError::InvalidJumpChain(format!(
+                "jump host {} has a username that ssh -J cannot take: it {rule}; change it \
+                 with PUT /api/hosts/{}",
+                hop.id, hop.id
+            )));
+        }
+        if validate::hostname_problem(&hop.hostname).is_some() {
+            return Err(ApiError::InvalidJumpChain(format!(
+                "jump host {} has a hostname that ssh -J cannot take; change it with \
+                 PUT /api/hosts/{}",
+                hop.id, hop.id
+            )));
+        }
+        hops.push(interop::jump_spec(&hop.username, &hop.hostname, hop.port));
+    }
+    Ok(Some(hops.join(",")))
 }
 
 /// A validation failure of a body field as the API's error.

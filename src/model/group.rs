@@ -1,12 +1,16 @@
-//! Groups as stored, validated and shown: name, color and icon rules, the sibling-name key,
+//! Groups as stored, validated and shown: name, color and icon rules, the sibling-name keys,
 //! and the " (2)" renaming that makes a clashing name free again.
 //!
 //! Invariants: pure values and rules, no I/O; a `GroupName` always holds a trimmed name of
-//! 1-100 characters and its case-insensitive key, so nothing unvalidated reaches the store.
+//! 1-100 characters, its lowercase sort key and its caseless match key (model::fold), so
+//! nothing unvalidated reaches the store. Siblings clash by the match key, never by the
+//! lowercase.
 
 use std::collections::HashSet;
 
 use serde::Serialize;
+
+use crate::model::fold;
 
 /// api-decisions §4: a group name is 1-100 characters after trimming.
 pub const NAME_MAX_CHARS: usize = 100;
@@ -25,7 +29,7 @@ pub struct Group {
     pub id: String,
     pub parent_id: Option<String>,
     pub name: String,
-    /// `name` lowercased: what sibling uniqueness and sorting compare.
+    /// `name` lowercased: what siblings are sorted by.
     pub name_key: String,
     pub color: String,
     pub icon: String,
@@ -33,11 +37,12 @@ pub struct Group {
     pub updated_at: String,
 }
 
-/// A validated name: trimmed, 1-100 characters, with its case-insensitive key.
+/// A validated name: trimmed, 1-100 characters, with its sort key and its match key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupName {
     text: String,
     key: String,
+    fold_key: String,
 }
 
 /// A validated create request.
@@ -91,6 +96,7 @@ impl GroupName {
         Ok(GroupName {
             text: text.to_owned(),
             key: name_key(text),
+            fold_key: fold::key(text),
         })
     }
 
@@ -98,14 +104,19 @@ impl GroupName {
         &self.text
     }
 
-    /// The case-insensitive key siblings are compared and sorted by.
+    /// The lowercase key siblings are sorted by.
     pub fn key(&self) -> &str {
         &self.key
     }
+
+    /// The caseless match key siblings must not share (README, Groups).
+    pub fn fold_key(&self) -> &str {
+        &self.fold_key
+    }
 }
 
-/// The case-insensitive key of a trimmed name: Rust's full Unicode lowercase, which SQLite's
-/// NOCASE (ASCII only) cannot give.
+/// The sort key of a trimmed name: Rust's full Unicode lowercase, which SQLite's NOCASE
+/// (ASCII only) cannot give.
 pub fn name_key(name: &str) -> String {
     name.trim().to_lowercase()
 }
@@ -138,23 +149,19 @@ pub fn parse_icon(raw: &str) -> Result<String, &'static str> {
 }
 
 /// The name a group takes when `name` clashes at its new place: `name (2)`, `name (3)`, ...,
-/// the first whose key is not in `taken` (api-decisions §4). When the suffix would push the
-/// name past 100 characters, the end of the name is cut so the result is exactly 100 or
+/// the first whose match key is not in `taken` (README, Groups). When the suffix would push
+/// the name past 100 characters, the end of the name is cut so the result is exactly 100 or
 /// fewer characters and still ends in the suffix.
 pub fn free_name(name: &str, taken: &HashSet<String>) -> GroupName {
-    let base = name.trim();
-    let mut number: u64 = 2;
-    loop {
-        let suffix = format!(" ({number})");
-        let room = NAME_MAX_CHARS.saturating_sub(suffix.chars().count());
-        let stem: String = base.chars().take(room).collect();
-        let candidate = format!("{}{suffix}", stem.trim_end());
-        if let Ok(parsed) = GroupName::parse(&candidate) {
-            if !taken.contains(parsed.key()) {
-                return parsed;
-            }
-        }
-        number += 1;
+    let free = fold::free_name(name, NAME_MAX_CHARS, taken);
+    match GroupName::parse(&free) {
+        Ok(parsed) => parsed,
+        // A name of 1-100 characters plus a suffix, cut to 100: always valid.
+        Err(_) => GroupName {
+            key: name_key(&free),
+            fold_key: fold::key(&free),
+            text: free,
+        },
     }
 }
 
@@ -202,6 +209,23 @@ mod tests {
     }
 
     #[test]
+    fn names_that_differ_only_by_case_folding_or_composition_share_a_match_key() {
+        for (one, other) in [
+            ("Straße", "STRASSE"),
+            ("ſsh", "SSH"),
+            ("ıstanbul", "ISTANBUL"),
+            ("Caf\u{e9}", "Cafe\u{301}"),
+        ] {
+            let (one, other) = (
+                GroupName::parse(one).unwrap(),
+                GroupName::parse(other).unwrap(),
+            );
+            assert_eq!(one.fold_key(), other.fold_key(), "{one:?} {other:?}");
+            assert_ne!(one.as_str(), other.as_str(), "stored names stay as given");
+        }
+    }
+
+    #[test]
     fn color_accepts_hex_of_either_case_and_empty() {
         assert_eq!(parse_color("#a1B2c3").unwrap(), "#a1B2c3");
         assert_eq!(parse_color("").unwrap(), "");
@@ -228,6 +252,14 @@ mod tests {
         for bad in ["a".repeat(65), "Server".into(), "a b".into(), "ä".into()] {
             assert!(parse_icon(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn free_name_skips_numbers_whose_name_clashes_caselessly() {
+        assert_eq!(
+            free_name("Straße", &taken(&["strasse", "strasse (2)"])).as_str(),
+            "Straße (3)"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::model::interop;
-use crate::model::validate::{self, Invalid, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
+use crate::model::validate::{self, Invalid, MAX_NAME_CHARS};
 
 /// api-decisions §3: `per_page` defaults to 50 (spec Limits) and is clamped to 1000.
 pub const DEFAULT_PER_PAGE: u64 = 50;
@@ -286,8 +286,7 @@ impl NewHost {
         let name = validate::trimmed_text("name", required(body, "name")?, MAX_NAME_CHARS)?;
         let hostname = validate::hostname(required(body, "hostname")?)?;
         let port = validate::port(required(body, "port")?)?;
-        let username =
-            validate::trimmed_text("username", required(body, "username")?, MAX_USERNAME_CHARS)?;
+        let username = validate::username(required(body, "username")?)?;
         let auth = auth_patch(required(body, "auth")?, password)?;
         if auth.auth_type.is_none() {
             return Err(Invalid::new("auth.type", "is required"));
@@ -329,9 +328,7 @@ impl HostPatch {
             })?,
             hostname: present(body, "hostname", validate::hostname)?,
             port: present(body, "port", validate::port)?,
-            username: present(body, "username", |v| {
-                validate::trimmed_text("username", v, MAX_USERNAME_CHARS)
-            })?,
+            username: present(body, "username", validate::username)?,
             auth: present(body, "auth", |v| auth_patch(v, password))?,
             group_id: present(body, "group_id", |v| validate::optional_id("group_id", v))?,
             tags: present(body, "tags", |v| match v {

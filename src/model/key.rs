@@ -134,7 +134,8 @@ impl KeyName {
         }
         Ok(KeyName {
             text: trimmed.to_owned(),
-            // Names compare case-insensitively through Rust's full Unicode lowercase.
+            // The sort key; uniqueness compares the caseless match key of the name
+            // (model::fold, computed by store::keys), which also equates Straße and STRASSE.
             key: trimmed.to_lowercase(),
         })
     }
@@ -143,7 +144,8 @@ impl KeyName {
         &self.text
     }
 
-    /// What uniqueness and sorting compare (`keys.name_key`).
+    /// What keys are sorted by (`keys.name_key`). Uniqueness compares `model::fold::key` of
+    /// the name, which store::keys derives from this or from the name alike.
     pub fn key(&self) -> &str {
         &self.key
     }

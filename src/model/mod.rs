@@ -4,10 +4,12 @@
 //! a secret value (the api layer keeps those in `vault::Secret`).
 
 pub mod agent;
+pub mod fold;
 pub mod group;
 pub mod host;
 pub mod interop;
 pub mod key;
 pub mod ssh_config;
 pub mod tree;
+pub mod unicode_tables;
 pub mod validate;

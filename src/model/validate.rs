@@ -22,6 +22,14 @@ pub const MAX_TAGS: usize = 64;
 /// api-decisions §3: notes at most 10,000 characters.
 pub const MAX_NOTES_CHARS: usize = 10_000;
 
+/// Characters a username may not hold (README, Hosts): OpenSSH's own refusals (ssh.c's
+/// `valid_ruser`: the shell's quoting and control characters, since a jump host's user goes
+/// into a command line) and the separators of `ssh -J user@host:port,next` and of
+/// `ssh://` addresses, so a username can never add a hop or a host.
+pub const USERNAME_REFUSED: &[char] = &[
+    '\'', '`', '"', ';', '&', '<', '>', '|', '(', ')', '{', '}', '@', ',', ':', '/',
+];
+
 /// A broken rule: which field, and what the rule is. Carries no input value.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Invalid {
@@ -60,6 +68,42 @@ pub fn trimmed_text(field: &str, value: &Value, max: usize) -> Result<String, In
         return Err(Invalid::new(field, rule()));
     }
     Ok(trimmed.to_owned())
+}
+
+/// README, Hosts: a username is 1-100 characters after trimming, of what OpenSSH
+/// accepts as a remote user and what keeps `proxy_jump` one hop per host (see
+/// `username_problem`).
+pub fn username(value: &Value) -> Result<String, Invalid> {
+    let text = trimmed_text("username", value, MAX_USERNAME_CHARS)?;
+    match username_problem(&text) {
+        None => Ok(text),
+        Some(rule) => Err(Invalid::new("username", rule)),
+    }
+}
+
+/// Why `text` cannot be a username, or `None` when it can: no leading `-` (ssh would read an
+/// option), no control character (a newline, NUL, ...), no whitespace, none of
+/// `USERNAME_REFUSED`, no trailing backslash (OpenSSH refuses it).
+pub fn username_problem(text: &str) -> Option<&'static str> {
+    if text.starts_with('-') {
+        return Some("must not start with '-' (ssh would read it as an option)");
+    }
+    if text.chars().any(char::is_control) {
+        return Some("must not contain control characters (newline, tab, NUL, ...)");
+    }
+    if text.chars().any(char::is_whitespace) {
+        return Some("must not contain spaces or other whitespace");
+    }
+    if text.contains(USERNAME_REFUSED) {
+        return Some(
+            "must not contain any of @ , : / ' ` \" ; & < > | ( ) { } (ssh -J and the shell \
+             read them as separators or syntax)",
+        );
+    }
+    if text.ends_with('\\') {
+        return Some("must not end with a backslash");
+    }
+    None
 }
 
 /// api-decisions §3: port is a JSON integer 1-65535; strings ("22") and numbers written
@@ -226,7 +270,7 @@ mod tests {
 
     use crate::model::validate::{
         color, hostname, hostname_problem, notes, optional_id, order, port, tags, trimmed_text,
-        Invalid,
+        username, username_problem, Invalid,
     };
 
     fn label(len: usize) -> String {
@@ -288,6 +332,78 @@ mod tests {
         for value in [json!(null), json!(5), json!(["a"]), json!({"a": 1})] {
             assert!(trimmed_text("name", &value, 100).is_err(), "{value}");
         }
+    }
+
+    #[test]
+    fn usernames_openssh_accepts_are_accepted() {
+        for text in [
+            "root",
+            "deploy-user",
+            "j.doe_2",
+            "DOMAIN\\admin",
+            "machine$",
+            "élodie",
+            "a",
+            "user-",
+            "%u",
+        ] {
+            assert_eq!(username_problem(text), None, "{text:?}");
+        }
+        assert_eq!(username(&json!(" root ")).unwrap(), "root");
+        assert_eq!(username(&json!("u".repeat(100))).unwrap(), "u".repeat(100));
+    }
+
+    #[test]
+    fn username_that_could_add_a_hop_is_rejected() {
+        for text in [
+            "ops@127.0.0.1:1,ops",
+            "ops,root",
+            "ops@bastion",
+            "ops:22",
+            "ssh://x",
+        ] {
+            assert!(username_problem(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn username_with_control_characters_or_whitespace_is_rejected() {
+        for text in [
+            "ops\nroot",
+            "ops\0",
+            "o\tps",
+            "john doe",
+            "ops\u{7f}",
+            "a\u{85}b",
+            "a\u{a0}b",
+        ] {
+            assert!(username_problem(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn username_with_a_leading_hyphen_is_rejected_and_an_inner_one_accepted() {
+        assert!(username_problem("-oProxyCommand=x").is_some());
+        assert!(username_problem("-").is_some());
+        assert_eq!(username_problem("a-b"), None);
+    }
+
+    #[test]
+    fn username_with_shell_syntax_or_a_trailing_backslash_is_rejected() {
+        for text in [
+            "a'b", "a`b", "a\"b", "a;b", "a&b", "a<b", "a>b", "a|b", "a(b", "a)b", "a{b", "a}b",
+            "admin\\",
+        ] {
+            assert!(username_problem(text).is_some(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn username_of_101_chars_is_rejected() {
+        assert_eq!(
+            username(&json!("u".repeat(101))).unwrap_err().field,
+            "username"
+        );
     }
 
     #[test]

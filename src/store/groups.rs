@@ -2,15 +2,17 @@
 //! hosts and child groups to the parent.
 //!
 //! Invariants: no write leaves a cycle, a group deeper than `MAX_DEPTH`, or two siblings
-//! whose names compare equal case-insensitively; a delete never loses a host or a group.
+//! whose names share a caseless match key (`fold_key`, model::fold); a delete never loses
+//! a host or a group.
 //! Functions that write expect to run inside the caller's IMMEDIATE transaction
 //! (`Db::write`), so every check and its write see the same rows. Direct host counts come
 //! from `group_host_counts`, which triggers on `hosts` keep (sql/0001_init.sql).
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
+use crate::model::fold;
 use crate::model::group::{free_name, Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
 use crate::model::tree;
 use crate::store::StoreError;
@@ -69,21 +71,30 @@ const SUBTREE_HEIGHT: &str = "WITH RECURSIVE subtree(id, level) AS (
      )
      SELECT max(level) FROM subtree";
 
-/// Matches the expression of the `groups_sibling_name` unique index, so it is a lookup.
+/// Matches the expression of the `groups_sibling_fold` unique index, so it is a lookup.
 const SIBLING_NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM groups
-     WHERE coalesce(parent_id, '') = coalesce(?1, '') AND name_key = ?2 AND id <> ?3)";
+     WHERE coalesce(parent_id, '') = coalesce(?1, '') AND fold_key = ?2 AND id <> ?3)";
 
-const SELECT_SIBLING_KEYS: &str = "SELECT name_key FROM groups
+/// Names, not stored keys: a row a tool inserted without its key still counts.
+const SELECT_SIBLING_NAMES: &str = "SELECT name FROM groups
      WHERE coalesce(parent_id, '') = coalesce(?1, '')";
 
 const INSERT_GROUP: &str = "INSERT INTO groups
-     (id, parent_id, name, name_key, color, icon, created_at, updated_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)";
+     (id, parent_id, name, name_key, fold_key, color, icon, created_at, updated_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)";
 
 const UPDATE_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
-     color = ?5, icon = ?6, updated_at = ?7 WHERE id = ?1";
+     fold_key = ?5, color = ?6, icon = ?7, updated_at = ?8 WHERE id = ?1";
 
 const REPARENT_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
+     fold_key = ?5, updated_at = ?6 WHERE id = ?1";
+
+/// Rows without a match key (sql/0005_fold_keys.sql), oldest first: the oldest of a
+/// clashing pair keeps its name.
+const SELECT_UNKEYED: &str = "SELECT id, parent_id, name FROM groups WHERE fold_key IS NULL
+     ORDER BY created_at, id";
+const SET_FOLD_KEY: &str = "UPDATE groups SET fold_key = ?2 WHERE id = ?1";
+const RENAME_UNKEYED: &str = "UPDATE groups SET name = ?2, name_key = ?3, fold_key = ?4,
      updated_at = ?5 WHERE id = ?1";
 
 const REPARENT_HOSTS: &str = "UPDATE hosts SET group_id = ?2, updated_at = ?3
@@ -144,7 +155,7 @@ pub fn insert(
             return Ok(Placement::TooDeep);
         }
     }
-    ensure_name_free(conn, group.parent_id.as_deref(), group.name.key(), id)?;
+    ensure_name_free(conn, group.parent_id.as_deref(), group.name.fold_key(), id)?;
     conn.execute(
         INSERT_GROUP,
         params![
@@ -152,6 +163,7 @@ pub fn insert(
             group.parent_id,
             group.name.as_str(),
             group.name.key(),
+            group.name.fold_key(),
             group.color,
             group.icon,
             now
@@ -181,16 +193,20 @@ pub fn update(
             return Ok(placement);
         }
     }
-    let (name, name_key) = match &patch.name {
-        Some(name) => (name.as_str(), name.key()),
-        None => (current.name.as_str(), current.name_key.as_str()),
+    let (name, name_key, fold_key) = match &patch.name {
+        Some(name) => (name.as_str(), name.key(), name.fold_key().to_owned()),
+        None => (
+            current.name.as_str(),
+            current.name_key.as_str(),
+            fold::key(&current.name),
+        ),
     };
-    ensure_name_free(conn, parent_id.as_deref(), name_key, id)?;
+    ensure_name_free(conn, parent_id.as_deref(), &fold_key, id)?;
     let color = patch.color.as_deref().unwrap_or(&current.color);
     let icon = patch.icon.as_deref().unwrap_or(&current.icon);
     conn.execute(
         UPDATE_GROUP,
-        params![id, parent_id, name, name_key, color, icon, now],
+        params![id, parent_id, name, name_key, fold_key, color, icon, now],
     )?;
     Ok(Placement::Placed)
 }
@@ -209,31 +225,74 @@ pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> 
     conn.pragma_update(None, "defer_foreign_keys", true)?;
     conn.execute(DELETE_GROUP, params![id])?;
 
-    let mut taken = sibling_keys(conn, destination)?;
-    let clashes: Vec<bool> = children
+    let mut taken = sibling_fold_keys(conn, destination)?;
+    let child_keys: Vec<String> = children
         .iter()
-        .map(|child| taken.contains(&child.name_key))
+        .map(|child| fold::key(&child.name))
         .collect();
+    let clashes: Vec<bool> = child_keys.iter().map(|key| taken.contains(key)).collect();
     // Children keep their names unless they clash, so a renamed child must not take the
     // name of one that moves along unchanged.
-    taken.extend(children.iter().map(|child| child.name_key.clone()));
-    for (child, clashes) in children.iter().zip(clashes) {
+    taken.extend(child_keys.iter().cloned());
+    for ((child, clashes), fold_key) in children.iter().zip(clashes).zip(child_keys) {
         // api-decisions §4: a child whose name clashes at the destination gets " (2)", ...
-        let (name, name_key) = if clashes {
+        let (name, name_key, fold_key) = if clashes {
             let renamed = free_name(&child.name, &taken);
-            taken.insert(renamed.key().to_owned());
-            (renamed.as_str().to_owned(), renamed.key().to_owned())
+            taken.insert(renamed.fold_key().to_owned());
+            (
+                renamed.as_str().to_owned(),
+                renamed.key().to_owned(),
+                renamed.fold_key().to_owned(),
+            )
         } else {
-            (child.name.clone(), child.name_key.clone())
+            (child.name.clone(), child.name_key.clone(), fold_key)
         };
         conn.execute(
             REPARENT_GROUP,
-            params![child.id, destination, name, name_key, now],
+            params![child.id, destination, name, name_key, fold_key, now],
         )?;
     }
     // api-decisions §4 and the spec: hosts move to the parent, or become ungrouped.
     conn.execute(REPARENT_HOSTS, params![id, destination, now])?;
     Ok(())
+}
+
+/// Gives every group without a match key its key (sql/0005_fold_keys.sql: the rows the
+/// migration found, and any a tool inserted since). A group whose name now clashes with an
+/// older sibling's is renamed `name (2)`, ... and the change logged. Returns how many rows
+/// it touched; writes nothing when none lacks a key.
+pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
+    let unkeyed: Vec<(String, Option<String>, String)> = conn
+        .prepare(SELECT_UNKEYED)?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    if unkeyed.is_empty() {
+        return Ok(0);
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = crate::store::now_timestamp();
+    for (id, parent, name) in &unkeyed {
+        let key = fold::key(name);
+        let clashes: bool = tx
+            .prepare_cached(SIBLING_NAME_TAKEN)?
+            .query_row(params![parent, key, id], |row| row.get(0))?;
+        if !clashes {
+            tx.execute(SET_FOLD_KEY, params![id, key])?;
+            continue;
+        }
+        let renamed = free_name(name, &sibling_fold_keys(&tx, parent.as_deref())?);
+        tx.execute(
+            RENAME_UNKEYED,
+            params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
+        )?;
+        log::warn!(
+            "group {id} renamed to \"{}\": its name matches a sibling's when compared \
+             caselessly (README, Groups)",
+            renamed.as_str()
+        );
+    }
+    tx.commit()?;
+    Ok(unkeyed.len())
 }
 
 /// Whether `id` may move under `parent`: not under itself or a descendant, not too deep.
@@ -275,32 +334,38 @@ fn subtree_height(conn: &Connection, id: &str) -> Result<usize, StoreError> {
     Ok(usize::try_from(height).unwrap_or(usize::MAX))
 }
 
-/// `DuplicateName` when a sibling under `parent` other than `id` has this key.
+/// `DuplicateName` when a sibling under `parent` other than `id` has this match key.
 fn ensure_name_free(
     conn: &Connection,
     parent: Option<&str>,
-    name_key: &str,
+    fold_key: &str,
     id: &str,
 ) -> Result<(), StoreError> {
-    // api-decisions §4: unique among siblings, compared case-insensitively (name_key).
+    // README, Groups: unique among siblings, compared case-insensitively, by the caseless
+    // match key (full case folding, canonical equivalence).
     let taken: bool = conn
         .prepare_cached(SIBLING_NAME_TAKEN)?
-        .query_row(params![parent, name_key, id], |row| row.get(0))?;
+        .query_row(params![parent, fold_key, id], |row| row.get(0))?;
     if taken {
         return Err(StoreError::DuplicateName(
-            "another group under the same parent already has this name (names compare case-insensitively)"
+            "another group under the same parent already has this name (names compare \
+             ignoring case, with Unicode's full case folding and canonical equivalence: \
+             Straße = STRASSE)"
                 .into(),
         ));
     }
     Ok(())
 }
 
-fn sibling_keys(conn: &Connection, parent: Option<&str>) -> Result<HashSet<String>, StoreError> {
-    let mut statement = conn.prepare_cached(SELECT_SIBLING_KEYS)?;
-    let keys = statement
-        .query_map(params![parent], |row| row.get(0))?
-        .collect::<Result<HashSet<String>, _>>()?;
-    Ok(keys)
+fn sibling_fold_keys(
+    conn: &Connection,
+    parent: Option<&str>,
+) -> Result<HashSet<String>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_SIBLING_NAMES)?;
+    let names = statement
+        .query_map(params![parent], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(names.iter().map(|name| fold::key(name)).collect())
 }
 
 fn query_groups(
@@ -900,5 +965,64 @@ mod tests {
             total += direct + below;
         }
         total
+    }
+
+    /// Rows as a version-3 database or an outside tool holds them: no match key yet.
+    fn insert_unkeyed(
+        conn: &rusqlite::Connection,
+        id: &str,
+        parent: Option<&str>,
+        name: &str,
+        at: &str,
+    ) {
+        conn.execute(
+            "INSERT INTO groups (id, parent_id, name, name_key, created_at, updated_at)
+             VALUES (?1, ?2, ?3, lower(?3), ?4, ?4)",
+            params![id, parent, name, at],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn filling_match_keys_renames_the_newer_of_two_siblings_that_now_clash() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        insert_unkeyed(&conn, "old", None, "Straße", NOW);
+        insert_unkeyed(&conn, "new", None, "STRASSE", LATER);
+        insert_unkeyed(&conn, "apart", Some("old"), "strasse", LATER);
+        assert_eq!(groups::fill_fold_keys(&mut conn).unwrap(), 3);
+        let names: HashMap<String, (String, String)> = conn
+            .prepare("SELECT id, name, fold_key FROM groups")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, (row.get(1)?, row.get(2)?))))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(names["old"], ("Straße".to_owned(), "strasse".to_owned()));
+        assert_eq!(
+            names["new"],
+            ("STRASSE (2)".to_owned(), "strasse (2)".to_owned())
+        );
+        assert_eq!(names["apart"], ("strasse".to_owned(), "strasse".to_owned()));
+        assert_eq!(
+            groups::fill_fold_keys(&mut conn).unwrap(),
+            0,
+            "nothing left to fill"
+        );
+    }
+
+    #[test]
+    fn a_sibling_name_equal_under_case_folding_is_a_duplicate() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| groups::insert(tx, "a", &new_group("Straße", None), NOW))
+            .unwrap();
+        let clash = db.write(|tx| groups::insert(tx, "b", &new_group("STRASSE", None), NOW));
+        assert!(
+            matches!(clash, Err(StoreError::DuplicateName(_))),
+            "{clash:?}"
+        );
+        let elsewhere =
+            db.write(|tx| groups::insert(tx, "c", &new_group("STRASSE", Some("a")), NOW));
+        assert_eq!(elsewhere.unwrap(), Placement::Placed);
     }
 }

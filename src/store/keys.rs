@@ -4,14 +4,18 @@
 //!
 //! Invariants: never sees a plaintext secret; the `public_key` column holds
 //! `<algorithm> <base64>` without a comment (the view appends the current comment, so a
-//! comment change touches one column); uniqueness of `name_key` and `fingerprint` is
-//! checked inside the caller's transaction and reported as `DuplicateName` /
-//! `DuplicateKey`, never as a raw constraint error.
+//! comment change touches one column); uniqueness of the name's caseless match key
+//! (`fold_key`, model::fold, computed here from the name) and of `fingerprint` is checked
+//! inside the caller's transaction and reported as `DuplicateName` / `DuplicateKey`, never
+//! as a raw constraint error. `name_key` (the lowercase) only sorts.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use std::collections::HashSet;
+
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::model::agent::AgentPolicy;
-use crate::model::key::Key;
+use crate::model::fold;
+use crate::model::key::{Key, NAME_MAX_CHARS};
 use crate::store::StoreError;
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
@@ -21,13 +25,21 @@ const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, 
 const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded \
      FROM keys ORDER BY name_key, id";
-const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE name_key = ?1 AND id <> ?2)";
+const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fold_key = ?1 AND id <> ?2)";
 const FINGERPRINT_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fingerprint = ?1)";
-const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint, \
-     comment, has_passphrase, private_key, passphrase, created_at, updated_at) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
-const UPDATE_KEY: &str =
-    "UPDATE keys SET name = ?2, name_key = ?3, comment = ?4, updated_at = ?5 WHERE id = ?1";
+const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, fold_key, type, public_key, \
+     fingerprint, comment, has_passphrase, private_key, passphrase, created_at, updated_at) \
+     VALUES (?1, ?2, ?3, ?12, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
+const UPDATE_KEY: &str = "UPDATE keys SET name = ?2, name_key = ?3, fold_key = ?6, comment = ?4, \
+     updated_at = ?5 WHERE id = ?1";
+/// Rows without a match key (sql/0005_fold_keys.sql), oldest first: the oldest of a
+/// clashing pair keeps its name.
+const SELECT_UNKEYED: &str = "SELECT id, name FROM keys WHERE fold_key IS NULL \
+     ORDER BY created_at, id";
+const SELECT_NAMES: &str = "SELECT name FROM keys";
+const SET_FOLD_KEY: &str = "UPDATE keys SET fold_key = ?2 WHERE id = ?1";
+const RENAME_UNKEYED: &str =
+    "UPDATE keys SET name = ?2, name_key = ?3, fold_key = ?4, updated_at = ?5 WHERE id = ?1";
 const HOSTS_USING_KEY: &str = "SELECT count(*) FROM hosts WHERE key_id = ?1";
 const DELETE_KEY: &str = "DELETE FROM keys WHERE id = ?1";
 
@@ -59,7 +71,8 @@ pub struct KeyUpdate<'a> {
 /// case-insensitively), `DuplicateKey` when a key with the fingerprint is stored. The name
 /// is checked first.
 pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError> {
-    ensure_name_free(conn, key.name_key, key.id)?;
+    let fold_key = fold::key(key.name);
+    ensure_name_free(conn, &fold_key, key.id)?;
     if fingerprint_taken(conn, key.fingerprint)? {
         return Err(StoreError::DuplicateKey);
     }
@@ -75,6 +88,7 @@ pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError>
         key.sealed_private_key,
         key.sealed_passphrase,
         key.created_at,
+        fold_key,
     ])?;
     by_id(conn, key.id)
 }
@@ -94,11 +108,12 @@ pub fn list(conn: &Connection) -> Result<Vec<Key>, StoreError> {
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
-/// True when a key other than `except_id` has this name key.
-pub fn name_taken(conn: &Connection, name_key: &str, except_id: &str) -> Result<bool, StoreError> {
+/// True when a key other than `except_id` has a name matching `name` caselessly. `name`
+/// may be the name or its lowercase: both have the same match key.
+pub fn name_taken(conn: &Connection, name: &str, except_id: &str) -> Result<bool, StoreError> {
     Ok(conn
         .prepare_cached(NAME_TAKEN)?
-        .query_row(params![name_key, except_id], |row| row.get(0))?)
+        .query_row(params![fold::key(name), except_id], |row| row.get(0))?)
 }
 
 /// True when a key with this fingerprint is stored.
@@ -111,13 +126,15 @@ pub fn fingerprint_taken(conn: &Connection, fingerprint: &str) -> Result<bool, S
 /// Renames or re-comments a key. Errors: `KeyNotFound`, `DuplicateName`.
 pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key, StoreError> {
     by_id(conn, id)?;
-    ensure_name_free(conn, update.name_key, id)?;
+    let fold_key = fold::key(update.name);
+    ensure_name_free(conn, &fold_key, id)?;
     conn.prepare_cached(UPDATE_KEY)?.execute(params![
         id,
         update.name,
         update.name_key,
         update.comment,
         update.updated_at,
+        fold_key,
     ])?;
     by_id(conn, id)
 }
@@ -137,11 +154,58 @@ pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn ensure_name_free(conn: &Connection, name_key: &str, id: &str) -> Result<(), StoreError> {
-    // api-decisions §5: key names are unique, compared case-insensitively (name_key).
-    if name_taken(conn, name_key, id)? {
+/// Gives every key without a match key its key (sql/0005_fold_keys.sql), renaming one whose
+/// name now clashes with an older key's to `name (2)`, ... (logged). Returns how many rows it
+/// touched; writes nothing when none lacks a key.
+pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
+    let unkeyed: Vec<(String, String)> = conn
+        .prepare(SELECT_UNKEYED)?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if unkeyed.is_empty() {
+        return Ok(0);
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = crate::store::now_timestamp();
+    for (id, name) in &unkeyed {
+        let key = fold::key(name);
+        if !name_taken(&tx, &key, id)? {
+            tx.execute(SET_FOLD_KEY, params![id, key])?;
+            continue;
+        }
+        let taken: HashSet<String> = tx
+            .prepare(SELECT_NAMES)?
+            .query_map([], |row| row.get::<_, String>(0))?
+            .map(|name| name.map(|name| fold::key(&name)))
+            .collect::<Result<_, _>>()?;
+        let renamed = fold::free_name(name, NAME_MAX_CHARS, &taken);
+        tx.execute(
+            RENAME_UNKEYED,
+            params![
+                id,
+                renamed,
+                renamed.to_lowercase(),
+                fold::key(&renamed),
+                now
+            ],
+        )?;
+        log::warn!(
+            "key {id} renamed to \"{renamed}\": its name matches another key's when compared \
+             caselessly (README, Keys)"
+        );
+    }
+    tx.commit()?;
+    Ok(unkeyed.len())
+}
+
+fn ensure_name_free(conn: &Connection, fold_key: &str, id: &str) -> Result<(), StoreError> {
+    // README, Keys: key names are unique, compared case-insensitively, by the caseless
+    // match key (full case folding, canonical equivalence).
+    if name_taken(conn, fold_key, id)? {
         return Err(StoreError::DuplicateName(
-            "another key already has this name (names compare case-insensitively)".into(),
+            "another key already has this name (names compare ignoring case, \
+             with Unicode's full case folding and canonical equivalence: Straße = STRASSE)"
+                .into(),
         ));
     }
     Ok(())
@@ -215,6 +279,53 @@ mod tests {
             .write(|tx| keys::insert(tx, &row("2", "WORK", "SHA256:b")))
             .unwrap_err();
         assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");
+    }
+
+    #[test]
+    fn key_names_equal_under_case_folding_or_composition_are_duplicate_names() {
+        let db = db_with(&[
+            row("1", "Straße", "SHA256:a"),
+            row("2", "Cafe\u{301}", "SHA256:b"),
+        ]);
+        for (id, name, fingerprint) in
+            [("3", "STRASSE", "SHA256:c"), ("4", "CAF\u{c9}", "SHA256:d")]
+        {
+            let err = db
+                .write(|tx| keys::insert(tx, &row(id, name, fingerprint)))
+                .unwrap_err();
+            assert!(matches!(err, StoreError::DuplicateName(_)), "{name}: {err}");
+            // The early check api::keys makes with the lowercase agrees.
+            let taken = db
+                .read(|conn| keys::name_taken(conn, &name.to_lowercase(), ""))
+                .unwrap();
+            assert!(taken, "{name}");
+        }
+        db.write(|tx| keys::insert(tx, &row("5", "Strase", "SHA256:e")))
+            .unwrap();
+    }
+
+    #[test]
+    fn filling_match_keys_renames_the_newer_of_two_keys_that_now_clash() {
+        let db = open_in_memory().unwrap();
+        db.read(|conn| {
+            conn.execute_batch(
+                "INSERT INTO keys (id, name, name_key, type, public_key, fingerprint,
+                     has_passphrase, private_key, created_at, updated_at)
+                 VALUES ('old', 'Straße', 'straße', 't', 'p', 'a', 0, x'00', '1', '1'),
+                        ('new', 'STRASSE', 'strasse', 't', 'p', 'b', 0, x'00', '2', '2')",
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let mut conn = db.conn.lock().unwrap();
+        assert_eq!(keys::fill_fold_keys(&mut conn).unwrap(), 2);
+        let renamed: String = conn
+            .query_row("SELECT name FROM keys WHERE id = 'new'", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(renamed, "STRASSE (2)");
+        assert_eq!(keys::fill_fold_keys(&mut conn).unwrap(), 0);
     }
 
     #[test]

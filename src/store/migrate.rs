@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0001_init.sql"),
     include_str!("../../sql/0002_ssh_interop.sql"),
     include_str!("../../sql/0003_list_counts.sql"),
+    include_str!("../../sql/0005_fold_keys.sql"),
     include_str!("../../sql/0009_agent.sql"),
 ];
 
@@ -27,7 +28,7 @@ pub fn user_version(conn: &Connection) -> Result<u32, StoreError> {
 pub fn refuse_newer(conn: &Connection) -> Result<(), StoreError> {
     let found = user_version(conn)?;
     if found > SCHEMA_VERSION {
-        return Err(StoreError::Sqlite(format!(
+        return Err(StoreError::Unusable(format!(
             "the database has schema version {found}, newer than the {SCHEMA_VERSION} this build \
              knows; it was written by a newer host-manager and is left untouched"
         )));

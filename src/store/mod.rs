@@ -2,24 +2,30 @@
 //! mutex-guarded connection every request goes through.
 //!
 //! Invariants: the only module that names rusqlite; never knows whether the vault is
-//! locked (it stores sealed bytes as given); never maps errors to HTTP statuses.
+//! locked (it stores sealed bytes as given); never maps errors to HTTP statuses; never opens
+//! a database that fails its integrity checks (store::integrity), and never writes to one
+//! before they passed; a write that removed sealed bytes is checkpointed before it returns
+//! (store::scrub).
 
 pub mod agent;
+pub mod files;
 pub mod groups;
 pub mod hosts;
+pub mod integrity;
 pub mod interop;
 pub mod keys;
 pub mod list_index;
 pub mod migrate;
+pub mod scrub;
 pub mod vault_meta;
 
 use std::fmt;
-use std::fs::{self, OpenOptions};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
+use rusqlite::ffi;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// How long a statement waits on a lock held by another connection (a backup tool, the
@@ -39,9 +45,6 @@ const STATEMENT_CACHE_CAPACITY: usize = 64;
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
 
-/// File mode of the database and its WAL/SHM files (api-decisions §1).
-pub const DB_FILE_MODE: u32 = 0o600;
-
 /// What the store can fail with. Variants carry ids and names, never secret values.
 #[derive(Debug)]
 pub enum StoreError {
@@ -53,6 +56,12 @@ pub enum StoreError {
     DuplicateKey,
     /// A key is still referenced by this many hosts.
     KeyInUse(u64),
+    /// The disk holding the data dir is full (SQLite's `SQLITE_FULL`, or a `-shm` file that
+    /// cannot grow); nothing was written. The text is for the log only.
+    StorageFull(String),
+    /// The data dir or database cannot be used as it is (damaged, a symlink, a newer
+    /// schema); the text says why and what to do, and names no secret.
+    Unusable(String),
     /// Anything else from SQLite; the text is for the log only.
     Sqlite(String),
 }
@@ -66,6 +75,8 @@ impl fmt::Display for StoreError {
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
             StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),
+            StoreError::StorageFull(cause) => write!(f, "the disk is full: {cause}"),
+            StoreError::Unusable(why) => write!(f, "{why}"),
             StoreError::Sqlite(cause) => write!(f, "sqlite: {cause}"),
         }
     }
@@ -75,7 +86,17 @@ impl std::error::Error for StoreError {}
 
 impl From<rusqlite::Error> for StoreError {
     fn from(err: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite(err.to_string())
+        match err.sqlite_error() {
+            // SQLite's unix VFS turns ENOSPC on a write into SQLITE_FULL; a `-shm` file that
+            // cannot grow is SQLITE_IOERR_SHMSIZE.
+            Some(failure)
+                if failure.code == rusqlite::ErrorCode::DiskFull
+                    || failure.extended_code == ffi::SQLITE_IOERR_SHMSIZE =>
+            {
+                StoreError::StorageFull(err.to_string())
+            }
+            _ => StoreError::Sqlite(err.to_string()),
+        }
     }
 }
 
@@ -85,6 +106,14 @@ pub struct Db {
     conn: Mutex<Connection>,
     /// The host list's in-memory orders and search text; locked only while `conn` is.
     list_index: Mutex<list_index::ListIndex>,
+    /// Set when the checkpoint after a write that removed sealed bytes failed (another
+    /// connection's reader blocked it): the next write tries again. Read and written only
+    /// while `conn` is locked; atomic only so `Db` needs no second mutex.
+    scrub_pending: AtomicBool,
+    /// The database file, for the clean-close record (store::integrity); `None` in memory.
+    path: Option<std::path::PathBuf>,
+    /// Set by `close`, which runs once.
+    closed: AtomicBool,
 }
 
 impl Db {
@@ -113,7 +142,9 @@ impl Db {
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.
-    /// Any early return or panic rolls back through the transaction's `Drop`.
+    /// Any early return or panic rolls back through the transaction's `Drop`. When the
+    /// transaction deleted or replaced sealed bytes, the WAL is checkpointed and truncated
+    /// before this returns (store::scrub), so the old ciphertext is in no file any more.
     pub fn write<T, E: From<StoreError>>(
         &self,
         work: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
@@ -123,13 +154,31 @@ impl Db {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
+        let removed_sealed = scrub::take_removed(&tx)?;
         tx.commit().map_err(StoreError::from)?;
+        if removed_sealed || self.scrub_pending.load(Ordering::Relaxed) {
+            self.scrub(&conn);
+        }
         Ok(value)
     }
 
     /// The schema version the database is at.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         migrate::user_version(&self.lock())
+    }
+
+    /// Checkpoints after a write that removed sealed bytes; a failure is retried after the
+    /// next write. Caller holds the connection lock.
+    fn scrub(&self, conn: &Connection) {
+        match checkpoint(conn) {
+            Ok(()) => self.scrub_pending.store(false, Ordering::Relaxed),
+            Err(err) => {
+                log::warn!(
+                    "removed secrets stay in the WAL until the next checkpoint succeeds: {err}"
+                );
+                self.scrub_pending.store(true, Ordering::Relaxed);
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -141,21 +190,59 @@ impl Db {
     }
 }
 
-/// Opens (creating when missing) the database in `data_dir`, sets the pragmas and applies
-/// pending migrations. A database from a newer build is refused untouched.
+impl Db {
+    /// Closes the connection at shutdown (SQLite checkpoints and removes the WAL), then
+    /// records the closed file so the next start can skip the full page check
+    /// (store::integrity). Call it once the server has stopped; a request still running
+    /// afterwards fails. Runs at most once; dropping the `Db` runs it too.
+    pub fn close(&self) {
+        let Some(path) = self
+            .path
+            .as_ref()
+            .filter(|_| !self.closed.swap(true, Ordering::SeqCst))
+        else {
+            return;
+        };
+        let Ok(placeholder) = Connection::open_in_memory() else {
+            return;
+        };
+        let closing = std::mem::replace(&mut *self.lock(), placeholder);
+        match closing.close() {
+            Ok(()) => integrity::record_clean_close(path),
+            Err((_, err)) => log::warn!("the database did not close cleanly: {err}"),
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Opens (creating when missing) the database in `data_dir`, checks it, sets the pragmas and
+/// applies pending migrations. A database from a newer build, a damaged one, or one reached
+/// through a symlink is refused untouched (README, Reliability).
 pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     let path = data_dir.join(DB_FILE);
-    create_private_file(&path)
-        .map_err(|err| StoreError::Sqlite(format!("cannot create {}: {err}", path.display())))?;
+    files::prepare(&path)?;
     let mut conn = Connection::open(&path)?;
+    integrity::check_pages(&conn, &path)?;
     migrate::refuse_newer(&conn)?;
+    integrity::vault_row_consistent(&conn, &path)?;
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
+    groups::fill_fold_keys(&mut conn)?;
+    keys::fill_fold_keys(&mut conn)?;
     list_index::install(&conn)?;
-    restrict_sidecar_files(&path);
+    scrub::install(&conn)?;
+    files::restrict_sidecars(&path);
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        scrub_pending: AtomicBool::new(false),
+        path: Some(path),
+        closed: AtomicBool::new(false),
     })
 }
 
@@ -166,9 +253,13 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
     list_index::install(&conn)?;
+    scrub::install(&conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        scrub_pending: AtomicBool::new(false),
+        path: None,
+        closed: AtomicBool::new(false),
     })
 }
 
@@ -225,33 +316,6 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     // cache of 16 prepared statements would re-prepare them in turn.
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(())
-}
-
-/// Creates `path` with mode 0600 when missing, and tightens the mode when it exists.
-fn create_private_file(path: &Path) -> std::io::Result<()> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(DB_FILE_MODE)
-        .open(path)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(DB_FILE_MODE))
-}
-
-/// SQLite gives the -wal and -shm files the database file's mode; this tightens any that
-/// an older run or another tool left wider.
-fn restrict_sidecar_files(db_path: &Path) {
-    for suffix in ["-wal", "-shm"] {
-        let mut name = db_path.as_os_str().to_owned();
-        name.push(suffix);
-        let sidecar = PathBuf::from(name);
-        if sidecar.exists() {
-            if let Err(err) =
-                fs::set_permissions(&sidecar, fs::Permissions::from_mode(DB_FILE_MODE))
-            {
-                log::warn!("cannot restrict {}: {err}", sidecar.display());
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -227,6 +227,81 @@ fn duplicate_name_with_non_ascii_case_is_409() {
 }
 
 #[test]
+fn sibling_names_equal_under_full_case_folding_are_409() {
+    let service = Service::start("groups-dup-folding");
+    for (first, second) in [
+        ("Straße", "STRASSE"),
+        ("ſsh", "SSH"),
+        ("ıstanbul", "ISTANBUL"),
+        ("İzmir", "izmir"),
+        ("ﬁles", "FILES"),
+        ("ΟΔΟΣ", "οδος"),
+    ] {
+        create(&service, first, None);
+        let error = service
+            .post("/api/groups", &json!({ "name": second }))
+            .assert_error(409, "DUPLICATE_NAME");
+        assert!(
+            error["details"]
+                .as_str()
+                .unwrap()
+                .contains("Straße = STRASSE"),
+            "{error}"
+        );
+    }
+    assert_eq!(tree(&service).len(), 6);
+}
+
+#[test]
+fn composed_and_decomposed_spellings_of_a_sibling_name_are_409() {
+    let service = Service::start("groups-dup-nfd");
+    let decomposed = "Cafe\u{301}";
+    let created = create(&service, decomposed, None);
+    assert_eq!(created["name"], decomposed, "stored as given");
+    service
+        .post("/api/groups", &json!({ "name": "Caf\u{e9}" }))
+        .assert_error(409, "DUPLICATE_NAME");
+    service
+        .post("/api/groups", &json!({ "name": "CAF\u{c9}" }))
+        .assert_error(409, "DUPLICATE_NAME");
+}
+
+#[test]
+fn sibling_names_that_differ_by_a_letter_or_an_accent_are_accepted() {
+    let service = Service::start("groups-folding-distinct");
+    for name in ["Café", "Cafe", "Strasse", "Strase", "Ärzte", "Arzte"] {
+        create(&service, name, None);
+    }
+    assert_eq!(tree(&service).len(), 6);
+}
+
+#[test]
+fn renaming_or_moving_onto_a_caselessly_equal_sibling_name_is_409() {
+    let service = Service::start("groups-folding-rename");
+    let parent = create_id(&service, "EU", None);
+    create(&service, "Straße", Some(&parent));
+    let other = create_id(&service, "Other", Some(&parent));
+    service
+        .put(
+            &format!("/api/groups/{other}"),
+            &json!({ "name": "STRASSE" }),
+        )
+        .assert_error(409, "DUPLICATE_NAME");
+    let loose = create_id(&service, "strasse", None);
+    move_group(&service, &loose, json!(parent)).assert_error(409, "DUPLICATE_NAME");
+}
+
+#[test]
+fn deleting_a_parent_renames_a_child_that_clashes_caselessly_at_the_destination() {
+    let service = Service::start("groups-folding-delete");
+    create(&service, "Straße", None);
+    let parent = create_id(&service, "Parent", None);
+    let child = create_id(&service, "STRASSE", Some(&parent));
+    service.delete(&format!("/api/groups/{parent}")).expect(204);
+    assert_eq!(group(&service, &child)["name"], "STRASSE (2)");
+}
+
+#[test]
 fn same_name_under_another_parent_is_accepted() {
     let service = Service::start("groups-same-name-elsewhere");
     let eu = create_id(&service, "EU", None);

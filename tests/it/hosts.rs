@@ -2,6 +2,7 @@
 //! and secrets at rest (spec: Host; api-decisions §3), all over HTTP against the binary.
 
 use std::collections::HashSet;
+use std::fs;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -839,6 +840,198 @@ fn username_of_100_chars_is_accepted_and_101_rejected() {
         "username",
     );
     assert_rejected(&service, &host("a", json!({"username": ""})), "username");
+}
+
+#[test]
+fn username_that_would_add_a_jump_hop_is_rejected() {
+    let service = Service::start("hosts-username-hop");
+    for username in [
+        "ops@127.0.0.1:1,ops",
+        "ops,root",
+        "root@bastion",
+        "ops:22",
+        "ssh://x",
+    ] {
+        assert_rejected(
+            &service,
+            &host("a", json!({ "username": username })),
+            "username",
+        );
+    }
+    assert_eq!(list(&service, "")["total"], 0, "nothing was stored");
+}
+
+#[test]
+fn username_with_a_control_character_whitespace_shell_syntax_or_leading_hyphen_is_rejected() {
+    let service = Service::start("hosts-username-chars");
+    for username in [
+        "ops\nroot",
+        "ops\u{0}",
+        "ops\u{7f}",
+        "john doe",
+        "-oProxyCommand=id",
+        "-",
+        "ops;id",
+        "ops`id`",
+        "ops$(id)",
+        "admin\\",
+    ] {
+        assert_rejected(
+            &service,
+            &host("a", json!({ "username": username })),
+            "username",
+        );
+    }
+    let id = id_of(&create(&service, &host("a", json!({}))));
+    let error = service
+        .put(&format!("/api/hosts/{id}"), &json!({"username": "-l"}))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(
+        error["details"].as_str().unwrap().starts_with("username: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn usernames_openssh_accepts_are_stored_as_given() {
+    let service = Service::start("hosts-username-ok");
+    for username in [
+        "deploy",
+        "ci-runner",
+        "j.doe_2",
+        "DOMAIN\\admin",
+        "machine$",
+        "élodie",
+        "user-",
+    ] {
+        let created = assert_accepted(&service, &host("a", json!({ "username": username })));
+        assert_eq!(created["username"], username);
+    }
+}
+
+#[test]
+fn a_stored_jump_host_whose_username_holds_separators_fails_connect_instead_of_adding_a_hop() {
+    let service = Service::start("hosts-hop-injection");
+    let bastion = id_of(&create(
+        &service,
+        &host(
+            "bastion",
+            json!({"hostname": "bastion.example.com", "username": "ops"}),
+        ),
+    ));
+    let target = id_of(&create(
+        &service,
+        &host("target", json!({ "jump_host_ids": [bastion] })),
+    ));
+    let connect =
+        |service: &Service| service.request("POST", &format!("/api/hosts/{target}/connect"), None);
+    let body = connect(&service).expect(200);
+    assert_eq!(
+        body["credentials"]["proxy_jump"],
+        "ops@bastion.example.com:22"
+    );
+    // A row written before usernames were checked (or by another tool).
+    rusqlite::Connection::open(service.data_dir.join("host-manager.db"))
+        .unwrap()
+        .execute(
+            "UPDATE hosts SET username = 'ops@127.0.0.1:1,ops' WHERE id = ?1",
+            [&bastion],
+        )
+        .unwrap();
+    let response = connect(&service);
+    let error = response.assert_error(400, "INVALID_JUMP_CHAIN");
+    let details = error["details"].as_str().unwrap();
+    assert!(
+        details.contains(&bastion),
+        "names the hop to fix: {details}"
+    );
+    assert!(
+        !response.text().contains("127.0.0.1:1"),
+        "{}",
+        response.text()
+    );
+}
+
+// ---- a full disk (README, Reliability) -------------------------------------------------
+
+/// A service whose data dir is a tmpfs of `size` bytes, mounted in a mount namespace of its
+/// own (`unshare`, no root needed where user namespaces are on): the disk really fills, and
+/// the mount goes away with the process.
+fn service_on_a_small_disk(name: &str, size: &str) -> Service {
+    let data_dir = fresh_dir(name).join("data");
+    fs::create_dir(&data_dir).unwrap();
+    Service::start_with(
+        name,
+        Options {
+            data_dir: Some(data_dir),
+            shell_prefix: Some(format!(
+                "exec unshare --user --map-root-user --mount sh -c \
+                 'mount -t tmpfs -o size={size},mode=0700 tmpfs \"$3\" && exec \"$@\"'"
+            )),
+            ..Options::default()
+        },
+    )
+}
+
+/// Creates password hosts until a create fails: the ids created and the failing answer.
+fn fill_the_disk(service: &Service) -> (Vec<String>, crate::support::Response) {
+    let mut ids = Vec::new();
+    for n in 0..2_000 {
+        let body = host(
+            &format!("h{n}"),
+            json!({"auth": {"type": "password", "password": format!("pw-{n}")},
+                   "notes": "n".repeat(2_000)}),
+        );
+        let response = service.post("/api/hosts", &body);
+        if response.status != 201 {
+            return (ids, response);
+        }
+        ids.push(id_of(&response.json()));
+    }
+    panic!("2,000 hosts fit on the small disk");
+}
+
+#[test]
+fn a_write_on_a_full_disk_answers_507_storage_full_and_changes_nothing() {
+    let service = service_on_a_small_disk("hosts-disk-full", "1m");
+    let (ids, refused) = fill_the_disk(&service);
+    let error = refused.assert_error(507, "STORAGE_FULL");
+    assert!(
+        error["details"].as_str().unwrap().contains("disk"),
+        "{error}"
+    );
+    assert!(ids.len() >= 3, "some hosts fit first: {}", ids.len());
+    assert_eq!(
+        list(&service, "")["total"],
+        ids.len(),
+        "the refused host is not stored"
+    );
+    assert_eq!(service.get("/api/health").expect(200)["status"], "ok");
+    assert!(!service.stderr().contains("INTERNAL_ERROR"));
+}
+
+#[test]
+fn connect_on_a_full_disk_hands_out_the_credentials_without_recording_the_use() {
+    let service = service_on_a_small_disk("hosts-disk-full-connect", "1m");
+    let (ids, refused) = fill_the_disk(&service);
+    assert_eq!(refused.status, 507, "{}", refused.text());
+    // Each connect that records its use takes some of what is left; soon one cannot.
+    let unrecorded = "handing out the credentials without recording the use";
+    let mut attempts = 0;
+    for (n, id) in ids.iter().enumerate().cycle().take(ids.len() * 20) {
+        attempts += 1;
+        let body = service
+            .request("POST", &format!("/api/hosts/{id}/connect"), None)
+            .expect(200);
+        assert_eq!(body["credentials"]["password"], format!("pw-{n}"));
+        if service.stderr().contains(unrecorded) {
+            break;
+        }
+    }
+    assert!(
+        service.stderr().contains(unrecorded),
+        "no connect met the full disk in {attempts} attempts"
+    );
 }
 
 #[test]

@@ -1,12 +1,73 @@
 //! Process contract (api-decisions §1): the SERVICE_PORT line, health, the data dir and its
-//! modes, single ownership, signals, --exit-with-parent, --help/--version, schema refusal.
+//! modes, single ownership, signals, --exit-with-parent, --help/--version, schema refusal,
+//! and the refusals of a data dir or database that is not safe to use (README, Command line
+//! and Reliability).
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
 use crate::support::{fresh_dir, Options, Service, BIN};
+
+/// How long a start that must be refused may take before the test calls it a start.
+const REFUSAL_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Runs the binary on `data_dir` with `args` and returns its exit status and stderr. Fails
+/// the test when it is still running at the deadline: it started instead of refusing.
+pub fn run_expecting_refusal(name: &str, data_dir: &Path, args: &[&str]) -> (ExitStatus, String) {
+    let stderr_path = fresh_dir(name).join("stderr.log");
+    let mut child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + REFUSAL_DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "still running after {REFUSAL_DEADLINE:?}: it started instead of refusing; \
+                 stderr: {}",
+                fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, fs::read_to_string(&stderr_path).unwrap())
+}
+
+/// A data dir with a stopped service's database in it: `setup` ran against it first, then
+/// the service was stopped with SIGTERM (a clean close).
+fn stopped_data_dir(name: &str, setup: impl FnOnce(&Service)) -> std::path::PathBuf {
+    let data_dir = fresh_dir(name).join("data");
+    let mut service = Service::start_with(
+        name,
+        Options {
+            data_dir: Some(data_dir.clone()),
+            ..Options::default()
+        },
+    );
+    setup(&service);
+    let status = service.terminate(Duration::from_secs(10)).expect("stopped");
+    assert!(status.success(), "{status:?}");
+    data_dir
+}
+
+fn mode_of(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
 
 #[test]
 fn service_port_is_the_first_and_only_stdout_line_and_the_port_answers() {
@@ -253,6 +314,264 @@ fn restart_keeps_the_schema_and_serves_again() {
         !second.stderr().contains("applied schema migration"),
         "no migration on restart"
     );
+}
+
+// ---- the data dir and the database file (README, Command line) ------------------------
+
+#[test]
+fn an_existing_shared_data_dir_is_refused_and_keeps_its_mode() {
+    let dir = fresh_dir("shared-dir").join("data");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).unwrap();
+    let (status, stderr) = run_expecting_refusal("shared-dir-run", &dir, &[]);
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        stderr.contains("open to other users (mode 1777)"),
+        "{stderr}"
+    );
+    assert_eq!(mode_of(&dir), 0o1777, "the mode is left as it was");
+    assert!(
+        !dir.join("host-manager.db").exists(),
+        "nothing created in it"
+    );
+}
+
+#[test]
+fn an_existing_group_readable_data_dir_is_refused() {
+    let dir = fresh_dir("group-dir").join("data");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
+    let (status, stderr) = run_expecting_refusal("group-dir-run", &dir, &[]);
+    assert!(!status.success(), "{status:?}");
+    assert!(stderr.contains("chmod 700"), "{stderr}");
+    assert_eq!(mode_of(&dir), 0o750);
+}
+
+#[test]
+fn an_existing_read_only_data_dir_is_refused_and_keeps_its_mode() {
+    let dir = fresh_dir("read-only-dir").join("data");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o500)).unwrap();
+    let (status, stderr) = run_expecting_refusal("read-only-dir-run", &dir, &[]);
+    let mode = mode_of(&dir);
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        stderr.contains("not readable, writable and searchable"),
+        "{stderr}"
+    );
+    assert_eq!(mode, 0o500, "the mode is left as it was");
+    assert!(
+        !dir.join("host-manager.db").exists(),
+        "nothing created in it"
+    );
+}
+
+#[test]
+fn an_existing_data_dir_of_another_user_is_refused() {
+    // As root, a fresh dir handed to nobody; as anyone else, `/` (root's).
+    let probe = fresh_dir("other-user");
+    let dir = match fs::metadata(&probe).unwrap().uid() {
+        0 => {
+            let dir = probe.join("data");
+            fs::create_dir(&dir).unwrap();
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            dir
+        }
+        _ => "/".into(),
+    };
+    let (status, stderr) = run_expecting_refusal("other-user-run", &dir, &[]);
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        stderr.contains("not to the user running host-manager"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_existing_private_data_dir_of_ours_is_used_as_it_is() {
+    let dir = fresh_dir("own-dir").join("data");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    let service = Service::start_with(
+        "own-dir-svc",
+        Options {
+            data_dir: Some(dir.clone()),
+            ..Options::default()
+        },
+    );
+    assert_eq!(service.get("/api/health").status, 200);
+    assert_eq!(mode_of(&dir), 0o700);
+}
+
+#[test]
+fn a_missing_data_dir_and_its_missing_parents_are_created_0700() {
+    let base = fresh_dir("nested-dir");
+    let dir = base.join("a/b/data");
+    let service = Service::start_with(
+        "nested-dir-svc",
+        Options {
+            data_dir: Some(dir.clone()),
+            ..Options::default()
+        },
+    );
+    assert_eq!(service.get("/api/health").status, 200);
+    assert_eq!((mode_of(&dir), mode_of(&base.join("a"))), (0o700, 0o700));
+}
+
+#[test]
+fn a_symlinked_database_file_is_refused_and_its_target_keeps_its_mode() {
+    let base = fresh_dir("db-link");
+    let dir = base.join("data");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    let target = base.join("elsewhere.db");
+    fs::write(&target, b"").unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("host-manager.db")).unwrap();
+    let (status, stderr) = run_expecting_refusal("db-link-run", &dir, &[]);
+    assert!(!status.success(), "{status:?}");
+    assert!(stderr.contains("is a symbolic link"), "{stderr}");
+    assert_eq!(
+        mode_of(&target),
+        0o644,
+        "the target's mode is left as it was"
+    );
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        b"",
+        "the target is left as it was"
+    );
+}
+
+// ---- damaged databases (README, Reliability) ------------------------------------------
+
+#[test]
+fn a_database_with_a_corrupt_page_refuses_to_start_and_is_left_untouched() {
+    let data_dir = stopped_data_dir("corrupt", |service| {
+        for n in 0..40 {
+            let body = json!({"name": format!("h{n}"), "hostname": "example.org", "port": 22,
+                "username": "u", "auth": {"type": "agent"}, "notes": "n".repeat(500)});
+            service.post("/api/hosts", &body).expect(201);
+        }
+    });
+    let db_path = data_dir.join("host-manager.db");
+    let (root, page_size): (i64, i64) = {
+        let conn = rusqlite::Connection::open(&db_path).unwrap();
+        let root = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'hosts'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        (
+            root,
+            conn.query_row("PRAGMA page_size", [], |row| row.get(0))
+                .unwrap(),
+        )
+    };
+    // The hosts table's root page gets a b-tree page type that does not exist.
+    let mut bytes = fs::read(&db_path).unwrap();
+    let offset = usize::try_from((root - 1) * page_size).unwrap();
+    bytes[offset] = 0x6b;
+    fs::write(&db_path, &bytes).unwrap();
+    let (status, stderr) = run_expecting_refusal("corrupt-run", &data_dir, &[]);
+    assert!(!status.success(), "{status:?}");
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    assert!(stderr.contains("quick_check"), "{stderr}");
+    assert_eq!(
+        fs::read(&db_path).unwrap(),
+        bytes,
+        "database bytes unchanged"
+    );
+}
+
+#[test]
+fn a_database_whose_vault_row_is_gone_refuses_to_start_while_sealed_secrets_remain() {
+    let data_dir = stopped_data_dir("vault-row-gone", |service| {
+        service
+            .put(
+                "/api/vault/password",
+                &json!({"new_password": "master pw 1"}),
+            )
+            .expect(200);
+        let body = json!({"name": "db", "hostname": "example.org", "port": 22,
+            "username": "u", "auth": {"type": "password", "password": "sealed-pw"}});
+        service.post("/api/hosts", &body).expect(201);
+    });
+    let db_path = data_dir.join("host-manager.db");
+    rusqlite::Connection::open(&db_path)
+        .unwrap()
+        .execute_batch("DELETE FROM vault; PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    let before = fs::read(&db_path).unwrap();
+    let (status, stderr) = run_expecting_refusal("vault-row-gone-run", &data_dir, &[]);
+    assert!(!status.success(), "{status:?}");
+    assert!(stderr.contains("1 sealed secret(s)"), "{stderr}");
+    assert!(stderr.contains("vault row"), "{stderr}");
+    assert_eq!(
+        fs::read(&db_path).unwrap(),
+        before,
+        "database bytes unchanged"
+    );
+}
+
+#[test]
+fn a_database_whose_vault_row_is_gone_but_holds_no_secret_starts_with_a_new_open_vault() {
+    let data_dir = stopped_data_dir("vault-row-gone-empty", |service| {
+        let body = json!({"name": "a", "hostname": "example.org", "port": 22,
+            "username": "u", "auth": {"type": "agent"}});
+        service.post("/api/hosts", &body).expect(201);
+    });
+    rusqlite::Connection::open(data_dir.join("host-manager.db"))
+        .unwrap()
+        .execute_batch("DELETE FROM vault;")
+        .unwrap();
+    let service = Service::start_with(
+        "vault-row-gone-empty-2",
+        Options {
+            data_dir: Some(data_dir),
+            ..Options::default()
+        },
+    );
+    let vault = service.get("/api/vault").expect(200);
+    assert_eq!(
+        (vault["vault_locked"].clone(), vault["has_password"].clone()),
+        (json!(false), json!(false))
+    );
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 1);
+}
+
+#[test]
+fn a_start_after_a_clean_stop_skips_the_full_page_check_and_one_after_kill_9_runs_it() {
+    let data_dir = stopped_data_dir("clean-close", |_| {});
+    let options = || Options {
+        data_dir: Some(data_dir.clone()),
+        ..Options::default()
+    };
+    let mut clean = Service::start_with("clean-close-2", options());
+    assert!(
+        !clean.stderr().contains("database checked"),
+        "{}",
+        clean.stderr()
+    );
+    let body = json!({"name": "a", "hostname": "example.org", "port": 22,
+        "username": "u", "auth": {"type": "agent"}});
+    clean.post("/api/hosts", &body).expect(201);
+    clean.child.kill().unwrap();
+    clean.child.wait().unwrap();
+    drop(clean);
+    let after_kill = Service::start_with("clean-close-3", options());
+    assert!(
+        after_kill
+            .stderr()
+            .contains("database checked (PRAGMA quick_check)"),
+        "{}",
+        after_kill.stderr()
+    );
+    assert_eq!(after_kill.get("/api/hosts").expect(200)["total"], 1);
 }
 
 /// Spawns `command` with piped stdout and waits for the SERVICE_PORT line.

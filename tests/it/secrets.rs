@@ -2,11 +2,14 @@
 //! rest in plaintext. Distinctive secrets are stored, some are deleted, and the raw bytes of
 //! every file in the data dir (db, wal, shm) and the log are scanned for each secret in raw,
 //! hex and base64 forms: before and after the delete, with and without a master password.
+//! And a deleted or replaced secret's ciphertext is gone from every file of the data dir
+//! once the change is answered (README, The vault's threat model), also across kill -9.
 
 use std::fs;
+use std::path::Path;
 use std::process::Command;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::{contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Service};
 
@@ -150,4 +153,152 @@ fn secrets_never_rest_in_plaintext_without_a_master_password() {
 #[test]
 fn secrets_never_rest_in_plaintext_with_a_master_password() {
     scan_with(true);
+}
+
+// ---- removed ciphertext ------------------------------------------------------------------
+
+/// A sealed column's bytes as the database holds them now (read-only, beside the service).
+fn sealed_bytes(data_dir: &Path, sql: &str, id: &str) -> Vec<u8> {
+    let conn = rusqlite::Connection::open_with_flags(
+        data_dir.join("host-manager.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let bytes: Vec<u8> = conn.query_row(sql, [id], |row| row.get(0)).unwrap();
+    assert!(bytes.len() >= 32, "a sealed value: {} bytes", bytes.len());
+    bytes
+}
+
+/// The 16-byte pieces of a ciphertext: any one of them left in a file is a leftover.
+fn pieces(sealed: &[u8]) -> impl Iterator<Item = &[u8]> {
+    sealed.chunks_exact(16)
+}
+
+/// Fails unless some file of the data dir holds every piece of `sealed` (so that the
+/// checks after a removal can fail at all).
+#[track_caller]
+fn assert_present(data_dir: &Path, sealed: &[u8], what: &str) {
+    let files = read_all_files(data_dir);
+    for piece in pieces(sealed) {
+        assert!(
+            files.iter().any(|(_, bytes)| contains_bytes(bytes, piece)),
+            "{what}: the ciphertext should be stored before its removal"
+        );
+    }
+}
+
+/// Fails when any file of the data dir (db, wal, shm, lock, ...) holds a piece of `sealed`.
+#[track_caller]
+fn assert_gone(data_dir: &Path, sealed: &[u8], what: &str) {
+    let files = read_all_files(data_dir);
+    assert!(!files.is_empty(), "{what}: the data dir has files");
+    for (path, bytes) in &files {
+        for piece in pieces(sealed) {
+            assert!(
+                !contains_bytes(bytes, piece),
+                "{what}: a piece of the old ciphertext is still in {} ({} bytes)",
+                path.display(),
+                bytes.len()
+            );
+        }
+    }
+}
+
+fn password_host(service: &Service, password: &str) -> String {
+    let body = json!({"name": "pw", "hostname": "example.org", "port": 22, "username": "u",
+        "auth": {"type": "password", "password": password}});
+    service.post("/api/hosts", &body).expect(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+const SELECT_PASSWORD: &str = "SELECT password FROM hosts WHERE id = ?1";
+
+#[test]
+fn a_deleted_host_password_leaves_no_piece_of_its_ciphertext_in_any_file() {
+    let service = Service::start("scrub-host-delete");
+    let id = password_host(&service, "Delete-me-pw-1c9e");
+    let sealed = sealed_bytes(&service.data_dir, SELECT_PASSWORD, &id);
+    assert_present(&service.data_dir, &sealed, "before the delete");
+    service.delete(&format!("/api/hosts/{id}")).expect(204);
+    assert_gone(&service.data_dir, &sealed, "after the delete");
+}
+
+#[test]
+fn a_replaced_host_password_leaves_no_piece_of_its_old_ciphertext_in_any_file() {
+    let service = Service::start("scrub-host-replace");
+    let id = password_host(&service, "Old-pw-77ab");
+    let old = sealed_bytes(&service.data_dir, SELECT_PASSWORD, &id);
+    assert_present(&service.data_dir, &old, "before the change");
+    service
+        .put(
+            &format!("/api/hosts/{id}"),
+            &json!({"auth": {"password": "New-pw-0e41"}}),
+        )
+        .expect(200);
+    assert_gone(&service.data_dir, &old, "after the change");
+    let new = sealed_bytes(&service.data_dir, SELECT_PASSWORD, &id);
+    assert_present(&service.data_dir, &new, "the new password");
+}
+
+#[test]
+fn a_deleted_key_leaves_no_piece_of_its_private_key_or_passphrase_ciphertext_in_any_file() {
+    let dir = fresh_dir("scrub-key-delete-keys");
+    let passphrase = "Key-pass-5d3a";
+    let (encrypted, _) = ssh_keygen(&dir, "encrypted", passphrase);
+    let service = Service::start("scrub-key-delete");
+    let key: Value = service
+        .post(
+            "/api/keys",
+            &json!({"name": "gone", "private_key": encrypted, "passphrase": passphrase}),
+        )
+        .expect(201);
+    let id = key["id"].as_str().unwrap();
+    let private_key = sealed_bytes(
+        &service.data_dir,
+        "SELECT private_key FROM keys WHERE id = ?1",
+        id,
+    );
+    let sealed_passphrase = sealed_bytes(
+        &service.data_dir,
+        "SELECT passphrase FROM keys WHERE id = ?1",
+        id,
+    );
+    assert_present(&service.data_dir, &private_key, "the private key");
+    assert_present(&service.data_dir, &sealed_passphrase, "the passphrase");
+    service.delete(&format!("/api/keys/{id}")).expect(204);
+    assert_gone(&service.data_dir, &private_key, "the private key");
+    assert_gone(&service.data_dir, &sealed_passphrase, "the passphrase");
+}
+
+#[test]
+fn removed_ciphertext_stays_gone_after_kill_9_and_a_restart() {
+    let dir = fresh_dir("scrub-kill");
+    let data_dir = dir.join("data");
+    let options = || Options {
+        data_dir: Some(data_dir.clone()),
+        ..Options::default()
+    };
+    let mut service = Service::start_with("scrub-kill-1", options());
+    let deleted = password_host(&service, "Killed-pw-31f0");
+    let replaced = password_host(&service, "Replaced-pw-9a2c");
+    let deleted_sealed = sealed_bytes(&data_dir, SELECT_PASSWORD, &deleted);
+    let replaced_sealed = sealed_bytes(&data_dir, SELECT_PASSWORD, &replaced);
+    service.delete(&format!("/api/hosts/{deleted}")).expect(204);
+    service
+        .put(
+            &format!("/api/hosts/{replaced}"),
+            &json!({"auth": {"type": "agent"}}),
+        )
+        .expect(200);
+    service.child.kill().unwrap(); // SIGKILL: no clean close, no last checkpoint.
+    service.child.wait().unwrap();
+    drop(service);
+    assert_gone(&data_dir, &deleted_sealed, "deleted, after kill -9");
+    assert_gone(&data_dir, &replaced_sealed, "dropped, after kill -9");
+    let service = Service::start_with("scrub-kill-2", options());
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 1);
+    assert_gone(&data_dir, &deleted_sealed, "deleted, after the restart");
+    assert_gone(&data_dir, &replaced_sealed, "dropped, after the restart");
 }

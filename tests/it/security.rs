@@ -5,6 +5,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
+use crate::process::run_expecting_refusal;
 use crate::support::{fresh_dir, Options, Service, BIN};
 
 fn status_of(raw: &str) -> u16 {
@@ -225,4 +226,110 @@ fn remote_bind_without_allow_remote_or_token_refuses_to_start() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(output.stdout.is_empty());
     }
+}
+
+// ---- token files no client can match (README, Who may talk to the service) ------------
+
+/// Writes `content` as a token file and tries to start on it: the exit status and stderr.
+fn start_on_token_file(name: &str, content: &[u8]) -> (std::process::ExitStatus, String) {
+    let dir = fresh_dir(name);
+    let path = dir.join("token");
+    fs::write(&path, content).unwrap();
+    run_expecting_refusal(
+        &format!("{name}-run"),
+        &dir.join("data"),
+        &["--token-file", path.to_str().unwrap()],
+    )
+}
+
+#[test]
+fn token_file_whose_first_line_ends_in_blanks_refuses_to_start() {
+    let token = "t".repeat(32);
+    for (name, content) in [
+        ("token-trailing-space", format!("{token} \n")),
+        ("token-trailing-tab", format!("{token}\t\n")),
+        ("token-crlf-space", format!("{token} \r\n")),
+    ] {
+        let (status, stderr) = start_on_token_file(name, content.as_bytes());
+        assert!(!status.success(), "{name}: {status:?}");
+        assert!(
+            stderr.contains("a space or tab at character 33"),
+            "{name}: {stderr}"
+        );
+        assert!(
+            !stderr.contains(&token),
+            "the token is never echoed: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn token_file_of_32_spaces_refuses_to_start() {
+    let (status, stderr) = start_on_token_file("token-spaces", " ".repeat(32).as_bytes());
+    assert!(!status.success(), "{status:?}");
+    assert!(stderr.contains("a space or tab at character 1"), "{stderr}");
+}
+
+#[test]
+fn token_file_with_a_control_or_non_ascii_character_refuses_to_start() {
+    for (name, content) in [
+        (
+            "token-nul",
+            format!("{}\0{}", "a".repeat(16), "b".repeat(16)),
+        ),
+        (
+            "token-unicode",
+            format!("{}é{}", "a".repeat(16), "b".repeat(16)),
+        ),
+    ] {
+        let (status, stderr) = start_on_token_file(name, content.as_bytes());
+        assert!(!status.success(), "{name}: {status:?}");
+        assert!(stderr.contains("at character 17"), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn token_file_of_32_visible_ascii_characters_of_every_kind_starts_and_authenticates() {
+    // The whole punctuation of visible ASCII: exactly 32 characters, none of them a blank.
+    let token = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+    assert_eq!(token.len(), 32);
+    let dir = fresh_dir("token-punctuation");
+    let path = dir.join("token");
+    fs::write(&path, format!("{token}\r\n")).unwrap();
+    let service = Service::start_args(
+        "token-punctuation-svc",
+        &["--token-file", path.to_str().unwrap()],
+    );
+    let right = service.request_raw_body(
+        "GET",
+        "/api/vault",
+        &[("Authorization", format!("Bearer {token}"))],
+        None,
+    );
+    assert_eq!(right.status, 200, "{}", right.text());
+}
+
+#[test]
+fn bearer_scheme_is_accepted_in_any_case() {
+    let service = Service::start_args("token-scheme-case", &["--generate-token"]);
+    let token = service.stdout_head[0]
+        .strip_prefix("SERVICE_TOKEN=")
+        .expect("token line first")
+        .to_string();
+    for scheme in ["bearer", "BEARER", "bEaReR"] {
+        let response = service.request_raw_body(
+            "GET",
+            "/api/vault",
+            &[("Authorization", format!("{scheme} {token}"))],
+            None,
+        );
+        assert_eq!(response.status, 200, "{scheme}: {}", response.text());
+    }
+    let other = service.request_raw_body(
+        "GET",
+        "/api/vault",
+        &[("Authorization", format!("Basic {token}"))],
+        None,
+    );
+    other.assert_error(401, "UNAUTHORIZED");
 }
