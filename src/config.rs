@@ -56,6 +56,8 @@ pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 
 /// What the command line asks for.
 #[derive(Debug)]
+// Parsed once at start: boxing the config would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     Run(Config),
     Help,
@@ -515,7 +517,10 @@ mod tests {
     #[test]
     fn approval_timeout_of_one_millisecond_is_accepted_and_zero_is_rejected() {
         let name = "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS";
-        let agent = run(&[], &[("HOME", "/h"), (name, "1")]).unwrap().agent.unwrap();
+        let agent = run(&[], &[("HOME", "/h"), (name, "1")])
+            .unwrap()
+            .agent
+            .unwrap();
         assert_eq!(agent.approval_timeout, Some(Duration::from_millis(1)));
         let err = run(&[], &[("HOME", "/h"), (name, "0")]).unwrap_err();
         assert!(err.contains(name), "{err}");

@@ -51,13 +51,16 @@ const PATHS: &[&str] = &[
     "/api/groups/{group}/move",
     "/api/keys",
     "/api/keys/{key}",
+    "/api/agent",
+    "/api/agent/requests",
+    "/api/agent/requests/{key}",
     "/api/openapi.json",
     "/api/nope",
     "/",
 ];
 
 const QUERY_KEYS: &[&str] = &[
-    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x",
+    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "agent",
 ];
 
 /// Values that sit on or near the edges of the validation rules.
@@ -98,7 +101,14 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
         9 => {
             json!({"type": rng.pick(&["password", "key", "agent", "x"]), "key_id": rng.pick(ids), "password": "p"})
         }
-        10 => Value::Object(Map::new()),
+        10 if rng.below(2) == 0 => Value::Object(Map::new()),
+        // An agent policy, an approval decision or neither, with good and bad values.
+        10 => json!({
+            "enabled": rng.pick(&[json!(true), json!(false), json!("yes"), Value::Null]),
+            "confirm": *rng.pick(&["never", "once_per_host", "always", "Always", ""]),
+            "forwarded": *rng.pick(&["deny", "confirm", "allow", "ask"]),
+            "decision": *rng.pick(&["allow", "deny", "maybe"]),
+        }),
         _ => Value::String(format!("{}", rng.next())),
     }
 }
@@ -122,6 +132,8 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "private_key",
         "passphrase",
         "comment",
+        "agent",
+        "decision",
     ];
     match rng.below(10) {
         0 => Vec::new(),

@@ -212,8 +212,8 @@ pub fn sign(
     match key.key_data().rsa() {
         Some(rsa) => sign_rsa(rsa, data, rsa_hash.ok_or(SignError::Sha1Refused)?),
         None => {
-            let signature = Signer::try_sign(&key, data)
-                .map_err(|err| SignError::Failed(err.to_string()))?;
+            let signature =
+                Signer::try_sign(&key, data).map_err(|err| SignError::Failed(err.to_string()))?;
             Vec::<u8>::try_from(signature).map_err(|err| SignError::Failed(err.to_string()))
         }
     }
@@ -222,7 +222,11 @@ pub fn sign(
 /// Checks a `session-bind@openssh.com` binding (OpenSSH `PROTOCOL.agent` §1): `signature`
 /// must be `host_key`'s signature over `session_id`, as the server made it in the key
 /// exchange. `None` when the key or the signature does not read, or it does not verify.
-pub fn verify_session_bind(host_key: &[u8], session_id: &[u8], signature: &[u8]) -> Option<HostKey> {
+pub fn verify_session_bind(
+    host_key: &[u8],
+    session_id: &[u8],
+    signature: &[u8],
+) -> Option<HostKey> {
     let public_key = PublicKey::from_bytes(host_key).ok()?;
     let signature = ssh_key::Signature::try_from(signature).ok()?;
     Verifier::verify(&public_key, session_id, &signature).ok()?;
@@ -809,9 +813,9 @@ mod tests {
 
     use crate::model::key::{Curve, KeySpec};
     use crate::sshkey::{
-        blob_fingerprint, check_rounds, from_agent, full_size_scalar, generate, import,
-        normalize, pem_body, public_blob, put_string, sign, verify_session_bind, ImportError,
-        OpenSshKey, Reader, RsaHash, SignError, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS,
+        blob_fingerprint, check_rounds, from_agent, full_size_scalar, generate, import, normalize,
+        pem_body, public_blob, put_string, sign, verify_session_bind, ImportError, OpenSshKey,
+        Reader, RsaHash, SignError, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS,
     };
     use crate::vault::Secret;
 
@@ -1419,8 +1423,14 @@ mod tests {
         assert_eq!(verify_session_bind(&blob, &[8u8; 32], &signature), None);
         let other = generate(KeySpec::Ecdsa(Curve::P256), "", None).unwrap();
         let other_blob = public_blob(&other.info.public_key).unwrap();
-        assert_eq!(verify_session_bind(&other_blob, &session_id, &signature), None);
-        assert_eq!(verify_session_bind(b"garbage", &session_id, &signature), None);
+        assert_eq!(
+            verify_session_bind(&other_blob, &session_id, &signature),
+            None
+        );
+        assert_eq!(
+            verify_session_bind(b"garbage", &session_id, &signature),
+            None
+        );
         assert_eq!(verify_session_bind(&blob, &session_id, b"garbage"), None);
     }
 

@@ -259,12 +259,7 @@ mod tests {
         let shared = Arc::clone(approvals);
         let request = view(id);
         thread::spawn(move || {
-            let outcome = shared.ask(
-                request,
-                remember,
-                || false,
-                |_| added_tx.send(()).unwrap(),
-            );
+            let outcome = shared.ask(request, remember, || false, |_| added_tx.send(()).unwrap());
             done_tx.send(outcome).unwrap();
         });
         added.recv_timeout(Duration::from_secs(60)).unwrap();

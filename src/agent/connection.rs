@@ -40,7 +40,10 @@ pub fn serve(state: &Weak<AppState>, mut link: impl Link, message_timeout: Durat
         let length = match proto::frame_length(header) {
             Ok(length) => length,
             Err(why) => {
-                log::warn!("agent: closed a connection: {why:?} (at most {} bytes)", proto::MAX_MESSAGE_BYTES);
+                log::warn!(
+                    "agent: closed a connection: {why:?} (at most {} bytes)",
+                    proto::MAX_MESSAGE_BYTES
+                );
                 return;
             }
         };
@@ -49,7 +52,10 @@ pub fn serve(state: &Weak<AppState>, mut link: impl Link, message_timeout: Durat
         }
         let mut message = Zeroizing::new(vec![0u8; length]);
         if let Err(err) = link.read_exact(&mut message) {
-            log::warn!("agent: closed a connection whose message stopped arriving ({})", err.kind());
+            log::warn!(
+                "agent: closed a connection whose message stopped arriving ({})",
+                err.kind()
+            );
             return;
         }
         let request = match proto::parse(&message) {

@@ -82,7 +82,10 @@ pub fn listen(path: &Path, state: Weak<AppState>) -> Result<Listening, String> {
 
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => fs::remove_file(path).map_err(|err| {
-            format!("cannot remove the stale agent socket {}: {err}", path.display())
+            format!(
+                "cannot remove the stale agent socket {}: {err}",
+                path.display()
+            )
         })?,
         Ok(_) => {
             return Err(format!(
@@ -92,14 +95,21 @@ pub fn listen(path: &Path, state: Weak<AppState>) -> Result<Listening, String> {
         }
         Err(_) => {}
     }
-    let listener = UnixListener::bind(path)
-        .map_err(|err| format!("cannot listen on the agent socket {}: {err}", path.display()))?;
+    let listener = UnixListener::bind(path).map_err(|err| {
+        format!(
+            "cannot listen on the agent socket {}: {err}",
+            path.display()
+        )
+    })?;
     let listening = Listening {
         path: path.to_path_buf(),
     };
     // The directory (0700) keeps everyone else out until the mode is set.
     fs::set_permissions(path, fs::Permissions::from_mode(SOCKET_MODE)).map_err(|err| {
-        format!("cannot set the mode of the agent socket {}: {err}", path.display())
+        format!(
+            "cannot set the mode of the agent socket {}: {err}",
+            path.display()
+        )
     })?;
     std::thread::Builder::new()
         .name("agent-accept".into())
@@ -113,13 +123,19 @@ pub fn listen(
     path: &Path,
     _state: std::sync::Weak<crate::state::AppState>,
 ) -> Result<Listening, String> {
-    Err(format!("cannot listen on {}: no Unix sockets here", path.display()))
+    Err(format!(
+        "cannot listen on {}: no Unix sockets here",
+        path.display()
+    ))
 }
 
 impl Drop for Listening {
     fn drop(&mut self) {
         if let Err(err) = std::fs::remove_file(&self.path) {
-            log::warn!("cannot remove the agent socket {}: {err}", self.path.display());
+            log::warn!(
+                "cannot remove the agent socket {}: {err}",
+                self.path.display()
+            );
         }
     }
 }
@@ -215,7 +231,8 @@ fn private_dir(dir: &Path, data_dir: &Path) -> Result<(), String> {
             return Err(format!("cannot create {}: {err}", dir.display()));
         }
     }
-    let meta = fs::symlink_metadata(dir).map_err(|err| format!("cannot read {}: {err}", dir.display()))?;
+    let meta =
+        fs::symlink_metadata(dir).map_err(|err| format!("cannot read {}: {err}", dir.display()))?;
     let owner = fs::metadata(data_dir)
         .map_err(|err| format!("cannot read {}: {err}", data_dir.display()))?
         .uid();
@@ -279,7 +296,11 @@ mod tests {
     #[test]
     fn under_a_runtime_dir_the_socket_gets_a_0700_directory_and_a_name_per_data_dir() {
         let scratch = Scratch::new("runtime");
-        let (one, two, runtime) = (scratch.0.join("one"), scratch.0.join("two"), scratch.0.join("run"));
+        let (one, two, runtime) = (
+            scratch.0.join("one"),
+            scratch.0.join("two"),
+            scratch.0.join("run"),
+        );
         for dir in [&one, &two, &runtime] {
             fs::create_dir(dir).unwrap();
         }
@@ -287,9 +308,16 @@ mod tests {
         let second = socket_path(&two, Some(&runtime)).unwrap().unwrap();
         assert_ne!(first, second);
         assert_eq!(first.parent(), Some(runtime.join("host-manager").as_path()));
-        let mode = fs::metadata(runtime.join("host-manager")).unwrap().permissions().mode();
+        let mode = fs::metadata(runtime.join("host-manager"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
-        assert_eq!(socket_path(&one, Some(&runtime)).unwrap().unwrap(), first, "stable");
+        assert_eq!(
+            socket_path(&one, Some(&runtime)).unwrap().unwrap(),
+            first,
+            "stable"
+        );
     }
 
     #[test]
@@ -317,7 +345,10 @@ mod tests {
         let base = scratch.0.canonicalize().unwrap();
         // `<dir>/agent.sock`: pad the directory name so the whole path has the length.
         let fixed = base.as_os_str().len() + "/".len() + "/agent.sock".len();
-        for (length, accepted) in [(MAX_SOCKET_PATH_BYTES, true), (MAX_SOCKET_PATH_BYTES + 1, false)] {
+        for (length, accepted) in [
+            (MAX_SOCKET_PATH_BYTES, true),
+            (MAX_SOCKET_PATH_BYTES + 1, false),
+        ] {
             let dir = base.join("d".repeat(length - fixed));
             fs::create_dir_all(&dir).unwrap();
             let outcome = socket_path(&dir, None);
@@ -326,7 +357,10 @@ mod tests {
                 assert_eq!(path.as_os_str().len(), length);
             } else {
                 let err = outcome.unwrap_err();
-                assert!(err.contains("at most 107") && err.contains("--no-agent"), "{err}");
+                assert!(
+                    err.contains("at most 107") && err.contains("--no-agent"),
+                    "{err}"
+                );
             }
         }
     }

@@ -46,7 +46,7 @@ pub const SESSION_BIND: &[u8] = b"session-bind@openssh.com";
 /// One request, borrowing its byte fields from the message.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request<'a> {
-    RequestIdentities,
+    Identities,
     Sign {
         /// The public key blob (`string key type`, then the key's public fields).
         key_blob: &'a [u8],
@@ -57,7 +57,9 @@ pub enum Request<'a> {
     Add(NewIdentity<'a>),
     /// An add whose key type is not one of ours (certificates, security keys, DSA): the
     /// fields that follow cannot be delimited, so nothing more is read.
-    AddUnsupported { key_type: &'a [u8] },
+    AddUnsupported {
+        key_type: &'a [u8],
+    },
     Remove {
         key_blob: &'a [u8],
     },
@@ -141,7 +143,7 @@ pub fn parse(message: &[u8]) -> Result<Request<'_>, Malformed> {
     };
     let mut reader = Reader(body);
     let request = match message_type {
-        REQUEST_IDENTITIES => Request::RequestIdentities,
+        REQUEST_IDENTITIES => Request::Identities,
         SIGN_REQUEST => Request::Sign {
             key_blob: reader.string()?,
             data: reader.string()?,
@@ -173,7 +175,11 @@ pub fn parse(message: &[u8]) -> Result<Request<'_>, Malformed> {
                 forwarding: reader.boolean()?,
             })
         }
-        other => return Ok(Request::Unsupported { message_type: other }),
+        other => {
+            return Ok(Request::Unsupported {
+                message_type: other,
+            })
+        }
     };
     reader.finish()?;
     Ok(request)
@@ -190,7 +196,9 @@ pub fn success() -> Vec<u8> {
 }
 
 /// `SSH_AGENT_IDENTITIES_ANSWER` listing `(key blob, comment)` pairs, framed.
-pub fn identities_answer<'a>(identities: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
+pub fn identities_answer<'a>(
+    identities: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> Vec<u8> {
     let mut body = vec![IDENTITIES_ANSWER, 0, 0, 0, 0];
     let mut count: u32 = 0;
     for (blob, comment) in identities {
@@ -332,9 +340,9 @@ impl<'a> Reader<'a> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::agent::proto::{
-        failure, frame_length, identities_answer, parse, put_string,
-        sign_response, success, userauth_session_id, Constraints, Malformed, NewIdentity,
-        Request, SessionBind, MAX_MESSAGE_BYTES,
+        failure, frame_length, identities_answer, parse, put_string, sign_response, success,
+        userauth_session_id, Constraints, Malformed, NewIdentity, Request, SessionBind,
+        MAX_MESSAGE_BYTES,
     };
 
     fn string(bytes: &[u8]) -> Vec<u8> {
@@ -353,12 +361,7 @@ mod tests {
 
     /// An ed25519 key in the agent's add encoding (type, public, private), made of marks.
     fn ed25519_key() -> Vec<u8> {
-        [
-            string(b"ssh-ed25519"),
-            string(&[1; 32]),
-            string(&[2; 64]),
-        ]
-        .concat()
+        [string(b"ssh-ed25519"), string(&[1; 32]), string(&[2; 64])].concat()
     }
 
     #[test]
@@ -376,15 +379,12 @@ mod tests {
             Err(Malformed::BadLength(over))
         );
         assert_eq!(frame_length([0; 4]), Err(Malformed::BadLength(0)));
-        assert_eq!(
-            frame_length([0xff; 4]),
-            Err(Malformed::BadLength(u32::MAX))
-        );
+        assert_eq!(frame_length([0xff; 4]), Err(Malformed::BadLength(u32::MAX)));
     }
 
     #[test]
     fn request_identities_is_read_and_with_a_trailing_byte_is_malformed() {
-        assert_eq!(parse(&[11]), Ok(Request::RequestIdentities));
+        assert_eq!(parse(&[11]), Ok(Request::Identities));
         assert_eq!(parse(&[11, 0]), Err(Malformed::TrailingBytes));
     }
 
@@ -500,7 +500,10 @@ mod tests {
         let short = message(17, &[&string(b"ssh-rsa"), &five, &string(b"")]);
         // The comment is taken as the sixth field, then the comment itself is missing.
         assert_eq!(parse(&short), Err(Malformed::Truncated));
-        let full = message(17, &[&string(b"ssh-rsa"), &five, &string(&[7; 8]), &string(b"")]);
+        let full = message(
+            17,
+            &[&string(b"ssh-rsa"), &five, &string(&[7; 8]), &string(b"")],
+        );
         assert!(matches!(parse(&full), Ok(Request::Add(_))));
     }
 
@@ -691,7 +694,7 @@ mod tests {
             .ok()
             .and_then(|text| text.parse().ok())
             .unwrap_or(0x5eed_a9e7);
-        println!("agent parser fuzz: {iterations} messages, seed {seed}");
+        eprintln!("agent parser fuzz: {iterations} messages, seed {seed}");
         let seeds = seeds();
         let mut rng = Rng(seed.max(1));
         let (mut parsed, mut refused) = (0usize, 0usize);
@@ -711,7 +714,7 @@ mod tests {
                 Err(_) => refused += 1,
             }
         }
-        println!("agent parser fuzz: {parsed} read, {refused} refused, no panic");
+        eprintln!("agent parser fuzz: {parsed} read, {refused} refused, no panic");
         assert_eq!(parsed + refused, iterations);
         assert!(
             parsed > iterations / 10 && refused > iterations / 10,

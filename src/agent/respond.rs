@@ -61,7 +61,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
     if state.vault_locked() {
         return match request {
             // draft-miller-ssh-agent §4.7: a locked agent lists no keys.
-            Request::RequestIdentities => proto::identities_answer([]),
+            Request::Identities => proto::identities_answer([]),
             Request::Unlock { passphrase } => unlock(state, passphrase),
             _ => {
                 log::debug!("agent: refused a request while the vault is locked");
@@ -70,7 +70,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
         };
     }
     let outcome = match request {
-        Request::RequestIdentities => return identities(state, session),
+        Request::Identities => return identities(state, session),
         Request::Sign {
             key_blob,
             data,
@@ -176,8 +176,8 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
     };
     let forwarded = session.forwarded();
     let host_fingerprint = destination.map(|binding| binding.host_key.fingerprint.as_str());
-    let approved_for_host = host_fingerprint
-        .is_some_and(|host| state.agent.approvals.is_remembered(&key.id, host));
+    let approved_for_host =
+        host_fingerprint.is_some_and(|host| state.agent.approvals.is_remembered(&key.id, host));
     let (verdict, reason) = key.policy.verdict(forwarded, approved_for_host);
     match verdict {
         Verdict::Sign => {}
@@ -346,7 +346,11 @@ fn session_bind(session: &mut Session, bind: &SessionBind<'_>) -> Result<(), ()>
     log::debug!(
         "agent: connection bound to server {}{}",
         host_key.fingerprint,
-        if bind.forwarding { " for forwarding" } else { "" }
+        if bind.forwarding {
+            " for forwarding"
+        } else {
+            ""
+        }
     );
     session.bindings.push(Binding {
         host_key,
@@ -478,7 +482,10 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
         return Err(());
     };
     let now = store::now_timestamp();
-    match state.db.write(|tx| store::agent::disable(tx, &key.id, &now)) {
+    match state
+        .db
+        .write(|tx| store::agent::disable(tx, &key.id, &now))
+    {
         Ok(true) => {
             log::info!("agent: key {} no longer offered (ssh-add -d)", key.name);
             Ok(())

@@ -485,7 +485,12 @@ mod tests {
     }
 
     fn connect_request() -> Req {
-        Req::new(Method::Post, "/api/hosts/x/connect", Zeroizing::new(Vec::new())).unwrap()
+        Req::new(
+            Method::Post,
+            "/api/hosts/x/connect",
+            Zeroizing::new(Vec::new()),
+        )
+        .unwrap()
     }
 
     /// Stores key `id` as the keys endpoints do: secrets sealed for the keys table.
@@ -563,7 +568,9 @@ mod tests {
         let state = state();
         store_key(&state, "k2", "k2", None);
         let host_id = create_key_host(&state, "k2");
-        let body: Value = serde_json::from_slice(&connect(&state, &connect_request(), &host_id).unwrap().body).unwrap();
+        let body: Value =
+            serde_json::from_slice(&connect(&state, &connect_request(), &host_id).unwrap().body)
+                .unwrap();
         assert_eq!(body["credentials"]["private_key"], PRIVATE_KEY);
         assert!(body["credentials"].get("passphrase").is_none(), "{body}");
     }

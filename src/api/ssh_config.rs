@@ -655,7 +655,10 @@ fn export_text(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> S
             identity_agent: agent
                 .filter(|agent| {
                     host.auth_type == AuthType::Key
-                        && host.key_id.as_ref().is_some_and(|id| agent.key_ids.contains(id))
+                        && host
+                            .key_id
+                            .as_ref()
+                            .is_some_and(|id| agent.key_ids.contains(id))
                 })
                 .map(|agent| agent.socket.clone()),
             proxy_jump: host

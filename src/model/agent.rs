@@ -211,9 +211,7 @@ impl AgentPatch {
 mod tests {
     use serde_json::json;
 
-    use crate::model::agent::{
-        AgentPatch, AgentPolicy, Confirm, Forwarded, Reason, Verdict,
-    };
+    use crate::model::agent::{AgentPatch, AgentPolicy, Confirm, Forwarded, Reason, Verdict};
 
     fn policy(enabled: bool, confirm: Confirm, forwarded: Forwarded) -> AgentPolicy {
         AgentPolicy {
@@ -287,10 +285,7 @@ mod tests {
     fn patch_changes_only_the_fields_it_names() {
         let patch = AgentPatch::parse(&json!({"confirm": "once_per_host", "x": 1})).unwrap();
         let patched = AgentPolicy::default().patched(patch);
-        assert_eq!(
-            patched,
-            policy(true, Confirm::OncePerHost, Forwarded::Deny)
-        );
+        assert_eq!(patched, policy(true, Confirm::OncePerHost, Forwarded::Deny));
         let nulls = AgentPatch::parse(&json!({"enabled": null, "forwarded": null})).unwrap();
         assert_eq!(nulls, AgentPatch::default());
     }
@@ -324,8 +319,8 @@ mod tests {
 
     #[test]
     fn policy_shows_as_the_api_names_it() {
-        let shown = serde_json::to_value(policy(true, Confirm::OncePerHost, Forwarded::Confirm))
-            .unwrap();
+        let shown =
+            serde_json::to_value(policy(true, Confirm::OncePerHost, Forwarded::Confirm)).unwrap();
         assert_eq!(
             shown,
             json!({"enabled": true, "confirm": "once_per_host", "forwarded": "confirm"})

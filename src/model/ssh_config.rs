@@ -708,7 +708,11 @@ mod tests {
         );
         let blocks = hosts(&text);
         assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1.pub");
-        assert_eq!(blocks[0].options, vec!["ServerAliveInterval 30"], "the export's own lines go");
+        assert_eq!(
+            blocks[0].options,
+            vec!["ServerAliveInterval 30"],
+            "the export's own lines go"
+        );
     }
 
     #[test]

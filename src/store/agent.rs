@@ -57,7 +57,10 @@ pub fn served(conn: &Connection) -> Result<Vec<AgentKey>, StoreError> {
 }
 
 /// The key with this fingerprint, served or not.
-pub fn by_fingerprint(conn: &Connection, fingerprint: &str) -> Result<Option<AgentKey>, StoreError> {
+pub fn by_fingerprint(
+    conn: &Connection,
+    fingerprint: &str,
+) -> Result<Option<AgentKey>, StoreError> {
     Ok(conn
         .prepare_cached(SELECT_BY_FINGERPRINT)?
         .query_row([fingerprint], agent_key_from_row)
@@ -194,7 +197,10 @@ mod tests {
         store(&db, "2", "b", false, false);
         let now = "2026-02-01T00:00:00.000Z";
         assert!(db.write(|tx| disable(tx, "1", now)).unwrap());
-        assert!(!db.write(|tx| disable(tx, "1", now)).unwrap(), "already off");
+        assert!(
+            !db.write(|tx| disable(tx, "1", now)).unwrap(),
+            "already off"
+        );
         assert_eq!(served_names(&db), ["b"]);
         let key = db.read(|conn| keys::by_id(conn, "1")).unwrap();
         assert!(!key.agent.enabled);
@@ -214,7 +220,10 @@ mod tests {
             forwarded: Forwarded::Confirm,
         };
         db.write(|tx| set_policy(tx, "1", &policy)).unwrap();
-        assert_eq!(db.read(|conn| keys::by_id(conn, "1")).unwrap().agent, policy);
+        assert_eq!(
+            db.read(|conn| keys::by_id(conn, "1")).unwrap().agent,
+            policy
+        );
         let err = db.write(|tx| set_policy(tx, "nope", &policy)).unwrap_err();
         assert!(matches!(err, StoreError::KeyNotFound));
     }

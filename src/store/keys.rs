@@ -222,7 +222,11 @@ fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
         has_passphrase: row.get(6)?,
         created_at: row.get(7)?,
         updated_at: row.get(8)?,
-        agent: AgentPolicy::from_stored(row.get(9)?, &row.get::<_, String>(10)?, &row.get::<_, String>(11)?),
+        agent: AgentPolicy::from_stored(
+            row.get(9)?,
+            &row.get::<_, String>(10)?,
+            &row.get::<_, String>(11)?,
+        ),
     })
 }
 

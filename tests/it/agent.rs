@@ -176,7 +176,10 @@ fn connect_via_agent(service: &Service, host: &str, dir: &Path) -> (PathBuf, Val
     ));
     std::fs::write(
         &path,
-        format!("{}\n", credentials["public_key"].as_str().expect("public_key")),
+        format!(
+            "{}\n",
+            credentials["public_key"].as_str().expect("public_key")
+        ),
     )
     .unwrap();
     (path, credentials)
@@ -210,7 +213,10 @@ fn wait_for_request(service: &Service) -> Value {
         found = items[0].clone();
         !found.is_null()
     });
-    assert!(appeared, "no sign request appeared in GET /api/agent/requests");
+    assert!(
+        appeared,
+        "no sign request appeared in GET /api/agent/requests"
+    );
     found
 }
 
@@ -242,7 +248,10 @@ fn ssh_add_lists_the_enabled_keys_with_the_fingerprints_ssh_keygen_prints() {
         let key = import(&service, name, &path);
         let fingerprint = keygen_fingerprint(&path.with_extension("pub"));
         assert_eq!(key["fingerprint"], fingerprint.as_str());
-        assert_eq!(key["agent"], json!({"enabled": true, "confirm": "never", "forwarded": "deny"}));
+        assert_eq!(
+            key["agent"],
+            json!({"enabled": true, "confirm": "never", "forwarded": "deny"})
+        );
         if name == "off" {
             set_policy(&service, &key, json!({"enabled": false}));
             disabled = fingerprint;
@@ -253,7 +262,10 @@ fn ssh_add_lists_the_enabled_keys_with_the_fingerprints_ssh_keygen_prints() {
     let mut got = listed(&socket);
     got.sort();
     expected.sort();
-    assert_eq!(got, expected, "ssh-add -l lists the enabled keys, by ssh-keygen's fingerprints");
+    assert_eq!(
+        got, expected,
+        "ssh-add -l lists the enabled keys, by ssh-keygen's fingerprints"
+    );
     assert!(!got.contains(&disabled));
     let status = service.get("/api/agent").expect(200);
     let mut served: Vec<String> = status["keys"]
@@ -267,7 +279,10 @@ fn ssh_add_lists_the_enabled_keys_with_the_fingerprints_ssh_keygen_prints() {
     assert_eq!(status["pending"], 0);
     // The names are what ssh-add prints after the fingerprint.
     let text = String::from_utf8_lossy(&ssh_add(&socket, &["-l"]).stdout).into_owned();
-    assert!(text.contains(" ed (ED25519)") && text.contains(" rsa (RSA)"), "{text}");
+    assert!(
+        text.contains(" ed (ED25519)") && text.contains(" rsa (RSA)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -295,12 +310,15 @@ fn ssh_logs_in_through_the_agent_with_every_key_type_and_no_private_key_file() {
         let host = host_for(&service, &sshd, key);
         let (public_file, credentials) = connect_via_agent(&service, &host, &work);
         assert_eq!(credentials["identity_agent"], socket.to_str().unwrap());
-        let output = ssh_via_agent(&sshd, &socket, &public_file).output().unwrap();
+        let output = ssh_via_agent(&sshd, &socket, &public_file)
+            .output()
+            .unwrap();
         assert_logged_in(&output, &sshd);
         // sshd names the key it accepted: this login used this key, through the agent.
         let fingerprint = key["fingerprint"].as_str().unwrap();
         assert!(
-            sshd.log().contains(&format!("Accepted publickey for {}", current_user()))
+            sshd.log()
+                .contains(&format!("Accepted publickey for {}", current_user()))
                 && sshd.log().contains(fingerprint),
             "sshd did not accept {}: {}",
             key["name"],
@@ -325,11 +343,21 @@ fn the_agent_export_logs_in_with_ssh_and_only_the_public_key_file_written() {
     let text = config
         .text()
         .replace("~/.ssh/host-manager/", &format!("{}/", work.display()));
-    assert!(text.contains(&format!("IdentityFile {}/{key_id}.pub", work.display())), "{text}");
-    assert!(text.contains(&format!("IdentityAgent {}", socket.display())), "{text}");
+    assert!(
+        text.contains(&format!("IdentityFile {}/{key_id}.pub", work.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("IdentityAgent {}", socket.display())),
+        "{text}"
+    );
     assert!(text.contains("IdentitiesOnly yes"), "{text}");
     std::fs::write(work.join("config"), format!("{text}\nHost *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n    BatchMode yes\n")).unwrap();
-    std::fs::write(work.join(format!("{key_id}.pub")), format!("{}\n", key["public_key"].as_str().unwrap())).unwrap();
+    std::fs::write(
+        work.join(format!("{key_id}.pub")),
+        format!("{}\n", key["public_key"].as_str().unwrap()),
+    )
+    .unwrap();
     let output = Command::new("ssh")
         .arg("-F")
         .arg(work.join("config"))
@@ -364,20 +392,38 @@ fn ssh_add_adds_a_key_that_then_appears_in_get_api_keys_and_ssh_add_d_only_disab
     assert_eq!(listed(&socket), vec![fingerprint.clone()]);
     // The same key again: offered, not stored twice.
     assert!(ssh_add(&socket, &[path.to_str().unwrap()]).status.success());
-    assert_eq!(service.get("/api/keys").expect(200)["items"].as_array().unwrap().len(), 1);
-    let removed = ssh_add(&socket, &["-d", path.with_extension("pub").to_str().unwrap()]);
+    assert_eq!(
+        service.get("/api/keys").expect(200)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let removed = ssh_add(
+        &socket,
+        &["-d", path.with_extension("pub").to_str().unwrap()],
+    );
     assert!(removed.status.success(), "{removed:?}");
     assert!(listed(&socket).is_empty());
     let kept = service
         .get(&format!("/api/keys/{}", added["id"].as_str().unwrap()))
         .expect(200);
-    assert_eq!(kept["agent"]["enabled"], false, "still in the vault, no longer offered");
+    assert_eq!(
+        kept["agent"]["enabled"], false,
+        "still in the vault, no longer offered"
+    );
     // Adding it again offers it again.
     assert!(ssh_add(&socket, &[path.to_str().unwrap()]).status.success());
     assert_eq!(listed(&socket), vec![fingerprint]);
     assert!(ssh_add(&socket, &["-D"]).status.success());
     assert!(listed(&socket).is_empty());
-    assert_eq!(service.get("/api/keys").expect(200)["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        service.get("/api/keys").expect(200)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -387,7 +433,10 @@ fn ssh_add_with_a_lifetime_is_refused_and_with_confirm_sets_confirm_always() {
     let socket = socket(&service);
     let timed = keygen(&dir, "timed", &["-t", "ed25519"]);
     let refused = ssh_add(&socket, &["-t", "60", timed.to_str().unwrap()]);
-    assert!(!refused.status.success(), "a vault cannot forget a key after 60 s");
+    assert!(
+        !refused.status.success(),
+        "a vault cannot forget a key after 60 s"
+    );
     assert_eq!(service.get("/api/keys").expect(200)["items"], json!([]));
     let confirmed = keygen(&dir, "confirmed", &["-t", "ed25519"]);
     let output = ssh_add(&socket, &["-c", confirmed.to_str().unwrap()]);
@@ -407,7 +456,12 @@ fn after_the_vault_locks_ssh_add_lists_none_and_a_login_fails_until_ssh_add_x_un
     sshd.authorize(key["public_key"].as_str().unwrap());
     let host = host_for(&service, &sshd, &key);
     let (public_file, _) = connect_via_agent(&service, &host, &work);
-    assert_logged_in(&ssh_via_agent(&sshd, &socket, &public_file).output().unwrap(), &sshd);
+    assert_logged_in(
+        &ssh_via_agent(&sshd, &socket, &public_file)
+            .output()
+            .unwrap(),
+        &sshd,
+    );
     service.post("/api/vault/lock", &json!({})).expect(200);
     let listing = ssh_add(&socket, &["-l"]);
     assert!(!listing.status.success());
@@ -415,8 +469,13 @@ fn after_the_vault_locks_ssh_add_lists_none_and_a_login_fails_until_ssh_add_x_un
         String::from_utf8_lossy(&listing.stdout).contains("The agent has no identities."),
         "{listing:?}"
     );
-    let refused = ssh_via_agent(&sshd, &socket, &public_file).output().unwrap();
-    assert!(!refused.status.success(), "a login through a locked vault must fail");
+    let refused = ssh_via_agent(&sshd, &socket, &public_file)
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "a login through a locked vault must fail"
+    );
     // ssh-add -X with a wrong password leaves it locked; with the master password unlocks.
     let wrong = ssh_add_answering(&socket, &work, "wrong horse", &["-X"]);
     assert!(!wrong.status.success());
@@ -461,14 +520,23 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
     assert_eq!(request["key_name"], "guarded");
     assert_eq!(request["reason"], "confirm");
     assert_eq!(request["forwarded"], false);
-    assert_eq!(request["host_key_fingerprint"], host_key.as_str(), "the server, from session-bind");
-    assert!(matches!(login.try_wait(), Ok(None)), "ssh waits for the decision");
+    assert_eq!(
+        request["host_key_fingerprint"],
+        host_key.as_str(),
+        "the server, from session-bind"
+    );
+    assert!(
+        matches!(login.try_wait(), Ok(None)),
+        "ssh waits for the decision"
+    );
     assert_eq!(service.get("/api/agent").expect(200)["pending"], 1);
     let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
     service
         .post(&path, &json!({"decision": "maybe"}))
         .assert_error(400, "VALIDATION_ERROR");
-    let decided = service.post(&path, &json!({"decision": "allow"})).expect(200);
+    let decided = service
+        .post(&path, &json!({"decision": "allow"}))
+        .expect(200);
     assert_eq!(decided, json!({"id": request["id"], "decision": "allow"}));
     assert_logged_in(&finish(login), &sshd);
     service
@@ -478,7 +546,9 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
     login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
     let request = wait_for_request(&service);
     let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
-    service.post(&path, &json!({"decision": "deny"})).expect(200);
+    service
+        .post(&path, &json!({"decision": "deny"}))
+        .expect(200);
     let denied = finish(login);
     assert!(!denied.status.success(), "a denied request signs nothing");
     assert_eq!(service.get("/api/agent").expect(200)["pending"], 0);
@@ -509,7 +579,9 @@ fn an_undecided_request_fails_at_the_approval_timeout_and_ssh_does_not_hang() {
     assert!(!output.status.success(), "nobody approved: no login");
     // The order of events, from the service's own log: asked, then given up.
     let log = service.stderr();
-    let asked = log.find("waits for approval").expect("the request was made");
+    let asked = log
+        .find("waits for approval")
+        .expect("the request was made");
     let gave_up = log.find("no decision in time").expect("it timed out");
     assert!(asked < gave_up, "{log}");
     assert!(service.get("/api/agent/requests").expect(200)["items"] == json!([]));
@@ -531,12 +603,16 @@ fn once_per_host_asks_once_per_server_until_the_vault_locks() {
         let login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
         let request = wait_for_request(&service);
         let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
-        service.post(&path, &json!({"decision": "allow"})).expect(200);
+        service
+            .post(&path, &json!({"decision": "allow"}))
+            .expect(200);
         assert_logged_in(&finish(login), &sshd);
     };
     approve_next_login();
     // Approved for this server: the next login signs without a request.
-    let again = ssh_via_agent(&sshd, &socket, &public_file).output().unwrap();
+    let again = ssh_via_agent(&sshd, &socket, &public_file)
+        .output()
+        .unwrap();
     assert_logged_in(&again, &sshd);
     assert_eq!(service.get("/api/agent").expect(200)["pending"], 0);
     // A lock forgets the approval.
@@ -596,8 +672,14 @@ fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
     assert!(output.status.success(), "{output:?}\n{}", sshd.log());
     let allowed_fp = allowed["fingerprint"].as_str().unwrap();
     let login_fp = login_key["fingerprint"].as_str().unwrap();
-    assert!(text.contains(allowed_fp), "forwarding: allow is listed remotely: {text}");
-    assert!(!text.contains(login_fp), "forwarding: deny is hidden remotely: {text}");
+    assert!(
+        text.contains(allowed_fp),
+        "forwarding: allow is listed remotely: {text}"
+    );
+    assert!(
+        !text.contains(login_fp),
+        "forwarding: deny is hidden remotely: {text}"
+    );
     assert!(text.contains("signed-allowed"), "{text}");
     assert!(text.contains("refused-login"), "{text}");
     // Locally, both are listed: the policy is about forwarding only.
@@ -646,7 +728,10 @@ fn a_message_of_256_kib_is_answered_and_one_byte_more_closes_only_its_connection
     assert_eq!(exchange(&mut at_limit, &[11]), Some(vec![12, 0, 0, 0, 0]));
     let mut over = connect_socket(&socket);
     over.write_all(&(256u32 * 1024 + 1).to_be_bytes()).unwrap();
-    assert!(closed(&mut over), "an oversized length closes the connection");
+    assert!(
+        closed(&mut over),
+        "an oversized length closes the connection"
+    );
     // The other connections go on.
     assert_eq!(exchange(&mut bystander, &[11]), Some(vec![12, 0, 0, 0, 0]));
     assert_eq!(exchange(&mut at_limit, &[11]), Some(vec![12, 0, 0, 0, 0]));
@@ -659,11 +744,19 @@ fn a_malformed_message_closes_its_connection_and_an_unknown_one_is_a_failure() {
     let mut bystander = connect_socket(&socket);
     let mut unknown = connect_socket(&socket);
     for message_type in [1u8, 20, 24, 26, 99] {
-        assert_eq!(exchange(&mut unknown, &[message_type]), Some(vec![5]), "{message_type}");
+        assert_eq!(
+            exchange(&mut unknown, &[message_type]),
+            Some(vec![5]),
+            "{message_type}"
+        );
     }
     let mut query = vec![27, 0, 0, 0, 5];
     query.extend_from_slice(b"query");
-    assert_eq!(exchange(&mut unknown, &query), Some(vec![5]), "unknown extension");
+    assert_eq!(
+        exchange(&mut unknown, &query),
+        Some(vec![5]),
+        "unknown extension"
+    );
     // A sign request whose key blob claims more bytes than the message has.
     let mut malformed = connect_socket(&socket);
     assert_eq!(exchange(&mut malformed, &[13, 0, 0, 1, 0, 1, 2]), None);
@@ -672,7 +765,10 @@ fn a_malformed_message_closes_its_connection_and_an_unknown_one_is_a_failure() {
     assert!(closed(&mut zero), "a zero length closes the connection");
     assert_eq!(exchange(&mut bystander, &[11]), Some(vec![12, 0, 0, 0, 0]));
     assert_eq!(exchange(&mut unknown, &[11]), Some(vec![12, 0, 0, 0, 0]));
-    assert!(service.stderr().contains("malformed"), "the close is logged");
+    assert!(
+        service.stderr().contains("malformed"),
+        "the close is logged"
+    );
 }
 
 #[test]
@@ -681,30 +777,44 @@ fn the_socket_is_0600_in_a_0700_directory_under_xdg_runtime_dir_and_removed_at_s
     let mut service = Service::start_with(
         "agent-runtime",
         Options {
-            env: vec![("XDG_RUNTIME_DIR".into(), runtime.to_string_lossy().into_owned())],
+            env: vec![(
+                "XDG_RUNTIME_DIR".into(),
+                runtime.to_string_lossy().into_owned(),
+            )],
             ..Options::default()
         },
     );
     let socket = socket(&service);
-    assert_eq!(socket.parent(), Some(runtime.join("host-manager").as_path()));
+    assert_eq!(
+        socket.parent(),
+        Some(runtime.join("host-manager").as_path())
+    );
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&socket), 0o600);
     assert_eq!(mode(&runtime.join("host-manager")), 0o700);
-    assert!(service.terminate(DEADLINE).is_some_and(|status| status.success()));
+    assert!(service
+        .terminate(DEADLINE)
+        .is_some_and(|status| status.success()));
     assert!(!socket.exists(), "the socket file goes with the service");
 }
 
 #[test]
 fn without_a_runtime_dir_the_socket_is_in_the_data_dir() {
     let service = Service::start("agent-data-dir");
-    assert_eq!(socket(&service), service.data_dir.canonicalize().unwrap().join("agent.sock"));
+    assert_eq!(
+        socket(&service),
+        service.data_dir.canonicalize().unwrap().join("agent.sock")
+    );
 }
 
 #[test]
 fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
     let service = Service::start_args("agent-off", &["--no-agent"]);
     let status = service.get("/api/agent").expect(200);
-    assert_eq!(status, json!({"enabled": false, "socket": null, "keys": [], "pending": 0}));
+    assert_eq!(
+        status,
+        json!({"enabled": false, "socket": null, "keys": [], "pending": 0})
+    );
     assert!(!service.data_dir.join("agent.sock").exists());
     let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
     let host = service
@@ -719,7 +829,10 @@ fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
         .post(&format!("{path}?agent=true"), &json!({}))
         .assert_error(409, "AGENT_UNAVAILABLE");
     let plain = service.post(&path, &json!({})).expect(200);
-    assert!(plain["credentials"]["private_key"].is_string(), "without ?agent=true as before");
+    assert!(
+        plain["credentials"]["private_key"].is_string(),
+        "without ?agent=true as before"
+    );
     service
         .get("/api/export/ssh-config?agent=true")
         .assert_error(409, "AGENT_UNAVAILABLE");
@@ -749,7 +862,10 @@ fn connect_via_the_agent_is_409_for_a_disabled_key_or_an_unstored_passphrase() {
             .expect(201);
         let error = service
             .post(
-                &format!("/api/hosts/{}/connect?agent=true", host["id"].as_str().unwrap()),
+                &format!(
+                    "/api/hosts/{}/connect?agent=true",
+                    host["id"].as_str().unwrap()
+                ),
                 &json!({}),
             )
             .assert_error(409, "AGENT_UNAVAILABLE");
@@ -773,7 +889,9 @@ fn connect_agent_parameter_other_than_true_or_false_is_400() {
     service
         .post(&format!("{path}?agent=yes"), &json!({}))
         .assert_error(400, "VALIDATION_ERROR");
-    service.post(&format!("{path}?agent=false"), &json!({})).expect(200);
+    service
+        .post(&format!("{path}?agent=false"), &json!({}))
+        .expect(200);
 }
 
 #[test]
@@ -790,7 +908,10 @@ fn put_agent_policy_changes_only_the_named_fields_and_refuses_other_values() {
     );
     assert!(changed["updated_at"].as_str() > key["updated_at"].as_str());
     let changed = service
-        .put(&path, &json!({"agent": {"enabled": false, "forwarded": "confirm"}}))
+        .put(
+            &path,
+            &json!({"agent": {"enabled": false, "forwarded": "confirm"}}),
+        )
         .expect(200);
     assert_eq!(
         changed["agent"],
@@ -802,10 +923,19 @@ fn put_agent_policy_changes_only_the_named_fields_and_refuses_other_values() {
         (json!({"agent": {"confirm": "sometimes"}}), "agent.confirm"),
         (json!({"agent": {"forwarded": "ALLOW"}}), "agent.forwarded"),
     ] {
-        let error = service.put(&path, &body).assert_error(400, "VALIDATION_ERROR");
-        assert!(error["details"].as_str().unwrap().starts_with(field), "{error}");
+        let error = service
+            .put(&path, &body)
+            .assert_error(400, "VALIDATION_ERROR");
+        assert!(
+            error["details"].as_str().unwrap().starts_with(field),
+            "{error}"
+        );
     }
-    assert_eq!(service.get(&path).expect(200)["agent"], changed["agent"], "unchanged by refusals");
+    assert_eq!(
+        service.get(&path).expect(200)["agent"],
+        changed["agent"],
+        "unchanged by refusals"
+    );
 }
 
 #[test]
@@ -817,7 +947,10 @@ fn decision_on_an_unknown_request_is_404() {
             &json!({"decision": "allow"}),
         )
         .assert_error(404, "AGENT_REQUEST_NOT_FOUND");
-    assert_eq!(service.get("/api/agent/requests").expect(200), json!({"items": []}));
+    assert_eq!(
+        service.get("/api/agent/requests").expect(200),
+        json!({"items": []})
+    );
 }
 
 #[test]
