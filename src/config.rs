@@ -2,7 +2,7 @@
 //!
 //! Two steps, as in ripgrep: `RawArgs` is what was typed; `Config` is what the service
 //! runs with. Every error names the flag. Parsing touches nothing on disk, so `--help` and
-//! `--version` work anywhere (api-decisions §1).
+//! `--version` work anywhere (README, Command line).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -108,7 +108,7 @@ pub struct HttpOverrides {
     pub max_connections: Option<usize>,
 }
 
-/// Where the bearer token comes from, if one is required (api-decisions §6).
+/// Where the bearer token comes from, if one is required (README, Who may talk to the service).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenSource {
     None,
@@ -231,7 +231,7 @@ impl Config {
             (None, true) => TokenSource::Generate,
             (None, false) => TokenSource::None,
         };
-        // api-decisions §1 and §6: the service is local; another address must be asked for
+        // README, Command line and Who may talk to the service: the service is local; another address must be asked for
         // twice (--bind and --allow-remote) and then never runs without a token.
         if !bind.is_loopback() && !raw.allow_remote {
             return Err(ConfigError(format!(

@@ -8,7 +8,7 @@ use std::fmt;
 /// Everything a handler or the server layer can answer with instead of success.
 #[derive(Debug)]
 pub enum ApiError {
-    /// No route has this path (api-decisions §7).
+    /// No route has this path (README, Common behaviour).
     NotFound,
     /// The path exists but not with this method; the slice is the `Allow` list.
     MethodNotAllowed(Vec<&'static str>),
@@ -25,14 +25,21 @@ pub enum ApiError {
         rule: String,
     },
     HostNotFound,
-    /// Issue #11: a hop of `jump_host_ids` names no host; the text names which.
+    /// A hop of `jump_host_ids` names no host; the text names which.
     JumpHostNotFound(String),
-    /// Issue #11: a ProxyJump chain that loops or repeats; the text says how.
+    /// A ProxyJump chain that loops or repeats; the text says how.
     InvalidJumpChain(String),
-    /// Issue #11: a host is still a hop in this many hosts' chains.
+    /// A host is still a hop in this many hosts' chains.
     HostInUse(u64),
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
+    /// A host key differs from the trusted one of its type (accept without `replace`), or
+    /// `connect` met a `changed`/`revoked` verdict on its route; the text names the host
+    /// (or hop) and the fingerprints.
+    HostKeyChanged(String),
+    /// The key (or its CA) is marked `@revoked`: it cannot be accepted.
+    HostKeyRevoked(String),
     /// A name clashes with an existing one; the text names where.
     DuplicateName(String),
     DuplicateKey,
@@ -104,12 +111,15 @@ impl ApiError {
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
+            | ApiError::KnownHostNotFound
             | ApiError::AgentRequestNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
             | ApiError::HostInUse(_)
+            | ApiError::HostKeyChanged(_)
+            | ApiError::HostKeyRevoked(_)
             | ApiError::VaultNoPassword
             | ApiError::AgentUnavailable(_) => 409,
             ApiError::RequestTimeout => 408,
@@ -123,7 +133,7 @@ impl ApiError {
         }
     }
 
-    /// The stable upper-case identifier of the spec's error body.
+    /// The stable upper-case identifier of the API's error body.
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::NotFound => "NOT_FOUND",
@@ -135,6 +145,9 @@ impl ApiError {
             ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::GroupNotFound => "GROUP_NOT_FOUND",
             ApiError::KeyNotFound => "KEY_NOT_FOUND",
+            ApiError::KnownHostNotFound => "KNOWN_HOST_NOT_FOUND",
+            ApiError::HostKeyChanged(_) => "HOST_KEY_CHANGED",
+            ApiError::HostKeyRevoked(_) => "HOST_KEY_REVOKED",
             ApiError::DuplicateName(_) => "DUPLICATE_NAME",
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse(_) => "KEY_IN_USE",
@@ -172,6 +185,9 @@ impl ApiError {
             ApiError::HostInUse(_) => "host is used as a jump host",
             ApiError::GroupNotFound => "group not found",
             ApiError::KeyNotFound => "key not found",
+            ApiError::KnownHostNotFound => "known host entry not found",
+            ApiError::HostKeyChanged(_) => "host key changed",
+            ApiError::HostKeyRevoked(_) => "host key revoked",
             ApiError::DuplicateName(_) => "name already in use",
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse(_) => "key is in use",
@@ -205,6 +221,8 @@ impl ApiError {
             | ApiError::JumpHostNotFound(text)
             | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
+            | ApiError::HostKeyChanged(text)
+            | ApiError::HostKeyRevoked(text)
             | ApiError::Forbidden(text)
             | ApiError::AgentUnavailable(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
@@ -257,6 +275,7 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::HostNotFound => ApiError::HostNotFound,
             crate::store::StoreError::GroupNotFound => ApiError::GroupNotFound,
             crate::store::StoreError::KeyNotFound => ApiError::KeyNotFound,
+            crate::store::StoreError::KnownHostNotFound => ApiError::KnownHostNotFound,
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
             crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
@@ -268,15 +287,6 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::Unusable(cause) | crate::store::StoreError::Sqlite(cause) => {
                 ApiError::Internal(cause)
             }
-        }
-    }
-}
-
-impl From<crate::state::PasswordError> for ApiError {
-    fn from(err: crate::state::PasswordError) -> ApiError {
-        match err {
-            crate::state::PasswordError::Vault(err) => err.into(),
-            crate::state::PasswordError::Busy => ApiError::Busy,
         }
     }
 }

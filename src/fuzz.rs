@@ -1,5 +1,5 @@
 //! A seeded random request generator driven through the real router and handlers on an
-//! in-memory database: no request of any shape may panic or answer 500 (issue #8).
+//! in-memory database: no request of any shape may panic or answer 500.
 //!
 //! `cargo test fuzz` runs `FUZZ_ITERATIONS` requests (default 20,000, a few seconds);
 //! `scripts/fuzz` runs a million. The seed is printed, so a failure can be replayed with
@@ -51,6 +51,13 @@ const PATHS: &[&str] = &[
     "/api/groups/{group}/move",
     "/api/keys",
     "/api/keys/{key}",
+    "/api/known-hosts",
+    "/api/known-hosts/{key}",
+    "/api/known-hosts/verify",
+    "/api/known-hosts/accept",
+    "/api/import/known-hosts",
+    "/api/export/known-hosts",
+    "/api/audit",
     "/api/agent",
     "/api/agent/requests",
     "/api/agent/requests/{key}",
@@ -60,7 +67,8 @@ const PATHS: &[&str] = &[
 ];
 
 const QUERY_KEYS: &[&str] = &[
-    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "agent",
+    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "hashed",
+    "hostname", "port", "host_id", "limit", "before", "agent",
 ];
 
 /// Values that sit on or near the edges of the validation rules.
@@ -132,6 +140,10 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "private_key",
         "passphrase",
         "comment",
+        "public_key",
+        "replace",
+        "text",
+        "dry_run",
         "agent",
         "decision",
     ];

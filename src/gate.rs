@@ -1,4 +1,4 @@
-//! Who may talk to the service (api-decisions §6), decided from request headers alone.
+//! Who may talk to the service (README, Who may talk to the service), decided from request headers alone.
 //!
 //! Three attacks, three checks, in this order:
 //! - DNS rebinding: a web page whose name resolves to 127.0.0.1 sends `Host: evil.example`.
@@ -9,7 +9,7 @@
 //! - Other local users or processes: with a token configured, every request but
 //!   `GET /api/health` needs `Authorization: Bearer <token>`, compared in constant time.
 //!
-//! Invariants: pure (no I/O, no tiny_http); never logs or returns the token.
+//! Invariants: pure (no I/O, no HTTP parser); never logs or returns the token.
 
 use crate::api::Method;
 use crate::error::ApiError;
@@ -104,7 +104,7 @@ impl Gate {
         let Some(token) = &self.token else {
             return Ok(());
         };
-        // api-decisions §6: health answers without a token, so the app can probe start-up.
+        // README, Who may talk to the service: health answers without a token, so the app can probe start-up.
         if facts.method == Method::Get && facts.path == "/api/health" {
             return Ok(());
         }
@@ -158,7 +158,7 @@ pub fn valid_origin(origin: &str) -> bool {
         && !rest.contains(['/', '?', '#', '@', ' ', '*'])
 }
 
-/// api-decisions §6: exactly one Host naming the loopback, with or without a port.
+/// README, Who may talk to the service: exactly one Host naming the loopback, with or without a port.
 fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
     let host = match facts.hosts.as_slice() {
         [] if facts.http_1_0 => return Ok(()),

@@ -210,7 +210,7 @@ fn token_problem(line: &[u8]) -> Option<String> {
 }
 
 /// Loads the vault's data key, creating one on first start (no master password yet). With
-/// a master password set, the vault starts locked (api-decisions §2).
+/// a master password set, the vault starts locked (README, Vault).
 fn open_vault(db: &store::Db) -> Result<Vault, String> {
     let row = db
         .read(store::vault_meta::load)
@@ -275,7 +275,7 @@ fn read_password_line() -> Option<Secret> {
 }
 
 /// Unlocks `vault` with the password given on stdin. A wrong one does not stop the start:
-/// the vault stays locked and the app can still call unlock (api-decisions §2).
+/// the vault stays locked and the app can still call unlock (README, Vault).
 fn unlock_at_start(vault: &mut Vault, password: &Secret) {
     let Some(wrapped) = vault.wrapped_key().cloned() else {
         log::warn!("--vault-password-stdin: no master password is set; the line was ignored");
@@ -434,7 +434,7 @@ fn watch_parent(shutdown: Sender<Shutdown>) -> io::Result<()> {
     Ok(())
 }
 
-/// The one place that writes stdout (style §3.9): whole lines, flushed at once.
+/// The one place that writes stdout: whole lines, flushed at once.
 fn write_stdout(text: &str) -> ExitCode {
     let mut stdout = io::stdout().lock();
     match stdout

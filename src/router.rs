@@ -1,8 +1,8 @@
 //! Maps (method, path) to an endpoint, answers 404/405, and applies the vault gate once.
 //!
-//! The `resolve` match reads like the spec's summary table; it is the only route table:
+//! The `resolve` match reads like the API's summary table; it is the only route table:
 //! the `Allow` header of a 405 is derived from it, so the two cannot drift apart.
-//! Order of checks (api-decisions §2): routing first, then the vault gate.
+//! Order of checks (README, Vault): routing first, then the vault gate.
 
 use crate::api::{self, Method, Reply, Req};
 use crate::error::ApiError;
@@ -39,6 +39,14 @@ pub enum Endpoint<'a> {
     DeleteKey(&'a str),
     ImportSshConfig,
     ExportSshConfig,
+    ListKnownHosts,
+    GetKnownHost(&'a str),
+    DeleteKnownHost(&'a str),
+    VerifyHostKey,
+    AcceptHostKey,
+    ImportKnownHosts,
+    ExportKnownHosts,
+    ListAudit,
     AgentStatus,
     AgentRequests,
     DecideAgentRequest(&'a str),
@@ -78,6 +86,14 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Delete, "/api/keys/{id}"),
     (Method::Post, "/api/import/ssh-config"),
     (Method::Get, "/api/export/ssh-config"),
+    (Method::Get, "/api/known-hosts"),
+    (Method::Get, "/api/known-hosts/{id}"),
+    (Method::Delete, "/api/known-hosts/{id}"),
+    (Method::Post, "/api/known-hosts/verify"),
+    (Method::Post, "/api/known-hosts/accept"),
+    (Method::Post, "/api/import/known-hosts"),
+    (Method::Get, "/api/export/known-hosts"),
+    (Method::Get, "/api/audit"),
     (Method::Get, "/api/agent"),
     (Method::Get, "/api/agent/requests"),
     (Method::Post, "/api/agent/requests/{id}"),
@@ -122,12 +138,26 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Post, ["api", "import", "ssh-config"]) => ImportSshConfig,
         (Get, ["api", "export", "ssh-config"]) => ExportSshConfig,
 
+        (Get, ["api", "known-hosts"]) => ListKnownHosts,
+        (Get, ["api", "known-hosts", id]) => GetKnownHost(id),
+        (Delete, ["api", "known-hosts", id]) => DeleteKnownHost(id),
+        (Post, ["api", "known-hosts", "verify"]) => VerifyHostKey,
+        (Post, ["api", "known-hosts", "accept"]) => AcceptHostKey,
+        (Post, ["api", "import", "known-hosts"]) => ImportKnownHosts,
+        (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
+        (Get, ["api", "audit"]) => ListAudit,
+
         (Get, ["api", "agent"]) => AgentStatus,
         (Get, ["api", "agent", "requests"]) => AgentRequests,
         (Post, ["api", "agent", "requests", id]) => DecideAgentRequest(id),
 
         _ => return None,
     };
+    // `verify` and `accept` are actions on /api/known-hosts, never entry ids: a GET or
+    // DELETE of them is a 405 that allows POST, as the OpenAPI document says.
+    if let GetKnownHost("verify" | "accept") | DeleteKnownHost("verify" | "accept") = endpoint {
+        return None;
+    }
     Some(endpoint)
 }
 
@@ -137,10 +167,10 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(endpoint) = resolve(req.method, &segments) else {
         return Err(not_routed(&segments));
     };
-    if endpoint.counts_as_activity() {
-        state.touch();
-    }
-    // api-decisions §2: while locked, only these answer; everything else is 401.
+    // README "Vault" (`--auto-lock`): a request is activity from its start to its end, and
+    // counts itself before the vault's state is looked at (see `AppState::lock_if_idle`).
+    let _activity = endpoint.counts_as_activity().then(|| state.activity());
+    // README, Vault: while locked, only these answer; everything else is 401.
     if endpoint.needs_unlocked_vault() && state.vault_locked() {
         return Err(ApiError::VaultLocked);
     }
@@ -180,7 +210,9 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{agent, groups, health, hosts, keys, openapi, ssh_config, vault};
+    use api::{
+        agent, audit, groups, health, hosts, keys, known_hosts, openapi, ssh_config, vault,
+    };
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),
@@ -217,6 +249,14 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         ImportSshConfig => ssh_config::import(state, req),
         ExportSshConfig => ssh_config::export(state, req),
 
+        ListKnownHosts => known_hosts::list(state, req),
+        GetKnownHost(id) => known_hosts::get(state, id),
+        DeleteKnownHost(id) => known_hosts::delete(state, id),
+        VerifyHostKey => known_hosts::verify(state, req),
+        AcceptHostKey => known_hosts::accept(state, req),
+        ImportKnownHosts => known_hosts::import(state, req),
+        ExportKnownHosts => known_hosts::export(state, req),
+        ListAudit => audit::list(state, req),
         AgentStatus => agent::status(state),
         AgentRequests => agent::requests(state),
         DecideAgentRequest(id) => agent::decide(state, req, id),

@@ -1,22 +1,29 @@
 //! The only user of the ssh-key crate: reads OpenSSH private keys (checking a passphrase),
-//! generates new ones, and derives what the API shows (type, public key, fingerprint).
+//! generates new ones, and derives what the API shows (type, public key, fingerprint); also
+//! reads host keys and certificates and hashes known_hosts names (HMAC-SHA1, the only user
+//! of sha1 and hmac).
 //!
 //! Invariants: pure functions, no store and no HTTP; private key text and passphrases come
 //! in and go out as `vault::Secret`, and ssh-key's `PrivateKey` wipes itself on drop; no
 //! error or message carries key material. Key formats ssh-key 0.6 cannot read (PEM,
 //! PKCS#8, PuTTY) are recognised by their header before parsing, because ssh-key's own
-//! error for them ("PEM Base64 error") would mislead (baselines §5).
+//! error for them ("PEM Base64 error") would mislead.
 
 use std::fmt;
 
+use base64ct::{Base64, Encoding};
+use hmac::{Hmac, Mac};
 // Traits: ssh-key's keys sign and verify through the `signature` crate, which rsa re-exports.
 use rsa::signature::{Signer, Verifier};
+use rsa::BigUint;
+use sha1::Sha1;
 use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::rand_core::OsRng;
 use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, PublicKey};
 use zeroize::Zeroizing;
 
 use crate::model::key::{Curve, KeySpec};
+use crate::model::known_hosts::{self, CertificateFacts};
 use crate::vault::Secret;
 
 /// The most bcrypt-pbkdf rounds an imported key may ask for before we try its passphrase.
@@ -24,6 +31,10 @@ use crate::vault::Secret;
 /// with 2^32 rounds would keep a worker busy for days. ssh-keygen's default is 16 (~120 ms
 /// here) and guides suggest `-a 100`; 1024 rounds cost about 8 s.
 pub const MAX_BCRYPT_ROUNDS: u32 = 1024;
+
+/// README "Keys": an imported RSA key has at least this many bits, as a generated one.
+/// OpenSSH still reads 1,024-bit keys, which are within reach of factoring.
+pub const MIN_RSA_BITS: usize = 2048;
 
 /// What every answer about a key needs, derived from its public half.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +82,10 @@ pub enum ImportError {
     NotEncrypted,
     /// The key's KDF asks for more bcrypt rounds than `MAX_BCRYPT_ROUNDS`.
     TooManyRounds(u32),
+    /// An RSA key of fewer bits than `MIN_RSA_BITS`: how many it has.
+    RsaTooSmall(usize),
+    /// An RSA key whose private numbers do not belong to its public key.
+    RsaMismatch,
 }
 
 /// A generation or encoding failure inside ssh-key; the text is for the log only.
@@ -80,12 +95,21 @@ pub struct KeyError(String);
 /// Reads an OpenSSH private key. With a `passphrase`, the key must be encrypted and the
 /// passphrase must decrypt it (bcrypt-pbkdf: ~120 ms at the default 16 rounds; call it
 /// without holding any lock). Without one, an encrypted key is accepted as it is: its
-/// public half is readable without decrypting.
-///
-/// The returned text is the key as given, with surrounding whitespace removed, line ends
-/// made LF and a final newline added: ssh and ssh-keygen refuse a key file with CRLF
-/// line ends or without the final newline ("error in libcrypto").
+/// public half is readable without decrypting. `read` then `ReadKey::finish`, in one go.
 pub fn import(text: &Secret, passphrase: Option<&Secret>) -> Result<OpenSshKey, ImportError> {
+    read(text)?.finish(passphrase)
+}
+
+/// Reads and checks an OpenSSH private key without any passphrase work, which is cheap:
+/// the format, the algorithm, the bcrypt round count an encrypted key asks for (at most
+/// `MAX_BCRYPT_ROUNDS`, passphrase or not: OpenSSH spends them on every use of the key),
+/// and for RSA the size (at least `MIN_RSA_BITS`) and, when the private half is readable,
+/// that its private numbers belong to its public key.
+///
+/// The text kept is the key as given, with surrounding whitespace removed, line ends made
+/// LF and a final newline added: ssh and ssh-keygen refuse a key file with CRLF line ends
+/// or without the final newline ("error in libcrypto").
+pub fn read(text: &Secret) -> Result<ReadKey, ImportError> {
     let Some(text) = text.expose_str() else {
         return Err(ImportError::Unreadable);
     };
@@ -100,23 +124,59 @@ pub fn import(text: &Secret, passphrase: Option<&Secret>) -> Result<OpenSshKey, 
             key.algorithm().as_str().to_owned(),
         ));
     };
-    let comment = match (key.is_encrypted(), passphrase) {
-        (false, None) => key.comment().to_owned(),
-        (false, Some(_)) => return Err(ImportError::NotEncrypted),
-        (true, None) => String::new(),
-        (true, Some(passphrase)) => decrypt(&key, passphrase)?.comment().to_owned(),
-    };
-    let info = KeyInfo {
-        key_type,
-        public_key: bare_public_key(key.public_key()).map_err(|_| ImportError::Unreadable)?,
-        fingerprint: key.fingerprint(HashAlg::Sha256).to_string(),
-        comment,
-    };
-    Ok(OpenSshKey {
-        info,
-        encrypted: key.is_encrypted(),
+    if key.is_encrypted() {
+        check_rounds(key.kdf())?;
+    }
+    check_rsa_size(key.public_key())?;
+    if !key.is_encrypted() {
+        check_rsa_numbers(&key)?;
+    }
+    Ok(ReadKey {
         text,
+        key,
+        key_type,
     })
+}
+
+/// A private key `read` has checked, before any passphrase work.
+pub struct ReadKey {
+    text: Secret,
+    key: PrivateKey,
+    key_type: &'static str,
+}
+
+impl ReadKey {
+    /// True when the key is passphrase-protected: `finish` with a passphrase then runs
+    /// bcrypt-pbkdf, up to `MAX_BCRYPT_ROUNDS` rounds (~8 s).
+    pub fn is_encrypted(&self) -> bool {
+        self.key.is_encrypted()
+    }
+
+    /// Checks `passphrase` against the key (see `import`) and gives the key to store.
+    pub fn finish(self, passphrase: Option<&Secret>) -> Result<OpenSshKey, ImportError> {
+        let key = &self.key;
+        let comment = match (key.is_encrypted(), passphrase) {
+            (false, None) => key.comment().to_owned(),
+            (false, Some(_)) => return Err(ImportError::NotEncrypted),
+            (true, None) => String::new(),
+            (true, Some(passphrase)) => {
+                let decrypted = decrypt(key, passphrase)?;
+                check_rsa_numbers(&decrypted)?;
+                decrypted.comment().to_owned()
+            }
+        };
+        let info = KeyInfo {
+            key_type: self.key_type,
+            public_key: bare_public_key(key.public_key()).map_err(|_| ImportError::Unreadable)?,
+            fingerprint: key.fingerprint(HashAlg::Sha256).to_string(),
+            comment,
+        };
+        Ok(OpenSshKey {
+            info,
+            encrypted: key.is_encrypted(),
+            text: self.text,
+        })
+    }
 }
 
 /// Generates a key of `spec` with `comment`, encrypted with `passphrase` when one is given
@@ -188,15 +248,6 @@ pub enum SignError {
     Failed(String),
 }
 
-/// A server host key whose signature over a session identifier verified.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostKey {
-    /// `<algorithm> <base64>`, as a known_hosts line holds it.
-    pub public_key: String,
-    /// `SHA256:` and the unpadded base64 digest, as `ssh-keygen -lf` prints it.
-    pub fingerprint: String,
-}
-
 /// Signs `data` with a stored private key (its OpenSSH text, and its passphrase when the
 /// text is encrypted). The answer is the SSH signature blob: `string algorithm`, `string
 /// signature` (RFC 4253 §6.6). RSA keys sign with `rsa_hash` only, never SHA-1. A
@@ -230,10 +281,7 @@ pub fn verify_session_bind(
     let public_key = PublicKey::from_bytes(host_key).ok()?;
     let signature = ssh_key::Signature::try_from(signature).ok()?;
     Verifier::verify(&public_key, session_id, &signature).ok()?;
-    Some(HostKey {
-        public_key: bare_public_key(&public_key).ok()?,
-        fingerprint: public_key.fingerprint(HashAlg::Sha256).to_string(),
-    })
+    host_key_of(public_key.key_data()).ok()
 }
 
 /// The public key blob of a stored `<algorithm> <base64>` line: what the agent lists and
@@ -330,6 +378,16 @@ impl fmt::Display for ImportError {
             ImportError::NotEncrypted => {
                 write!(f, "the key is not encrypted; send no passphrase with it")
             }
+            ImportError::RsaTooSmall(bits) => write!(
+                f,
+                "an RSA key must have at least {MIN_RSA_BITS} bits; this one has {bits}"
+            ),
+            ImportError::RsaMismatch => write!(
+                f,
+                "the RSA key's private numbers do not belong to its public key (n must be \
+                 p*q, e*d must be 1 modulo p-1 and q-1, iqmp the inverse of q modulo p): no \
+                 signature made with it would verify"
+            ),
             ImportError::TooManyRounds(rounds) => write!(
                 f,
                 "the key's passphrase protection asks for {rounds} bcrypt rounds; at most \
@@ -356,7 +414,7 @@ impl From<ssh_key::Error> for KeyError {
     }
 }
 
-/// api-decisions §5: the conversion hint for PEM and PKCS#8 keys.
+/// README "Keys": the conversion hint for PEM and PKCS#8 keys.
 pub const CONVERT_HINT: &str = "Only OpenSSH private keys (-----BEGIN OPENSSH PRIVATE KEY-----) \
     are accepted. Convert it with `ssh-keygen -p -f FILE`: it rewrites FILE in place in the \
     OpenSSH format (give the current passphrase, then the same one again, a new one, or none); \
@@ -498,6 +556,64 @@ fn check_rounds(kdf: &Kdf) -> Result<(), ImportError> {
             Err(ImportError::TooManyRounds(*rounds))
         }
         _ => Ok(()),
+    }
+}
+
+/// Refuses an RSA public key of fewer than `MIN_RSA_BITS` bits (other keys pass).
+fn check_rsa_size(public_key: &PublicKey) -> Result<(), ImportError> {
+    let Some(rsa) = public_key.key_data().rsa() else {
+        return Ok(());
+    };
+    let bits = rsa
+        .n
+        .as_positive_bytes()
+        .and_then(|n| {
+            let first = *n.first()?;
+            Some(n.len() * 8 - first.leading_zeros() as usize)
+        })
+        .unwrap_or(0);
+    match bits >= MIN_RSA_BITS {
+        true => Ok(()),
+        false => Err(ImportError::RsaTooSmall(bits)),
+    }
+}
+
+/// Refuses an RSA key whose private numbers do not belong to its public key: the checks
+/// OpenSSH's signing relies on, n = p*q, e*d = 1 modulo p-1 and q-1 (so d inverts e), and
+/// iqmp*q = 1 modulo p (the CRT coefficient). Built from the key's own numbers: ssh-key
+/// 0.6.7's conversion to an `rsa` key passes p twice. Other keys pass.
+fn check_rsa_numbers(key: &PrivateKey) -> Result<(), ImportError> {
+    let Some(rsa) = key.key_data().rsa() else {
+        return Ok(());
+    };
+    let number = |mpint: &ssh_key::Mpint| {
+        mpint
+            .as_positive_bytes()
+            .map(|bytes| Zeroizing::new(BigUint::from_bytes_be(bytes)))
+            .ok_or(ImportError::RsaMismatch)
+    };
+    let (n, e) = (number(&rsa.public.n)?, number(&rsa.public.e)?);
+    let (d, p, q) = (
+        number(&rsa.private.d)?,
+        number(&rsa.private.p)?,
+        number(&rsa.private.q)?,
+    );
+    let iqmp = number(&rsa.private.iqmp)?;
+    let one = BigUint::from(1u8);
+    // Primes of 0 or 1 would divide by zero or underflow below.
+    if *p <= one || *q <= one {
+        return Err(ImportError::RsaMismatch);
+    }
+    let product = Zeroizing::new(&*p * &*q);
+    let ed = Zeroizing::new(&*e * &*d);
+    let inverts_e = |prime: &BigUint| {
+        let order = Zeroizing::new(prime - &one);
+        *Zeroizing::new(&*ed % &*order) == one
+    };
+    let crt = Zeroizing::new(&*iqmp * &*q % &*p);
+    match *product == *n && inverts_e(&p) && inverts_e(&q) && *crt == one {
+        true => Ok(()),
+        false => Err(ImportError::RsaMismatch),
     }
 }
 
@@ -799,6 +915,122 @@ fn agent_public_blob(key_type: &[u8], fields: &mut Reader<'_>) -> Result<Vec<u8>
     Ok(blob)
 }
 
+/// A host public key as the known-hosts store keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostKey {
+    /// The algorithm name inside the key blob (`ssh-ed25519`, `ssh-rsa`, ...).
+    pub key_type: String,
+    /// `<type> <base64>`, no comment.
+    pub public_key: String,
+    /// `SHA256:` and the unpadded base64 digest, as `ssh-keygen -l` prints it.
+    pub fingerprint: String,
+}
+
+/// Length of a hashed name's salt and hash: the SHA-1 digest length (OpenSSH
+/// `hostfile.c`: the salt is as long as the HMAC-SHA1 output).
+pub const HOST_HASH_BYTES: usize = 20;
+
+/// Reads `<key_type> <base64>` as known_hosts writes it. The type named in the text must
+/// be the one inside the blob. Certificates are not host keys here (`presented_key`
+/// reads those).
+pub fn host_key(key_type: &str, base64: &str) -> Result<HostKey, &'static str> {
+    const UNREADABLE: &str = "is not a readable OpenSSH public key (`<type> <base64>`)";
+    let key = PublicKey::from_openssh(&format!("{key_type} {base64}")).map_err(|_| UNREADABLE)?;
+    host_key_of(key.key_data()).map_err(|_| UNREADABLE)
+}
+
+/// Reads the key a server presented (`<type> <base64> [comment]`): a plain key, or a host
+/// certificate, whose signature, validity window (at the current time) and principals
+/// (`hostname` must be one of them, wildcards allowed) are checked here; the caller decides
+/// whether its CA is trusted.
+pub fn presented_key(
+    text: &str,
+    hostname: &str,
+) -> Result<(HostKey, Option<CertificateFacts>), &'static str> {
+    const UNREADABLE: &str =
+        "is not a readable OpenSSH public key or certificate (`<type> <base64> [comment]`)";
+    let algorithm = text.split_whitespace().next().unwrap_or_default();
+    if !algorithm.ends_with("-cert-v01@openssh.com") {
+        let key = PublicKey::from_openssh(text).map_err(|_| UNREADABLE)?;
+        return Ok((host_key_of(key.key_data()).map_err(|_| UNREADABLE)?, None));
+    }
+    let certificate = ssh_key::Certificate::from_openssh(text).map_err(|_| UNREADABLE)?;
+    let key = host_key_of(certificate.public_key()).map_err(|_| UNREADABLE)?;
+    let ca = host_key_of(certificate.signature_key()).map_err(|_| UNREADABLE)?;
+    let ca_fingerprint = certificate.signature_key().fingerprint(HashAlg::Sha256);
+    let principal = certificate
+        .valid_principals()
+        .iter()
+        .any(|principal| known_hosts::pattern_matches(principal, hostname));
+    // `validate` checks the signature with the certificate's own CA key and the validity
+    // window; whether that CA is trusted for this host is the store's question.
+    let valid_for_host = certificate.cert_type() == ssh_key::certificate::CertType::Host
+        && principal
+        && certificate.critical_options().is_empty()
+        && certificate.validate([&ca_fingerprint]).is_ok();
+    let facts = CertificateFacts {
+        ca_fingerprint: ca.fingerprint,
+        valid_for_host,
+    };
+    Ok((key, Some(facts)))
+}
+
+/// True when `salt` and `hash` (base64) decode to `HOST_HASH_BYTES` each: a hashed name
+/// OpenSSH could have written.
+pub fn hashed_name_is_well_formed(salt: &str, hash: &str) -> bool {
+    let length = |text: &str| Base64::decode_vec(text).map(|bytes| bytes.len()).ok();
+    length(salt) == Some(HOST_HASH_BYTES) && length(hash) == Some(HOST_HASH_BYTES)
+}
+
+/// A hashed name `|1|salt|hash`, decoded and keyed once, so that many names can be tested
+/// against it at the cost of one HMAC each.
+#[derive(Clone)]
+pub struct HashedName {
+    /// HMAC-SHA1 already keyed with the salt.
+    keyed: Hmac<Sha1>,
+    hash: Vec<u8>,
+}
+
+impl HashedName {
+    /// `None` when the salt or the hash is not base64.
+    pub fn parse(salt: &str, hash: &str) -> Option<HashedName> {
+        let salt = Base64::decode_vec(salt).ok()?;
+        let hash = Base64::decode_vec(hash).ok()?;
+        let keyed = <Hmac<Sha1> as Mac>::new_from_slice(&salt).ok()?;
+        Some(HashedName { keyed, hash })
+    }
+
+    /// Whether this is the hash of `name` (a known_hosts lookup name): HMAC-SHA1 keyed with
+    /// the salt over the name, compared in constant time.
+    pub fn matches(&self, name: &str) -> bool {
+        let mut mac = self.keyed.clone();
+        mac.update(name.as_bytes());
+        mac.verify_slice(&self.hash).is_ok()
+    }
+}
+
+/// Hashes `name` (a known_hosts lookup name) with a fresh random salt, as `ssh-keygen -H`
+/// does: `(base64 salt, base64 hash)`.
+pub fn hash_name(name: &str) -> (String, String) {
+    use ssh_key::rand_core::RngCore;
+    let mut salt = [0u8; HOST_HASH_BYTES];
+    OsRng.fill_bytes(&mut salt);
+    let mut mac =
+        <Hmac<Sha1> as Mac>::new_from_slice(&salt).expect("HMAC takes a key of any length");
+    mac.update(name.as_bytes());
+    let hash = mac.finalize().into_bytes();
+    (Base64::encode_string(&salt), Base64::encode_string(&hash))
+}
+
+fn host_key_of(key_data: &ssh_key::public::KeyData) -> Result<HostKey, KeyError> {
+    let public_key = PublicKey::new(key_data.clone(), "");
+    Ok(HostKey {
+        key_type: key_data.algorithm().as_str().to_owned(),
+        public_key: public_key.to_openssh()?,
+        fingerprint: public_key.fingerprint(HashAlg::Sha256).to_string(),
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -809,20 +1041,38 @@ mod tests {
     use std::process::{Command, Output};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use ssh_key::{Cipher, Kdf, LineEnding, PrivateKey};
+    use ssh_key::private::{KeypairData, RsaKeypair};
+    use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
     use crate::model::key::{Curve, KeySpec};
     use crate::sshkey::{
         blob_fingerprint, check_rounds, from_agent, full_size_scalar, generate, import, normalize,
-        pem_body, public_blob, put_string, sign, verify_session_bind, ImportError, OpenSshKey,
-        Reader, RsaHash, SignError, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS,
+        pem_body, public_blob, put_string, read, sign, verify_session_bind, ImportError,
+        OpenSshKey, Reader, RsaHash, SignError, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS,
     };
     use crate::vault::Secret;
 
     static NEXT: AtomicUsize = AtomicUsize::new(0);
 
+    /// A scratch directory for key files, removed when it drops.
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
     /// A fresh scratch directory for key files.
-    fn scratch(name: &str) -> PathBuf {
+    fn scratch(name: &str) -> Scratch {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!(
             "host-manager-sshkey-{name}-{}-{n}",
@@ -830,7 +1080,7 @@ mod tests {
         ));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        dir
+        Scratch(dir)
     }
 
     /// Writes a private key file with mode 0600 (ssh-keygen refuses wider ones).
@@ -1048,9 +1298,10 @@ mod tests {
             .unwrap();
         let err = import(&secret(&text), Some(&secret("pass"))).unwrap_err();
         assert_eq!(err, ImportError::TooManyRounds(u32::MAX));
-        assert!(
-            import(&secret(&text), None).is_ok(),
-            "without a passphrase nothing is derived"
+        assert_eq!(
+            import(&secret(&text), None).unwrap_err(),
+            ImportError::TooManyRounds(u32::MAX),
+            "refused without a passphrase too: OpenSSH would spend them on every use"
         );
     }
 
@@ -1068,14 +1319,115 @@ mod tests {
         );
     }
 
+    /// `text` (an unencrypted OpenSSH RSA key) with its private numbers changed by `change`.
+    fn rsa_with(text: &str, change: impl FnOnce(&mut RsaKeypair)) -> String {
+        let key = PrivateKey::from_openssh(text).unwrap();
+        let mut keypair = key.key_data().rsa().unwrap().clone();
+        change(&mut keypair);
+        PrivateKey::new(KeypairData::from(keypair), "c")
+            .unwrap()
+            .to_openssh(LineEnding::LF)
+            .unwrap()
+            .to_string()
+    }
+
+    /// A change to an RSA key's private numbers.
+    type Change = fn(&mut RsaKeypair);
+
+    /// `mpint` with its lowest bit flipped: another number of the same length.
+    fn flip_low_bit(mpint: &Mpint) -> Mpint {
+        let mut bytes = mpint.as_positive_bytes().unwrap().to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        Mpint::from_positive_bytes(&bytes).unwrap()
+    }
+
+    #[test]
+    fn rsa_key_of_2047_bits_is_refused_and_2048_bits_is_read() {
+        for (bits, outcome) in [
+            ("1024", Err(ImportError::RsaTooSmall(1024))),
+            ("2047", Err(ImportError::RsaTooSmall(2047))),
+            ("2048", Ok(())),
+        ] {
+            let dir = scratch("rsa-bits");
+            let (_, text) = keygen_file(&dir, &["-t", "rsa", "-b", bits, "-N", ""]);
+            assert_eq!(import(&secret(&text), None).map(|_| ()), outcome, "{bits}");
+        }
+        let dir = scratch("rsa-bits-encrypted");
+        let (_, text) = keygen_file(&dir, &["-t", "rsa", "-b", "1024", "-N", "secret"]);
+        assert_eq!(
+            read(&secret(&text)).err(),
+            Some(ImportError::RsaTooSmall(1024)),
+            "the size is public: refused before any passphrase"
+        );
+    }
+
+    #[test]
+    fn rsa_key_whose_private_numbers_do_not_fit_is_refused_and_an_intact_one_is_read() {
+        let dir = scratch("rsa-numbers");
+        let (_, text) = keygen_file(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
+        assert!(import(&secret(&rsa_with(&text, |_| {})), None).is_ok());
+        let changes: [(&str, Change); 4] = [
+            ("d", |key| key.private.d = flip_low_bit(&key.private.d)),
+            ("p", |key| key.private.p = flip_low_bit(&key.private.p)),
+            ("iqmp", |key| {
+                key.private.iqmp = flip_low_bit(&key.private.iqmp)
+            }),
+            ("p and q swapped", |key| {
+                std::mem::swap(&mut key.private.p, &mut key.private.q)
+            }),
+        ];
+        for (what, change) in changes {
+            let broken = rsa_with(&text, change);
+            assert_eq!(
+                import(&secret(&broken), None).unwrap_err(),
+                ImportError::RsaMismatch,
+                "{what}"
+            );
+            let encrypted = PrivateKey::from_openssh(&broken)
+                .unwrap()
+                .encrypt(&mut ssh_key::rand_core::OsRng, "pass")
+                .unwrap()
+                .to_openssh(LineEnding::LF)
+                .unwrap()
+                .to_string();
+            assert_eq!(
+                import(&secret(&encrypted), Some(&secret("pass"))).unwrap_err(),
+                ImportError::RsaMismatch,
+                "{what}, checked once decrypted"
+            );
+            assert!(
+                import(&secret(&encrypted), None).is_ok(),
+                "{what}: without the passphrase the private numbers cannot be seen"
+            );
+        }
+    }
+
+    #[test]
+    fn rsa_key_with_a_prime_of_one_is_refused_without_dividing_by_zero() {
+        let dir = scratch("rsa-one");
+        let (_, text) = keygen_file(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
+        let broken = rsa_with(&text, |key| {
+            key.private.p = Mpint::from_positive_bytes(&[1]).unwrap();
+        });
+        assert_eq!(
+            import(&secret(&broken), None).unwrap_err(),
+            ImportError::RsaMismatch
+        );
+    }
+
     /// Runs ssh-keygen for P-521 keys until one has a scalar ssh-key 0.6.7 alone cannot
     /// decode (about 1 in 4), as `unreadable` judges.
-    fn short_scalar_p521(passphrase: &str, unreadable: impl Fn(&str) -> bool) -> (PathBuf, String) {
+    /// Returns the scratch directory too: the key's files live as long as it.
+    fn short_scalar_p521(
+        passphrase: &str,
+        unreadable: impl Fn(&str) -> bool,
+    ) -> (Scratch, PathBuf, String) {
         for _ in 0..64 {
             let dir = scratch("p521");
             let (path, text) = keygen_file(&dir, &["-t", "ecdsa", "-b", "521", "-N", passphrase]);
             if unreadable(&text) {
-                return (path, text);
+                return (dir, path, text);
             }
         }
         panic!("64 P-521 keys in a row had a full-size scalar (odds about 1e-8)");
@@ -1083,7 +1435,8 @@ mod tests {
 
     #[test]
     fn p521_key_with_a_short_scalar_imports_with_ssh_keygens_fingerprint() {
-        let (path, text) = short_scalar_p521("", |text| PrivateKey::from_openssh(text).is_err());
+        let (_dir, path, text) =
+            short_scalar_p521("", |text| PrivateKey::from_openssh(text).is_err());
         let key = import(&secret(&text), None).unwrap();
         let public = fs::read_to_string(path.with_extension("pub")).unwrap();
         assert_eq!(key.info.public_key, bare(&public));
@@ -1096,7 +1449,7 @@ mod tests {
 
     #[test]
     fn encrypted_p521_key_with_a_short_scalar_opens_with_its_passphrase_only() {
-        let (_, text) = short_scalar_p521("secret", |text| {
+        let (_dir, _, text) = short_scalar_p521("secret", |text| {
             let key = PrivateKey::from_openssh(text).unwrap();
             !matches!(key.decrypt("secret"), Ok(_) | Err(ssh_key::Error::Crypto))
         });
@@ -1526,6 +1879,33 @@ mod tests {
         assert!(matches!(
             from_agent(&huge, b""),
             Err(ImportError::Unsupported(_))
+        ));
+    }
+
+    /// 20 bytes in base64, the salt length OpenSSH writes.
+    const HASHED_SALT: &str = "XfMZEJLnrwQ0tb4Lm+tQJw5RR6I=";
+
+    #[test]
+    fn a_hashed_name_matches_its_own_name_and_no_other() {
+        let (salt, hash) = crate::sshkey::hash_name("[example.com]:2222");
+        assert!(crate::sshkey::hashed_name_is_well_formed(&salt, &hash));
+        let hashed = crate::sshkey::HashedName::parse(&salt, &hash).unwrap();
+        assert!(hashed.matches("[example.com]:2222"));
+        assert!(!hashed.matches("example.com"));
+        let (other_salt, _) = crate::sshkey::hash_name("[example.com]:2222");
+        assert_ne!(salt, other_salt, "a fresh salt each time");
+    }
+
+    #[test]
+    fn a_salt_of_19_bytes_is_not_a_well_formed_hashed_name() {
+        let (_, hash) = crate::sshkey::hash_name("h");
+        assert!(crate::sshkey::hashed_name_is_well_formed(
+            HASHED_SALT,
+            &hash
+        ));
+        assert!(!crate::sshkey::hashed_name_is_well_formed(
+            "XfMZEJLnrwQ0tb4Lm+tQJw5RRw==",
+            &hash
         ));
     }
 }

@@ -1,12 +1,20 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
-//! Lock order when both are needed: vault first, then db (style §1.3). Config is read-only
-//! after start-up. Besides the two mutexes it holds only counters: the last-activity clock
-//! (`AtomicU64`, for `--auto-lock`), the password-guess throttle (atomics) and the RSA
-//! key generations in progress (`AtomicUsize`).
+//! Lock order when both are needed: vault first, then db. Config is read-only after
+//! start-up. Besides the two mutexes it holds the places for slow work (`Slots`: key
+//! derivations, delayed wrong-password answers, bcrypt checks, RSA generations), the
+//! wrong-password streak, two counters for `--auto-lock` (the last-activity clock and the
+//! requests in flight), and the SSH agent's share (its socket and the sign requests waiting
+//! for approval). The master password check lives here, so that `POST /api/vault/unlock`
+//! and the agent's `UNLOCK` share one guess throttle.
+//!
+//! Invariants: a `Slot` or an `Activity` is given back when it drops, also when a panic
+//! unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex only to
+//! count); a vault with a request in flight is never auto-locked.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::agent::Agent;
@@ -14,12 +22,36 @@ use crate::config::Config;
 use crate::store::Db;
 use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
+/// PBKDF2 derivations of a master password (unlock, change, removal) running at once.
+/// Further ones wait their turn, first come first served, and are never refused: the right
+/// password always gets checked. One at a time leaves the second core to everything else,
+/// and bounds guesses sent in parallel to one derivation (~0.1 s) each.
+pub const MAX_PASSWORD_DERIVATIONS: usize = 1;
+/// Wrong-password answers waiting out their delay at once; a wrong answer beyond them is
+/// sent at once (README "Vault": only parallel guessers get there, and the one-at-a-time
+/// derivation paces them already). Bounds the workers a flood of guesses keeps asleep.
+pub const MAX_DELAYED_ANSWERS: usize = 4;
+/// bcrypt-pbkdf checks of an imported key's passphrase running at once; one more answers
+/// 503 `BUSY`. Each costs up to ~8 s of CPU (1,024 rounds); two are what two cores give.
+pub const MAX_BCRYPT_CHECKS: usize = 2;
+/// RSA generations running at once; one more answers 503 `BUSY`. Each takes a worker for
+/// up to ~20 s (4096 bits, ssh-key 0.6).
+pub const MAX_RSA_GENERATIONS: usize = 2;
+
 pub struct AppState {
     pub config: Config,
     pub db: Db,
     vault: Mutex<Vault>,
-    /// Slows down master password guesses (unlock, password change and removal).
-    pub password_checks: PasswordThrottle,
+    /// The growing delay after consecutive wrong master passwords.
+    pub password_failures: PasswordThrottle,
+    /// Places for PBKDF2 derivations of a master password (`take`: waited for).
+    pub password_derivations: Slots,
+    /// Places for wrong-password answers waiting out their delay (`try_take`).
+    pub delayed_answers: Slots,
+    /// Places for bcrypt-pbkdf checks of an imported key's passphrase (`try_take`).
+    pub bcrypt_checks: Slots,
+    /// Places for RSA key generations (`try_take`).
+    pub rsa_generations: Slots,
     /// When the process started; the zero of `last_activity_ms`.
     started: Instant,
     /// Milliseconds after `started` of the last request that counts as activity for
@@ -27,30 +59,40 @@ pub struct AppState {
     /// and the auto-lock thread only compares it with the clock; a read racing a write
     /// costs at most one tick of lateness.
     last_activity_ms: AtomicU64,
-    /// RSA key generations running now (api::keys caps them). Lock-free on purpose: a
-    /// generation takes seconds and must not hold a lock; the counter is only ever moved by
-    /// a compare-and-swap that stays under the cap and by the slot's drop.
-    pub rsa_generations: AtomicUsize,
-    /// The SSH agent's socket and its requests waiting for approval (README "SSH agent").
+    /// Requests that count as activity and have not ended yet. A counter moved only by
+    /// `Activity` (up when a request starts, down when it ends); `lock_if_idle` reads it
+    /// under the vault lock and never locks while it is above zero.
+    in_flight: AtomicUsize,
+    /// The SSH agent's socket and its sign requests waiting for approval (README "SSH
+    /// agent").
     pub agent: Agent,
 }
 
-/// Why a master password check did not pass.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PasswordError {
-    /// Wrong password, no password set, or the password changed during the check.
-    Vault(VaultError),
-    /// All password check slots are taken; the client may retry.
-    Busy,
+/// A fixed number of places for one kind of slow work. `try_take` refuses beyond them;
+/// `take` waits its turn, first come first served (a ticket queue, so nobody waits forever
+/// behind newcomers).
+pub struct Slots {
+    cap: usize,
+    queue: Mutex<Queue>,
+    /// Signalled whenever a place frees up or the head of the queue moves on.
+    changed: Condvar,
 }
 
-impl std::fmt::Display for PasswordError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PasswordError::Vault(err) => err.fmt(f),
-            PasswordError::Busy => f.write_str("too many password checks at once"),
-        }
-    }
+/// One place of a `Slots`, held until dropped.
+#[must_use = "the place is given back as soon as the slot drops"]
+pub struct Slot<'a>(&'a Slots);
+
+/// A request counted as activity for `--auto-lock` while it lives.
+#[must_use = "the request stops counting as soon as this drops"]
+pub struct Activity<'a>(&'a AppState);
+
+#[derive(Default)]
+struct Queue {
+    running: usize,
+    /// The ticket the next waiter draws.
+    next_ticket: u64,
+    /// The ticket whose turn it is; tickets below it have been served.
+    serving: u64,
 }
 
 impl AppState {
@@ -73,10 +115,14 @@ impl AppState {
             config,
             db,
             vault: Mutex::new(vault),
-            password_checks: PasswordThrottle::default(),
+            password_failures: PasswordThrottle::default(),
+            password_derivations: Slots::new(MAX_PASSWORD_DERIVATIONS),
+            delayed_answers: Slots::new(MAX_DELAYED_ANSWERS),
+            bcrypt_checks: Slots::new(MAX_BCRYPT_CHECKS),
+            rsa_generations: Slots::new(MAX_RSA_GENERATIONS),
             started: Instant::now(),
             last_activity_ms: AtomicU64::new(0),
-            rsa_generations: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
             agent,
         }
     }
@@ -96,49 +142,77 @@ impl AppState {
 
     /// Unlocks the vault with `password` (README "Vault"): the one path of
     /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK`, so both go through the same
-    /// guess throttle. Unlocking an unlocked vault with the right password succeeds.
-    pub fn unlock_vault(&self, password: &Secret) -> Result<(), PasswordError> {
-        let _slot = self.password_checks.begin().ok_or(PasswordError::Busy)?;
+    /// guess throttle. Unlocking an unlocked vault with the right password succeeds; a
+    /// password changed during the check is `InvalidPassword` (it no longer is the password).
+    pub fn unlock_vault(&self, password: &Secret) -> Result<(), VaultError> {
         let Some(wrapped) = self.vault().wrapped_key().cloned() else {
-            return Err(PasswordError::Vault(VaultError::NoPassword));
+            return Err(VaultError::NoPassword);
         };
         let key = self.check_password(&wrapped, password)?;
-        // Fails when the password changed while it was checked: it is no longer the password.
         let outcome = self.vault().unlock(&wrapped, key);
-        outcome.map_err(PasswordError::Vault)?;
-        // The check may have taken seconds; the auto-lock countdown starts from the unlock.
-        self.touch();
-        Ok(())
+        outcome
     }
 
-    /// Checks `password` against `wrapped` (PBKDF2, no lock held); the caller holds a slot
-    /// of `password_checks`. A wrong password waits the throttle's delay before its error,
-    /// still holding no lock: other requests go on.
+    /// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations
+    /// (waited for, never refused), holding no lock. A wrong password's answer then waits
+    /// until its delay has passed since the check began, after the derivation's place is
+    /// given back: the wait for a turn counts towards the delay, so a guess takes the delay
+    /// or its turn, whichever is longer, never both.
     pub fn check_password(
         &self,
         wrapped: &WrappedKey,
         password: &Secret,
-    ) -> Result<DataKey, PasswordError> {
-        match wrapped.open(password.expose()) {
+    ) -> Result<DataKey, VaultError> {
+        let began = Instant::now();
+        let opened = {
+            let _turn = self.password_derivations.take();
+            wrapped.open(password.expose())
+        };
+        match opened {
             Ok(key) => {
-                self.password_checks.succeeded();
+                self.password_failures.succeeded();
                 Ok(key)
             }
-            Err(_) => {
-                // README "Vault": repeated wrong passwords are slowed down, never locked out.
-                let delay = self.password_checks.failed();
-                log::warn!(
-                    "wrong master password; answering in {} ms",
-                    delay.as_millis()
-                );
-                std::thread::sleep(delay);
-                Err(PasswordError::Vault(VaultError::InvalidPassword))
-            }
+            Err(_) => Err(self.wrong_password(began)),
         }
     }
 
+    /// Counts a wrong password and serves what is left of its delay (README "Vault"):
+    /// repeated wrong passwords are slowed down, never locked out. At most
+    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
+    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
+    /// it: a right guess among them would have unlocked the vault the moment its derivation
+    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
+    /// This keeps a flood of guesses from putting every worker to sleep.
+    fn wrong_password(&self, began: Instant) -> VaultError {
+        let delay = self.password_failures.failed();
+        let left = delay.saturating_sub(began.elapsed());
+        match self.delayed_answers.try_take() {
+            Some(_place) => {
+                log::warn!(
+                    "wrong master password; answering {} ms after the check began",
+                    delay.as_millis()
+                );
+                thread::sleep(left);
+            }
+            None => log::warn!(
+                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
+            ),
+        }
+        VaultError::InvalidPassword
+    }
+
+    /// Counts a request as activity until the returned value drops: the auto-lock
+    /// countdown restarts now and again when it ends, and never runs out in between.
+    /// Take it before looking at the vault's state (see `lock_if_idle`).
+    pub fn activity(&self) -> Activity<'_> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.touch();
+        Activity(self)
+    }
+
     /// Records activity now: the auto-lock countdown starts again.
-    pub fn touch(&self) {
+    fn touch(&self) {
         self.last_activity_ms
             .store(self.elapsed_ms(), Ordering::Relaxed);
     }
@@ -149,15 +223,21 @@ impl AppState {
         Duration::from_millis(self.elapsed_ms().saturating_sub(last))
     }
 
-    /// Locks the vault when it is unlocked, has a master password and nothing happened
-    /// for `after`. Returns true when it locked it. The idle time is checked again under
-    /// the vault lock, so a request that arrived meanwhile keeps the vault open.
+    /// Locks the vault when it is unlocked, has a master password, no request is in flight
+    /// and nothing happened for `after`. Returns true when it locked it. Both are checked
+    /// again under the vault lock: a request counts itself in flight before it looks at the
+    /// vault, so either this sees it and keeps the vault open, or the request sees the
+    /// vault locked before doing any work.
     pub fn lock_if_idle(&self, after: Duration) -> bool {
-        if self.idle_for() < after {
+        if self.idle_for() < after || self.in_flight.load(Ordering::SeqCst) > 0 {
             return false;
         }
         let mut vault = self.vault();
-        if vault.is_locked() || !vault.has_password() || self.idle_for() < after {
+        if vault.is_locked()
+            || !vault.has_password()
+            || self.in_flight.load(Ordering::SeqCst) > 0
+            || self.idle_for() < after
+        {
             return false;
         }
         let locked = vault.lock().is_ok();
@@ -171,12 +251,84 @@ impl AppState {
     }
 }
 
+impl Drop for Activity<'_> {
+    fn drop(&mut self) {
+        // The countdown restarts from the end of the request, then the request stops
+        // counting: in this order, an idle check in between still sees one or the other.
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Slots {
+    pub fn new(cap: usize) -> Slots {
+        Slots {
+            cap,
+            queue: Mutex::new(Queue::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// A place now, or `None` when every place is taken or others are waiting for one.
+    pub fn try_take(&self) -> Option<Slot<'_>> {
+        let mut queue = self.queue();
+        if queue.running >= self.cap || queue.serving != queue.next_ticket {
+            return None;
+        }
+        queue.running += 1;
+        Some(Slot(self))
+    }
+
+    /// A place, waiting for one in arrival order when all are taken. Never refused.
+    pub fn take(&self) -> Slot<'_> {
+        let mut queue = self.queue();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        while queue.serving != ticket || queue.running >= self.cap {
+            queue = self
+                .changed
+                .wait(queue)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        queue.serving += 1;
+        queue.running += 1;
+        // The next ticket may go too, if a place is still free.
+        self.changed.notify_all();
+        Slot(self)
+    }
+
+    /// Places taken now.
+    #[cfg(test)]
+    pub fn running(&self) -> usize {
+        self.queue().running
+    }
+
+    /// The counters, recovering from a poisoned lock: they are only ever changed by whole
+    /// statements that cannot panic half-way.
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.queue();
+        queue.running -= 1;
+        drop(queue);
+        self.0.changed.notify_all();
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::time::Duration;
+    use std::sync::{Arc, Mutex};
+    use std::thread;
+    use std::time::{Duration, Instant};
 
-    use crate::state::AppState;
+    use crate::state::{AppState, Slots};
     use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
     use crate::vault::{DataKey, Vault, WrappedKey};
 
@@ -219,5 +371,85 @@ mod tests {
         let state = state_with(Vault::NoPassword(DataKey::generate()));
         assert!(!state.lock_if_idle(Duration::ZERO));
         assert!(!state.vault_locked());
+    }
+
+    #[test]
+    fn vault_with_a_request_in_flight_is_not_auto_locked_until_it_ends() {
+        let state = state_with(unlocked());
+        let activity = state.activity();
+        assert!(
+            !state.lock_if_idle(Duration::ZERO),
+            "a request is in flight"
+        );
+        assert!(!state.vault_locked());
+        drop(activity);
+        assert!(state.lock_if_idle(Duration::ZERO));
+        assert!(state.vault_locked());
+    }
+
+    #[test]
+    fn the_end_of_a_request_restarts_the_countdown() {
+        let state = state_with(unlocked());
+        drop(state.activity());
+        assert!(!state.lock_if_idle(Duration::from_secs(3600)));
+        assert!(!state.vault_locked());
+    }
+
+    #[test]
+    fn try_take_beyond_the_cap_is_refused_until_a_place_is_given_back() {
+        let slots = Slots::new(2);
+        let first = slots.try_take().unwrap();
+        let second = slots.try_take().unwrap();
+        assert!(slots.try_take().is_none());
+        assert_eq!(slots.running(), 2);
+        drop(first);
+        assert!(slots.try_take().is_some());
+        drop(second);
+        assert_eq!(slots.running(), 0);
+    }
+
+    /// Polls until `waiting` threads wait in `slots`' queue, or fails after a minute.
+    fn wait_for_queue(slots: &Slots, waiting: u64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let queue = slots.queue();
+            if queue.next_ticket - queue.serving == waiting {
+                return;
+            }
+            drop(queue);
+            assert!(Instant::now() < deadline, "{waiting} waiters never queued");
+            thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn take_waits_for_a_place_and_serves_waiters_in_arrival_order() {
+        let slots = Arc::new(Slots::new(1));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = slots.try_take().unwrap();
+        let waiters: Vec<_> = ["first", "second", "third"]
+            .into_iter()
+            .enumerate()
+            .map(|(queued, name)| {
+                let (shared, order) = (Arc::clone(&slots), Arc::clone(&order));
+                let waiter = thread::spawn(move || {
+                    let _place = shared.take();
+                    order.lock().unwrap().push(name);
+                });
+                wait_for_queue(&slots, queued as u64 + 1);
+                waiter
+            })
+            .collect();
+        assert!(
+            order.lock().unwrap().is_empty(),
+            "nobody got the held place"
+        );
+        assert!(slots.try_take().is_none(), "no jumping the queue");
+        drop(held);
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["first", "second", "third"]);
+        assert_eq!(slots.running(), 0);
     }
 }

@@ -17,7 +17,7 @@ use crate::state::AppState;
 use crate::store;
 use crate::store::groups::Placement;
 
-/// The spec's list-of-groups shape.
+/// The API's list-of-groups shape.
 #[derive(Serialize)]
 struct GroupList {
     items: Vec<GroupView>,
@@ -64,7 +64,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     Reply::json(201, &view)
 }
 
-/// `GET /api/groups/:id` (extension, api-decisions §4).
+/// `GET /api/groups/:id` (extension, README, Groups).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let view = state.db.read(|conn| store::groups::view(conn, id))?;
     Reply::json(200, &view)
@@ -77,7 +77,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     apply(state, id, &patch)
 }
 
-/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (api-decisions §4).
+/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
 pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let now = store::now_timestamp();
     state.db.write(|tx| store::groups::delete(tx, id, &now))?;
@@ -107,7 +107,7 @@ fn apply(state: &AppState, id: &str, patch: &GroupPatch) -> Result<Reply, ApiErr
     let view = state.db.write(|tx| {
         match store::groups::update(tx, id, patch, &now)? {
             Placement::Placed => {}
-            // api-decisions §4: under itself or a descendant is INVALID_MOVE.
+            // README, Groups: under itself or a descendant is INVALID_MOVE.
             Placement::UnderItself => {
                 return Err(ApiError::InvalidMove(
                     "a group cannot move under itself or one of its descendants".into(),
@@ -163,7 +163,7 @@ fn name_field(value: &Value) -> Result<GroupName, ApiError> {
     }
 }
 
-/// `null` and `""` mean the top level (api-decisions §4); any other string is a group id,
+/// `null` and `""` mean the top level (README, Groups); any other string is a group id,
 /// looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
 fn parent_field(value: &Value) -> Result<Option<String>, ApiError> {
     match value {

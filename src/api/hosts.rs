@@ -26,7 +26,7 @@ use crate::store;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
-/// Spec: list of hosts `{ items, total, page, per_page }`.
+/// The API: list of hosts `{ items, total, page, per_page }`.
 #[derive(Serialize)]
 struct HostPage<'a> {
     items: Vec<HostView<'a>>,
@@ -35,14 +35,14 @@ struct HostPage<'a> {
     per_page: u64,
 }
 
-/// Spec: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
+/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
 #[derive(Serialize)]
 struct FavoriteView<'a> {
     id: &'a str,
     is_favorite: bool,
 }
 
-/// api-decisions §3: `connect` answers `{ host, credentials }`.
+/// README, Hosts: `connect` answers `{ host, credentials }`.
 #[derive(Serialize)]
 struct ConnectView<'a> {
     host: HostView<'a>,
@@ -71,7 +71,7 @@ struct CredentialsView<'a> {
     /// `connect?agent=true`: the agent's socket, for `SSH_AUTH_SOCK` or `IdentityAgent`.
     #[serde(skip_serializing_if = "Option::is_none")]
     identity_agent: Option<&'a str>,
-    /// Issue #11: the full route for `ssh -J`, each hop's own chain first; omitted when
+    /// The full route for `ssh -J`, each hop's own chain first; omitted when
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     proxy_jump: Option<&'a str>,
@@ -142,7 +142,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Reply::json(200, &host.view())
 }
 
-/// Spec: every field optional (partial update). See `HostPatch::from_json` for `null`.
+/// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let checked = check_patch(state, &mut body, id);
@@ -164,7 +164,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     Reply::json(200, &host.view())
 }
 
-/// Issue #11: a host still used as a jump host answers 409 `HOST_IN_USE`.
+/// A host still used as a jump host answers 409 `HOST_IN_USE`.
 pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     state.db.write(|tx| {
         let users = store::interop::jump_users(tx, id)?;
@@ -181,7 +181,7 @@ pub fn toggle_favorite(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Reply::json(200, &FavoriteView { id, is_favorite })
 }
 
-/// Spec: `{ group_id }`; api-decisions §3: absent, `null` or `""` means ungrouped.
+/// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let group_id = match body.get("group_id") {
@@ -196,7 +196,7 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     Reply::json(200, &host.view())
 }
 
-/// api-decisions §3 (extension): sets `last_used_at` and answers the decrypted
+/// README, Hosts (extension): sets `last_used_at` and answers the decrypted
 /// credentials. The only response with a secret; `Cache-Control: no-store`. With
 /// `?agent=true` a key host gets its public key and the SSH agent's socket instead of the
 /// private key (README "SSH agent").
@@ -205,6 +205,9 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
+        // README "Host keys (known_hosts)": no secret for a route with a changed or
+        // revoked host key pending.
+        crate::api::known_hosts::check_route(conn, &host, &route)?;
         let proxy_jump = proxy_jump(&route)?;
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
@@ -232,7 +235,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
 }
 
-/// Issue #11: an unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
+/// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
 /// is 400 `INVALID_JUMP_CHAIN`.
 pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     match verdict {
@@ -302,7 +305,7 @@ fn invalid(err: Invalid) -> ApiError {
 }
 
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
-/// was. Spec: the password is a string, and the empty string is allowed.
+/// was. The API: the password is a string, and the empty string is allowed.
 fn take_password(
     body: &mut Map<String, Value>,
 ) -> Result<(PasswordField, Option<Secret>), ApiError> {

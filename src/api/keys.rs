@@ -3,14 +3,16 @@
 //!
 //! Invariants: a private key or passphrase moves from the request body into a
 //! `vault::Secret` and is sealed before it reaches the store; no response here carries one
-//! (only `hosts::connect` does). The slow work, RSA generation (seconds) and bcrypt-pbkdf
-//! (~120 ms), runs while neither the vault nor the db lock is held, and at most
-//! `MAX_RSA_GENERATIONS` RSA generations run at once, so other requests keep being answered.
+//! (only `hosts::connect` does). The slow work, RSA generation (seconds) and the bcrypt-pbkdf
+//! check of an imported key's passphrase (up to ~8 s), runs while neither the vault nor the
+//! db lock is held, each in one of a few places (`AppState::rsa_generations`,
+//! `AppState::bcrypt_checks`); beyond them the answer is 503 `BUSY`, so other requests keep
+//! being answered.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::{Reply, Req};
@@ -21,13 +23,8 @@ use crate::state::AppState;
 use crate::store::{self, keys::KeyUpdate, keys::NewKeyRow};
 use crate::vault::{SealContext, Secret};
 
-/// RSA generations allowed at once; one more answers 503 `BUSY` with `Retry-After`. Each
-/// takes a worker for up to ~20 s (4096 bits, ssh-key 0.6); two leave 14 of the 16 workers
-/// for everything else, and two cores have nothing more to give anyway.
-pub const MAX_RSA_GENERATIONS: usize = 2;
-
 /// `POST /api/keys`: imports when the body has `private_key`, generates otherwise: of the
-/// given `type`, else ed25519 (api-decisions §5, issue #7).
+/// given `type`, else ed25519 (README, "Keys").
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: KeyInput = req.json()?;
     let name = KeyName::parse(input.name.as_ref()).map_err(invalid)?;
@@ -44,7 +41,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         (None, Some(key_type)) => {
             Some(KeySpec::parse(key_type, input.bits.as_ref()).map_err(invalid)?)
         }
-        // Issue #7: ed25519 is the default type, as with `ssh-keygen` without `-t`.
+        // ed25519 is the default type, as with `ssh-keygen` without `-t`.
         (None, None) => Some(
             KeySpec::parse(&Value::String("ed25519".into()), input.bits.as_ref())
                 .map_err(invalid)?,
@@ -60,7 +57,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         ));
     }
     let made = match (private_key, spec) {
-        (Some(text), _) => import(&text, passphrase.as_ref(), comment)?,
+        (Some(text), _) => import(state, &text, passphrase.as_ref(), comment)?,
         (None, Some(spec)) => generate(state, spec, comment, passphrase.as_ref())?,
         (None, None) => return Err(ApiError::internal("neither import nor generation")),
     };
@@ -136,10 +133,13 @@ pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// The create body. Widest JSON types, so validation names the field; unknown fields are
 /// ignored. `null` is the same as absent.
 #[derive(Deserialize)]
-struct KeyInput {
+struct KeyInput<'a> {
     name: Option<Value>,
-    private_key: Option<Value>,
-    passphrase: Option<Value>,
+    /// Secrets stay JSON text in the body until decoded into a `Secret`.
+    #[serde(borrow)]
+    private_key: Option<&'a RawValue>,
+    #[serde(borrow)]
+    passphrase: Option<&'a RawValue>,
     #[serde(rename = "type")]
     key_type: Option<Value>,
     bits: Option<Value>,
@@ -157,43 +157,39 @@ struct MadeKey {
     comment: String,
 }
 
-/// One of the `MAX_RSA_GENERATIONS` slots; given back on drop, also when a panic unwinds.
-struct RsaSlot<'a>(&'a AtomicUsize);
-
-impl<'a> RsaSlot<'a> {
-    fn take(counter: &'a AtomicUsize) -> Option<RsaSlot<'a>> {
-        counter
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
-                (running < MAX_RSA_GENERATIONS).then_some(running + 1)
-            })
-            .ok()
-            .map(|_| RsaSlot(counter))
-    }
-}
-
-impl Drop for RsaSlot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// api-decisions §5: an OpenSSH private key, checked with its passphrase when one is given.
+/// README "Keys": an OpenSSH private key, checked with its passphrase when one is given
+/// (bcrypt-pbkdf, only while one of `MAX_BCRYPT_CHECKS` places is free: else 503 `BUSY`).
 /// The comment is the request's, else the one inside the key file.
 fn import(
+    state: &AppState,
     text: &Secret,
     passphrase: Option<&Secret>,
     comment: Option<String>,
 ) -> Result<MadeKey, ApiError> {
-    let key = sshkey::import(text, passphrase).map_err(|err| match err {
-        ImportError::WrongPassphrase => ApiError::InvalidPassphrase,
-        ImportError::NotEncrypted => ApiError::validation("passphrase", err.to_string()),
-        other => ApiError::InvalidKey(other.to_string()),
-    })?;
+    let read = sshkey::read(text).map_err(import_error)?;
+    let _place = match (read.is_encrypted(), passphrase) {
+        (true, Some(_)) => Some(state.bcrypt_checks.try_take().ok_or(ApiError::Busy)?),
+        _ => None,
+    };
+    let key = read.finish(passphrase).map_err(import_error)?;
     let comment = comment.unwrap_or_else(|| key::comment_from_key_file(&key.info.comment));
     Ok(MadeKey { key, comment })
 }
 
-/// api-decisions §5: a new key of `spec`; RSA only while a generation slot is free.
+/// How an import refusal answers: the passphrase's and the RSA size's errors name their
+/// field, the rest is `INVALID_KEY` saying why.
+fn import_error(err: ImportError) -> ApiError {
+    match err {
+        ImportError::WrongPassphrase => ApiError::InvalidPassphrase,
+        ImportError::NotEncrypted => ApiError::validation("passphrase", err.to_string()),
+        ImportError::RsaTooSmall(_) => ApiError::validation("private_key", err.to_string()),
+        other => ApiError::InvalidKey(other.to_string()),
+    }
+}
+
+/// README "Keys": a new key of `spec`; RSA only while one of `MAX_RSA_GENERATIONS`
+/// places is free (else 503 `BUSY`). A passphrase costs bcrypt-pbkdf at 16 rounds (~120
+/// ms), fixed here rather than by the request, so it takes no place.
 fn generate(
     state: &AppState,
     spec: KeySpec,
@@ -202,7 +198,7 @@ fn generate(
 ) -> Result<MadeKey, ApiError> {
     let comment = comment.unwrap_or_default();
     let _slot = match spec.is_slow() {
-        true => Some(RsaSlot::take(&state.rsa_generations).ok_or(ApiError::Busy)?),
+        true => Some(state.rsa_generations.try_take().ok_or(ApiError::Busy)?),
         false => None,
     };
     let key = sshkey::generate(spec, &comment, passphrase).map_err(ApiError::internal)?;
@@ -210,7 +206,7 @@ fn generate(
 }
 
 /// Seals the private key text and the passphrase for row `id`. The vault guard lives only
-/// inside this function: never across the db write (lock order, style §1.3).
+/// inside this function: never across the db write (lock order: vault, then db).
 fn seal(
     state: &AppState,
     id: &str,
@@ -231,26 +227,32 @@ fn seal(
     Ok((private_key, passphrase))
 }
 
-/// `private_key` as a secret: absent or `null` means "not an import"; anything but a
-/// non-empty string is refused.
-fn private_key(value: Option<Value>) -> Result<Option<Secret>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation(
+/// `private_key` as a secret, decoded from its JSON text (its line ends are `\n` escapes,
+/// which serde_json would decode in a growing scratch buffer freed unwiped): absent or
+/// `null` means "not an import"; anything but a non-empty string is refused.
+fn private_key(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
+    let Some(raw) = value else {
+        return Ok(None);
+    };
+    match Secret::from_json_string(raw.get()) {
+        Some(text) if !text.expose_str().unwrap_or_default().trim().is_empty() => Ok(Some(text)),
+        _ => Err(ApiError::validation(
             "private_key",
             "must be a non-empty string: the OpenSSH private key file's text",
         )),
     }
 }
 
-/// `passphrase` as a secret: absent, `null` and `""` all mean none (as `ssh-keygen -N ''`).
-fn passphrase(value: Option<Value>) -> Result<Option<Secret>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if text.is_empty() => Ok(None),
-        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation("passphrase", "must be a string")),
+/// `passphrase` as a secret decoded from its JSON text: absent, `null` and `""` all mean
+/// none (as `ssh-keygen -N ''`).
+fn passphrase(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
+    let Some(raw) = value else {
+        return Ok(None);
+    };
+    match Secret::from_json_string(raw.get()) {
+        Some(text) if text.is_empty() => Ok(None),
+        Some(text) => Ok(Some(text)),
+        None => Err(ApiError::validation("passphrase", "must be a string")),
     }
 }
 
@@ -258,8 +260,8 @@ fn invalid(err: Invalid) -> ApiError {
     ApiError::validation(err.field, err.rule)
 }
 
-/// Now, or 1 ms after `previous` when the clock has not moved past it: api-decisions §7,
-/// `updated_at` changes on every successful update.
+/// Now, or 1 ms after `previous` when the clock has not moved past it: `updated_at`
+/// changes on every successful update (README, "Keys").
 fn later_than(previous: &str) -> String {
     let now = store::now_timestamp();
     if now.as_str() > previous {
@@ -274,15 +276,16 @@ fn later_than(previous: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
+    use serde_json::json;
     use zeroize::Zeroizing;
 
-    use crate::api::keys::{create, later_than, RsaSlot, MAX_RSA_GENERATIONS};
+    use crate::api::keys::{create, later_than};
     use crate::api::{Method, Req};
     use crate::error::ApiError;
-    use crate::state::AppState;
-    use crate::vault::{DataKey, Vault};
+    use crate::model::key::KeySpec;
+    use crate::sshkey::{self, OpenSshKey};
+    use crate::state::{AppState, MAX_BCRYPT_CHECKS, MAX_RSA_GENERATIONS};
+    use crate::vault::{DataKey, Secret, Vault};
 
     fn state() -> AppState {
         AppState::for_tests(Vault::NoPassword(DataKey::generate()))
@@ -293,44 +296,74 @@ mod tests {
         Req::new(Method::Post, "/api/keys", body).unwrap()
     }
 
+    /// A body that imports `key` (its OpenSSH text) with `passphrase`.
+    fn import_body(name: &str, key: &OpenSshKey, passphrase: Option<&str>) -> Req {
+        let body = json!({
+            "name": name,
+            "private_key": key.text.expose_str().unwrap(),
+            "passphrase": passphrase,
+        });
+        post(&body.to_string())
+    }
+
     #[test]
     fn rsa_generation_beyond_the_cap_is_busy_and_others_are_not() {
         let state = state();
-        state
-            .rsa_generations
-            .store(MAX_RSA_GENERATIONS, Ordering::Release);
+        let taken: Vec<_> = (0..MAX_RSA_GENERATIONS)
+            .map(|_| state.rsa_generations.try_take().unwrap())
+            .collect();
         let err = create(&state, &post(r#"{"name": "r", "type": "rsa"}"#)).err();
         assert!(matches!(err, Some(ApiError::Busy)), "{err:?}");
         let reply = create(&state, &post(r#"{"name": "e", "type": "ed25519"}"#)).unwrap();
         assert_eq!(reply.status, 201);
         assert_eq!(
-            state.rsa_generations.load(Ordering::Acquire),
+            state.rsa_generations.running(),
             MAX_RSA_GENERATIONS,
-            "a refused generation gives back no slot it did not take"
+            "a refused generation gives back no place it did not take"
         );
+        drop(taken);
     }
 
     #[test]
-    fn rsa_generation_gives_its_slot_back() {
+    fn rsa_generation_gives_its_place_back() {
         let state = state();
         let reply = create(
             &state,
             &post(r#"{"name": "r", "type": "rsa", "bits": 2048}"#),
         );
         assert_eq!(reply.unwrap().status, 201);
-        assert_eq!(state.rsa_generations.load(Ordering::Acquire), 0);
+        assert_eq!(state.rsa_generations.running(), 0);
     }
 
     #[test]
-    fn rsa_slots_stop_at_the_cap_and_come_back_on_drop() {
-        let counter = AtomicUsize::new(0);
-        let slots: Vec<_> = (0..MAX_RSA_GENERATIONS)
-            .map(|_| RsaSlot::take(&counter).unwrap())
+    fn passphrase_check_beyond_the_cap_is_busy_and_imports_without_one_are_not() {
+        let state = state();
+        let passphrase = Secret::from_string("pass".into());
+        let encrypted = sshkey::generate(KeySpec::Ed25519, "", Some(&passphrase)).unwrap();
+        let plain = sshkey::generate(KeySpec::Ed25519, "", None).unwrap();
+        let taken: Vec<_> = (0..MAX_BCRYPT_CHECKS)
+            .map(|_| state.bcrypt_checks.try_take().unwrap())
             .collect();
-        assert!(RsaSlot::take(&counter).is_none());
-        drop(slots);
-        assert_eq!(counter.load(Ordering::Acquire), 0);
-        assert!(RsaSlot::take(&counter).is_some());
+        let err = create(&state, &import_body("a", &encrypted, Some("pass"))).err();
+        assert!(matches!(err, Some(ApiError::Busy)), "{err:?}");
+        for (name, key) in [("b", &encrypted), ("c", &plain)] {
+            let reply = create(&state, &import_body(name, key, None)).unwrap();
+            assert_eq!(reply.status, 201, "no passphrase, no bcrypt: {name}");
+        }
+        assert_eq!(state.bcrypt_checks.running(), MAX_BCRYPT_CHECKS);
+        drop(taken);
+    }
+
+    #[test]
+    fn passphrase_check_gives_its_place_back_right_or_wrong() {
+        let state = state();
+        let passphrase = Secret::from_string("pass".into());
+        let encrypted = sshkey::generate(KeySpec::Ed25519, "", Some(&passphrase)).unwrap();
+        let err = create(&state, &import_body("a", &encrypted, Some("wrong"))).err();
+        assert!(matches!(err, Some(ApiError::InvalidPassphrase)), "{err:?}");
+        let reply = create(&state, &import_body("a", &encrypted, Some("pass"))).unwrap();
+        assert_eq!(reply.status, 201);
+        assert_eq!(state.bcrypt_checks.running(), 0);
     }
 
     #[test]

@@ -1,27 +1,28 @@
 //! The request and reply values handlers see, and the helpers every handler shares.
 //!
-//! Invariants: no tiny_http type appears here (the server builds `Req` and writes `Reply`);
+//! Invariants: no HTTP-parser type appears here (`http/` builds `Req` and writes `Reply`);
 //! request bodies live in wiped buffers because they may carry passwords; JSON errors never
 //! echo the offending input, which could be a secret.
 
 pub mod agent;
+pub mod audit;
 pub mod groups;
 pub mod health;
 pub mod hosts;
 pub mod keys;
+pub mod known_hosts;
 pub mod openapi;
 pub mod ssh_config;
 pub mod vault;
 
 use std::collections::HashMap;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::ApiError;
 
-/// api-decisions §6: request bodies are capped at 1 MiB.
+/// README, Who may talk to the service: request bodies are capped at 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The HTTP methods the router distinguishes.
@@ -135,7 +136,9 @@ impl Req {
 
     /// Parses the body as JSON into `T`. Input types take the widest JSON types so that
     /// validation, not serde, names the field; a body that is not JSON is `INVALID_JSON`.
-    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+    /// `T` may borrow from the body: a secret kept as a `&RawValue` is decoded by
+    /// `Secret::from_json_string` without going through serde_json's scratch buffer.
+    pub fn json<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
         if self.body_is_empty() {
             return Err(ApiError::InvalidJson(
                 "the request has no body; a JSON object is expected".into(),
@@ -221,7 +224,7 @@ impl Reply {
         self
     }
 
-    /// The spec's error body `{error, code, details}` with the headers the error implies.
+    /// The API's error body `{error, code, details}` with the headers the error implies.
     pub fn error(err: &ApiError) -> Reply {
         #[derive(Serialize)]
         struct ErrorBody<'a> {

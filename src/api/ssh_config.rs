@@ -1,4 +1,4 @@
-//! `POST /api/import/ssh-config` and `GET /api/export/ssh-config` (issue #11): an
+//! `POST /api/import/ssh-config` and `GET /api/export/ssh-config`: an
 //! `~/.ssh/config` in, hosts with chains, keys and kept directives out, and back.
 //!
 //! Invariants: an import runs in one transaction (a dry run runs the very same steps and
@@ -80,7 +80,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         let Some(group) = &group else {
             return Ok::<_, ApiError>((all.clone(), all));
         };
-        // api-decisions §3: an unknown group id in a path or body is GROUP_NOT_FOUND.
+        // README, Hosts: an unknown group id in a path or body is GROUP_NOT_FOUND.
         if !store::hosts::group_exists(conn, group)? {
             return Err(ApiError::GroupNotFound);
         }
@@ -180,7 +180,7 @@ impl<'a> Plan<'a> {
             ..Answer::default()
         };
         if let Some(group_id) = self.group_id {
-            // api-decisions §3: an unknown group in a body is GROUP_NOT_FOUND.
+            // README, Hosts: an unknown group in a body is GROUP_NOT_FOUND.
             if !store::hosts::group_exists(conn, group_id)? {
                 return Err(ApiError::GroupNotFound);
             }

@@ -1,16 +1,19 @@
 //! `/api/vault` endpoints: status, unlock, lock, set or change the master password, remove it
-//! (api-decisions §2).
+//! (README, "Vault").
 //!
 //! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
 //! wrong password run with no lock held: read what is needed under the vault lock, release
 //! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
-//! one assignment. A password change holds the vault lock (then the db lock, in that order)
-//! across its one database write, so the row on disk and the state in memory change
-//! together. No password is ever logged, echoed or kept outside `Secret`.
+//! one assignment. A password check is never refused: each derivation waits its turn for
+//! one of `MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
+//! that place is given back, so guesses cannot keep the right password from being checked.
+//! A password change holds the vault lock (then the db lock, in that order) across its one
+//! database write, so the row on disk and the state in memory change together. No password
+//! is ever logged, echoed or kept outside `Secret`; passwords are decoded from the body's
+//! JSON text straight into one.
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
@@ -33,20 +36,26 @@ struct LockView {
     vault_locked: bool,
 }
 
+/// Password fields stay JSON text in the body until `password_field` decodes them into a
+/// `Secret` (absent and `null` are `None`).
 #[derive(Deserialize, Default)]
-struct UnlockInput {
-    password: Option<Value>,
+struct UnlockInput<'a> {
+    #[serde(borrow)]
+    password: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct SetPasswordInput {
-    current_password: Option<Value>,
-    new_password: Option<Value>,
+struct SetPasswordInput<'a> {
+    #[serde(borrow)]
+    current_password: Option<&'a RawValue>,
+    #[serde(borrow)]
+    new_password: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
-struct RemovePasswordInput {
-    current_password: Option<Value>,
+struct RemovePasswordInput<'a> {
+    #[serde(borrow)]
+    current_password: Option<&'a RawValue>,
 }
 
 /// `GET /api/vault`: answered while locked too.
@@ -68,6 +77,7 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
+    // Shared with the SSH agent's UNLOCK: one guess throttle for both.
     state.unlock_vault(&password)?;
     log::info!("vault unlocked");
     Reply::json(
@@ -96,19 +106,21 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: SetPasswordInput = body(req)?;
     let new_password = new_password_field(input.new_password)?;
     let current_password = password_field(input.current_password, "current_password")?;
-    let _slot = check_slot(state)?;
     let expected = current_wrapped_key(state);
     if let Some(wrapped) = &expected {
         let current_password = required(current_password, "current_password")?;
         check_password(state, wrapped, &current_password)?;
     }
-    let new = NewPassword::derive(new_password.expose());
+    let new = {
+        let _turn = state.password_derivations.take();
+        NewPassword::derive(new_password.expose())
+    };
     {
         let mut vault = state.vault();
         if !vault.password_is(expected.as_ref()) {
             return Err(changed_meanwhile());
         }
-        // style §1.3: vault, then db. Held across the write so that disk and memory agree.
+        // Lock order: vault, then db. Held across the write so that disk and memory agree.
         vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
     }
     forget_replaced_rows(state);
@@ -127,7 +139,6 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         password_field(input.current_password, "current_password")?,
         "current_password",
     )?;
-    let _slot = check_slot(state)?;
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
@@ -145,20 +156,23 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 }
 
 /// The JSON body; no body at all reads as `{}`, so validation names the missing field.
-fn body<T: DeserializeOwned + Default>(req: &Req) -> Result<T, ApiError> {
+fn body<'a, T: Deserialize<'a> + Default>(req: &'a Req) -> Result<T, ApiError> {
     if req.body_is_empty() {
         return Ok(T::default());
     }
     req.json()
 }
 
-/// A password field: absent or `null` is `None`; a string moves into a `Secret` without a
-/// copy; any other JSON type is a validation error (which never quotes the value).
-fn password_field(value: Option<Value>, field: &str) -> Result<Option<Secret>, ApiError> {
+/// A password field: absent or `null` is `None`; a string is decoded from its JSON text
+/// straight into a `Secret` (no copy in serde_json's scratch buffer); any other JSON type is
+/// a validation error (which never quotes the value).
+fn password_field(value: Option<&RawValue>, field: &str) -> Result<Option<Secret>, ApiError> {
     match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(Secret::from_string(text))),
-        Some(_) => Err(ApiError::validation(field, "must be a string")),
+        None => Ok(None),
+        Some(raw) => match Secret::from_json_string(raw.get()) {
+            Some(secret) => Ok(Some(secret)),
+            None => Err(ApiError::validation(field, "must be a string")),
+        },
     }
 }
 
@@ -166,9 +180,9 @@ fn required(password: Option<Secret>, field: &str) -> Result<Secret, ApiError> {
     password.ok_or_else(|| ApiError::validation(field, "is required"))
 }
 
-/// api-decisions §2 (bounds chosen here): a new master password is 1 to
+/// README "Vault": a new master password is 1 to
 /// `MAX_PASSWORD_BYTES` bytes of UTF-8.
-fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
+fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     let password = required(password_field(value, "new_password")?, "new_password")?;
     if password.is_empty() {
         return Err(ApiError::validation("new_password", "must not be empty"));
@@ -182,19 +196,14 @@ fn new_password_field(value: Option<Value>) -> Result<Secret, ApiError> {
     Ok(password)
 }
 
-/// One of the few concurrent password-check slots, or 503 `BUSY` when all are taken.
-fn check_slot(state: &AppState) -> Result<crate::vault::throttle::CheckSlot<'_>, ApiError> {
-    state.password_checks.begin().ok_or(ApiError::Busy)
-}
-
 /// The wrapped key a password is checked against, copied out so that the vault lock is
 /// released before PBKDF2 runs. `None` when no master password is set.
 fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
     state.vault().wrapped_key().cloned()
 }
 
-/// Checks `password` against `wrapped` (`AppState::check_password`: PBKDF2 and the delay
-/// after a wrong password, no lock held).
+/// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
+/// turn, and a wrong password's delay, no lock held).
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,

@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use crate::model::fold;
 
-/// api-decisions §4: a group name is 1-100 characters after trimming.
+/// README, Groups: a group name is 1-100 characters after trimming.
 pub const NAME_MAX_CHARS: usize = 100;
 
-/// api-decisions §4: an icon is a short identifier, `[a-z0-9_-]{1,64}`.
+/// README, Groups: an icon is a short identifier, `[a-z0-9_-]{1,64}`.
 pub const ICON_MAX_CHARS: usize = 64;
 
 /// The deepest a group may sit: a top-level group is at depth 1. A tree deeper than this
@@ -77,7 +77,7 @@ pub struct GroupView {
     pub updated_at: String,
     /// Hosts directly in this group.
     pub host_count: u64,
-    /// Hosts in this group and every group below it (extension, api-decisions §4).
+    /// Hosts in this group and every group below it (extension, README, Groups).
     pub total_host_count: u64,
     pub children: Vec<GroupView>,
 }
@@ -86,7 +86,7 @@ impl GroupName {
     /// Trims `raw` and checks its length in characters (not bytes). The error is the rule.
     pub fn parse(raw: &str) -> Result<GroupName, &'static str> {
         let text = raw.trim();
-        // api-decisions §4: name 1-100 chars after trimming.
+        // README, Groups: name 1-100 chars after trimming.
         if text.is_empty() {
             return Err("must not be empty (after trimming spaces)");
         }
@@ -124,7 +124,7 @@ pub fn name_key(name: &str) -> String {
 /// Checks a color: `#RRGGBB` in hex digits of either case, or `""` for none. The error is
 /// the rule.
 pub fn parse_color(raw: &str) -> Result<String, &'static str> {
-    // api-decisions §4: color `#RRGGBB`; "" means no color.
+    // README, Groups: color `#RRGGBB`; "" means no color.
     let valid = raw.is_empty()
         || (raw.len() == 7
             && raw.starts_with('#')
@@ -137,7 +137,7 @@ pub fn parse_color(raw: &str) -> Result<String, &'static str> {
 
 /// Checks an icon name: `[a-z0-9_-]{1,64}`, or `""` for none. The error is the rule.
 pub fn parse_icon(raw: &str) -> Result<String, &'static str> {
-    // api-decisions §4: icon `[a-z0-9_-]{1,64}`; "" means no icon.
+    // README, Groups: icon `[a-z0-9_-]{1,64}`; "" means no icon.
     let valid = raw.len() <= ICON_MAX_CHARS
         && raw
             .bytes()

@@ -1,5 +1,5 @@
 //! Hosts as stored, as answered, as requested (create, partial update, list query), and the
-//! rules that turn a request body into a checked value (api-decisions §3).
+//! rules that turn a request body into a checked value (README, Hosts).
 //!
 //! Invariants: no I/O; no secret value ever lives here: the api layer takes `auth.password`
 //! out of the body into a `Secret` first and passes only what kind of value it was
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::model::interop;
 use crate::model::validate::{self, Invalid, MAX_NAME_CHARS};
 
-/// api-decisions §3: `per_page` defaults to 50 (spec Limits) and is clamped to 1000.
+/// README, Hosts: `per_page` defaults to 50 (spec Limits) and is clamped to 1000.
 pub const DEFAULT_PER_PAGE: u64 = 50;
 pub const MAX_PER_PAGE: u64 = 1000;
 
@@ -43,13 +43,13 @@ pub struct Host {
     pub created_at: String,
     pub updated_at: String,
     pub last_used_at: Option<String>,
-    /// Issue #11: the ProxyJump chain, hop ids in order.
+    /// The ProxyJump chain, hop ids in order.
     pub jump_host_ids: Vec<String>,
-    /// Issue #11: extra ssh_config directives, verbatim, in order.
+    /// Extra ssh_config directives, verbatim, in order.
     pub ssh_options: Vec<String>,
 }
 
-/// The Host object of the spec, as every endpoint answers it (api-decisions §3): every
+/// The Host object of the API, as every endpoint answers it (README, Hosts): every
 /// field present, `group_id` omitted when ungrouped, `last_used_at` null until first use.
 #[derive(Serialize)]
 pub struct HostView<'a> {
@@ -69,9 +69,9 @@ pub struct HostView<'a> {
     pub created_at: &'a str,
     pub updated_at: &'a str,
     pub last_used_at: Option<&'a str>,
-    /// Issue #11 (extension): always present, `[]` when none.
+    /// Extension: always present, `[]` when none.
     pub jump_host_ids: &'a [String],
-    /// Issue #11 (extension): always present, `[]` when none.
+    /// Extension: always present, `[]` when none.
     pub ssh_options: &'a [String],
 }
 
@@ -426,7 +426,7 @@ impl HostPatch {
 /// The auth a host ends up with, from the request's `auth` and the host's current auth
 /// (`None` on create).
 ///
-/// api-decisions §3: type `key` requires `key_id`. Decisions of this service: a non-empty
+/// README, Hosts: type `key` requires `key_id`. Decisions of this service: a non-empty
 /// `key_id` with another type, or a non-empty `password` with a type other than `password`,
 /// is refused rather than silently dropped; switching away from `password` drops the stored
 /// password, and switching away from `key` drops `key_id`; an update that leaves the type
@@ -484,7 +484,7 @@ pub fn name_key(name: &str) -> String {
 
 impl HostQuery {
     /// Checks the list parameters; `get` returns a query parameter's decoded value.
-    /// Errors name the parameter (api-decisions §3: non-numeric or < 1 page/per_page,
+    /// Errors name the parameter (README, Hosts: non-numeric or < 1 page/per_page,
     /// unknown sort/order, bad boolean are 400).
     pub fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<HostQuery, Invalid> {
         let group = get("group").map(|group| match group {

@@ -1,4 +1,4 @@
-//! The OpenSSH host extensions (issue #11): a host's ProxyJump chain (`jump_host_ids`) and
+//! The OpenSSH host extensions: a host's ProxyJump chain (`jump_host_ids`) and
 //! its verbatim extra directives (`ssh_options`), with their rules and the route a chain
 //! expands to.
 //!
@@ -11,17 +11,17 @@ use serde_json::Value;
 
 use crate::model::validate::Invalid;
 
-/// Issue #11 (this service's limit): at most 8 hops in one host's own chain.
+/// This service's limit: at most 8 hops in one host's own chain.
 pub const MAX_JUMP_HOPS: usize = 8;
 
-/// Issue #11 (this service's limit): a chain whose full route (each hop's own chain
+/// This service's limit: a chain whose full route (each hop's own chain
 /// included) would pass more than 32 hops is refused, so `proxy_jump` stays usable.
 pub const MAX_ROUTE_HOPS: usize = 32;
 
-/// Issue #11 (this service's limits): at most 100 extra directives per host.
+/// This service's limits: at most 100 extra directives per host.
 pub const MAX_SSH_OPTIONS: usize = 100;
 
-/// Issue #11 (this service's limits): each directive at most 1,024 characters.
+/// This service's limits: each directive at most 1,024 characters.
 pub const MAX_SSH_OPTION_CHARS: usize = 1024;
 
 /// Keywords that would change the structure of an exported config (a new block or a

@@ -12,15 +12,15 @@ use serde_json::Value;
 
 use crate::model::agent::{AgentPatch, AgentPolicy};
 
-/// api-decisions §5 (and §3 for names): a key name is 1-100 characters after trimming.
+/// README, Keys (and Hosts for names): a key name is 1-100 characters after trimming.
 pub const NAME_MAX_CHARS: usize = 100;
 
 /// A comment ends up on an `authorized_keys` line: one line, short enough to read.
 pub const COMMENT_MAX_CHARS: usize = 255;
 
-/// api-decisions §5: RSA sizes, the default first.
+/// README, Keys: RSA sizes, the default first.
 pub const RSA_BITS: [usize; 3] = [3072, 2048, 4096];
-/// api-decisions §5: ECDSA sizes (curves), the default first.
+/// README, Keys: ECDSA sizes (curves), the default first.
 pub const ECDSA_BITS: [usize; 3] = [256, 384, 521];
 
 /// One stored key row, without its sealed secrets.
@@ -116,7 +116,7 @@ impl Key {
 }
 
 impl KeyName {
-    /// api-decisions §5: `name` is required, a string of 1-100 characters once trimmed.
+    /// README, Keys: `name` is required, a string of 1-100 characters once trimmed.
     pub fn parse(value: Option<&Value>) -> Result<KeyName, Invalid> {
         let rule = || {
             format!(
@@ -152,7 +152,7 @@ impl KeyName {
 }
 
 impl KeySpec {
-    /// Reads `type` (`ed25519`, `ecdsa` or `rsa`) and `bits` (api-decisions §5: rsa 2048,
+    /// Reads `type` (`ed25519`, `ecdsa` or `rsa`) and `bits` (README, Keys: rsa 2048,
     /// 3072 default, 4096; ecdsa 256 default, 384, 521; ed25519 none). `bits: null` is the
     /// same as no `bits`.
     pub fn parse(key_type: &Value, bits: Option<&Value>) -> Result<KeySpec, Invalid> {

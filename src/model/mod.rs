@@ -9,6 +9,7 @@ pub mod group;
 pub mod host;
 pub mod interop;
 pub mod key;
+pub mod known_hosts;
 pub mod ssh_config;
 pub mod tree;
 pub mod unicode_tables;

@@ -17,6 +17,11 @@ pub const NAME_COMMENT: &str = "# host-manager name: ";
 /// `connect` answers to `~/.ssh/host-manager/<key_id>` (mode 0600).
 pub const IDENTITY_DIR: &str = "~/.ssh/host-manager/";
 
+/// Where the export points `UserKnownHostsFile` (README "Host keys (known_hosts)"): the
+/// desktop app writes `GET /api/export/known-hosts` there, so `ssh` trusts exactly the keys
+/// the service trusts. An import drops this very directive (the export wrote it).
+pub const KNOWN_HOSTS_FILE: &str = "~/.ssh/host-manager/known_hosts";
+
 /// The suffix of an exported public key file: with `?agent=true` the export points
 /// `IdentityFile` at `~/.ssh/host-manager/<key_id>.pub` (the desktop app writes the key's
 /// public half there) and `IdentityAgent` at the SSH agent, so `ssh` asks the agent for
@@ -233,7 +238,8 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
 pub fn render(hosts: &[ExportHost]) -> String {
     let mut out = String::from(
         "# Exported by host-manager. IdentityFile points where the desktop app writes the\n\
-         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600).\n",
+         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600), and\n\
+         # UserKnownHostsFile where it writes the known-hosts export.\n",
     );
     for host in hosts {
         out.push('\n');
@@ -257,6 +263,7 @@ pub fn render(hosts: &[ExportHost]) -> String {
             }
             (None, _) => {}
         }
+        out.push_str(&format!("    UserKnownHostsFile {KNOWN_HOSTS_FILE}\n"));
         if !host.proxy_jump.is_empty() {
             out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
         }
@@ -420,6 +427,7 @@ fn host_block(
                 }
             }
             "identityfile" => block.identity_files.push((value, directive.raw.clone())),
+            "userknownhostsfile" if directive.args == [KNOWN_HOSTS_FILE] => {}
             _ => block.options.push(directive.raw.clone()),
         }
     }
@@ -525,6 +533,18 @@ mod tests {
         assert_eq!(block.options, vec!["ServerAliveInterval 30"]);
         assert_eq!(block.identity_files[0].0, "~/.ssh/id_ed25519");
         assert_eq!(block.proxy_jump, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn the_exported_user_known_hosts_file_is_dropped_and_any_other_is_kept() {
+        let text = "Host a\n  UserKnownHostsFile ~/.ssh/host-manager/known_hosts\n\
+                    Host b\n  UserKnownHostsFile ~/.ssh/other_hosts\n";
+        let blocks = hosts(text);
+        assert_eq!(blocks[0].options, Vec::<String>::new());
+        assert_eq!(
+            blocks[1].options,
+            vec!["UserKnownHostsFile ~/.ssh/other_hosts"]
+        );
     }
 
     #[test]

@@ -9,17 +9,17 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-/// api-decisions §3 and the spec's Limits table: name and username 1-100 characters.
+/// README, Hosts and its limits: name and username 1-100 characters.
 pub const MAX_NAME_CHARS: usize = 100;
 pub const MAX_USERNAME_CHARS: usize = 100;
 /// RFC 1123 / RFC 1035: at most 253 characters (without the optional trailing dot) and
 /// labels of 1-63 characters.
 pub const MAX_HOSTNAME_CHARS: usize = 253;
 pub const MAX_LABEL_CHARS: usize = 63;
-/// api-decisions §3: each tag 1-64 characters, at most 64 tags.
+/// README, Hosts: each tag 1-64 characters, at most 64 tags.
 pub const MAX_TAG_CHARS: usize = 64;
 pub const MAX_TAGS: usize = 64;
-/// api-decisions §3: notes at most 10,000 characters.
+/// README, Hosts: notes at most 10,000 characters.
 pub const MAX_NOTES_CHARS: usize = 10_000;
 
 /// Characters a username may not hold (README, Hosts): OpenSSH's own refusals (ssh.c's
@@ -106,7 +106,7 @@ pub fn username_problem(text: &str) -> Option<&'static str> {
     None
 }
 
-/// api-decisions §3: port is a JSON integer 1-65535; strings ("22") and numbers written
+/// README, Hosts: port is a JSON integer 1-65535; strings ("22") and numbers written
 /// with a fraction or exponent (22.5, 22.0, 2.2e1) are refused.
 pub fn port(value: &Value) -> Result<u16, Invalid> {
     let rule = "must be a JSON integer from 1 to 65535";
@@ -120,7 +120,7 @@ pub fn port(value: &Value) -> Result<u16, Invalid> {
     }
 }
 
-/// api-decisions §3: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
+/// README, Hosts: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
 /// Returns the text unchanged (case kept).
 pub fn hostname(value: &Value) -> Result<String, Invalid> {
     let Value::String(text) = value else {
@@ -184,7 +184,7 @@ pub fn hostname_problem(text: &str) -> Option<&'static str> {
     None
 }
 
-/// api-decisions §3: `#RRGGBB` (hex digits in either case), or `""` for no colour.
+/// README, Hosts: `#RRGGBB` (hex digits in either case), or `""` for no colour.
 pub fn color(value: &Value) -> Result<String, Invalid> {
     let rule = "must be \"\" or a colour of the form #RRGGBB";
     let Value::String(text) = value else {
@@ -199,7 +199,7 @@ pub fn color(value: &Value) -> Result<String, Invalid> {
     Err(Invalid::new("color", rule))
 }
 
-/// api-decisions §3: an array of strings, each 1-64 characters after trimming; repeats
+/// README, Hosts: an array of strings, each 1-64 characters after trimming; repeats
 /// (after trimming, compared exactly) are dropped keeping the first; at most 64 distinct tags.
 pub fn tags(value: &Value) -> Result<Vec<String>, Invalid> {
     let Value::Array(items) = value else {
@@ -219,7 +219,7 @@ pub fn tags(value: &Value) -> Result<Vec<String>, Invalid> {
     Ok(tags)
 }
 
-/// api-decisions §3: free text of at most 10,000 characters, kept as given.
+/// README, Hosts: free text of at most 10,000 characters, kept as given.
 pub fn notes(value: &Value) -> Result<String, Invalid> {
     match value {
         Value::String(text) if text.chars().count() <= MAX_NOTES_CHARS => Ok(text.clone()),
@@ -230,7 +230,7 @@ pub fn notes(value: &Value) -> Result<String, Invalid> {
     }
 }
 
-/// api-decisions §3: `order` is a JSON integer that fits 64 bits (no fraction or exponent).
+/// README, Hosts: `order` is a JSON integer that fits 64 bits (no fraction or exponent).
 pub fn order(value: &Value) -> Result<i64, Invalid> {
     match value {
         Value::Number(number) => number.as_i64(),

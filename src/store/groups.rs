@@ -132,7 +132,7 @@ pub fn view(conn: &Connection, id: &str) -> Result<GroupView, StoreError> {
 
 /// One stored row. `GroupNotFound` when `id` is unknown.
 pub fn by_id(conn: &Connection, id: &str) -> Result<Group, StoreError> {
-    // api-decisions §7: an id that is not a UUID is simply not found, so no parse first.
+    // README, Common behaviour: an id that is not a UUID is simply not found, so no parse first.
     conn.prepare_cached(SELECT_GROUP_BY_ID)?
         .query_row(params![id], group_from_row)
         .optional()?
@@ -235,7 +235,7 @@ pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> 
     // name of one that moves along unchanged.
     taken.extend(child_keys.iter().cloned());
     for ((child, clashes), fold_key) in children.iter().zip(clashes).zip(child_keys) {
-        // api-decisions §4: a child whose name clashes at the destination gets " (2)", ...
+        // README, Groups: a child whose name clashes at the destination gets " (2)", ...
         let (name, name_key, fold_key) = if clashes {
             let renamed = free_name(&child.name, &taken);
             taken.insert(renamed.fold_key().to_owned());
@@ -252,7 +252,7 @@ pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> 
             params![child.id, destination, name, name_key, fold_key, now],
         )?;
     }
-    // api-decisions §4 and the spec: hosts move to the parent, or become ungrouped.
+    // README, Groups: hosts move to the parent, or become ungrouped.
     conn.execute(REPARENT_HOSTS, params![id, destination, now])?;
     Ok(())
 }
@@ -298,7 +298,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
 /// Whether `id` may move under `parent`: not under itself or a descendant, not too deep.
 fn check_placement(conn: &Connection, id: &str, parent: &str) -> Result<Placement, StoreError> {
     let (parent_depth, is_ancestor) = walk_ancestors(conn, parent, id)?;
-    // api-decisions §4: under itself or any descendant is refused.
+    // README, Groups: under itself or any descendant is refused.
     if is_ancestor {
         return Ok(Placement::UnderItself);
     }

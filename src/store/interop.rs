@@ -1,4 +1,4 @@
-//! The OpenSSH host extensions in SQL (issue #11): ProxyJump chains (`host_jumps`), kept
+//! The OpenSSH host extensions in SQL: ProxyJump chains (`host_jumps`), kept
 //! directives (`host_ssh_options`), and the whole-catalogue reads export and import need.
 //!
 //! Invariants: a chain is written only after the caller judged it (`model::interop`)

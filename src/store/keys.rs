@@ -21,7 +21,7 @@ use crate::store::StoreError;
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded \
      FROM keys WHERE id = ?1";
-// api-decisions §5 (decided here): keys are listed by name, case-insensitively, then id.
+// README, Keys (decided here): keys are listed by name, case-insensitively, then id.
 const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded \
      FROM keys ORDER BY name_key, id";
@@ -140,7 +140,7 @@ pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key
 }
 
 /// Deletes a key and its sealed secrets. Errors: `KeyNotFound`, `KeyInUse(n)` while `n`
-/// hosts reference it (api-decisions §5). Run it in one transaction: the count and the
+/// hosts reference it (README, Keys). Run it in one transaction: the count and the
 /// delete must see the same hosts.
 pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
     by_id(conn, id)?;

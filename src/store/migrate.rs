@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0001_init.sql"),
     include_str!("../../sql/0002_ssh_interop.sql"),
     include_str!("../../sql/0003_list_counts.sql"),
+    include_str!("../../sql/0004_known_hosts.sql"),
     include_str!("../../sql/0005_fold_keys.sql"),
     include_str!("../../sql/0009_agent.sql"),
 ];
@@ -88,7 +89,7 @@ mod tests {
         assert_eq!(tables, 0);
     }
 
-    /// Schema 3 (issue #9) counts the hosts and tags already stored when it is applied.
+    /// Schema 3 counts the hosts and tags already stored when it is applied.
     #[test]
     fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
         let mut conn = Connection::open_in_memory().unwrap();

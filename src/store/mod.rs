@@ -8,12 +8,14 @@
 //! (store::scrub).
 
 pub mod agent;
+pub mod audit;
 pub mod files;
 pub mod groups;
 pub mod hosts;
 pub mod integrity;
 pub mod interop;
 pub mod keys;
+pub mod known_hosts;
 pub mod list_index;
 pub mod migrate;
 pub mod scrub;
@@ -51,6 +53,7 @@ pub enum StoreError {
     HostNotFound,
     GroupNotFound,
     KeyNotFound,
+    KnownHostNotFound,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
     DuplicateKey,
@@ -72,6 +75,7 @@ impl fmt::Display for StoreError {
             StoreError::HostNotFound => write!(f, "host not found"),
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
+            StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
             StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),
@@ -278,12 +282,12 @@ pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
-/// `Z` (api-decisions §7).
+/// `Z` (README, Common behaviour).
 pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// A new resource id: UUID v4, lowercase, hyphenated (api-decisions §7). The random bytes
+/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour). The random bytes
 /// come from the OS through the `OsRng` the vault uses: uuid's own "v4" feature would pull a
 /// second version of getrandom into the tree.
 pub fn new_id() -> String {
@@ -302,11 +306,11 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // WAL: readers never block the writer, and a crash never corrupts the file.
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    // NORMAL (issue #8's level: a crash of the process never loses an acknowledged write):
+    // NORMAL (the README's Reliability level: a crash of the process never loses an acknowledged write):
     // each commit is in the WAL, in the OS's page cache, before the 201/200 leaves, and
     // scripts/fault kills the service mid-write to prove it. The WAL is fsynced at each
     // checkpoint, so a power loss can lose only the commits since the last one. FULL would
-    // fsync every commit: 0.27 ms of the 1.2 ms a create took (issue #9). Vault changes
+    // fsync every commit: 0.27 ms of the 1.2 ms a create took. Vault changes
     // checkpoint at once (api::vault), so they are on disk before their answer.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // Freed pages are zeroed, so deleted rows (even sealed secrets) do not linger.

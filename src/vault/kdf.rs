@@ -19,17 +19,19 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::vault::seal::{open_with, seal_with, DataKey};
+use crate::vault::secret::wipe_stack;
 
 /// Format version of the header; bump it when the layout or the algorithms change.
 pub const HEADER_VERSION: u8 = 1;
-/// api-decisions §2: 600,000 PBKDF2-HMAC-SHA256 rounds for new vaults (OWASP 2023).
+/// README "The vault's threat model": 600,000 PBKDF2-HMAC-SHA256 rounds for new vaults
+/// (OWASP 2023).
 pub const PBKDF2_ROUNDS_NEW: u32 = 600_000;
 /// Below this a stored header is refused: no build of ours ever wrote fewer.
 pub const PBKDF2_ROUNDS_MIN: u32 = 100_000;
 /// Above this a stored header is refused: about 1.1 s per derivation in a release build,
 /// room for the count to rise while a tampered header cannot stall a worker for minutes.
 pub const PBKDF2_ROUNDS_MAX: u32 = 10_000_000;
-/// api-decisions §2: a 16-byte random salt per password.
+/// README "The vault's threat model": a 16-byte random salt per password.
 pub const SALT_BYTES: usize = 16;
 /// Exact length of a stored header.
 pub const HEADER_BYTES: usize = 1 + 4 + SALT_BYTES;
@@ -52,8 +54,9 @@ pub enum HeaderError {
     Rounds(u32),
 }
 
-/// The key derived from a master password. Wiped on drop; never leaves this module.
-pub struct PasswordKey(Zeroizing<[u8; 32]>);
+/// The key derived from a master password. Wiped on drop; never leaves this module. On the
+/// heap for the same reason as `DataKey`: moves copy a pointer, not the key.
+pub struct PasswordKey(Box<Zeroizing<[u8; 32]>>);
 
 /// The wrapped data key did not open: wrong password, or tampered header or ciphertext.
 #[derive(Debug, PartialEq, Eq)]
@@ -79,7 +82,8 @@ impl Header {
             return Err(HeaderError::Version(bytes[0]));
         }
         let rounds = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
-        // style §3.5: a round count read from disk is bounded before it is used.
+        // A round count read from disk is bounded before it is used, so a tampered header
+        // cannot hang the service (README, "The vault's threat model").
         if !(PBKDF2_ROUNDS_MIN..=PBKDF2_ROUNDS_MAX).contains(&rounds) {
             return Err(HeaderError::Rounds(rounds));
         }
@@ -103,8 +107,11 @@ impl Header {
 
     /// Derives the key for `password` under this header. Slow on purpose: hold no lock.
     pub fn derive(&self, password: &[u8]) -> PasswordKey {
-        let mut key = Zeroizing::new([0u8; 32]);
-        pbkdf2_sha256(password, &self.salt, self.rounds, key.as_mut_slice());
+        let mut key = Box::new(Zeroizing::new([0u8; 32]));
+        pbkdf2_sha256(password, &self.salt, self.rounds, &mut key[..]);
+        // The HMAC states keyed with the password (with them, PBKDF2 needs no password)
+        // and the last blocks were built by value below this frame.
+        wipe_stack();
         PasswordKey(key)
     }
 
@@ -156,7 +163,9 @@ impl fmt::Display for HeaderError {
     }
 }
 
-/// PBKDF2-HMAC-SHA256 of `password` and `salt` into `out` (any length).
+/// PBKDF2-HMAC-SHA256 of `password` and `salt` into `out` (any length). In its own frame,
+/// so that `wipe_stack` reaches everything it left on the stack.
+#[inline(never)]
 fn pbkdf2_sha256(password: &[u8], salt: &[u8], rounds: u32, out: &mut [u8]) {
     pbkdf2::pbkdf2_hmac::<Sha256>(password, salt, rounds, out);
 }

@@ -5,11 +5,12 @@
 //! A fresh random 96-bit nonce per seal: with random nonces, one key stays safe for about
 //! 2^32 seals, far beyond a host catalogue's lifetime of edits.
 
+use aes_gcm::aead::rand_core::RngCore;
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use zeroize::Zeroizing;
 
-use crate::vault::secret::Secret;
+use crate::vault::secret::{wipe_stack, Secret};
 
 /// Format byte of a sealed value.
 pub const SEALED_VERSION: u8 = 1;
@@ -17,8 +18,10 @@ const NONCE_BYTES: usize = 12;
 /// Domain separation: no other use of the data key can produce this associated data.
 const AAD_PREFIX: &str = "host-manager/v1/secret";
 
-/// The 256-bit key that seals every secret. Wiped on drop; never logged.
-pub struct DataKey(Zeroizing<[u8; 32]>);
+/// The 256-bit key that seals every secret. Wiped on drop; never logged. Kept on the heap:
+/// moving a `DataKey` (out of a function, into a vault state) copies a pointer, never the
+/// key, so no stack frame is left holding a copy of it.
+pub struct DataKey(Box<Zeroizing<[u8; 32]>>);
 
 /// Where a sealed value lives. Binds the ciphertext to that place.
 #[derive(Clone, Copy, Debug)]
@@ -38,18 +41,21 @@ pub enum SealError {
 }
 
 impl DataKey {
-    /// A fresh key from the OS random source.
+    /// A fresh key from the OS random source, written straight into its heap buffer.
     pub fn generate() -> DataKey {
-        let key = Aes256Gcm::generate_key(&mut OsRng);
-        let mut bytes = Zeroizing::new([0u8; 32]);
-        bytes.copy_from_slice(&key);
-        DataKey(bytes)
+        let mut key = DataKey::zeroed();
+        OsRng.fill_bytes(&mut key.0[..]);
+        key
     }
 
     /// A key from its 32 stored bytes; `None` for any other length.
     pub fn from_bytes(bytes: &[u8]) -> Option<DataKey> {
-        let array: [u8; 32] = bytes.try_into().ok()?;
-        Some(DataKey(Zeroizing::new(array)))
+        if bytes.len() != 32 {
+            return None;
+        }
+        let mut key = DataKey::zeroed();
+        key.0.copy_from_slice(bytes);
+        Some(key)
     }
 
     /// The raw key bytes, for storing it (unwrapped only when no master password is set).
@@ -60,7 +66,9 @@ impl DataKey {
     /// A second copy, so a state change can move the key into the next state in one
     /// assignment; the copy this one came from is wiped when its state drops.
     pub fn duplicate(&self) -> DataKey {
-        DataKey(Zeroizing::new(*self.0))
+        let mut key = DataKey::zeroed();
+        key.0.copy_from_slice(&self.0[..]);
+        key
     }
 
     pub fn seal(&self, context: SealContext<'_>, plaintext: &[u8]) -> Vec<u8> {
@@ -72,14 +80,39 @@ impl DataKey {
     }
 }
 
+impl DataKey {
+    /// An all-zero key on the heap, to be written in place.
+    fn zeroed() -> DataKey {
+        DataKey(Box::new(Zeroizing::new([0u8; 32])))
+    }
+}
+
 impl std::fmt::Debug for DataKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("DataKey(<redacted>)")
     }
 }
 
-/// Seals `plaintext` under a raw 256-bit `key` with associated data `aad`.
+/// Seals `plaintext` under a raw 256-bit `key` with associated data `aad`. The stack the
+/// cipher used is wiped before this returns (see `wipe_stack`).
 pub fn seal_with(key: &[u8; 32], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
+    let sealed = seal_in_own_frame(key, aad, plaintext);
+    wipe_stack();
+    sealed
+}
+
+/// Opens what `seal_with` produced with the same key and associated data; the stack the
+/// cipher used is wiped before this returns.
+pub fn open_with(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Result<Secret, SealError> {
+    let opened = open_in_own_frame(key, aad, sealed);
+    wipe_stack();
+    opened
+}
+
+/// The cipher (its AES round keys begin with the key itself) lives in this frame and the
+/// ones it calls, all below the caller's, where `wipe_stack` reaches once it returned.
+#[inline(never)]
+fn seal_in_own_frame(key: &[u8; 32], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
     let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key));
     let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
     // Encryption with a valid key and nonce fails only for plaintexts over 64 GiB.
@@ -99,8 +132,9 @@ pub fn seal_with(key: &[u8; 32], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
     sealed
 }
 
-/// Opens what `seal_with` produced with the same key and associated data.
-pub fn open_with(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Result<Secret, SealError> {
+/// See `seal_in_own_frame`.
+#[inline(never)]
+fn open_in_own_frame(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Result<Secret, SealError> {
     if sealed.len() < 1 + NONCE_BYTES + 16 || sealed[0] != SEALED_VERSION {
         return Err(SealError::Malformed);
     }

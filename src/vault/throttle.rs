@@ -1,70 +1,73 @@
 //! Slows down master password guessing: a growing delay after each consecutive wrong
-//! password, and a cap on how many password checks run at once.
+//! password (README, "Vault").
 //!
-//! api-decisions §2: repeated wrong passwords are slowed down and never lock the user out
-//! for good. The delay after the n-th consecutive failure is `FIRST_DELAY * 2^(n-1)`,
-//! capped at `MAX_DELAY` (0.25 s, 0.5 s, 1 s, 2 s, then 4 s); one right password resets
-//! it. The delay is slept by the worker that made the wrong guess, holding no lock, so
-//! every other request is served meanwhile; at most `MAX_CONCURRENT_CHECKS` checks (each a
-//! PBKDF2 derivation, maybe followed by a delay) run at once, so guesses in parallel cannot
-//! take the workers away from other requests, and they gain an attacker at most that
-//! factor: about one guess per second once the delay has reached its cap.
+//! The delay after the n-th consecutive failure is `FIRST_DELAY * 2^(n-1)`, capped at
+//! `MAX_DELAY` (0.25 s, 0.5 s, 1 s, 2 s, then 4 s). The streak ends with a right password, or
+//! after `FORGET_AFTER` without a wrong one: a guesser that waits that long between guesses
+//! is slower than the capped delay already, and the user's next typo after an attack is
+//! back to the first delay. The streak is the whole service's: every client of a loopback
+//! port looks the same, so there is nobody else to count it for.
 //!
-//! Invariants: only counters (atomics), no lock; never sleeps itself (callers do).
+//! Invariants: never sleeps itself (the caller serves the delay, holding no lock and no
+//! place for a key derivation); the mutex is held only to read and write the streak.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Delay after the first wrong password in a row.
 pub const FIRST_DELAY: Duration = Duration::from_millis(250);
 /// The delay stops growing here: slow for a script, bearable for a user with a typo.
 pub const MAX_DELAY: Duration = Duration::from_secs(4);
-/// Password checks (unlock, password change, password removal) running at once. Beyond
-/// it the service answers 503 `BUSY` at once; 4 of the 16 workers at most are taken.
-pub const MAX_CONCURRENT_CHECKS: usize = 4;
+/// A streak of wrong passwords is forgotten after this long without another one.
+pub const FORGET_AFTER: Duration = Duration::from_secs(60);
 
 /// Shared by every request that checks a master password.
 #[derive(Debug, Default)]
 pub struct PasswordThrottle {
-    /// Consecutive wrong passwords since the last right one.
-    failures: AtomicU32,
-    /// Password checks in progress.
-    in_flight: AtomicUsize,
+    streak: Mutex<Streak>,
 }
 
-/// One running password check; frees its slot when dropped.
-#[derive(Debug)]
-pub struct CheckSlot<'a>(&'a AtomicUsize);
+#[derive(Debug, Default)]
+struct Streak {
+    /// Consecutive wrong passwords since the last right one.
+    failures: u32,
+    /// When the last of them was counted.
+    last: Option<Instant>,
+}
 
 impl PasswordThrottle {
-    /// A slot for one password check, or `None` when `MAX_CONCURRENT_CHECKS` are running.
-    pub fn begin(&self) -> Option<CheckSlot<'_>> {
-        self.in_flight
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |running| {
-                (running < MAX_CONCURRENT_CHECKS).then_some(running + 1)
-            })
-            .ok()
-            .map(|_| CheckSlot(&self.in_flight))
-    }
-
     /// Counts a wrong password and returns how long its answer must wait.
     pub fn failed(&self) -> Duration {
-        let failures = self
-            .failures
-            .fetch_add(1, Ordering::SeqCst)
-            .saturating_add(1);
-        delay_after(failures)
+        self.failed_at(Instant::now())
     }
 
     /// A right password: the next wrong one starts again at `FIRST_DELAY`.
     pub fn succeeded(&self) {
-        self.failures.store(0, Ordering::SeqCst);
+        *self.streak() = Streak::default();
     }
-}
 
-impl Drop for CheckSlot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+    /// `failed`, with the clock given (tests).
+    fn failed_at(&self, now: Instant) -> Duration {
+        let mut streak = self.streak();
+        let forgotten = streak
+            .last
+            .is_some_and(|last| now.saturating_duration_since(last) >= FORGET_AFTER);
+        let failures = match forgotten {
+            true => 1,
+            false => streak.failures.saturating_add(1),
+        };
+        *streak = Streak {
+            failures,
+            last: Some(now),
+        };
+        delay_after(failures)
+    }
+
+    /// The streak, recovering from a poisoned lock (it is written in one assignment).
+    fn streak(&self) -> MutexGuard<'_, Streak> {
+        self.streak
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -81,9 +84,9 @@ pub fn delay_after(failures: u32) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
-    use crate::vault::throttle::{delay_after, PasswordThrottle, MAX_CONCURRENT_CHECKS};
+    use crate::vault::throttle::{delay_after, PasswordThrottle, FORGET_AFTER};
 
     #[test]
     fn delay_doubles_from_a_quarter_second_and_stops_at_four_seconds() {
@@ -102,13 +105,29 @@ mod tests {
     }
 
     #[test]
-    fn checks_beyond_the_cap_are_refused_until_one_ends() {
+    fn wrong_password_just_under_a_minute_after_the_last_continues_the_streak() {
         let throttle = PasswordThrottle::default();
-        let slots: Vec<_> = (0..MAX_CONCURRENT_CHECKS)
-            .map(|_| throttle.begin().expect("below the cap"))
-            .collect();
-        assert!(throttle.begin().is_none());
-        drop(slots);
-        assert!(throttle.begin().is_some());
+        let start = Instant::now();
+        for _ in 0..5 {
+            throttle.failed_at(start);
+        }
+        let next = start + FORGET_AFTER - Duration::from_millis(1);
+        assert_eq!(throttle.failed_at(next), Duration::from_secs(4));
+    }
+
+    #[test]
+    fn wrong_password_a_minute_after_the_last_starts_a_new_streak() {
+        let throttle = PasswordThrottle::default();
+        let start = Instant::now();
+        for _ in 0..5 {
+            throttle.failed_at(start);
+        }
+        let next = start + FORGET_AFTER;
+        assert_eq!(throttle.failed_at(next), Duration::from_millis(250));
+        assert_eq!(
+            throttle.failed_at(next),
+            Duration::from_millis(500),
+            "and grows again from there"
+        );
     }
 }

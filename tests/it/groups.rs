@@ -1,4 +1,4 @@
-//! `/api/groups` black-box tests (api-decisions §4 and §7): every endpoint, every rule on
+//! `/api/groups` black-box tests (README, Groups and Common behaviour): every endpoint, every rule on
 //! both sides of its edge, the five-level tree and its counts, cycles, and deletes that lose
 //! nothing.
 

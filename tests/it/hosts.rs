@@ -1,5 +1,5 @@
 //! `/api/hosts`: shapes, validation edges, filters, sorts, paging, favorite, move, connect
-//! and secrets at rest (spec: Host; api-decisions §3), all over HTTP against the binary.
+//! and secrets at rest (spec: Host; README, Hosts), all over HTTP against the binary.
 
 use std::collections::HashSet;
 use std::fs;
@@ -150,7 +150,7 @@ fn create_answers_201_with_every_field_and_the_defaults() {
         "created_at",
         "updated_at",
         "last_used_at",
-        // Issue #11 extensions, always present.
+        // Extensions, always present.
         "jump_host_ids",
         "ssh_options",
     ]
@@ -1609,7 +1609,7 @@ fn bad_list_parameters_are_400() {
     }
 }
 
-/// Issue #9: the service keeps recent list pages, search sets and the group tree in memory;
+/// The service keeps recent list pages, search sets and the group tree in memory;
 /// every kind of change shows in the very next identical request (nothing stale is answered).
 #[test]
 fn repeated_list_queries_see_every_change_at_once() {

@@ -1,4 +1,4 @@
-//! OpenSSH interop (issue #11): ProxyJump chains and kept directives on hosts, import of
+//! OpenSSH interop: ProxyJump chains and kept directives on hosts, import of
 //! an `~/.ssh/config`, export judged by OpenSSH's own `ssh -G`, and a real login to a
 //! throwaway `sshd` with a key the service generated.
 
@@ -678,16 +678,18 @@ fn realistic_config_reports_each_blocks_outcome() {
 }
 
 /// A throwaway OpenSSH server on a loopback port with its own host key and config, killed
-/// on drop. Fails the test (never skips it) when sshd cannot be started. Shared with
-/// tests/it/agent.rs.
-pub struct Sshd {
+/// on drop. Fails the test (never skips it) when sshd cannot be started. Its config also
+/// names `host_key_ecdsa`, missing at start: sshd loads host keys again for each
+/// connection, so a test that creates that file (or rewrites `host_key`) changes what the
+/// server presents from the next connection on (tests/it/known_hosts.rs).
+pub(crate) struct Sshd {
     child: std::process::Child,
-    pub port: u16,
-    pub dir: std::path::PathBuf,
+    pub(crate) port: u16,
+    pub(crate) dir: std::path::PathBuf,
 }
 
 impl Sshd {
-    pub fn start(name: &str) -> Sshd {
+    pub(crate) fn start(name: &str) -> Sshd {
         let sshd = std::path::Path::new("/usr/sbin/sshd");
         assert!(
             sshd.exists(),
@@ -714,10 +716,11 @@ impl Sshd {
         std::fs::write(
             &config,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nAuthorizedKeysFile {}\n\
+                "Port {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nHostKey {}\nAuthorizedKeysFile {}\n\
                  StrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
                 host_key.display(),
+                dir.join("host_key_ecdsa").display(),
                 dir.join("authorized_keys").display()
             ),
         )
@@ -745,11 +748,11 @@ impl Sshd {
         server
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
     }
 
-    pub fn authorize(&self, public_key: &str) {
+    pub(crate) fn authorize(&self, public_key: &str) {
         std::fs::write(self.dir.join("authorized_keys"), format!("{public_key}\n"))
             .expect("write authorized_keys");
     }
@@ -766,7 +769,7 @@ fn is_root() -> bool {
     current_user() == "root"
 }
 
-pub fn current_user() -> String {
+pub(crate) fn current_user() -> String {
     let output = std::process::Command::new("id")
         .arg("-un")
         .output()
@@ -776,7 +779,7 @@ pub fn current_user() -> String {
 
 /// Generates a key in the service (with `passphrase` when given), authorizes it on
 /// `sshd`, stores a host for it and answers `connect`'s reply.
-fn host_for_login(service: &Service, sshd: &Sshd, passphrase: Option<&str>) -> Value {
+pub(crate) fn host_for_login(service: &Service, sshd: &Sshd, passphrase: Option<&str>) -> Value {
     let mut body = json!({"name": "login", "type": "ed25519"});
     if let Some(passphrase) = passphrase {
         body["passphrase"] = json!(passphrase);
@@ -795,7 +798,7 @@ fn host_for_login(service: &Service, sshd: &Sshd, passphrase: Option<&str>) -> V
 }
 
 /// Writes the private key from `connect` as a 0600 file, as the desktop app does.
-fn write_identity(sshd: &Sshd, credentials: &Value) -> std::path::PathBuf {
+pub(crate) fn write_identity(sshd: &Sshd, credentials: &Value) -> std::path::PathBuf {
     use std::os::unix::fs::OpenOptionsExt;
     let path = sshd.dir.join("identity");
     let mut file = std::fs::OpenOptions::new()
@@ -1099,7 +1102,7 @@ fn ssh_reaches_a_host_through_the_proxy_jump_route_connect_answers() {
 
 /// The login ran the remote command: ssh exited 0 and printed what `echo hello` prints.
 #[track_caller]
-pub fn assert_logged_in(output: &std::process::Output, sshd: &Sshd) {
+pub(crate) fn assert_logged_in(output: &std::process::Output, sshd: &Sshd) {
     assert!(
         output.status.success(),
         "ssh failed: {}\nsshd log:\n{}",

@@ -1,10 +1,10 @@
-//! Keys (api-decisions §5): import and generation checked against the real `ssh-keygen`,
+//! Keys (README, "Keys"): import and generation checked against the real `ssh-keygen`,
 //! passphrases, refused formats, duplicates, rename, delete while in use, a 4096-bit
 //! generation that does not hold up other requests, and no private key or passphrase in
 //! any response, log line or file.
 
 use std::fs::{self, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use ssh_key::private::{KeypairData, RsaKeypair};
+use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
 use crate::support::{
     contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
@@ -528,7 +530,7 @@ fn generated_private_keys_taken_from_connect_are_read_by_ssh_keygen() {
     }
 }
 
-/// api-decisions §5 / issue #7: RSA-4096 takes seconds with ssh-key 0.6; while it runs,
+/// README "Keys": RSA-4096 takes seconds with ssh-key 0.6; while it runs,
 /// health and a db-backed list still answer at once (no lock is held during generation).
 #[test]
 fn health_and_key_list_answer_while_a_4096_bit_key_is_generated() {
@@ -581,10 +583,43 @@ fn health_and_key_list_answer_while_a_4096_bit_key_is_generated() {
 /// gives up after 20 s; RSA-4096 in a debug build on a busy machine can take longer), and
 /// returns the status and JSON body.
 fn post_without_timeout(addr: &str, path: &str, body: &Value) -> (u16, Value) {
-    let mut stream = TcpStream::connect(addr).unwrap();
+    post_closing(patient_stream(addr), path, body)
+}
+
+/// `post_without_timeout` on a connection that has already served a health request, so
+/// that several of them start at once.
+fn post_warm_without_timeout(addr: &str, path: &str, body: &Value) -> (u16, Value) {
+    let mut stream = patient_stream(addr);
+    stream
+        .write_all(b"GET /api/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut reader = BufReader::new(&mut stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    reader.read_exact(&mut vec![0; length]).unwrap();
+    post_closing(stream, path, body)
+}
+
+/// A connection whose reads wait up to 5 minutes.
+fn patient_stream(addr: &str) -> TcpStream {
+    let stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(300)))
         .unwrap();
+    stream
+}
+
+/// POSTs `body` asking for the connection to be closed, and reads the whole answer.
+fn post_closing(mut stream: TcpStream, path: &str, body: &Value) -> (u16, Value) {
     let body = body.to_string();
     write!(
         stream,
@@ -899,4 +934,192 @@ fn key_count(service: &Service) -> usize {
         .as_array()
         .unwrap()
         .len()
+}
+
+/// An ed25519 key encrypted with `passphrase` (aes256-ctr, bcrypt-pbkdf) whose key file asks
+/// for `rounds` bcrypt rounds. It is encrypted at 1 round, then the count is rewritten: the
+/// KDF options are not authenticated, so the file reads as the key's author could write it
+/// and costs nothing to make. Only a wrong passphrase, or none, makes sense with it.
+fn key_asking_for_rounds(rounds: u32) -> String {
+    let key =
+        PrivateKey::random(&mut ssh_key::rand_core::OsRng, ssh_key::Algorithm::Ed25519).unwrap();
+    let salt = [7u8; 16];
+    let encrypted = key
+        .encrypt_with(
+            Cipher::Aes256Ctr,
+            Kdf::Bcrypt {
+                salt: salt.to_vec(),
+                rounds: 1,
+            },
+            42,
+            "secret",
+        )
+        .unwrap();
+    let mut bytes = encrypted.to_bytes().unwrap().to_vec();
+    let at = find(&bytes, &salt) + salt.len();
+    bytes[at..at + 4].copy_from_slice(&rounds.to_be_bytes());
+    PrivateKey::from_bytes(&bytes)
+        .unwrap()
+        .to_openssh(LineEnding::LF)
+        .unwrap()
+        .to_string()
+}
+
+/// README "Keys": bcrypt-pbkdf checks of a passphrase (up to 1,024 rounds, ~8 s of CPU)
+/// run at most two at once; a third is 503 `BUSY`, and the rest of the service answers.
+#[test]
+fn passphrase_checks_beyond_two_at_once_are_busy_and_health_still_answers() {
+    let service = Service::start("keys-bcrypt-cap");
+    // 256 rounds: about 2 s of CPU each, more on a busy machine; three sent at once overlap.
+    let slow = key_asking_for_rounds(256);
+    let checks: Vec<_> = (0..3)
+        .map(|n| {
+            let addr = service.addr();
+            let body =
+                json!({"name": format!("slow-{n}"), "private_key": slow, "passphrase": "wrong"});
+            thread::spawn(move || post_warm_without_timeout(&addr, "/api/keys", &body))
+        })
+        .collect();
+    while checks.iter().any(|check| !check.is_finished()) {
+        assert_eq!(service.get("/api/health").status, 200);
+    }
+    let mut answers: Vec<(u16, Value)> = checks
+        .into_iter()
+        .map(|check| check.join().unwrap())
+        .collect();
+    answers.sort_by_key(|(status, _)| *status);
+    let codes: Vec<(u16, &Value)> = answers
+        .iter()
+        .map(|(status, body)| (*status, &body["code"]))
+        .collect();
+    let (invalid, busy) = (json!("INVALID_PASSPHRASE"), json!("BUSY"));
+    assert_eq!(codes, [(400, &invalid), (400, &invalid), (503, &busy)]);
+    // Both places are given back: the next check runs.
+    let cheap = key_asking_for_rounds(1);
+    import(&service, "cheap", &cheap, Some("wrong")).assert_error(400, "INVALID_PASSPHRASE");
+    assert_eq!(key_count(&service), 0);
+}
+
+/// README "Keys": a key file asking for more than 1,024 bcrypt rounds is refused whether or
+/// not a passphrase comes with it (OpenSSH would spend that work on every use of the key).
+#[test]
+fn key_asking_for_over_1024_bcrypt_rounds_is_invalid_key_even_without_a_passphrase() {
+    let service = Service::start("keys-rounds-over");
+    for rounds in [1025, u32::MAX] {
+        let text = key_asking_for_rounds(rounds);
+        for passphrase in [None, Some("secret")] {
+            let body =
+                import(&service, "absurd", &text, passphrase).assert_error(400, "INVALID_KEY");
+            assert!(
+                details(&body).contains(&format!("asks for {rounds} bcrypt rounds"))
+                    && details(&body).contains("at most 1024"),
+                "{body}"
+            );
+        }
+    }
+    assert_eq!(key_count(&service), 0);
+}
+
+#[test]
+fn key_asking_for_exactly_1024_bcrypt_rounds_is_stored_without_a_passphrase() {
+    let service = Service::start("keys-rounds-cap");
+    let key = import(&service, "slow", &key_asking_for_rounds(1024), None).expect(201);
+    assert_eq!(key["has_passphrase"], true);
+    assert_eq!(key_count(&service), 1);
+}
+
+/// README "Keys": RSA keys under 2,048 bits are refused, as generation refuses them, also
+/// when encrypted and sent without their passphrase (the size is public).
+#[test]
+fn rsa_key_of_2047_bits_is_refused_naming_private_key_and_2048_bits_is_stored() {
+    let service = Service::start("keys-rsa-size");
+    for (bits, passphrase) in [("1024", ""), ("2047", ""), ("2047", "secret")] {
+        let dir = fresh_dir("keys-rsa-size");
+        let (_, text) = keygen(&dir, &["-t", "rsa", "-b", bits, "-N", passphrase]);
+        let body = import(&service, "small", &text, None).assert_error(400, "VALIDATION_ERROR");
+        assert_eq!(
+            details(&body),
+            format!("private_key: an RSA key must have at least 2048 bits; this one has {bits}"),
+            "{body}"
+        );
+    }
+    let dir = fresh_dir("keys-rsa-size");
+    let (path, text) = keygen(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let key = import(&service, "edge", &text, None).expect(201);
+    assert_eq!(key["fingerprint"], keygen_fingerprint(&path));
+    assert_eq!(key_count(&service), 1);
+}
+
+/// `text` (an unencrypted OpenSSH RSA key) with its private numbers changed by `change`.
+fn rsa_with(text: &str, change: impl FnOnce(&mut RsaKeypair)) -> String {
+    let key = PrivateKey::from_openssh(text).unwrap();
+    let mut keypair = key.key_data().rsa().unwrap().clone();
+    change(&mut keypair);
+    PrivateKey::new(KeypairData::from(keypair), KEYGEN_COMMENT)
+        .unwrap()
+        .to_openssh(LineEnding::LF)
+        .unwrap()
+        .to_string()
+}
+
+/// A change to an RSA key's private numbers.
+type Change = Box<dyn Fn(&mut RsaKeypair)>;
+
+/// Random bytes of `len` with the top bit set, as a positive multi-precision integer.
+fn random_mpint(len: usize) -> Mpint {
+    let mut bytes = vec![0u8; len];
+    ssh_key::rand_core::RngCore::fill_bytes(&mut ssh_key::rand_core::OsRng, &mut bytes);
+    bytes[0] |= 0x80;
+    Mpint::from_positive_bytes(&bytes).unwrap()
+}
+
+/// README "Keys": an RSA key whose private numbers do not belong to its public key (its
+/// signatures would never verify) is refused, with or without a passphrase to decrypt it.
+#[test]
+fn rsa_key_whose_private_numbers_do_not_fit_its_public_key_is_invalid_key() {
+    let service = Service::start("keys-rsa-consistency");
+    let dir = fresh_dir("keys-rsa-consistency");
+    let (_, text) = keygen(&dir, &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let length = |mpint: &Mpint| mpint.as_positive_bytes().unwrap().len();
+    let changes: [(&str, Change); 4] = [
+        (
+            "d",
+            Box::new(move |key| key.private.d = random_mpint(length(&key.private.d))),
+        ),
+        (
+            "p and q",
+            Box::new(move |key| {
+                key.private.p = random_mpint(length(&key.private.p));
+                key.private.q = random_mpint(length(&key.private.q));
+            }),
+        ),
+        (
+            "p and q swapped, so iqmp no longer fits",
+            Box::new(|key| {
+                std::mem::swap(&mut key.private.p, &mut key.private.q);
+            }),
+        ),
+        (
+            "iqmp",
+            Box::new(move |key| key.private.iqmp = random_mpint(length(&key.private.iqmp))),
+        ),
+    ];
+    for (what, change) in changes {
+        let broken = rsa_with(&text, change);
+        let body = import(&service, "broken", &broken, None).assert_error(400, "INVALID_KEY");
+        assert!(
+            details(&body).contains("private numbers do not belong to its public key"),
+            "{what}: {body}"
+        );
+        let encrypted = PrivateKey::from_openssh(&broken)
+            .unwrap()
+            .encrypt(&mut ssh_key::rand_core::OsRng, "secret")
+            .unwrap()
+            .to_openssh(LineEnding::LF)
+            .unwrap()
+            .to_string();
+        import(&service, "broken", &encrypted, Some("secret")).assert_error(400, "INVALID_KEY");
+    }
+    assert_eq!(key_count(&service), 0);
+    import(&service, "intact", &rsa_with(&text, |_| {}), None).expect(201);
 }

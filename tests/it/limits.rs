@@ -285,7 +285,7 @@ fn head_request_gets_headers_without_a_body() {
     );
 }
 
-/// The one timing assert issue #5 asks for. A page of 50 hosts is far over 1 KB, so if
+/// The one timing assert kept on purpose. A page of 50 hosts is far over 1 KB, so if
 /// headers and body went out in two writes, Nagle plus the client's delayed ACK would add
 /// about 40 ms to every keep-alive request (baselines.md §2): 20 requests >= 800 ms.
 #[test]

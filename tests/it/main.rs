@@ -1,4 +1,4 @@
-//! The one integration-test crate (style §3.4): every test starts the real binary and
+//! The one integration-test crate: every test starts the real binary and
 //! talks HTTP to it. One module per area.
 
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,9 @@ mod hosts;
 mod http;
 mod interop;
 mod keys;
+mod known_hosts;
 mod limits;
+mod memory;
 mod process;
 mod readme;
 mod secrets;

@@ -1,4 +1,4 @@
-//! Process contract (api-decisions §1): the SERVICE_PORT line, health, the data dir and its
+//! Process contract (README, Command line): the SERVICE_PORT line, health, the data dir and its
 //! modes, single ownership, signals, --exit-with-parent, --help/--version, schema refusal,
 //! and the refusals of a data dir or database that is not safe to use (README, Command line
 //! and Reliability).
@@ -94,7 +94,7 @@ fn health_reports_ok_the_crate_version_and_an_open_vault() {
     assert_eq!(
         body.as_object().unwrap().len(),
         3,
-        "exactly the spec's fields: {body}"
+        "exactly the API's fields: {body}"
     );
 }
 

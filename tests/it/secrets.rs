@@ -1,4 +1,4 @@
-//! Secrets at rest (api-decisions §2): host passwords, private keys and passphrases never
+//! Secrets at rest (README, Vault): host passwords, private keys and passphrases never
 //! rest in plaintext. Distinctive secrets are stored, some are deleted, and the raw bytes of
 //! every file in the data dir (db, wal, shm) and the log are scanned for each secret in raw,
 //! hex and base64 forms: before and after the delete, with and without a master password.

@@ -1,4 +1,4 @@
-//! Who may talk to the service (api-decisions §6), over raw sockets: each test names the
+//! Who may talk to the service (README, Who may talk to the service), over raw sockets: each test names the
 //! attack it stops.
 
 use std::fs;

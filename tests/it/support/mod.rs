@@ -329,7 +329,7 @@ impl Response {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
-    /// Asserts the status and the spec's error shape with this `code`.
+    /// Asserts the status and the API's error shape with this `code`.
     #[track_caller]
     pub fn assert_error(&self, status: u16, code: &str) -> Value {
         assert_eq!(self.status, status, "status; body: {}", self.text());

@@ -1,0 +1,147 @@
+//! The audit log: security-relevant events in the order they happened (README: "Audit
+//! log"), appended inside the transaction of the change they record.
+//!
+//! Invariants: an entry is written only through `append`, by the caller's transaction, so
+//! a change and its entry commit or roll back together; the log never holds more than
+//! `AUDIT_MAX_ENTRIES` entries (the oldest go first, in the same transaction); a subject or
+//! detail names ids, host names, key types and fingerprints, never a secret.
+
+use rusqlite::{params, Connection};
+
+use crate::store::{now_timestamp, StoreError};
+
+/// README "Audit log": the newest 10,000 entries are kept. At about 300 bytes an entry that
+/// is 3 MB, while a year of accepting a few host keys a day stays far below it.
+pub const AUDIT_MAX_ENTRIES: i64 = 10_000;
+
+/// A host key was trusted for the first time for its name (or a new algorithm of it).
+pub const HOST_KEY_ACCEPTED: &str = "host_key.accepted";
+/// A changed host key replaced the stored ones of its type.
+pub const HOST_KEY_REPLACED: &str = "host_key.replaced";
+/// A known-hosts entry was deleted through the API.
+pub const HOST_KEY_DELETED: &str = "host_key.deleted";
+/// A known_hosts text was imported (not for a dry run).
+pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
+
+const INSERT_ENTRY: &str =
+    "INSERT INTO audit_log (at, event, subject, detail) VALUES (?1, ?2, ?3, ?4)";
+/// Sequence numbers are dense (AUTOINCREMENT, rolled-back inserts leave no gap because the
+/// counter update rolls back too), so everything at or below `max - limit` is the overflow.
+const TRIM: &str = "DELETE FROM audit_log WHERE seq <= (SELECT max(seq) FROM audit_log) - ?1";
+const SELECT_PAGE: &str = "SELECT seq, at, event, subject, detail FROM audit_log \
+     WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2";
+
+/// One stored entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub seq: i64,
+    pub at: String,
+    pub event: String,
+    pub subject: String,
+    /// A JSON object, as text.
+    pub detail: String,
+}
+
+/// Appends an entry and trims the log to `AUDIT_MAX_ENTRIES`. Caller holds the write
+/// transaction of the change the entry records.
+pub fn append(
+    conn: &Connection,
+    event: &str,
+    subject: &str,
+    detail: &serde_json::Value,
+) -> Result<(), StoreError> {
+    append_bounded(conn, event, subject, detail, AUDIT_MAX_ENTRIES)
+}
+
+/// Entries with `seq` below `before` (all when `None`), newest first, at most `limit`.
+pub fn page(
+    conn: &Connection,
+    before: Option<i64>,
+    limit: u32,
+) -> Result<Vec<AuditEntry>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_PAGE)?;
+    let rows = statement.query_map(params![before.unwrap_or(i64::MAX), limit], |row| {
+        Ok(AuditEntry {
+            seq: row.get(0)?,
+            at: row.get(1)?,
+            event: row.get(2)?,
+            subject: row.get(3)?,
+            detail: row.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn append_bounded(
+    conn: &Connection,
+    event: &str,
+    subject: &str,
+    detail: &serde_json::Value,
+    max_entries: i64,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(INSERT_ENTRY)?.execute(params![
+        now_timestamp(),
+        event,
+        subject,
+        detail.to_string()
+    ])?;
+    conn.prepare_cached(TRIM)?.execute([max_entries])?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use crate::store::audit::{append, append_bounded, page, HOST_KEY_ACCEPTED};
+    use crate::store::{open_in_memory, StoreError};
+
+    #[test]
+    fn entries_page_newest_first_below_before() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            for n in 0..5 {
+                append(tx, HOST_KEY_ACCEPTED, &format!("h{n}"), &json!({"n": n}))?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let first = db.read(|conn| page(conn, None, 2)).unwrap();
+        let subjects: Vec<&str> = first.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, ["h4", "h3"]);
+        assert_eq!(first[0].detail, r#"{"n":4}"#);
+        let next = db.read(|conn| page(conn, Some(first[1].seq), 10)).unwrap();
+        let subjects: Vec<&str> = next.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, ["h2", "h1", "h0"]);
+    }
+
+    #[test]
+    fn log_at_its_bound_keeps_every_entry_and_one_more_drops_the_oldest() {
+        let db = open_in_memory().unwrap();
+        let add = |n: i64| {
+            db.write(|tx| append_bounded(tx, HOST_KEY_ACCEPTED, &format!("h{n}"), &json!({}), 3))
+                .unwrap()
+        };
+        for n in 0..3 {
+            add(n);
+        }
+        let kept = db.read(|conn| page(conn, None, 10)).unwrap();
+        assert_eq!(kept.len(), 3);
+        add(3);
+        let kept = db.read(|conn| page(conn, None, 10)).unwrap();
+        let subjects: Vec<&str> = kept.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, ["h3", "h2", "h1"]);
+    }
+
+    #[test]
+    fn an_entry_rolled_back_with_its_change_leaves_nothing() {
+        let db = open_in_memory().unwrap();
+        let failed: Result<(), StoreError> = db.write(|tx| {
+            append(tx, HOST_KEY_ACCEPTED, "h", &json!({}))?;
+            Err(StoreError::KnownHostNotFound)
+        });
+        assert!(matches!(failed, Err(StoreError::KnownHostNotFound)));
+        assert_eq!(db.read(|conn| page(conn, None, 10)).unwrap(), vec![]);
+    }
+}

@@ -1,0 +1,299 @@
+//! The host-key trust store in SQL (README: "Host keys (known_hosts)"): entries of
+//! `known_hosts`, and the `changed`/`revoked` verdicts (`host_key_alerts`) that block
+//! `connect`.
+//!
+//! Invariants: an entry is one host token and one key; the same token, key and marker are
+//! never stored twice (a unique index; `insert` reports the existing entry instead); this
+//! module never decides trust: which entries match a host (HMAC, globs) and what they mean
+//! is decided above it.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::model::known_hosts::{Marker, Status};
+use crate::store::StoreError;
+
+const SELECT_ALL: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
+     fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts ORDER BY seq";
+const SELECT_BY_ID: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
+     fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts WHERE id = ?1";
+/// Every entry that may match `?1`: its exact name, and every hashed or wildcard entry
+/// (the caller tests those).
+const SELECT_CANDIDATES: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
+     fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts \
+     WHERE host = ?1 OR hashed = 1 OR wildcard = 1 ORDER BY seq";
+const SELECT_SAME: &str =
+    "SELECT id FROM known_hosts WHERE host = ?1 AND public_key = ?2 AND marker = ?3";
+const INSERT_ENTRY: &str = "INSERT INTO known_hosts (id, host, hashed, wildcard, key_type, \
+     public_key, fingerprint, marker, comment, source, first_seen, last_seen) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
+const DELETE_ENTRY: &str = "DELETE FROM known_hosts WHERE id = ?1";
+const TOUCH_ENTRY: &str = "UPDATE known_hosts SET last_seen = ?2 WHERE id = ?1";
+const UPSERT_ALERT: &str = "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at) \
+     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (host) DO UPDATE SET status = excluded.status, \
+     key_type = excluded.key_type, fingerprint = excluded.fingerprint, at = excluded.at";
+const DELETE_ALERT: &str = "DELETE FROM host_key_alerts WHERE host = ?1";
+const SELECT_ALERT: &str =
+    "SELECT status, key_type, fingerprint, at FROM host_key_alerts WHERE host = ?1";
+const SELECT_CATALOGUE_NAMES: &str = "SELECT id, hostname, port FROM hosts ORDER BY seq";
+
+/// One stored entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownHost {
+    pub id: String,
+    /// The known_hosts token (`example.com`, `[h]:2222`, `*.corp`, `|1|salt|hash`).
+    pub host: String,
+    pub hashed: bool,
+    pub wildcard: bool,
+    pub key_type: String,
+    /// `<type> <base64>`.
+    pub public_key: String,
+    pub fingerprint: String,
+    pub marker: Marker,
+    pub comment: String,
+    /// `accept`, `replace` or `import`.
+    pub source: String,
+    pub first_seen: String,
+    pub last_seen: String,
+}
+
+/// An entry to store.
+pub struct NewKnownHost<'a> {
+    pub host: &'a str,
+    pub hashed: bool,
+    pub wildcard: bool,
+    pub key_type: &'a str,
+    pub public_key: &'a str,
+    pub fingerprint: &'a str,
+    pub marker: Marker,
+    pub comment: &'a str,
+    pub source: &'a str,
+}
+
+/// A `changed` or `revoked` verdict recorded for a lookup name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alert {
+    pub status: Status,
+    pub key_type: String,
+    pub fingerprint: String,
+    pub at: String,
+}
+
+/// Every entry, in the order they were added.
+pub fn all(conn: &Connection) -> Result<Vec<KnownHost>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_ALL)?;
+    let rows = statement.query_map([], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn by_id(conn: &Connection, id: &str) -> Result<KnownHost, StoreError> {
+    conn.prepare_cached(SELECT_BY_ID)?
+        .query_row([id], from_row)
+        .optional()?
+        .ok_or(StoreError::KnownHostNotFound)
+}
+
+/// Entries that may match lookup name `name` (exact ones, and every hashed or wildcard one).
+pub fn candidates(conn: &Connection, name: &str) -> Result<Vec<KnownHost>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_CANDIDATES)?;
+    let rows = statement.query_map([name], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Stores `entry` unless the same token, key and marker are stored: `(id, true)` for a new
+/// entry, `(existing id, false)` otherwise. Caller holds the write transaction.
+pub fn insert(
+    conn: &Connection,
+    id: &str,
+    entry: &NewKnownHost<'_>,
+    now: &str,
+) -> Result<(String, bool), StoreError> {
+    let existing: Option<String> = conn
+        .prepare_cached(SELECT_SAME)?
+        .query_row(
+            params![entry.host, entry.public_key, entry.marker.as_str()],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if let Some(existing) = existing {
+        return Ok((existing, false));
+    }
+    conn.prepare_cached(INSERT_ENTRY)?.execute(params![
+        id,
+        entry.host,
+        entry.hashed,
+        entry.wildcard,
+        entry.key_type,
+        entry.public_key,
+        entry.fingerprint,
+        entry.marker.as_str(),
+        entry.comment,
+        entry.source,
+        now,
+    ])?;
+    Ok((id.to_owned(), true))
+}
+
+/// Deletes entry `id`; `KnownHostNotFound` when there is none.
+pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    match conn.prepare_cached(DELETE_ENTRY)?.execute([id])? {
+        0 => Err(StoreError::KnownHostNotFound),
+        _ => Ok(()),
+    }
+}
+
+/// Sets `last_seen` of entry `id`.
+pub fn touch(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(TOUCH_ENTRY)?.execute([id, now])?;
+    Ok(())
+}
+
+/// Records (or refreshes) a blocking verdict for lookup name `name`.
+pub fn record_alert(conn: &Connection, name: &str, alert: &Alert) -> Result<(), StoreError> {
+    conn.prepare_cached(UPSERT_ALERT)?.execute(params![
+        name,
+        alert.status.as_str(),
+        alert.key_type,
+        alert.fingerprint,
+        alert.at
+    ])?;
+    Ok(())
+}
+
+/// Clears the verdict of lookup name `name`; true when there was one.
+pub fn clear_alert(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    Ok(conn.prepare_cached(DELETE_ALERT)?.execute([name])? > 0)
+}
+
+/// The blocking verdict recorded for lookup name `name`, if any.
+pub fn alert(conn: &Connection, name: &str) -> Result<Option<Alert>, StoreError> {
+    let found = conn
+        .prepare_cached(SELECT_ALERT)?
+        .query_row([name], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+            ))
+        })
+        .optional()?;
+    Ok(found.map(|(status, key_type, fingerprint, at)| Alert {
+        // The CHECK constraint allows only these two; anything else reads as changed.
+        status: Status::parse(&status).unwrap_or(Status::Changed),
+        key_type,
+        fingerprint,
+        at,
+    }))
+}
+
+/// `(host id, hostname, port)` of every catalogue host, oldest first: what entries link to.
+pub fn catalogue_names(conn: &Connection) -> Result<Vec<(String, String, u16)>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_CATALOGUE_NAMES)?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<KnownHost> {
+    let marker: String = row.get(8)?;
+    Ok(KnownHost {
+        id: row.get(1)?,
+        host: row.get(2)?,
+        hashed: row.get(3)?,
+        wildcard: row.get(4)?,
+        key_type: row.get(5)?,
+        public_key: row.get(6)?,
+        fingerprint: row.get(7)?,
+        // The CHECK constraint allows only the three markers.
+        marker: Marker::parse(&marker).unwrap_or(Marker::None),
+        comment: row.get(9)?,
+        source: row.get(10)?,
+        first_seen: row.get(11)?,
+        last_seen: row.get(12)?,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::model::known_hosts::{Marker, Status};
+    use crate::store::known_hosts::{
+        alert, all, candidates, clear_alert, insert, record_alert, Alert, NewKnownHost,
+    };
+    use crate::store::{open_in_memory, StoreError};
+
+    fn entry<'a>(host: &'a str, hashed: bool, wildcard: bool) -> NewKnownHost<'a> {
+        NewKnownHost {
+            host,
+            hashed,
+            wildcard,
+            key_type: "ssh-ed25519",
+            public_key: "ssh-ed25519 AAAA",
+            fingerprint: "SHA256:x",
+            marker: Marker::None,
+            comment: "",
+            source: "import",
+        }
+    }
+
+    #[test]
+    fn the_same_host_key_and_marker_are_stored_once() {
+        let db = open_in_memory().unwrap();
+        let (first, second) = db
+            .write(|tx| {
+                let first = insert(tx, "a", &entry("h", false, false), "t")?;
+                let second = insert(tx, "b", &entry("h", false, false), "t")?;
+                Ok::<_, StoreError>((first, second))
+            })
+            .unwrap();
+        assert_eq!(first, ("a".to_owned(), true));
+        assert_eq!(second, ("a".to_owned(), false));
+        assert_eq!(db.read(all).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn candidates_are_the_exact_name_and_every_hashed_or_wildcard_entry() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert(tx, "exact", &entry("h", false, false), "t")?;
+            insert(tx, "other", &entry("g", false, false), "t")?;
+            insert(tx, "hashed", &entry("|1|a|b", true, false), "t")?;
+            insert(tx, "wild", &entry("*.corp", false, true), "t")?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let ids: Vec<String> = db
+            .read(|conn| candidates(conn, "h"))
+            .unwrap()
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+        assert_eq!(ids, ["exact", "hashed", "wild"]);
+    }
+
+    #[test]
+    fn an_alert_is_recorded_refreshed_and_cleared() {
+        let db = open_in_memory().unwrap();
+        let changed = Alert {
+            status: Status::Changed,
+            key_type: "ssh-ed25519".into(),
+            fingerprint: "SHA256:x".into(),
+            at: "t".into(),
+        };
+        let revoked = Alert {
+            status: Status::Revoked,
+            ..changed.clone()
+        };
+        db.write(|tx| {
+            record_alert(tx, "[h]:2222", &changed)?;
+            record_alert(tx, "[h]:2222", &revoked)
+        })
+        .unwrap();
+        assert_eq!(
+            db.read(|conn| alert(conn, "[h]:2222")).unwrap(),
+            Some(revoked)
+        );
+        assert_eq!(db.read(|conn| alert(conn, "h")).unwrap(), None);
+        assert!(db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());
+        assert!(!db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());
+    }
+}
