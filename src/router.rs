@@ -210,9 +210,7 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{
-        agent, audit, groups, health, hosts, keys, known_hosts, openapi, ssh_config, vault,
-    };
+    use api::{agent, audit, groups, health, hosts, keys, known_hosts, openapi, ssh_config, vault};
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),

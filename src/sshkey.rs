@@ -23,7 +23,7 @@ use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, Publi
 use zeroize::Zeroizing;
 
 use crate::model::key::{Curve, KeySpec};
-use crate::model::known_hosts::{self, CertificateFacts};
+use crate::model::known_hosts::{self, CertificateFacts, HostToken};
 use crate::vault::Secret;
 
 /// The most bcrypt-pbkdf rounds an imported key may ask for before we try its passphrase.
@@ -1006,6 +1006,40 @@ impl HashedName {
         let mut mac = self.keyed.clone();
         mac.update(name.as_bytes());
         mac.verify_slice(&self.hash).is_ok()
+    }
+}
+
+/// How one known_hosts entry's host token is matched against lookup names, as OpenSSH
+/// decides it: decoded once for many names (the known-hosts API and the SSH agent's
+/// destination both use it).
+pub enum HostMatcher<'a> {
+    Exact(&'a str),
+    Pattern(&'a str),
+    /// `None` for a hashed name that does not decode (it matches nothing).
+    Hashed(Option<HashedName>),
+}
+
+impl<'a> HostMatcher<'a> {
+    /// The matcher of a stored token: `hashed` (`|1|salt|hash`), `wildcard`, or exact.
+    pub fn of(host: &'a str, hashed: bool, wildcard: bool) -> HostMatcher<'a> {
+        match (hashed, wildcard) {
+            (true, _) => HostMatcher::Hashed(match HostToken::from_text(host) {
+                HostToken::Hashed { salt, hash } => HashedName::parse(&salt, &hash),
+                HostToken::Plain(_) => None,
+            }),
+            (false, true) => HostMatcher::Pattern(host),
+            (false, false) => HostMatcher::Exact(host),
+        }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            HostMatcher::Exact(token) => token.eq_ignore_ascii_case(name),
+            HostMatcher::Pattern(pattern) => known_hosts::pattern_matches(pattern, name),
+            HostMatcher::Hashed(hashed) => {
+                hashed.as_ref().is_some_and(|hashed| hashed.matches(name))
+            }
+        }
     }
 }
 

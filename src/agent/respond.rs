@@ -10,15 +10,17 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::agent::approvals::{Outcome, PendingView};
 use crate::agent::proto::{self, NewIdentity, Request, SessionBind};
 use crate::model::agent::{AgentPolicy, Confirm, Verdict};
 use crate::model::key::{comment_from_key_file, KeyName};
+use crate::model::known_hosts::{lookup_name, Marker};
 use crate::sshkey::{self, HostKey, RsaHash};
 use crate::state::AppState;
 use crate::store::agent::AgentKey;
+use crate::store::audit;
 use crate::store::{self, keys::NewKeyRow, StoreError};
 use crate::vault::{SealContext, Secret, VaultError};
 
@@ -36,6 +38,9 @@ pub struct Session {
 #[derive(Debug)]
 struct Binding {
     host_key: HostKey,
+    /// The catalogue hosts that trust this host key (README "Host keys (known_hosts)"),
+    /// found when the binding was made.
+    host_ids: Vec<String>,
     session_id: Vec<u8>,
     forwarding: bool,
 }
@@ -58,6 +63,9 @@ impl Session {
 
 /// The framed answer to `request`.
 pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) -> Vec<u8> {
+    // README "Vault", `--auto-lock`: a signature is the user at work, and the vault does not
+    // lock under one (counted before the vault's state is looked at).
+    let _activity = matches!(request, Request::Sign { .. }).then(|| state.activity());
     if state.vault_locked() {
         return match request {
             // draft-miller-ssh-agent §4.7: a locked agent lists no keys.
@@ -76,7 +84,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
             data,
             flags,
         } => return sign(state, session, key_blob, data, flags),
-        Request::SessionBind(bind) => session_bind(session, &bind),
+        Request::SessionBind(bind) => session_bind(state, session, &bind),
         Request::Add(identity) => add(state, &identity),
         Request::AddUnsupported { key_type } => {
             log::info!(
@@ -197,22 +205,41 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
             }
         }
     }
-    match make_signature(state, &key, data, rsa_hash) {
-        Ok(signature) => {
-            log::info!(
-                "agent: signed with key {} ({}) for {}{}",
-                key.name,
-                key.fingerprint,
-                host_fingerprint.unwrap_or("an unknown server"),
-                if forwarded { ", forwarded" } else { "" }
-            );
-            proto::sign_response(&signature)
-        }
+    let signature = match make_signature(state, &key, data, rsa_hash) {
+        Ok(signature) => signature,
         Err(why) => {
             log::warn!("agent: no signature with key {}: {why}", key.name);
-            proto::failure()
+            return proto::failure();
         }
+    };
+    // Every signature that leaves the agent is in the audit log: one that cannot be
+    // recorded is not sent.
+    let detail = json!({
+        "key_id": key.id,
+        "fingerprint": key.fingerprint,
+        "host_key_fingerprint": host_fingerprint,
+        "host_ids": destination.map(|binding| binding.host_ids.clone()).unwrap_or_default(),
+        "forwarded": forwarded,
+        "approved": verdict == Verdict::AskUser,
+    });
+    if let Err(err) = state
+        .db
+        .write(|tx| audit::append(tx, audit::AGENT_SIGNED, &key.name, &detail))
+    {
+        log::error!(
+            "agent: signature with key {} withheld: the audit log refused it: {err}",
+            key.name
+        );
+        return proto::failure();
     }
+    log::info!(
+        "agent: signed with key {} ({}) for {}{}",
+        key.name,
+        key.fingerprint,
+        host_fingerprint.unwrap_or("an unknown server"),
+        if forwarded { ", forwarded" } else { "" }
+    );
+    proto::sign_response(&signature)
 }
 
 /// The RSA hash the flags ask for (SHA-512 first, as OpenSSH); `Err` when an RSA key is
@@ -243,13 +270,18 @@ fn approved(
         (Confirm::OncePerHost, Some(host)) => Some((key.id.clone(), host.clone())),
         _ => None,
     };
+    // The host, when exactly one catalogue host trusts the server's key.
+    let host_id = match destination.map(|binding| binding.host_ids.as_slice()) {
+        Some([only]) => Some(only.clone()),
+        _ => None,
+    };
     let view = PendingView {
         id: store::new_id(),
         key_id: key.id.clone(),
         key_name: key.name.clone(),
         fingerprint: key.fingerprint.clone(),
         host_key_fingerprint,
-        host_id: None,
+        host_id,
         forwarded,
         reason,
         created_at: String::new(),
@@ -328,7 +360,7 @@ fn make_signature(
 /// `session-bind@openssh.com` (OpenSSH `PROTOCOL.agent` §1): verifies the server's
 /// signature over the session identifier and records the binding. As OpenSSH's agent, a
 /// connection already bound for an authentication takes no further binding.
-fn session_bind(session: &mut Session, bind: &SessionBind<'_>) -> Result<(), ()> {
+fn session_bind(state: &AppState, session: &mut Session, bind: &SessionBind<'_>) -> Result<(), ()> {
     if session.bindings.len() >= MAX_BINDINGS {
         log::warn!("agent: refused a session binding beyond {MAX_BINDINGS} on one connection");
         return Err(());
@@ -352,12 +384,45 @@ fn session_bind(session: &mut Session, bind: &SessionBind<'_>) -> Result<(), ()>
             ""
         }
     );
+    let host_ids = trusting_hosts(state, &host_key);
     session.bindings.push(Binding {
         host_key,
+        host_ids,
         session_id: bind.session_id.to_vec(),
         forwarding: bind.forwarding,
     });
     Ok(())
+}
+
+/// The catalogue hosts for which the known-hosts store trusts `host_key` (README "Host keys
+/// (known_hosts)"): its entries holding that key without a marker, matched against each
+/// host's lookup name as OpenSSH would. Empty when none does, or on a store error (logged).
+fn trusting_hosts(state: &AppState, host_key: &HostKey) -> Vec<String> {
+    let found = state.db.read(|conn| {
+        let entries: Vec<_> = store::known_hosts::all(conn)?
+            .into_iter()
+            .filter(|entry| entry.public_key == host_key.public_key && entry.marker == Marker::None)
+            .collect();
+        if entries.is_empty() {
+            return Ok::<_, StoreError>(Vec::new());
+        }
+        let matchers: Vec<_> = entries
+            .iter()
+            .map(|entry| sshkey::HostMatcher::of(&entry.host, entry.hashed, entry.wildcard))
+            .collect();
+        Ok(store::known_hosts::catalogue_names(conn)?
+            .into_iter()
+            .filter(|(_, hostname, port)| {
+                let name = lookup_name(hostname, *port);
+                matchers.iter().any(|matcher| matcher.matches(&name))
+            })
+            .map(|(id, _, _)| id)
+            .collect())
+    });
+    found.unwrap_or_else(|err| {
+        log::error!("agent: cannot look the server's host key up: {err}");
+        Vec::new()
+    })
 }
 
 /// `ADD_IDENTITY` (`ssh-add`): stores the key in the vault as `POST /api/keys` imports one,
@@ -427,6 +492,9 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
             created_at: &now,
         };
         let stored = store::keys::insert(tx, &row)?;
+        let detail = json!({"key_id": stored.id, "fingerprint": stored.fingerprint,
+                            "key_type": stored.key_type});
+        audit::append(tx, audit::AGENT_KEY_ADDED, &stored.name, &detail)?;
         if confirm {
             let policy = AgentPolicy {
                 confirm: Confirm::Always,
@@ -482,10 +550,15 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
         return Err(());
     };
     let now = store::now_timestamp();
-    match state
-        .db
-        .write(|tx| store::agent::disable(tx, &key.id, &now))
-    {
+    let disabled = state.db.write(|tx| {
+        let disabled = store::agent::disable(tx, &key.id, &now)?;
+        if disabled {
+            let detail = json!({"key_ids": [key.id], "fingerprints": [key.fingerprint]});
+            audit::append(tx, audit::AGENT_KEYS_DISABLED, &key.name, &detail)?;
+        }
+        Ok::<_, StoreError>(disabled)
+    });
+    match disabled {
         Ok(true) => {
             log::info!("agent: key {} no longer offered (ssh-add -d)", key.name);
             Ok(())
@@ -501,7 +574,19 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
 /// `REMOVE_ALL_IDENTITIES` (`ssh-add -D`): the agent stops offering every key.
 fn remove_all(state: &AppState) -> Result<(), ()> {
     let now = store::now_timestamp();
-    match state.db.write(|tx| store::agent::disable_all(tx, &now)) {
+    let disabled = state.db.write(|tx| {
+        let count = store::agent::disable_all(tx, &now)?;
+        if count > 0 {
+            audit::append(
+                tx,
+                audit::AGENT_KEYS_DISABLED,
+                "all keys",
+                &json!({"count": count}),
+            )?;
+        }
+        Ok::<_, StoreError>(count)
+    });
+    match disabled {
         Ok(count) => {
             log::info!("agent: {count} key(s) no longer offered (ssh-add -D)");
             Ok(())

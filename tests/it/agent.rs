@@ -231,6 +231,28 @@ fn finish(mut child: std::process::Child) -> Output {
     output
 }
 
+/// The `agent.*` entries of the audit log, oldest first.
+fn agent_audit(service: &Service) -> Vec<Value> {
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let mut entries: Vec<Value> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["event"].as_str().unwrap().starts_with("agent."))
+        .cloned()
+        .collect();
+    entries.reverse();
+    entries
+}
+
+/// The `detail` of an audit entry, parsed (it is a JSON object, as text or as JSON).
+fn detail(entry: &Value) -> Value {
+    match &entry["detail"] {
+        Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => other.clone(),
+    }
+}
+
 #[test]
 fn ssh_add_lists_the_enabled_keys_with_the_fingerprints_ssh_keygen_prints() {
     let dir = fresh_dir("agent-list-keys");
@@ -326,6 +348,20 @@ fn ssh_logs_in_through_the_agent_with_every_key_type_and_no_private_key_file() {
         );
     }
     assert_no_private_key_file(&work);
+    // Every signature is in the audit log, with its key.
+    let signed: Vec<String> = agent_audit(&service)
+        .iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .map(|entry| detail(entry)["fingerprint"].as_str().unwrap().to_owned())
+        .collect();
+    let fingerprints: Vec<String> = keys
+        .iter()
+        .map(|key| key["fingerprint"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        signed, fingerprints,
+        "one audited signature per login, in order"
+    );
 }
 
 #[test]
@@ -417,6 +453,19 @@ fn ssh_add_adds_a_key_that_then_appears_in_get_api_keys_and_ssh_add_d_only_disab
     assert_eq!(listed(&socket), vec![fingerprint]);
     assert!(ssh_add(&socket, &["-D"]).status.success());
     assert!(listed(&socket).is_empty());
+    let events: Vec<String> = agent_audit(&service)
+        .iter()
+        .map(|entry| entry["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "agent.key_added",
+            "agent.keys_disabled",
+            "agent.keys_disabled"
+        ],
+        "added once, disabled by -d then -D (adding it again only offered it)"
+    );
     assert_eq!(
         service.get("/api/keys").expect(200)["items"]
             .as_array()
@@ -513,6 +562,15 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
     let host = host_for(&service, &sshd, &key);
     let (public_file, _) = connect_via_agent(&service, &host, &work);
     let host_key = keygen_fingerprint(&sshd.dir.join("host_key.pub"));
+    // The known-hosts store trusts the server's key for this host: the agent then knows
+    // which catalogue host a signature is for.
+    let presented = std::fs::read_to_string(sshd.dir.join("host_key.pub")).unwrap();
+    service
+        .post(
+            "/api/known-hosts/accept",
+            &json!({"hostname": "127.0.0.1", "port": sshd.port, "public_key": presented.trim()}),
+        )
+        .expect(201);
 
     let mut login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
     let request = wait_for_request(&service);
@@ -524,6 +582,11 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
         request["host_key_fingerprint"],
         host_key.as_str(),
         "the server, from session-bind"
+    );
+    assert_eq!(
+        request["host_id"],
+        host.as_str(),
+        "the catalogue host, from the known-hosts store"
     );
     assert!(
         matches!(login.try_wait(), Ok(None)),
@@ -552,6 +615,17 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
     let denied = finish(login);
     assert!(!denied.status.success(), "a denied request signs nothing");
     assert_eq!(service.get("/api/agent").expect(200)["pending"], 0);
+    let signed: Vec<Value> = agent_audit(&service)
+        .into_iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .collect();
+    assert_eq!(signed.len(), 1, "the approved signature only: {signed:?}");
+    assert_eq!(signed[0]["subject"], "guarded");
+    let detail = detail(&signed[0]);
+    assert_eq!(detail["host_ids"], json!([host]));
+    assert_eq!(detail["host_key_fingerprint"], host_key.as_str());
+    assert_eq!(detail["forwarded"], false);
+    assert_eq!(detail["approved"], true);
 }
 
 #[test]
@@ -684,6 +758,14 @@ fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
     assert!(text.contains("refused-login"), "{text}");
     // Locally, both are listed: the policy is about forwarding only.
     assert_eq!(listed(&socket).len(), 2);
+    let forwarded: Vec<Value> = agent_audit(&service)
+        .iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .map(detail)
+        .filter(|detail| detail["forwarded"] == true)
+        .collect();
+    assert_eq!(forwarded.len(), 1, "{forwarded:?}");
+    assert_eq!(forwarded[0]["fingerprint"], allowed["fingerprint"]);
 }
 
 /// Sends one framed message on `stream`; the framed answer, or `None` at end of stream.
