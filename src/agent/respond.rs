@@ -8,13 +8,13 @@
 //! for the signature and dropped (wiped) right after; no answer or log line carries key
 //! material; the vault lock is taken before the db lock and never held while signing.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
 use crate::agent::approvals::{Outcome, PendingView};
 use crate::agent::proto::{self, NewIdentity, Request, SessionBind};
-use crate::model::agent::{AgentPolicy, Confirm, Verdict};
+use crate::model::agent::{AgentPolicy, Confirm, Forwarded, Reason, Verdict};
 use crate::model::key::{comment_from_key_file, KeyName};
 use crate::model::known_hosts::{lookup_name, Marker};
 use crate::sshkey::{self, HostKey, RsaHash};
@@ -68,7 +68,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
     let _activity = matches!(request, Request::Sign { .. }).then(|| state.activity());
     if state.vault_locked() {
         return match request {
-            // draft-miller-ssh-agent §4.7: a locked agent lists no keys.
+            // README "SSH agent": a locked vault lists no keys.
             Request::Identities => proto::identities_answer([]),
             Request::Unlock { passphrase } => unlock(state, passphrase),
             _ => {
@@ -131,7 +131,7 @@ fn identities(state: &AppState, session: &Session) -> Vec<u8> {
     let forwarded = session.forwarded();
     let blobs: Vec<(Vec<u8>, String)> = keys
         .into_iter()
-        .filter(|key| !forwarded || key.policy.forwarded != crate::model::agent::Forwarded::Deny)
+        .filter(|key| !forwarded || key.policy.forwarded != Forwarded::Deny)
         .filter_map(|key| Some((sshkey::public_blob(&key.public_key)?, key.name)))
         .collect();
     proto::identities_answer(
@@ -157,19 +157,13 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
         return proto::failure();
     }
     let destination = session.destination();
-    // OpenSSH's own check: a user-authentication request on a bound connection must be for
-    // the session the connection was bound to, not for one a forwarding peer relays.
-    if let (Some(last), Some(session_id)) =
-        (session.bindings.last(), proto::userauth_session_id(data))
-    {
-        if last.session_id != session_id {
-            log::warn!(
-                "agent: refused to sign with key {}: the request is for another session \
-                 than the one the connection is bound to",
-                key.name
-            );
-            return proto::failure();
-        }
+    if !for_the_bound_session(session, data) {
+        log::warn!(
+            "agent: refused to sign with key {}: the request is for another session than \
+             the one the connection is bound to",
+            key.name
+        );
+        return proto::failure();
     }
     let rsa_hash = match rsa_hash(&key, flags) {
         Ok(hash) => hash,
@@ -214,18 +208,8 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
     };
     // Every signature that leaves the agent is in the audit log: one that cannot be
     // recorded is not sent.
-    let detail = json!({
-        "key_id": key.id,
-        "fingerprint": key.fingerprint,
-        "host_key_fingerprint": host_fingerprint,
-        "host_ids": destination.map(|binding| binding.host_ids.clone()).unwrap_or_default(),
-        "forwarded": forwarded,
-        "approved": verdict == Verdict::AskUser,
-    });
-    if let Err(err) = state
-        .db
-        .write(|tx| audit::append(tx, audit::AGENT_SIGNED, &key.name, &detail))
-    {
+    let approved = verdict == Verdict::AskUser;
+    if let Err(err) = audit_signature(state, &key, destination, forwarded, approved) {
         log::error!(
             "agent: signature with key {} withheld: the audit log refused it: {err}",
             key.name
@@ -240,6 +224,37 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
         if forwarded { ", forwarded" } else { "" }
     );
     proto::sign_response(&signature)
+}
+
+/// OpenSSH's own check: a user-authentication request on a bound connection must be for the
+/// session the connection was bound to, not for one a forwarding peer relays. Other data
+/// (`ssh-keygen -Y sign`, git) and unbound connections pass.
+fn for_the_bound_session(session: &Session, data: &[u8]) -> bool {
+    match (session.bindings.last(), proto::userauth_session_id(data)) {
+        (Some(last), Some(session_id)) => last.session_id == session_id,
+        _ => true,
+    }
+}
+
+/// Appends the `agent.signed` entry of a signature (README "SSH agent", Audit).
+fn audit_signature(
+    state: &AppState,
+    key: &AgentKey,
+    destination: Option<&Binding>,
+    forwarded: bool,
+    approved: bool,
+) -> Result<(), StoreError> {
+    let detail = json!({
+        "key_id": key.id,
+        "fingerprint": key.fingerprint,
+        "host_key_fingerprint": destination.map(|binding| &binding.host_key.fingerprint),
+        "host_ids": destination.map(|binding| binding.host_ids.clone()).unwrap_or_default(),
+        "forwarded": forwarded,
+        "approved": approved,
+    });
+    state
+        .db
+        .write(|tx| audit::append(tx, audit::AGENT_SIGNED, &key.name, &detail))
 }
 
 /// The RSA hash the flags ask for (SHA-512 first, as OpenSSH); `Err` when an RSA key is
@@ -263,7 +278,7 @@ fn approved(
     key: &AgentKey,
     destination: Option<&Binding>,
     forwarded: bool,
-    reason: crate::model::agent::Reason,
+    reason: Reason,
 ) -> bool {
     let host_key_fingerprint = destination.map(|binding| binding.host_key.fingerprint.clone());
     let remember = match (key.policy.confirm, &host_key_fingerprint) {
@@ -315,7 +330,7 @@ fn approved(
                     Outcome::Locked => "the vault locked",
                     Outcome::Allowed => "allowed",
                 },
-                millis(waited)
+                waited.as_millis()
             );
             false
         }
@@ -651,6 +666,74 @@ fn find_key(state: &AppState, key_blob: &[u8]) -> Option<AgentKey> {
     }
 }
 
-fn millis(duration: Duration) -> u128 {
-    duration.as_millis()
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::agent::proto::put_string;
+    use crate::agent::respond::{for_the_bound_session, Binding, Session};
+    use crate::sshkey::HostKey;
+
+    fn binding(name: &str, session_id: &[u8], forwarding: bool) -> Binding {
+        Binding {
+            host_key: HostKey {
+                key_type: "ssh-ed25519".into(),
+                public_key: format!("ssh-ed25519 {name}"),
+                fingerprint: format!("SHA256:{name}"),
+            },
+            host_ids: Vec::new(),
+            session_id: session_id.to_vec(),
+            forwarding,
+        }
+    }
+
+    /// User-authentication data (RFC 4252 §7) for session `session_id`.
+    fn userauth(session_id: &[u8]) -> Vec<u8> {
+        let mut data = Vec::new();
+        put_string(&mut data, session_id);
+        data.push(50);
+        put_string(&mut data, b"user");
+        data
+    }
+
+    #[test]
+    fn an_unbound_connection_is_local_with_no_known_server() {
+        let session = Session::default();
+        assert!(!session.forwarded());
+        assert!(session.destination().is_none());
+        assert!(for_the_bound_session(&session, &userauth(b"any")));
+    }
+
+    #[test]
+    fn a_forwarding_hop_then_an_authentication_is_forwarded_to_the_last_server() {
+        let session = Session {
+            bindings: vec![binding("a", b"sa", true), binding("b", b"sb", false)],
+        };
+        assert!(session.forwarded());
+        assert_eq!(
+            session.destination().unwrap().host_key.fingerprint,
+            "SHA256:b"
+        );
+    }
+
+    #[test]
+    fn a_request_on_the_forwarding_hop_itself_has_no_known_server() {
+        let session = Session {
+            bindings: vec![binding("a", b"sa", true)],
+        };
+        assert!(session.forwarded());
+        assert!(session.destination().is_none());
+    }
+
+    #[test]
+    fn userauth_for_the_bound_session_passes_and_for_another_is_refused() {
+        let session = Session {
+            bindings: vec![binding("b", b"sb", false)],
+        };
+        assert!(for_the_bound_session(&session, &userauth(b"sb")));
+        assert!(!for_the_bound_session(&session, &userauth(b"other")));
+        assert!(
+            for_the_bound_session(&session, b"SSHSIG..."),
+            "data that is no user-authentication request passes"
+        );
+    }
 }
