@@ -617,10 +617,8 @@ fn remove_all(state: &AppState) -> Result<(), ()> {
 /// `ssh-add` asks for is not used: the vault unlocks with its master password. Refused
 /// without a master password (there would be no way back in).
 fn lock(state: &AppState) -> Result<(), ()> {
-    let locked = state.vault().lock();
-    match locked {
+    match state.lock_vault("agent") {
         Ok(()) => {
-            state.agent.approvals.vault_locked();
             log::info!("vault locked (ssh-add -x)");
             Ok(())
         }
@@ -639,7 +637,7 @@ fn lock(state: &AppState) -> Result<(), ()> {
 /// checked as `POST /api/vault/unlock` checks it.
 fn unlock(state: &AppState, passphrase: &[u8]) -> Vec<u8> {
     let password = Secret::new(passphrase.to_vec());
-    match state.unlock_vault(&password) {
+    match state.unlock_vault(&password, "agent") {
         Ok(()) => {
             log::info!("vault unlocked (ssh-add -X)");
             proto::success()

@@ -39,6 +39,8 @@ pub struct Key {
     pub updated_at: String,
     /// The SSH agent's policy for this key (README "SSH agent").
     pub agent: AgentPolicy,
+    /// Bumped by every edit (README, "Revisions and If-Match").
+    pub revision: i64,
 }
 
 /// The Key object of every response. Has no field that could hold a secret.
@@ -57,6 +59,7 @@ pub struct KeyView {
     pub created_at: String,
     pub updated_at: String,
     pub agent: AgentPolicy,
+    pub revision: i64,
 }
 
 /// A validated name: trimmed, 1-100 characters, with its case-insensitive key.
@@ -111,6 +114,7 @@ impl Key {
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
             agent: self.agent,
+            revision: self.revision,
         }
     }
 }
