@@ -5,6 +5,7 @@
 //! a protocol channel for the launching app: it carries `SERVICE_PORT=<port>` and nothing
 //! else (`--help`/`--version` aside); everything else goes to stderr.
 
+mod agent;
 mod api;
 mod config;
 mod error;
@@ -133,6 +134,8 @@ fn serve(config: Config) -> Result<(), String> {
         watch_idle(Arc::downgrade(&state), after)
             .map_err(|err| format!("cannot start the auto-lock thread: {err}"))?;
     }
+    // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.
+    let agent_socket = agent::start(&state)?;
     let line = format!(
         "{}SERVICE_PORT={port}\n",
         announcement.expose_str().unwrap_or_default()
@@ -145,6 +148,8 @@ fn serve(config: Config) -> Result<(), String> {
     let db_owner = Arc::clone(&state);
     http::serve(state, gate, listener, limits, shutdown)
         .map_err(|err| format!("server failed: {err}"))?;
+    // Removes the socket file: a client then finds no agent rather than a dead one.
+    drop(agent_socket);
     db_owner.db.close();
     log::info!("stopped");
     Ok(())

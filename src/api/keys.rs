@@ -100,7 +100,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     key_reply(200, &key)
 }
 
-/// `PUT /api/keys/:id` (extension): `name` and `comment` only.
+/// `PUT /api/keys/:id` (extension): `name`, `comment` and the SSH agent's policy `agent`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let patch = KeyPatch::parse(&body).map_err(invalid)?;
@@ -113,6 +113,9 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             None => (current.name.clone(), current.name.to_lowercase()),
         };
         let comment = patch.comment.as_deref().unwrap_or(&current.comment);
+        if let Some(agent) = patch.agent {
+            store::agent::set_policy(tx, id, &current.agent.patched(agent))?;
+        }
         let updated_at = later_than(&current.updated_at);
         let update = KeyUpdate {
             name: &name,

@@ -7,6 +7,7 @@
 //! before they passed; a write that removed sealed bytes is checkpointed before it returns
 //! (store::scrub).
 
+pub mod agent;
 pub mod audit;
 pub mod changes;
 pub mod files;

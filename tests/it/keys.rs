@@ -107,6 +107,7 @@ fn assert_key_shape(key: &Value) {
     assert_eq!(
         fields,
         [
+            "agent",
             "comment",
             "created_at",
             "fingerprint",
@@ -120,6 +121,10 @@ fn assert_key_shape(key: &Value) {
         ],
         "{key}"
     );
+    let agent = &key["agent"];
+    assert!(agent["enabled"].is_boolean(), "{key}");
+    assert!(["never", "once_per_host", "always"].contains(&agent["confirm"].as_str().unwrap()));
+    assert!(["deny", "confirm", "allow"].contains(&agent["forwarded"].as_str().unwrap()));
     let id = key["id"].as_str().unwrap();
     assert_eq!(id.len(), 36, "UUID: {id}");
     assert_eq!(id, id.to_lowercase());
