@@ -46,6 +46,12 @@ pub enum ApiError {
     /// A key is still referenced by this many hosts.
     KeyInUse(u64),
     InvalidMove(String),
+    /// `If-Match` or a body's `revision` names another revision than the resource's
+    /// `current` one: someone else changed it since it was read.
+    PreconditionFailed {
+        resource: &'static str,
+        current: i64,
+    },
     InvalidKey(String),
     InvalidPassphrase,
     VaultLocked,
@@ -64,6 +70,11 @@ pub enum ApiError {
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
+    /// No sign request with this id waits for a decision (README "SSH agent").
+    AgentRequestNotFound,
+    /// `connect ?agent=true` for a host whose key the agent does not serve; the text says
+    /// why.
+    AgentUnavailable(String),
     /// The disk holding the data dir is full: nothing was written (the cause was logged).
     StorageFull,
     /// Anything unexpected. The cause is for the log only.
@@ -106,7 +117,8 @@ impl ApiError {
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
-            | ApiError::KnownHostNotFound => 404,
+            | ApiError::KnownHostNotFound
+            | ApiError::AgentRequestNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
@@ -114,8 +126,10 @@ impl ApiError {
             | ApiError::HostInUse(_)
             | ApiError::HostKeyChanged(_)
             | ApiError::HostKeyRevoked(_)
-            | ApiError::VaultNoPassword => 409,
+            | ApiError::VaultNoPassword
+            | ApiError::AgentUnavailable(_) => 409,
             ApiError::RequestTimeout => 408,
+            ApiError::PreconditionFailed { .. } => 412,
             ApiError::PayloadTooLarge => 413,
             ApiError::UriTooLong => 414,
             ApiError::HeadersTooLarge => 431,
@@ -145,6 +159,7 @@ impl ApiError {
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse(_) => "KEY_IN_USE",
             ApiError::InvalidMove(_) => "INVALID_MOVE",
+            ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::InvalidKey(_) => "INVALID_KEY",
             ApiError::InvalidPassphrase => "INVALID_PASSPHRASE",
             ApiError::VaultLocked => "VAULT_LOCKED",
@@ -158,6 +173,8 @@ impl ApiError {
             ApiError::RequestTimeout => "REQUEST_TIMEOUT",
             ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
+            ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
+            ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
             ApiError::StorageFull => "STORAGE_FULL",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
@@ -183,6 +200,7 @@ impl ApiError {
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse(_) => "key is in use",
             ApiError::InvalidMove(_) => "invalid move",
+            ApiError::PreconditionFailed { .. } => "changed since it was read",
             ApiError::InvalidKey(_) => "invalid private key",
             ApiError::InvalidPassphrase => "wrong passphrase for this key",
             ApiError::VaultLocked => "vault is locked",
@@ -196,6 +214,8 @@ impl ApiError {
             ApiError::RequestTimeout => "request not received in time",
             ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
+            ApiError::AgentRequestNotFound => "no such sign request waits",
+            ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
             ApiError::StorageFull => "not enough disk space to save the change",
             ApiError::Internal(_) => "internal error",
         }
@@ -213,6 +233,7 @@ impl ApiError {
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
             | ApiError::Forbidden(text)
+            | ApiError::AgentUnavailable(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {
@@ -221,6 +242,10 @@ impl ApiError {
             ApiError::KeyInUse(count) => Some(format!("the key is used by {count} host(s)")),
             ApiError::HostInUse(count) => Some(format!(
                 "the host is a jump host (jump_host_ids) of {count} host(s)"
+            )),
+            ApiError::PreconditionFailed { resource, current } => Some(format!(
+                "the {resource} is at revision {current} now (ETag \"{current}\"); read it \
+                 again and retry with that revision"
             )),
 
             ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),

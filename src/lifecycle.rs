@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
-use crate::config::TokenSource;
+use crate::config::{FeedOverrides, TokenSource};
 use crate::http::Shutdown;
 use crate::state::AppState;
 use crate::store::{self, Db, StoreError};
@@ -72,6 +72,8 @@ pub enum StartError {
     Database(StoreError),
     /// The schema version cannot be read.
     Schema(StoreError),
+    /// The change log's and connection history's bounds cannot be stored.
+    LogBounds(StoreError),
     /// The listening socket cannot be bound.
     Listen {
         bind: IpAddr,
@@ -96,6 +98,8 @@ pub enum StartError {
         path: PathBuf,
         problem: TokenProblem,
     },
+    /// The SSH agent's socket cannot be set up; the text says why.
+    Agent(String),
     /// The announcement cannot be written to stdout.
     Announce,
     /// The HTTP server failed.
@@ -146,6 +150,18 @@ pub fn own_data_dir(dir: &Path) -> Result<DataDirLock, StartError> {
         Err(TryLockError::WouldBlock) => Err(StartError::DataDirTaken(dir.to_owned())),
         Err(TryLockError::Error(source)) => Err(io_error("lock", &path, source)),
     }
+}
+
+/// Stores the change log's and the connection history's bounds (README, "Change feed"):
+/// the documented ones unless a test overrides them.
+pub fn keep_logs(db: &Db, overrides: &FeedOverrides) -> Result<(), StartError> {
+    let defaults = store::changes::Retention::default();
+    let retention = store::changes::Retention {
+        changes_kept: overrides.changes_kept.unwrap_or(defaults.changes_kept),
+        history_kept: overrides.history_kept.unwrap_or(defaults.history_kept),
+    };
+    db.write(|tx| store::changes::set_retention(tx, retention))
+        .map_err(StartError::LogBounds)
 }
 
 /// Binds the listening socket; the port it got (the OS's choice for port 0).
@@ -354,6 +370,9 @@ impl fmt::Display for StartError {
             ),
             StartError::Database(source) => write!(f, "cannot open the database: {source}"),
             StartError::Schema(source) => write!(f, "{source}"),
+            StartError::LogBounds(source) => {
+                write!(f, "cannot set the change log's bounds: {source}")
+            }
             StartError::Listen { bind, port, source } => {
                 write!(f, "cannot listen on {bind}:{port}: {source}")
             }
@@ -368,6 +387,7 @@ impl fmt::Display for StartError {
                  ASCII characters (! to ~, no spaces) on the file's first line",
                 path.display()
             ),
+            StartError::Agent(reason) => f.write_str(reason),
             StartError::Announce => f.write_str("cannot write SERVICE_PORT to stdout"),
             StartError::Server(source) => write!(f, "server failed: {source}"),
         }

@@ -2,13 +2,14 @@
 //! keys, with every secret sealed in a vault.
 //!
 //! `main` only wires things together: flags, logger, then the start-up steps in their order
-//! (data dir, database, socket, vault, token, announcement) and the server; each step is a
-//! call into `lifecycle`, `store` or `http`. A start-up error becomes an exit code here:
+//! (data dir, database, listening socket, vault, token, SSH agent socket, announcement) and
+//! the server; each step is a call into `lifecycle`, `store`, `agent` or `http`. A start-up error becomes an exit code here:
 //! 2 for a bad flag, 1 for anything else.
 //!
 //! Invariant: stdout is a protocol channel for the launching app, written only by
 //! `lifecycle::print`; everything else goes to stderr.
 
+mod agent;
 mod api;
 mod config;
 mod error;
@@ -63,6 +64,7 @@ fn main() -> ExitCode {
 fn serve(config: Config) -> Result<(), StartError> {
     let _lock = lifecycle::own_data_dir(&config.data_dir)?;
     let db = store::open(&config.data_dir).map_err(StartError::Database)?;
+    lifecycle::keep_logs(&db, &config.feed_overrides)?;
     let schema = db.schema_version().map_err(StartError::Schema)?;
     let (listener, port) = lifecycle::listen(config.bind, config.port)?;
     // Before the --exit-with-parent watcher starts reading stdin: the line is ours.
@@ -85,10 +87,14 @@ fn serve(config: Config) -> Result<(), StartError> {
     let limits = Limits::new(&config.http_overrides);
     let state = Arc::new(AppState::new(config, db, vault));
     lifecycle::watch_idle(&state)?;
+    // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.
+    let agent_socket = agent::start(&state).map_err(StartError::Agent)?;
     lifecycle::announce(announcement)?;
     // Connection threads may outlive `serve` holding the state; the database closes now.
     let db_owner = Arc::clone(&state);
     http::serve(state, gate, listener, limits, shutdown).map_err(StartError::Server)?;
+    // Removes the socket file: a client then finds no agent rather than a dead one.
+    drop(agent_socket);
     db_owner.db.close();
     log::info!("stopped");
     Ok(())

@@ -9,14 +9,18 @@
 //! PKCS#8, PuTTY) are recognised by their header before parsing, because ssh-key's own
 //! error for them ("PEM Base64 error") would mislead. ECDSA keys ssh-key 0.6.7 cannot
 //! decode go through `ecdsa_workaround` (its module doc names the upstream bug and when to
-//! remove it). `ssh_key` is named in this module and its submodule only.
+//! remove it); `wire` reads and writes the SSH encodings ssh-key offers no way into.
+//! `ssh_key` is named in this module and its submodules only.
 
 mod ecdsa_workaround;
+mod wire;
 
 use std::fmt;
 
 use base64ct::{Base64, Encoding};
 use hmac::{Hmac, Mac};
+// Traits: ssh-key's keys sign and verify through the `signature` crate, which rsa re-exports.
+use rsa::signature::{Signer, Verifier};
 use rsa::BigUint;
 use sha1::Sha1;
 use ssh_key::private::{KeypairData, RsaKeypair};
@@ -25,7 +29,9 @@ use ssh_key::{Algorithm, EcdsaCurve, HashAlg, Kdf, LineEnding, PrivateKey, Publi
 use zeroize::Zeroizing;
 
 use crate::model::key::{Curve, KeySpec};
-use crate::model::known_hosts::{self, CertificateFacts};
+use crate::model::known_hosts::{self, CertificateFacts, HostToken};
+use crate::sshkey::ecdsa_workaround::full_size_scalar;
+use crate::sshkey::wire::{put_string, unencrypted, Reader};
 use crate::vault::{random_bytes, Secret};
 
 /// The most bcrypt-pbkdf rounds an imported key may ask for before we try its passphrase.
@@ -225,6 +231,126 @@ pub fn generate(
         // Copied once at its final size; the Zeroizing original is wiped when it drops.
         text: Secret::new(text.as_bytes().to_vec()),
     })
+}
+
+/// The hash of an RSA signature, as a sign request's flags ask for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RsaHash {
+    /// `rsa-sha2-256` (RFC 8332).
+    Sha256,
+    /// `rsa-sha2-512` (RFC 8332).
+    Sha512,
+}
+
+/// Why a signature could not be made. Carries no key material.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SignError {
+    /// The stored key does not read or decrypt (the vault handed back something else).
+    Unreadable,
+    /// The key is passphrase-protected and no passphrase is stored with it.
+    NeedsPassphrase,
+    /// An RSA signature was asked for without `rsa-sha2-256` or `rsa-sha2-512`: SHA-1
+    /// (`ssh-rsa`) signatures are never made (README "SSH agent").
+    Sha1Refused,
+    /// The signing library failed; the text is for the log only.
+    Failed(String),
+}
+
+/// Signs `data` with a stored private key (its OpenSSH text, and its passphrase when the
+/// text is encrypted). The answer is the SSH signature blob: `string algorithm`, `string
+/// signature` (RFC 4253 §6.6). RSA keys sign with `rsa_hash` only, never SHA-1. A
+/// passphrase runs bcrypt-pbkdf (~120 ms at 16 rounds, at most `MAX_BCRYPT_ROUNDS`): call
+/// it holding no lock.
+pub fn sign(
+    text: &Secret,
+    passphrase: Option<&Secret>,
+    data: &[u8],
+    rsa_hash: Option<RsaHash>,
+) -> Result<Vec<u8>, SignError> {
+    let key = readable_private_key(text, passphrase)?;
+    match key.key_data().rsa() {
+        Some(rsa) => sign_rsa(rsa, data, rsa_hash.ok_or(SignError::Sha1Refused)?),
+        None => {
+            let signature =
+                Signer::try_sign(&key, data).map_err(|err| SignError::Failed(err.to_string()))?;
+            Vec::<u8>::try_from(signature).map_err(|err| SignError::Failed(err.to_string()))
+        }
+    }
+}
+
+/// Checks a `session-bind@openssh.com` binding (OpenSSH `PROTOCOL.agent` §1): `signature`
+/// must be `host_key`'s signature over `session_id`, as the server made it in the key
+/// exchange. `None` when the key or the signature does not read, or it does not verify.
+pub fn verify_session_bind(
+    host_key: &[u8],
+    session_id: &[u8],
+    signature: &[u8],
+) -> Option<HostKey> {
+    let public_key = PublicKey::from_bytes(host_key).ok()?;
+    let signature = ssh_key::Signature::try_from(signature).ok()?;
+    Verifier::verify(&public_key, session_id, &signature).ok()?;
+    host_key_of(public_key.key_data()).ok()
+}
+
+/// The public key blob of a stored `<algorithm> <base64>` line: what the agent lists and
+/// what a sign request names.
+pub fn public_blob(public_key: &str) -> Option<Vec<u8>> {
+    PublicKey::from_openssh(public_key).ok()?.to_bytes().ok()
+}
+
+/// The `SHA256:` fingerprint of a public key blob; `None` when it is not a key.
+pub fn blob_fingerprint(blob: &[u8]) -> Option<String> {
+    let public_key = PublicKey::from_bytes(blob).ok()?;
+    Some(public_key.fingerprint(HashAlg::Sha256).to_string())
+}
+
+/// The largest RSA key the agent takes from `ssh-add`, as OpenSSH's own limit: the numbers
+/// of a bigger one would cost seconds of arithmetic in the checks below.
+pub const MAX_RSA_BITS: usize = 16384;
+
+/// A key `ssh-add` sent, in the agent's encoding (`string key type` and the key's private
+/// fields, draft-miller-ssh-agent §4.2), as an OpenSSH private key ready to be stored like
+/// an imported one (`import` checks it), with `comment`. The key must sign data that its
+/// own public half verifies, so a private half that does not belong to the public one is
+/// refused.
+pub fn from_agent(key: &[u8], comment: &[u8]) -> Result<OpenSshKey, ImportError> {
+    let mut reader = Reader(key);
+    let key_type = reader.string().ok_or(ImportError::Unreadable)?;
+    let public = agent_public_blob(key_type, &mut Reader(reader.0))?;
+    // PROTOCOL.key's private section: two equal check integers, the key as the agent
+    // encodes it, the comment, then padding to the block size of cipher `none`.
+    let mut section = Zeroizing::new(Vec::with_capacity(key.len() + comment.len() + 20));
+    section.extend_from_slice(&[0; 8]);
+    section.extend_from_slice(key);
+    put_string(&mut section, comment);
+    let section = match key_type.starts_with(b"ecdsa-sha2-") {
+        true => full_size_scalar(&section).ok_or(ImportError::Unreadable)?,
+        false => {
+            let mut pad = 1u8;
+            while section.len() % 8 != 0 {
+                section.push(pad);
+                pad += 1;
+            }
+            section
+        }
+    };
+    let parsed = PrivateKey::from_bytes(&unencrypted(&public, &section))
+        .map_err(|_| ImportError::Unreadable)?;
+    let text = parsed
+        .to_openssh(LineEnding::LF)
+        .map_err(|_| ImportError::Unreadable)?;
+    let imported = import(&Secret::new(text.as_bytes().to_vec()), None)?;
+    // A self-check: the same path the agent signs with, verified by the public half.
+    const PROBE: &[u8] = b"host-manager: does this private key belong to its public key?";
+    let signature = sign(&imported.text, None, PROBE, Some(RsaHash::Sha256))
+        .map_err(|_| ImportError::Unreadable)?;
+    let verified = ssh_key::Signature::try_from(signature.as_slice())
+        .ok()
+        .is_some_and(|signature| Verifier::verify(parsed.public_key(), PROBE, &signature).is_ok());
+    match verified {
+        true => Ok(imported),
+        false => Err(ImportError::Unreadable),
+    }
 }
 
 impl fmt::Display for ImportError {
@@ -519,6 +645,96 @@ impl RngCore for VaultRng {
 
 impl CryptoRng for VaultRng {}
 
+/// The private key of `text`, decrypted with `passphrase` when it is encrypted.
+fn readable_private_key(
+    text: &Secret,
+    passphrase: Option<&Secret>,
+) -> Result<PrivateKey, SignError> {
+    let text = text.expose_str().ok_or(SignError::Unreadable)?;
+    let key = parse(text).map_err(|_| SignError::Unreadable)?;
+    match (key.is_encrypted(), passphrase) {
+        (false, _) => Ok(key),
+        (true, None) => Err(SignError::NeedsPassphrase),
+        (true, Some(passphrase)) => decrypt(&key, passphrase).map_err(|_| SignError::Unreadable),
+    }
+}
+
+/// An RSA PKCS#1 v1.5 signature (RFC 8332), as the `rsa-sha2-256`/`-512` blob. The signing
+/// key is built from the key's own n, e, d, p and q: ssh-key 0.6.7's conversion passes p
+/// twice, which rsa 0.9.7 and later refuse (README "SSH agent"). Signing is blinded with
+/// random numbers from `vault::random_bytes`.
+fn sign_rsa(rsa: &RsaKeypair, data: &[u8], hash: RsaHash) -> Result<Vec<u8>, SignError> {
+    use rsa::signature::{RandomizedSigner, SignatureEncoding};
+    let number = |mpint: &ssh_key::Mpint| {
+        mpint
+            .as_positive_bytes()
+            .map(rsa::BigUint::from_bytes_be)
+            .ok_or(SignError::Unreadable)
+    };
+    let key = rsa::RsaPrivateKey::from_components(
+        number(&rsa.public.n)?,
+        number(&rsa.public.e)?,
+        number(&rsa.private.d)?,
+        vec![number(&rsa.private.p)?, number(&rsa.private.q)?],
+    )
+    .map_err(|err| SignError::Failed(err.to_string()))?;
+    let (name, signature) = match hash {
+        RsaHash::Sha256 => (
+            "rsa-sha2-256",
+            rsa::pkcs1v15::SigningKey::<ssh_key::sha2::Sha256>::new(key)
+                .try_sign_with_rng(&mut VaultRng, data)
+                .map(|signature| signature.to_vec()),
+        ),
+        RsaHash::Sha512 => (
+            "rsa-sha2-512",
+            rsa::pkcs1v15::SigningKey::<ssh_key::sha2::Sha512>::new(key)
+                .try_sign_with_rng(&mut VaultRng, data)
+                .map(|signature| signature.to_vec()),
+        ),
+    };
+    let signature = signature.map_err(|err| SignError::Failed(err.to_string()))?;
+    let mut blob = Vec::with_capacity(name.len() + signature.len() + 8);
+    put_string(&mut blob, name.as_bytes());
+    put_string(&mut blob, &signature);
+    Ok(blob)
+}
+
+/// The public key blob of a key in the agent's encoding, from its fields (`fields` reads
+/// what follows the key type). RSA's public blob orders e before n; the agent's private
+/// encoding has n first.
+fn agent_public_blob(key_type: &[u8], fields: &mut Reader<'_>) -> Result<Vec<u8>, ImportError> {
+    let mut blob = Vec::new();
+    put_string(&mut blob, key_type);
+    let mut field = || fields.string().ok_or(ImportError::Unreadable);
+    match key_type {
+        b"ssh-ed25519" => put_string(&mut blob, field()?),
+        b"ecdsa-sha2-nistp256" | b"ecdsa-sha2-nistp384" | b"ecdsa-sha2-nistp521" => {
+            let curve = field()?;
+            let point = field()?;
+            put_string(&mut blob, curve);
+            put_string(&mut blob, point);
+        }
+        b"ssh-rsa" => {
+            let n = field()?;
+            let e = field()?;
+            let digits = n.iter().skip_while(|byte| **byte == 0).count();
+            if digits * 8 > MAX_RSA_BITS {
+                return Err(ImportError::Unsupported(format!(
+                    "ssh-rsa of more than {MAX_RSA_BITS} bits"
+                )));
+            }
+            put_string(&mut blob, e);
+            put_string(&mut blob, n);
+        }
+        other => {
+            return Err(ImportError::Unsupported(
+                String::from_utf8_lossy(other).into_owned(),
+            ))
+        }
+    }
+    Ok(blob)
+}
+
 /// A host public key as the known-hosts store keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostKey {
@@ -613,6 +829,40 @@ impl HashedName {
     }
 }
 
+/// How one known_hosts entry's host token is matched against lookup names, as OpenSSH
+/// decides it: decoded once for many names (the known-hosts API and the SSH agent's
+/// destination both use it).
+pub enum HostMatcher<'a> {
+    Exact(&'a str),
+    Pattern(&'a str),
+    /// `None` for a hashed name that does not decode (it matches nothing).
+    Hashed(Option<HashedName>),
+}
+
+impl<'a> HostMatcher<'a> {
+    /// The matcher of a stored token: `hashed` (`|1|salt|hash`), `wildcard`, or exact.
+    pub fn of(host: &'a str, hashed: bool, wildcard: bool) -> HostMatcher<'a> {
+        match (hashed, wildcard) {
+            (true, _) => HostMatcher::Hashed(match HostToken::from_text(host) {
+                HostToken::Hashed { salt, hash } => HashedName::parse(&salt, &hash),
+                HostToken::Plain(_) => None,
+            }),
+            (false, true) => HostMatcher::Pattern(host),
+            (false, false) => HostMatcher::Exact(host),
+        }
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            HostMatcher::Exact(token) => token.eq_ignore_ascii_case(name),
+            HostMatcher::Pattern(pattern) => known_hosts::pattern_matches(pattern, name),
+            HostMatcher::Hashed(hashed) => {
+                hashed.as_ref().is_some_and(|hashed| hashed.matches(name))
+            }
+        }
+    }
+}
+
 /// Hashes `name` (a known_hosts lookup name) with a fresh random salt, as `ssh-keygen -H`
 /// does: `(base64 salt, base64 hash)`.
 pub fn hash_name(name: &str) -> (String, String) {
@@ -641,9 +891,11 @@ mod tests {
     use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey, PublicKey};
 
     use crate::model::key::{Curve, KeySpec};
+    use crate::sshkey::wire::{put_string, Reader};
     use crate::sshkey::{
-        check_format, check_rounds, check_rsa_size, generate, import, normalize, read, ImportError,
-        VaultRng, CONVERT_HINT, MAX_BCRYPT_ROUNDS,
+        blob_fingerprint, check_format, check_rounds, check_rsa_size, from_agent, generate, import,
+        normalize, public_blob, read, sign, verify_session_bind, ImportError, OpenSshKey, RsaHash,
+        SignError, VaultRng, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS,
     };
     use crate::vault::Secret;
 
@@ -1042,6 +1294,236 @@ mod tests {
         assert!(!shown.contains("marker"), "{shown}");
         let body = ED25519_SECRET.lines().nth(1).unwrap();
         assert!(!shown.contains(body), "{shown}");
+    }
+
+    /// The agent's add encoding of `key` (draft-miller-ssh-agent §4.2), as `ssh-add`
+    /// sends it: key type, then the private fields, mpints without leading zero bytes.
+    fn agent_encoding(key: &PrivateKey) -> Vec<u8> {
+        fn mpint(out: &mut Vec<u8>, bytes: &[u8]) {
+            let digits: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
+            let mut field = Vec::new();
+            if digits.first().is_some_and(|b| *b >= 0x80) {
+                field.push(0);
+            }
+            field.extend_from_slice(&digits);
+            put_string(out, &field);
+        }
+        let mut out = Vec::new();
+        put_string(&mut out, key.algorithm().as_str().as_bytes());
+        let data = key.key_data();
+        if let Some(ed) = data.ed25519() {
+            put_string(&mut out, ed.public.as_ref());
+            let mut both = ed.private.as_ref().to_vec();
+            both.extend_from_slice(ed.public.as_ref());
+            put_string(&mut out, &both);
+        } else if let Some(ec) = data.ecdsa() {
+            put_string(&mut out, ec.curve().as_str().as_bytes());
+            put_string(&mut out, ec.public_key_bytes());
+            mpint(&mut out, ec.private_key_bytes());
+        } else if let Some(rsa) = data.rsa() {
+            for number in [
+                &rsa.public.n,
+                &rsa.public.e,
+                &rsa.private.d,
+                &rsa.private.iqmp,
+                &rsa.private.p,
+                &rsa.private.q,
+            ] {
+                put_string(&mut out, number.as_bytes());
+            }
+        }
+        out
+    }
+
+    /// True when `signature` (an SSH signature blob) is `key`'s over `data`.
+    fn verifies(key: &OpenSshKey, data: &[u8], signature: &[u8]) -> bool {
+        use rsa::signature::Verifier;
+        let public = ssh_key::PublicKey::from_openssh(&key.info.public_key).unwrap();
+        let signature = ssh_key::Signature::try_from(signature).unwrap();
+        Verifier::verify(&public, data, &signature).is_ok()
+    }
+
+    /// The algorithm name a signature blob starts with.
+    fn algorithm_of(signature: &[u8]) -> String {
+        let mut reader = Reader(signature);
+        String::from_utf8(reader.string().unwrap().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn ed25519_and_every_ecdsa_curve_sign_what_their_public_key_verifies() {
+        for (spec, algorithm) in [
+            (KeySpec::Ed25519, "ssh-ed25519"),
+            (KeySpec::Ecdsa(Curve::P256), "ecdsa-sha2-nistp256"),
+            (KeySpec::Ecdsa(Curve::P384), "ecdsa-sha2-nistp384"),
+            (KeySpec::Ecdsa(Curve::P521), "ecdsa-sha2-nistp521"),
+        ] {
+            let key = generate(spec, "", None).unwrap();
+            let signature = sign(&key.text, None, b"data", None).unwrap();
+            assert_eq!(algorithm_of(&signature), algorithm);
+            assert!(verifies(&key, b"data", &signature), "{algorithm}");
+            assert!(!verifies(&key, b"other data", &signature), "{algorithm}");
+        }
+    }
+
+    #[test]
+    fn rsa_signs_with_sha256_and_sha512_where_ssh_keys_conversion_fails_and_refuses_sha1() {
+        let key = generate(KeySpec::Rsa(2048), "", None).unwrap();
+        let parsed = PrivateKey::from_openssh(key.text.expose_str().unwrap()).unwrap();
+        // The trap `sign_rsa` works around: ssh-key 0.6.7 passes p twice to rsa.
+        assert!(
+            rsa::RsaPrivateKey::try_from(parsed.key_data().rsa().unwrap()).is_err(),
+            "ssh-key fixed its conversion: sign_rsa could use it again"
+        );
+        for (hash, algorithm) in [
+            (RsaHash::Sha256, "rsa-sha2-256"),
+            (RsaHash::Sha512, "rsa-sha2-512"),
+        ] {
+            let signature = sign(&key.text, None, b"data", Some(hash)).unwrap();
+            assert_eq!(algorithm_of(&signature), algorithm);
+            assert!(verifies(&key, b"data", &signature), "{algorithm}");
+        }
+        assert_eq!(
+            sign(&key.text, None, b"data", None),
+            Err(SignError::Sha1Refused)
+        );
+    }
+
+    #[test]
+    fn encrypted_key_signs_with_its_passphrase_and_not_without() {
+        let key = generate(KeySpec::Ed25519, "", Some(&secret("pass"))).unwrap();
+        assert_eq!(
+            sign(&key.text, None, b"data", None),
+            Err(SignError::NeedsPassphrase)
+        );
+        assert_eq!(
+            sign(&key.text, Some(&secret("wrong")), b"data", None),
+            Err(SignError::Unreadable)
+        );
+        let signature = sign(&key.text, Some(&secret("pass")), b"data", None).unwrap();
+        assert!(verifies(&key, b"data", &signature));
+    }
+
+    #[test]
+    fn session_bind_verifies_the_host_keys_signature_over_the_session_id_only() {
+        let host = generate(KeySpec::Ecdsa(Curve::P256), "", None).unwrap();
+        let blob = public_blob(&host.info.public_key).unwrap();
+        let session_id = [7u8; 32];
+        let signature = sign(&host.text, None, &session_id, None).unwrap();
+        let bound = verify_session_bind(&blob, &session_id, &signature).unwrap();
+        assert_eq!(bound.fingerprint, host.info.fingerprint);
+        assert_eq!(bound.public_key, host.info.public_key);
+        assert_eq!(verify_session_bind(&blob, &[8u8; 32], &signature), None);
+        let other = generate(KeySpec::Ecdsa(Curve::P256), "", None).unwrap();
+        let other_blob = public_blob(&other.info.public_key).unwrap();
+        assert_eq!(
+            verify_session_bind(&other_blob, &session_id, &signature),
+            None
+        );
+        assert_eq!(
+            verify_session_bind(b"garbage", &session_id, &signature),
+            None
+        );
+        assert_eq!(verify_session_bind(&blob, &session_id, b"garbage"), None);
+    }
+
+    #[test]
+    fn public_blob_and_blob_fingerprint_agree_with_the_stored_fingerprint() {
+        let key = generate(KeySpec::Ed25519, "", None).unwrap();
+        let blob = public_blob(&key.info.public_key).unwrap();
+        assert_eq!(blob_fingerprint(&blob), Some(key.info.fingerprint.clone()));
+        assert_eq!(blob_fingerprint(b"not a key"), None);
+        assert_eq!(public_blob("ssh-ed25519 !!!"), None);
+    }
+
+    #[test]
+    fn keys_of_every_type_from_ssh_add_become_openssh_keys_with_the_same_fingerprint() {
+        for spec in [
+            KeySpec::Ed25519,
+            KeySpec::Ecdsa(Curve::P256),
+            KeySpec::Ecdsa(Curve::P384),
+            KeySpec::Ecdsa(Curve::P521),
+            KeySpec::Rsa(2048),
+        ] {
+            let made = generate(spec, "", None).unwrap();
+            let parsed = PrivateKey::from_openssh(made.text.expose_str().unwrap()).unwrap();
+            let added = from_agent(&agent_encoding(&parsed), b"me@laptop").unwrap();
+            assert_eq!(added.info.fingerprint, made.info.fingerprint, "{spec:?}");
+            assert_eq!(added.info.comment, "me@laptop");
+            assert!(!added.encrypted);
+            assert_eq!(added.info.public_key, made.info.public_key, "{spec:?}");
+            assert_eq!(
+                import(&added.text, None).unwrap().info,
+                added.info,
+                "{spec:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn p521_key_from_ssh_add_with_a_short_scalar_is_taken() {
+        for _ in 0..64 {
+            let made = generate(KeySpec::Ecdsa(Curve::P521), "", None).unwrap();
+            let parsed = PrivateKey::from_openssh(made.text.expose_str().unwrap()).unwrap();
+            if parsed.key_data().ecdsa().unwrap().private_key_bytes()[0] != 0 {
+                continue;
+            }
+            let added = from_agent(&agent_encoding(&parsed), b"").unwrap();
+            assert_eq!(added.info.fingerprint, made.info.fingerprint);
+            return;
+        }
+        panic!("64 P-521 keys in a row had a first scalar byte other than 0 (odds 2^-64)");
+    }
+
+    #[test]
+    fn key_from_ssh_add_whose_private_half_is_not_its_public_halfs_is_refused() {
+        let made = generate(KeySpec::Ecdsa(Curve::P256), "", None).unwrap();
+        let other = generate(KeySpec::Ecdsa(Curve::P256), "", None).unwrap();
+        let mine = PrivateKey::from_openssh(made.text.expose_str().unwrap()).unwrap();
+        let theirs = PrivateKey::from_openssh(other.text.expose_str().unwrap()).unwrap();
+        // My public point with their scalar.
+        let mut reader = Reader(Box::leak(agent_encoding(&mine).into_boxed_slice()));
+        let mut mixed = Vec::new();
+        for _ in 0..3 {
+            put_string(&mut mixed, reader.string().unwrap());
+        }
+        let mut their_fields = Reader(Box::leak(agent_encoding(&theirs).into_boxed_slice()));
+        for _ in 0..3 {
+            their_fields.string().unwrap();
+        }
+        put_string(&mut mixed, their_fields.string().unwrap());
+        assert_eq!(from_agent(&mixed, b"").err(), Some(ImportError::Unreadable));
+    }
+
+    #[test]
+    fn key_from_ssh_add_of_another_type_or_cut_short_is_refused() {
+        let mut dsa = Vec::new();
+        put_string(&mut dsa, b"ssh-dss");
+        put_string(&mut dsa, &[1; 20]);
+        assert!(matches!(
+            from_agent(&dsa, b""),
+            Err(ImportError::Unsupported(_))
+        ));
+        let made = generate(KeySpec::Ed25519, "", None).unwrap();
+        let parsed = PrivateKey::from_openssh(made.text.expose_str().unwrap()).unwrap();
+        let encoding = agent_encoding(&parsed);
+        assert_eq!(
+            from_agent(&encoding[..encoding.len() - 1], b"").err(),
+            Some(ImportError::Unreadable)
+        );
+    }
+
+    #[test]
+    fn rsa_key_from_ssh_add_over_16384_bits_is_refused_before_any_arithmetic() {
+        let mut huge = Vec::new();
+        put_string(&mut huge, b"ssh-rsa");
+        let mut n = vec![0u8];
+        n.extend(std::iter::repeat_n(0xff, MAX_RSA_BITS / 8 + 1));
+        put_string(&mut huge, &n);
+        put_string(&mut huge, &[1, 0, 1]);
+        assert!(matches!(
+            from_agent(&huge, b""),
+            Err(ImportError::Unsupported(_))
+        ));
     }
 
     /// 20 bytes in base64, the salt length OpenSSH writes.

@@ -5,7 +5,8 @@
 //! before anything else looks at the body, sealed before the database transaction, and
 //! never returned; `connect` is the one reply that carries secrets, built in a buffer of its
 //! final size (no reallocation copies) and sent with `Cache-Control: no-store`. For routes
-//! with an id, an unknown host is answered before the body is judged (404 before 400).
+//! with an id, an unknown host is answered before the body is judged (404 before 400), and a
+//! stale `If-Match` or `revision` between the two (412, README "Revisions and If-Match").
 
 use std::io;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
+use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{
@@ -23,6 +25,7 @@ use crate::model::interop::{self, ChainVerdict};
 use crate::model::validate::{self, Invalid};
 use crate::state::AppState;
 use crate::store;
+use crate::store::changes::Revised;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
@@ -35,11 +38,13 @@ struct HostPage<'a> {
     per_page: u64,
 }
 
-/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
+/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`, plus the host's
+/// new `revision` (README, "Revisions and If-Match").
 #[derive(Serialize)]
 struct FavoriteView<'a> {
     id: &'a str,
     is_favorite: bool,
+    revision: i64,
 }
 
 /// README, Hosts: `connect` answers `{ host, credentials }`.
@@ -64,6 +69,13 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
+    /// `connect?agent=true` (README "SSH agent"): the key's public half, for the
+    /// `IdentityFile` of `ssh -o IdentitiesOnly=yes`, instead of the private key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    public_key: Option<&'a str>,
+    /// `connect?agent=true`: the agent's socket, for `SSH_AUTH_SOCK` or `IdentityAgent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identity_agent: Option<&'a str>,
     /// The full route for `ssh -J`, each hop's own chain first; omitted when
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,6 +91,12 @@ enum Credentials {
         passphrase: Option<Secret>,
     },
     Agent,
+    /// A key the SSH agent signs with: no secret leaves the vault.
+    ViaAgent {
+        key_id: String,
+        public_key: String,
+        socket: String,
+    },
 }
 
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -112,7 +130,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let (password_field, password) = take_password(&mut body)?;
     let host = NewHost::from_json(&body, password_field).map_err(invalid)?;
-    let id = crate::api::new_id();
+    let id = crate::vault::new_id();
     let sealed = match (host.auth.password, password) {
         (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
         _ => None,
@@ -121,20 +139,22 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         judge_chain(store::interop::judge_chain(tx, None, &host.jump_host_ids)?)?;
         Ok::<_, ApiError>(store::hosts::insert(tx, &id, &host, sealed.as_deref())?)
     })?;
-    Reply::json(201, &host.view())
+    host_reply(201, &host)
 }
 
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let host = state.db.read(|conn| store::hosts::by_id(conn, id))?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
 /// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
+    let precondition = Precondition::with_body(req, &body);
     let checked = check_patch(state, &mut body, id);
     let host = state.db.write(|tx| {
         let current = store::hosts::by_id(tx, id)?;
+        precondition?.check(Revised::Host, current.revision)?;
         let (patch, sealed) = checked?;
         let change = patch.apply(&current).map_err(invalid)?;
         if patch.jump_host_ids.is_some() {
@@ -148,12 +168,15 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             sealed.as_deref(),
         )?)
     })?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
 /// A host still used as a jump host answers 409 `HOST_IN_USE`.
-pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req);
     state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Host, id)?;
+        precondition?.check(Revised::Host, current)?;
         let users = store::interop::jump_users(tx, id)?;
         if users > 0 {
             return Err(ApiError::HostInUse(users));
@@ -163,29 +186,46 @@ pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Ok(Reply::no_content())
 }
 
-pub fn toggle_favorite(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let is_favorite = state.db.write(|tx| store::hosts::toggle_favorite(tx, id))?;
-    Reply::json(200, &FavoriteView { id, is_favorite })
+pub fn toggle_favorite(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req);
+    let (is_favorite, revision) = state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Host, id)?;
+        precondition?.check(Revised::Host, current)?;
+        let is_favorite = store::hosts::toggle_favorite(tx, id)?;
+        let revision = store::changes::revision(tx, Revised::Host, id)?;
+        Ok::<_, ApiError>((is_favorite, revision))
+    })?;
+    let view = FavoriteView {
+        id,
+        is_favorite,
+        revision,
+    };
+    Ok(Reply::json(200, &view)?.with_header("ETag", etag(revision)))
 }
 
 /// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
+    let precondition = Precondition::with_body(req, &body);
     let group_id = match body.get("group_id") {
         None => Ok(None),
         Some(value) => validate::optional_id("group_id", value).map_err(invalid),
     };
     let host = state.db.write(|tx| {
-        store::hosts::by_id(tx, id)?;
+        let current = store::hosts::by_id(tx, id)?;
+        precondition?.check(Revised::Host, current.revision)?;
         let group_id = group_id?;
         Ok::<_, ApiError>(store::hosts::move_to(tx, id, group_id.as_deref())?)
     })?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
 /// README, Hosts (extension): sets `last_used_at` and answers the decrypted
-/// credentials. The only response with a secret; `Cache-Control: no-store`.
-pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+/// credentials. The only response with a secret; `Cache-Control: no-store`. With
+/// `?agent=true` a key host gets its public key and the SSH agent's socket instead of the
+/// private key (README "SSH agent").
+pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let via_agent = crate::api::agent::agent_param(req)?;
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
@@ -196,8 +236,19 @@ pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
     })?;
-    let credentials = open_credentials(state, id, &sealed)?;
-    // Set only once the secrets opened: a failed connect is not a use.
+    let credentials = match (&sealed, via_agent) {
+        (SealedCredentials::Key { key_id, .. }, true) => {
+            let agent = crate::api::agent::connect_credentials(state, key_id)?;
+            Credentials::ViaAgent {
+                key_id: key_id.clone(),
+                public_key: agent.public_key,
+                socket: agent.socket,
+            }
+        }
+        _ => open_credentials(state, id, &sealed)?,
+    };
+    // Set only once the secrets opened: a failed connect is not a use. The history entry
+    // commits with it (README, "Connection history").
     let host = record_use(state, host)?;
     let view = ConnectView {
         host: host.view(),
@@ -207,6 +258,11 @@ pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
         },
     };
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
+}
+
+/// A single host as an answer, with its revision as the `ETag`.
+fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
+    Ok(Reply::json(status, &host.view())?.with_header("ETag", etag(host.revision)))
 }
 
 /// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
@@ -228,10 +284,13 @@ pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
 /// when the write fails (a full disk above all) the credentials still go out, with the host
 /// as it was read, and a warning goes to the log. A host deleted meanwhile is not found.
 fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
-    match state
-        .db
-        .write(|tx| store::hosts::touch_last_used(tx, &host.id))
-    {
+    let touched = state.db.write(|tx| {
+        let touched = store::hosts::touch_last_used(tx, &host.id)?;
+        let connected_at = touched.last_used_at.as_deref().unwrap_or_default();
+        store::history::append(tx, &touched, connected_at)?;
+        Ok(touched)
+    });
+    match touched {
         Ok(touched) => Ok(touched),
         Err(store::StoreError::HostNotFound) => Err(ApiError::HostNotFound),
         Err(err) => {
@@ -375,6 +434,8 @@ fn credentials_view<'a>(
         key_id: None,
         private_key: None,
         passphrase: None,
+        public_key: None,
+        identity_agent: None,
         proxy_jump: None,
     };
     match credentials {
@@ -391,6 +452,15 @@ fn credentials_view<'a>(
             view.passphrase = passphrase.as_ref().map(text_of).transpose()?;
         }
         Credentials::Agent => {}
+        Credentials::ViaAgent {
+            key_id,
+            public_key,
+            socket,
+        } => {
+            view.key_id = Some(key_id);
+            view.public_key = Some(public_key);
+            view.identity_agent = Some(socket);
+        }
     }
     Ok(view)
 }
@@ -450,6 +520,15 @@ mod tests {
         AppState::for_tests(Vault::NoPassword(DataKey::generate()))
     }
 
+    fn connect_request() -> Req {
+        Req::new(
+            Method::Post,
+            "/api/hosts/x/connect",
+            Zeroizing::new(Vec::new()),
+        )
+        .unwrap()
+    }
+
     /// Stores key `id` as the keys endpoints do: secrets sealed for the keys table.
     fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
         let seal = |field, bytes: &[u8]| {
@@ -504,7 +583,7 @@ mod tests {
         let state = state();
         store_key(&state, "k1", "k1", Some("pass-phrase"));
         let host_id = create_key_host(&state, "k1");
-        let reply = connect(&state, &host_id).unwrap();
+        let reply = connect(&state, &connect_request(), &host_id).unwrap();
         assert!(reply
             .headers
             .contains(&("Cache-Control", "no-store".to_string())));
@@ -525,7 +604,9 @@ mod tests {
         let state = state();
         store_key(&state, "k2", "k2", None);
         let host_id = create_key_host(&state, "k2");
-        let body: Value = serde_json::from_slice(&connect(&state, &host_id).unwrap().body).unwrap();
+        let body: Value =
+            serde_json::from_slice(&connect(&state, &connect_request(), &host_id).unwrap().body)
+                .unwrap();
         assert_eq!(body["credentials"]["private_key"], PRIVATE_KEY);
         assert!(body["credentials"].get("passphrase").is_none(), "{body}");
     }
@@ -535,7 +616,7 @@ mod tests {
         let state = state();
         store_key(&state, "k3", "some-other-key", None);
         let host_id = create_key_host(&state, "k3");
-        let err = connect(&state, &host_id).err().unwrap();
+        let err = connect(&state, &connect_request(), &host_id).err().unwrap();
         assert_eq!(err.code(), "INTERNAL_ERROR");
         let host = state
             .db

@@ -12,16 +12,14 @@
 //! is ever logged, echoed or kept outside `Secret`; passwords are decoded from the body's
 //! JSON text straight into one.
 
-use std::thread;
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::state::{AppState, MAX_DELAYED_ANSWERS};
+use crate::state::AppState;
 use crate::store;
+use crate::store::audit;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
 /// `GET /api/vault` and the answer of the password endpoints.
@@ -80,13 +78,8 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
-    let Some(wrapped) = current_wrapped_key(state) else {
-        return Err(ApiError::VaultNoPassword);
-    };
-    let key = check_password(state, &wrapped, &password)?;
-    // Fails when the password changed while it was checked: it is no longer the password.
-    let outcome = state.vault().unlock(&wrapped, key);
-    outcome?;
+    // Shared with the SSH agent's UNLOCK: one guess throttle, one audit and change entry.
+    state.unlock_vault(&password, "request")?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -99,8 +92,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `POST /api/vault/lock`: 200 `{vault_locked: true}` (also when already locked), 409
 /// `VAULT_NO_PASSWORD` when there would be no way back in.
 pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
-    let outcome = state.vault().lock();
-    outcome?;
+    state.lock_vault("request")?;
     log::info!("vault locked");
     Reply::json(200, &LockView { vault_locked: true })
 }
@@ -115,7 +107,12 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let expected = current_wrapped_key(state);
     if let Some(wrapped) = &expected {
         let current_password = required(current_password, "current_password")?;
-        check_password(state, wrapped, &current_password)?;
+        check_password(
+            state,
+            wrapped,
+            &current_password,
+            audit::VAULT_PASSWORD_CHECK_FAILED,
+        )?;
     }
     let new = {
         let _turn = state.password_derivations.take();
@@ -127,7 +124,13 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             return Err(changed_meanwhile());
         }
         // Lock order: vault, then db. Held across the write so that disk and memory agree.
-        vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
+        let event = match expected {
+            None => audit::VAULT_PASSWORD_SET,
+            Some(_) => audit::VAULT_PASSWORD_CHANGED,
+        };
+        vault.set_password(&new, |header, data_key| {
+            persist(state, header, data_key, event)
+        })?;
     }
     forget_replaced_rows(state);
     match expected {
@@ -148,13 +151,20 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
-    check_password(state, &wrapped, &current_password)?;
+    check_password(
+        state,
+        &wrapped,
+        &current_password,
+        audit::VAULT_PASSWORD_CHECK_FAILED,
+    )?;
     {
         let mut vault = state.vault();
         if !vault.password_is(Some(&wrapped)) {
             return Err(changed_meanwhile());
         }
-        vault.remove_password(|header, data_key| persist(state, header, data_key))?;
+        vault.remove_password(|header, data_key| {
+            persist(state, header, data_key, audit::VAULT_PASSWORD_REMOVED)
+        })?;
     }
     forget_replaced_rows(state);
     log::info!("master password removed");
@@ -208,53 +218,16 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
     state.vault().wrapped_key().cloned()
 }
 
-/// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations (waited
-/// for, never refused), holding no lock. A wrong password's answer then waits until its
-/// delay has passed since the check began, after the derivation's place is given back: the
-/// wait for a turn counts towards the delay, so a guess takes the delay or its turn,
-/// whichever is longer, never both.
+/// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
+/// turn, and a wrong password's delay, no lock held); a wrong one is audited as
+/// `failed_event`.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
+    failed_event: &str,
 ) -> Result<DataKey, ApiError> {
-    let began = Instant::now();
-    let opened = {
-        let _turn = state.password_derivations.take();
-        wrapped.open(password.expose())
-    };
-    match opened {
-        Ok(key) => {
-            state.password_failures.succeeded();
-            Ok(key)
-        }
-        Err(_) => Err(wrong_password(state, began)),
-    }
-}
-
-/// Counts a wrong password and serves what is left of its delay (README "Vault"): repeated
-/// wrong passwords are slowed down, never locked out. At most `MAX_DELAYED_ANSWERS` answers
-/// wait at once; a wrong answer beyond them goes out at once. Only guesses sent in parallel
-/// get there, and those learn nothing sooner from it: a right guess among them would have
-/// unlocked the vault the moment its derivation ended, so they are paced by the
-/// one-at-a-time derivation whatever their answers wait. This keeps a flood of guesses from
-/// putting every worker to sleep.
-fn wrong_password(state: &AppState, began: Instant) -> ApiError {
-    let delay = state.password_failures.failed();
-    let left = delay.saturating_sub(began.elapsed());
-    match state.delayed_answers.try_take() {
-        Some(_place) => {
-            log::warn!(
-                "wrong master password; answering {} ms after the check began",
-                delay.as_millis()
-            );
-            thread::sleep(left);
-        }
-        None => log::warn!(
-            "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
-        ),
-    }
-    ApiError::InvalidPassword
+    Ok(state.check_password(wrapped, password, failed_event)?)
 }
 
 /// Another request changed or removed the password while this one was checking: the
@@ -264,11 +237,19 @@ fn changed_meanwhile() -> ApiError {
     ApiError::Busy
 }
 
-/// Writes the vault row (header and data key) in one statement, in one transaction.
-fn persist(state: &AppState, header: Option<&[u8]>, data_key: &[u8]) -> Result<(), ApiError> {
-    Ok(state
-        .db
-        .write(|tx| store::vault_meta::save(tx, header, data_key))?)
+/// Writes the vault row (header and data key) in one statement, in one transaction, with
+/// its change log entry and its audit `event` (README, "Change feed" and "Audit log").
+fn persist(
+    state: &AppState,
+    header: Option<&[u8]>,
+    data_key: &[u8],
+    event: &str,
+) -> Result<(), ApiError> {
+    Ok(state.db.write(|tx| {
+        store::vault_meta::save(tx, header, data_key)?;
+        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)?;
+        audit::append(tx, event, "vault", &serde_json::json!({}))
+    })?)
 }
 
 /// After the vault row changed, moves the WAL into the database file and empties it, so the

@@ -10,22 +10,26 @@
 //! (<https://github.com/RustCrypto/SSH/pull/351> and `/pull/356`), only release candidates
 //! when this was written, and that fix still refuses a scalar shorter than 32 bytes: the 1
 //! in 512 P-256 keys.
-//! Here such a key is read again with its scalar rewritten at full size.
+//! Here such a key is read again with its scalar rewritten at full size. The same holds for
+//! an ECDSA key that `ssh-add` sends to the agent, whose scalar is an mpint too.
 //!
 //! When to remove it: once the ssh-key in `Cargo.lock` reads the short-scalar keys of the
 //! unit tests below by itself, `ssh_key_alone_still_refuses_short_scalars` fails. Then
-//! delete this file and its two call sites in `sshkey.rs` (`parse`'s fallback and
-//! `decrypt`'s ECDSA branch), and move the tests that import short-scalar keys (and their
-//! keys) into `sshkey.rs`'s tests.
+//! delete this file and its three call sites in `sshkey.rs` (`parse`'s fallback,
+//! `decrypt`'s ECDSA branch, and `from_agent`'s ECDSA section, which then only needs the
+//! padding other key types get), and move the tests that import short-scalar keys (and
+//! their keys) into `sshkey.rs`'s tests.
 //!
-//! Invariants: only ECDSA keys get here, after ssh-key alone failed (`parse`) or for every
-//! encrypted ECDSA key (`decrypt`); every buffer that holds private key bytes is sized once
-//! and wiped on drop; nothing here logs, and no error carries key material. ssh-key still
-//! decodes the rewritten key, so it checks the curve and that the scalar matches the point.
+//! Invariants: only ECDSA keys get here: after ssh-key alone failed (`parse`), for every
+//! encrypted ECDSA key (`decrypt`) and every ECDSA key from `ssh-add` (`full_size_scalar`);
+//! every buffer that holds private key bytes is sized once and wiped on drop; nothing here
+//! logs, and no error carries key material. ssh-key still decodes the rewritten key, so it
+//! checks the curve and that the scalar matches the point.
 
 use ssh_key::PrivateKey;
 use zeroize::Zeroizing;
 
+use crate::sshkey::wire::{put_string, put_u32, unencrypted, Container, Reader};
 use crate::sshkey::ImportError;
 use crate::vault::Secret;
 
@@ -69,67 +73,10 @@ pub fn decrypt(key: &PrivateKey, passphrase: &Secret) -> Result<PrivateKey, Impo
         .map_err(|_| ImportError::Unreadable)
 }
 
-/// The parts of the binary `openssh-key-v1` container (PROTOCOL.key) this module needs.
-struct Container<'a> {
-    cipher: &'a [u8],
-    /// The public key blob.
-    public: &'a [u8],
-    /// The private section: plain for cipher `none`, else the ciphertext.
-    private: &'a [u8],
-    /// What follows the private section: the AEAD tag, if any.
-    rest: &'a [u8],
-}
-
-const OPENSSH_MAGIC: &[u8] = b"openssh-key-v1\0";
-
-impl<'a> Container<'a> {
-    fn parse(binary: &'a [u8]) -> Option<Container<'a>> {
-        let mut reader = Reader(binary.strip_prefix(OPENSSH_MAGIC)?);
-        let cipher = reader.string()?;
-        let _kdf = reader.string()?;
-        let _kdf_options = reader.string()?;
-        if reader.u32()? != 1 {
-            return None;
-        }
-        let public = reader.string()?;
-        let private = reader.string()?;
-        Some(Container {
-            cipher,
-            public,
-            private,
-            rest: reader.0,
-        })
-    }
-}
-
-/// Reads SSH wire types (RFC 4251 §5) from a byte slice.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Option<&'a [u8]> {
-        if self.0.len() < len {
-            return None;
-        }
-        let (head, tail) = self.0.split_at(len);
-        self.0 = tail;
-        Some(head)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        let bytes: [u8; 4] = self.take(4)?.try_into().ok()?;
-        Some(u32::from_be_bytes(bytes))
-    }
-
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let len = usize::try_from(self.u32()?).ok()?;
-        self.take(len)
-    }
-}
-
 /// A plain ECDSA private section (check integers, one key, comment, padding) rewritten with
 /// its scalar at the curve's full size, as ssh-key 0.6.7 decodes it, and padded for cipher
 /// `none`. `None` when the section does not parse or holds another key type.
-fn full_size_scalar(section: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
+pub fn full_size_scalar(section: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
     let mut reader = Reader(section);
     let check = reader.take(8)?;
     let key_type = reader.string()?;
@@ -171,32 +118,6 @@ fn full_size_scalar(section: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
         pad += 1;
     }
     Some(out)
-}
-
-/// An unencrypted `openssh-key-v1` container around `public` and a plain `section`.
-fn unencrypted(public: &[u8], section: &[u8]) -> Zeroizing<Vec<u8>> {
-    let mut out = Zeroizing::new(Vec::with_capacity(
-        OPENSSH_MAGIC.len() + 4 * 6 + 8 + public.len() + section.len(),
-    ));
-    out.extend_from_slice(OPENSSH_MAGIC);
-    put_string(&mut out, b"none");
-    put_string(&mut out, b"none");
-    put_string(&mut out, b"");
-    put_u32(&mut out, 1);
-    put_string(&mut out, public);
-    put_string(&mut out, section);
-    out
-}
-
-fn put_u32(out: &mut Vec<u8>, value: usize) {
-    // Every length here comes from a request body under 1 MiB.
-    let value = u32::try_from(value).unwrap_or(u32::MAX);
-    out.extend_from_slice(&value.to_be_bytes());
-}
-
-fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
-    put_u32(out, bytes.len());
-    out.extend_from_slice(bytes);
 }
 
 /// The bytes of a PEM text's base64 body (between the BEGIN and END lines).
@@ -251,7 +172,8 @@ fn base64_value(byte: u8) -> Option<u8> {
 mod tests {
     use ssh_key::PrivateKey;
 
-    use crate::sshkey::ecdsa_workaround::{full_size_scalar, pem_body, put_string, Reader};
+    use crate::sshkey::ecdsa_workaround::{full_size_scalar, pem_body};
+    use crate::sshkey::wire::{put_string, Reader};
     use crate::sshkey::{import, ImportError};
     use crate::vault::Secret;
 

@@ -14,9 +14,21 @@ pub fn random_bytes(out: &mut [u8]) {
     OsRng.fill_bytes(out);
 }
 
+/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour). Handlers and
+/// the agent choose ids; the store only stores them. (uuid's own "v4" feature would pull a
+/// second version of getrandom into the tree.)
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    random_bytes(&mut bytes);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .hyphenated()
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::vault::random::random_bytes;
+    use crate::vault::random::{new_id, random_bytes};
 
     #[test]
     fn two_draws_of_32_bytes_differ_and_are_not_all_zero() {
@@ -25,6 +37,23 @@ mod tests {
         random_bytes(&mut two);
         assert_ne!(one, two);
         assert_ne!(one, [0u8; 32]);
+    }
+
+    #[test]
+    fn new_ids_are_distinct_lowercase_hyphenated_uuid_v4() {
+        let (one, two) = (new_id(), new_id());
+        assert_ne!(one, two);
+        assert_eq!(one.len(), 36);
+        assert_eq!(one, one.to_lowercase());
+        assert_eq!(&one[14..15], "4", "version 4: {one}");
+        assert!(
+            matches!(&one[19..20], "8" | "9" | "a" | "b"),
+            "RFC 4122 variant: {one}"
+        );
+        assert_eq!(
+            one.match_indices('-').map(|(at, _)| at).collect::<Vec<_>>(),
+            [8, 13, 18, 23]
+        );
     }
 
     #[test]

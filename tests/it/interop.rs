@@ -752,7 +752,7 @@ impl Sshd {
         std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
     }
 
-    fn authorize(&self, public_key: &str) {
+    pub(crate) fn authorize(&self, public_key: &str) {
         std::fs::write(self.dir.join("authorized_keys"), format!("{public_key}\n"))
             .expect("write authorized_keys");
     }

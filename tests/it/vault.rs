@@ -453,27 +453,28 @@ fn vault_password_stdin_and_exit_with_parent_work_together() {
     );
     assert!(!vault_locked(&service));
     // The rest of stdin is watched: more bytes change nothing, end of file stops. The
-    // watcher wakes on each write at once, so a request answered after it (and logged
-    // before the shutdown) shows the bytes stopped nothing.
+    // watcher wakes on each write at once; a service that stopped on it would refuse the
+    // new connection each round opens right after.
     for round in 0..3 {
         let stdin = service.stdin.as_mut().unwrap();
         stdin.write_all(b"noise after the password line\n").unwrap();
         stdin.flush().unwrap();
         assert!(!vault_locked(&service), "round {round}");
     }
+    assert!(!service.stderr().contains("shutting down"));
     drop(service.stdin.take());
     let status = service.wait_exit(EVENT_DEADLINE).expect("exited");
     assert_eq!(status.code(), Some(0));
     let stderr = service.stderr();
-    let shutdown = stderr
-        .find("shutting down (stdin closed (--exit-with-parent))")
-        .unwrap_or_else(|| panic!("the end of stdin stopped it: {stderr}"));
-    let last_request = stderr.rfind("GET /api/health 200").unwrap();
-    assert!(
-        last_request < shutdown,
-        "served every request first: {stderr}"
+    assert_eq!(
+        stderr.matches("shutting down").collect::<Vec<_>>(),
+        ["shutting down"],
+        "{stderr}"
     );
-    assert_eq!(stderr.matches("shutting down").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("shutting down (stdin closed (--exit-with-parent))"),
+        "{stderr}"
+    );
 }
 
 /// `--auto-lock 1` with its idle time made 300 ms for the test
@@ -666,9 +667,9 @@ fn right_password_is_never_refused_while_parallel_wrong_guesses_go_on() {
 
 /// README "Vault": a request in flight is activity for `--auto-lock`. An import whose
 /// passphrase check (bcrypt at 400 rounds, about 3 s here) outlasts a 1 s limit is stored,
-/// and the vault locks once the request has ended. The order is read from the service's
-/// own log, one line per request written as it is answered: the lock comes after the
-/// import's line, a second of idleness later.
+/// and the vault locks once the request has ended. The key is sealed after the check, which
+/// needs the vault open: a lock while the check ran would have failed the import, so its
+/// 201 shows the order of events.
 #[test]
 fn auto_lock_waits_for_a_request_in_flight_and_locks_after_it() {
     let dir = fresh_dir("vault-auto-lock-busy");
@@ -690,25 +691,16 @@ fn auto_lock_waits_for_a_request_in_flight_and_locks_after_it() {
     let took = started.elapsed();
     assert_eq!(status, 201, "{key}");
     assert!(
-        took > Duration::from_millis(1250),
+        took > Duration::from_millis(1500),
         "the import ({took:?}) must outlast the 1 s limit and the 0.25 s tick to show anything"
     );
     assert!(
         wait_until(EVENT_DEADLINE, || vault_locked(&service)),
         "the vault locks once the request has ended"
     );
-    let stderr = service.stderr();
-    let import_answered = stderr
-        .find("POST /api/keys 201")
-        .unwrap_or_else(|| panic!("{stderr}"));
-    let locked = stderr
-        .find("vault locked after 1000 ms")
-        .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(
-        import_answered < locked,
-        "locked while the import was in flight: {stderr}"
-    );
-    assert_eq!(stderr.matches("vault locked after").count(), 1, "{stderr}");
+    assert!(service
+        .stderr()
+        .contains("vault locked after 1000 ms without a request (--auto-lock)"));
 }
 
 #[test]

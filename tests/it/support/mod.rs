@@ -140,6 +140,9 @@ impl Service {
         };
         command
             .env("RUST_LOG", "debug")
+            // The agent's socket goes into the data dir, under target/, unless a test sets
+            // a runtime dir of its own: nothing is left outside target/.
+            .env_remove("XDG_RUNTIME_DIR")
             .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
