@@ -56,10 +56,9 @@ pub const MAX_AUTO_LOCK_SECONDS: u64 = 365 * 24 * 60 * 60;
 
 /// What the command line asks for.
 #[derive(Debug)]
-// Parsed once at start: boxing the config would buy nothing.
-#[allow(clippy::large_enum_variant)]
 pub enum Command {
-    Run(Config),
+    /// Boxed: a `Config` is large next to the other variants.
+    Run(Box<Config>),
     Help,
     Version,
 }
@@ -81,8 +80,21 @@ pub struct Config {
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
+    /// Test-only bounds of the change log, the connection history and the feed's wait
+    /// (README, Development): tests reach a trim with a few writes, and generated requests
+    /// (scripts/schemathesis) do not each wait 30 s.
+    pub feed_overrides: FeedOverrides,
     /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
     pub agent: Option<AgentConfig>,
+}
+
+/// How many change log entries and connections are kept, and the longest wait of the
+/// change feed, from `HOST_MANAGER_TEST_*` variables; `None` keeps the documented value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedOverrides {
+    pub changes_kept: Option<u64>,
+    pub history_kept: Option<u64>,
+    pub max_wait: Option<Duration>,
 }
 
 /// Where the SSH agent listens and how long it waits for an approval.
@@ -159,7 +171,7 @@ impl Command {
         if raw.version {
             return Ok(Command::Version);
         }
-        Ok(Command::Run(Config::from_raw(raw, env)?))
+        Ok(Command::Run(Box::new(Config::from_raw(raw, env)?)))
     }
 }
 
@@ -286,6 +298,12 @@ impl Config {
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
             http_overrides: HttpOverrides::from_env(env)?,
+            feed_overrides: FeedOverrides {
+                changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
+                history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
+                max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
+                    .map(Duration::from_millis),
+            },
             agent: match raw.no_agent {
                 true => None,
                 false => Some(AgentConfig::from_env(env)?),
@@ -363,7 +381,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         match Command::parse(args.iter().map(|a| a.to_string()), &env) {
-            Ok(Command::Run(config)) => Ok(config),
+            Ok(Command::Run(config)) => Ok(*config),
             Ok(other) => Err(format!("{other:?}")),
             Err(err) => Err(err.0),
         }
@@ -524,6 +542,32 @@ mod tests {
         assert_eq!(agent.approval_timeout, Some(Duration::from_millis(1)));
         let err = run(&[], &[("HOME", "/h"), (name, "0")]).unwrap_err();
         assert!(err.contains(name), "{err}");
+    }
+
+    #[test]
+    fn feed_overrides_are_read_and_must_be_positive() {
+        let config = run(
+            &[],
+            &[
+                ("HOME", "/h"),
+                ("HOST_MANAGER_TEST_CHANGES_KEPT", "1"),
+                ("HOST_MANAGER_TEST_HISTORY_KEPT", "7"),
+                ("HOST_MANAGER_TEST_FEED_MAX_WAIT_MS", "250"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.feed_overrides.changes_kept, Some(1));
+        assert_eq!(config.feed_overrides.history_kept, Some(7));
+        assert_eq!(
+            config.feed_overrides.max_wait,
+            Some(Duration::from_millis(250))
+        );
+        let err = run(
+            &[],
+            &[("HOME", "/h"), ("HOST_MANAGER_TEST_CHANGES_KEPT", "0")],
+        )
+        .unwrap_err();
+        assert!(err.contains("HOST_MANAGER_TEST_CHANGES_KEPT"), "{err}");
     }
 
     #[test]

@@ -46,6 +46,12 @@ pub enum ApiError {
     /// A key is still referenced by this many hosts.
     KeyInUse(u64),
     InvalidMove(String),
+    /// `If-Match` or a body's `revision` names another revision than the resource's
+    /// `current` one: someone else changed it since it was read.
+    PreconditionFailed {
+        resource: &'static str,
+        current: i64,
+    },
     InvalidKey(String),
     InvalidPassphrase,
     VaultLocked,
@@ -123,6 +129,7 @@ impl ApiError {
             | ApiError::VaultNoPassword
             | ApiError::AgentUnavailable(_) => 409,
             ApiError::RequestTimeout => 408,
+            ApiError::PreconditionFailed { .. } => 412,
             ApiError::PayloadTooLarge => 413,
             ApiError::UriTooLong => 414,
             ApiError::HeadersTooLarge => 431,
@@ -152,6 +159,7 @@ impl ApiError {
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse(_) => "KEY_IN_USE",
             ApiError::InvalidMove(_) => "INVALID_MOVE",
+            ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::InvalidKey(_) => "INVALID_KEY",
             ApiError::InvalidPassphrase => "INVALID_PASSPHRASE",
             ApiError::VaultLocked => "VAULT_LOCKED",
@@ -192,6 +200,7 @@ impl ApiError {
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse(_) => "key is in use",
             ApiError::InvalidMove(_) => "invalid move",
+            ApiError::PreconditionFailed { .. } => "changed since it was read",
             ApiError::InvalidKey(_) => "invalid private key",
             ApiError::InvalidPassphrase => "wrong passphrase for this key",
             ApiError::VaultLocked => "vault is locked",
@@ -233,6 +242,10 @@ impl ApiError {
             ApiError::KeyInUse(count) => Some(format!("the key is used by {count} host(s)")),
             ApiError::HostInUse(count) => Some(format!(
                 "the host is a jump host (jump_host_ids) of {count} host(s)"
+            )),
+            ApiError::PreconditionFailed { resource, current } => Some(format!(
+                "the {resource} is at revision {current} now (ETag \"{current}\"); read it \
+                 again and retry with that revision"
             )),
 
             ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),

@@ -46,6 +46,9 @@ const PATHS: &[&str] = &[
     "/api/hosts/{host}/favorite",
     "/api/hosts/{host}/move",
     "/api/hosts/{host}/connect",
+    "/api/hosts/{host}/history",
+    "/api/history",
+    "/api/changes",
     "/api/groups",
     "/api/groups/{group}",
     "/api/groups/{group}/move",
@@ -68,7 +71,21 @@ const PATHS: &[&str] = &[
 
 const QUERY_KEYS: &[&str] = &[
     "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "hashed",
-    "hostname", "port", "host_id", "limit", "before", "agent",
+    "hostname", "port", "host_id", "limit", "before", "since", "wait", "agent",
+];
+
+/// `If-Match` values: none, well-formed and malformed (README, "Revisions and If-Match").
+const IF_MATCHES: &[Option<&str>] = &[
+    None,
+    None,
+    None,
+    Some("\"1\""),
+    Some("\"2\", \"3\""),
+    Some("*"),
+    Some("W/\"1\""),
+    Some("1"),
+    Some(""),
+    Some("\"\u{e9}\""),
 ];
 
 /// Values that sit on or near the edges of the validation rules.
@@ -201,7 +218,10 @@ fn target(rng: &mut Rng, ids: &[String]) -> String {
 }
 
 fn state() -> AppState {
-    AppState::for_tests(Vault::NoPassword(DataKey::generate()))
+    let mut state = AppState::for_tests(Vault::NoPassword(DataKey::generate()));
+    // A change feed request with nothing new answers at once instead of waiting seconds.
+    state.config.feed_overrides.max_wait = Some(std::time::Duration::ZERO);
+    state
 }
 
 #[test]
@@ -236,9 +256,11 @@ fn no_request_panics_or_answers_500() {
         let method = *rng.pick(&methods);
         let target = target(&mut rng, &ids);
         let body = body(&mut rng, &ids);
+        let if_match = rng.pick(IF_MATCHES).map(str::to_owned);
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
             match Req::new(method, &target, Zeroizing::new(body.clone())) {
-                Ok(req) => router::route(&state, &req).map(|reply| reply.body.to_vec()),
+                Ok(req) => router::route(&state, &req.with_if_match(if_match.clone()))
+                    .map(|reply| reply.body.to_vec()),
                 Err(err) => Err(err),
             }
         }));

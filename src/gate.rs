@@ -128,7 +128,7 @@ pub fn preflight_headers(origin: &str) -> Vec<(&'static str, String)> {
     ));
     headers.push((
         "Access-Control-Allow-Headers",
-        "Authorization, Content-Type".into(),
+        "Authorization, Content-Type, If-Match".into(),
     ));
     headers.push((
         "Access-Control-Max-Age",
@@ -141,6 +141,8 @@ pub fn preflight_headers(origin: &str) -> Vec<(&'static str, String)> {
 pub fn cors_headers(origin: &str) -> Vec<(&'static str, String)> {
     vec![
         ("Access-Control-Allow-Origin", origin.to_owned()),
+        // README "Revisions and If-Match": a page must read the ETag to send it back.
+        ("Access-Control-Expose-Headers", "ETag".into()),
         ("Vary", "Origin".into()),
     ]
 }

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
-use crate::config::{Command, Config, TokenSource, USAGE};
+use crate::config::{Command, Config, FeedOverrides, TokenSource, USAGE};
 use crate::gate::Gate;
 use crate::http::{Limits, Shutdown};
 use crate::state::AppState;
@@ -62,7 +62,7 @@ const LOCK_FILE: &str = "host-manager.lock";
 fn main() -> ExitCode {
     let env: HashMap<String, String> = std::env::vars().collect();
     let config = match Command::parse(std::env::args().skip(1), &env) {
-        Ok(Command::Run(config)) => config,
+        Ok(Command::Run(config)) => *config,
         Ok(Command::Help) => return write_stdout(USAGE),
         Ok(Command::Version) => {
             return write_stdout(&format!("host-manager {}\n", env!("CARGO_PKG_VERSION")))
@@ -87,6 +87,7 @@ fn serve(config: Config) -> Result<(), String> {
     let _lock = own_data_dir(&config.data_dir)?;
     let db =
         store::open(&config.data_dir).map_err(|err| format!("cannot open the database: {err}"))?;
+    keep_logs(&db, &config.feed_overrides)?;
     let schema = db.schema_version().map_err(|err| err.to_string())?;
     let listener = TcpListener::bind((config.bind, config.port))
         .map_err(|err| format!("cannot listen on {}:{}: {err}", config.bind, config.port))?;
@@ -152,6 +153,18 @@ fn serve(config: Config) -> Result<(), String> {
     db_owner.db.close();
     log::info!("stopped");
     Ok(())
+}
+
+/// Stores the change log's and the connection history's bounds (README, "Change feed"):
+/// the documented ones unless a test overrides them.
+fn keep_logs(db: &store::Db, overrides: &FeedOverrides) -> Result<(), String> {
+    let defaults = store::changes::Retention::default();
+    let retention = store::changes::Retention {
+        changes_kept: overrides.changes_kept.unwrap_or(defaults.changes_kept),
+        history_kept: overrides.history_kept.unwrap_or(defaults.history_kept),
+    };
+    db.write(|tx| store::changes::set_retention(tx, retention))
+        .map_err(|err| format!("cannot set the change log's bounds: {err}"))
 }
 
 /// The bearer token, when one is configured: the first line of `--token-file` (README,

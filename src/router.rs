@@ -26,6 +26,7 @@ pub enum Endpoint<'a> {
     ToggleFavorite(&'a str),
     MoveHost(&'a str),
     ConnectHost(&'a str),
+    HostHistory(&'a str),
     ListGroups,
     CreateGroup,
     GetGroup(&'a str),
@@ -47,6 +48,8 @@ pub enum Endpoint<'a> {
     ImportKnownHosts,
     ExportKnownHosts,
     ListAudit,
+    ListChanges,
+    ListHistory,
     AgentStatus,
     AgentRequests,
     DecideAgentRequest(&'a str),
@@ -73,6 +76,7 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Patch, "/api/hosts/{id}/favorite"),
     (Method::Put, "/api/hosts/{id}/move"),
     (Method::Post, "/api/hosts/{id}/connect"),
+    (Method::Get, "/api/hosts/{id}/history"),
     (Method::Get, "/api/groups"),
     (Method::Post, "/api/groups"),
     (Method::Get, "/api/groups/{id}"),
@@ -94,6 +98,8 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Post, "/api/import/known-hosts"),
     (Method::Get, "/api/export/known-hosts"),
     (Method::Get, "/api/audit"),
+    (Method::Get, "/api/changes"),
+    (Method::Get, "/api/history"),
     (Method::Get, "/api/agent"),
     (Method::Get, "/api/agent/requests"),
     (Method::Post, "/api/agent/requests/{id}"),
@@ -121,6 +127,7 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Patch, ["api", "hosts", id, "favorite"]) => ToggleFavorite(id),
         (Put, ["api", "hosts", id, "move"]) => MoveHost(id),
         (Post, ["api", "hosts", id, "connect"]) => ConnectHost(id),
+        (Get, ["api", "hosts", id, "history"]) => HostHistory(id),
 
         (Get, ["api", "groups"]) => ListGroups,
         (Post, ["api", "groups"]) => CreateGroup,
@@ -146,6 +153,9 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Post, ["api", "import", "known-hosts"]) => ImportKnownHosts,
         (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
         (Get, ["api", "audit"]) => ListAudit,
+
+        (Get, ["api", "changes"]) => ListChanges,
+        (Get, ["api", "history"]) => ListHistory,
 
         (Get, ["api", "agent"]) => AgentStatus,
         (Get, ["api", "agent", "requests"]) => AgentRequests,
@@ -188,12 +198,12 @@ pub fn allowed_methods(path: &[&str]) -> Vec<&'static str> {
 
 impl Endpoint<'_> {
     /// Whether this request restarts the `--auto-lock` countdown. Polls of the service's
-    /// own status are not the user at work: an app that checks health every few seconds
-    /// must not keep the vault open forever.
+    /// own status are not the user at work: an app that checks health every few seconds,
+    /// or whose windows follow the change feed, must not keep the vault open forever.
     fn counts_as_activity(self) -> bool {
         !matches!(
             self,
-            Endpoint::Health | Endpoint::OpenApi | Endpoint::VaultStatus
+            Endpoint::Health | Endpoint::OpenApi | Endpoint::VaultStatus | Endpoint::ListChanges
         )
     }
 
@@ -210,7 +220,10 @@ impl Endpoint<'_> {
 }
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{agent, audit, groups, health, hosts, keys, known_hosts, openapi, ssh_config, vault};
+    use api::{
+        agent, audit, changes, groups, health, history, hosts, keys, known_hosts, openapi,
+        ssh_config, vault,
+    };
     use Endpoint::*;
     match endpoint {
         Health => health::get(state),
@@ -226,23 +239,24 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         CreateHost => hosts::create(state, req),
         GetHost(id) => hosts::get(state, id),
         UpdateHost(id) => hosts::update(state, req, id),
-        DeleteHost(id) => hosts::delete(state, id),
-        ToggleFavorite(id) => hosts::toggle_favorite(state, id),
+        DeleteHost(id) => hosts::delete(state, req, id),
+        ToggleFavorite(id) => hosts::toggle_favorite(state, req, id),
         MoveHost(id) => hosts::move_to(state, req, id),
         ConnectHost(id) => hosts::connect(state, req, id),
+        HostHistory(id) => history::of_host(state, req, id),
 
         ListGroups => groups::list(state),
         CreateGroup => groups::create(state, req),
         GetGroup(id) => groups::get(state, id),
         UpdateGroup(id) => groups::update(state, req, id),
-        DeleteGroup(id) => groups::delete(state, id),
+        DeleteGroup(id) => groups::delete(state, req, id),
         MoveGroup(id) => groups::move_to(state, req, id),
 
         ListKeys => keys::list(state),
         CreateKey => keys::create(state, req),
         GetKey(id) => keys::get(state, id),
         UpdateKey(id) => keys::update(state, req, id),
-        DeleteKey(id) => keys::delete(state, id),
+        DeleteKey(id) => keys::delete(state, req, id),
 
         ImportSshConfig => ssh_config::import(state, req),
         ExportSshConfig => ssh_config::export(state, req),
@@ -255,6 +269,8 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         ImportKnownHosts => known_hosts::import(state, req),
         ExportKnownHosts => known_hosts::export(state, req),
         ListAudit => audit::list(state, req),
+        ListChanges => changes::list(state, req),
+        ListHistory => history::list(state, req),
         AgentStatus => agent::status(state),
         AgentRequests => agent::requests(state),
         DecideAgentRequest(id) => agent::decide(state, req, id),

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::agent::Agent;
 use crate::config::Config;
+use crate::store::audit;
+use crate::store::changes::{self, VaultChange};
 use crate::store::Db;
 use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
@@ -106,7 +108,7 @@ impl AppState {
             panic!("default flags parse to a run command");
         };
         let db = crate::store::open_in_memory().expect("in-memory database opens");
-        AppState::new(config, db, vault)
+        AppState::new(*config, db, vault)
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
@@ -140,28 +142,43 @@ impl AppState {
         self.vault().is_locked()
     }
 
+    /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
+    /// `by` says who in the audit log: `request`, or `agent` for the SSH agent's `LOCK`.
+    pub fn lock_vault(&self, by: &str) -> Result<(), VaultError> {
+        let mut vault = self.vault();
+        self.lock_held(&mut vault, by)
+    }
+
     /// Unlocks the vault with `password` (README "Vault"): the one path of
-    /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK`, so both go through the same
-    /// guess throttle. Unlocking an unlocked vault with the right password succeeds; a
-    /// password changed during the check is `InvalidPassword` (it no longer is the password).
-    pub fn unlock_vault(&self, password: &Secret) -> Result<(), VaultError> {
+    /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK` (`by`: `request` or `agent`), so
+    /// both go through the same guess throttle. Unlocking an unlocked vault with the right
+    /// password succeeds; a password changed during the check is `InvalidPassword` (it no
+    /// longer is the password).
+    pub fn unlock_with_password(&self, password: &Secret, by: &str) -> Result<(), VaultError> {
         let Some(wrapped) = self.vault().wrapped_key().cloned() else {
             return Err(VaultError::NoPassword);
         };
-        let key = self.check_password(&wrapped, password)?;
-        let outcome = self.vault().unlock(&wrapped, key);
-        outcome
+        let key = self.check_password(&wrapped, password, audit::VAULT_UNLOCK_FAILED)?;
+        let mut vault = self.vault();
+        let was_locked = vault.is_locked();
+        vault.unlock(&wrapped, key)?;
+        if was_locked {
+            self.log_vault_change(VaultChange::Unlocked, audit::VAULT_UNLOCKED, by);
+        }
+        Ok(())
     }
 
     /// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations
     /// (waited for, never refused), holding no lock. A wrong password's answer then waits
     /// until its delay has passed since the check began, after the derivation's place is
     /// given back: the wait for a turn counts towards the delay, so a guess takes the delay
-    /// or its turn, whichever is longer, never both.
+    /// or its turn, whichever is longer, never both. A wrong one is audited as
+    /// `failed_event`.
     pub fn check_password(
         &self,
         wrapped: &WrappedKey,
         password: &Secret,
+        failed_event: &str,
     ) -> Result<DataKey, VaultError> {
         let began = Instant::now();
         let opened = {
@@ -173,33 +190,8 @@ impl AppState {
                 self.password_failures.succeeded();
                 Ok(key)
             }
-            Err(_) => Err(self.wrong_password(began)),
+            Err(_) => Err(self.wrong_password(began, failed_event)),
         }
-    }
-
-    /// Counts a wrong password and serves what is left of its delay (README "Vault"):
-    /// repeated wrong passwords are slowed down, never locked out. At most
-    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
-    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
-    /// it: a right guess among them would have unlocked the vault the moment its derivation
-    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
-    /// This keeps a flood of guesses from putting every worker to sleep.
-    fn wrong_password(&self, began: Instant) -> VaultError {
-        let delay = self.password_failures.failed();
-        let left = delay.saturating_sub(began.elapsed());
-        match self.delayed_answers.try_take() {
-            Some(_place) => {
-                log::warn!(
-                    "wrong master password; answering {} ms after the check began",
-                    delay.as_millis()
-                );
-                thread::sleep(left);
-            }
-            None => log::warn!(
-                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
-            ),
-        }
-        VaultError::InvalidPassword
     }
 
     /// Counts a request as activity until the returned value drops: the auto-lock
@@ -240,10 +232,75 @@ impl AppState {
         {
             return false;
         }
-        let locked = vault.lock().is_ok();
+        self.lock_held(&mut vault, "auto-lock").is_ok()
+    }
+
+    /// Locks `vault`, held by the caller; `by` says who (`request` or `auto-lock`) in the
+    /// audit log. README "Change feed": the lock's entry commits before the state changes
+    /// (vault lock, then db), so a reader that sees the vault locked finds the entry, and
+    /// one waiting on the feed is woken with it.
+    fn lock_held(&self, vault: &mut Vault, by: &str) -> Result<(), VaultError> {
+        if vault.has_password() && !vault.is_locked() {
+            self.log_vault_change(VaultChange::Locked, audit::VAULT_LOCKED, by);
+        }
+        vault.lock()?;
         // Sign requests waiting for approval fail, and remembered approvals go.
         self.agent.approvals.vault_locked();
-        locked
+        Ok(())
+    }
+
+    /// Counts a wrong password and serves what is left of its delay (README "Vault"):
+    /// repeated wrong passwords are slowed down, never locked out. At most
+    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
+    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
+    /// it: a right guess among them would have unlocked the vault the moment its derivation
+    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
+    /// This keeps a flood of guesses from putting every worker to sleep.
+    fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
+        let (delay, failures) = self.password_failures.failed();
+        self.audit_failure(failed_event, failures);
+        let left = delay.saturating_sub(began.elapsed());
+        match self.delayed_answers.try_take() {
+            Some(_place) => {
+                log::warn!(
+                    "wrong master password; answering {} ms after the check began",
+                    delay.as_millis()
+                );
+                thread::sleep(left);
+            }
+            None => log::warn!(
+                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
+            ),
+        }
+        VaultError::InvalidPassword
+    }
+
+    /// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
+    /// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot
+    /// push the rest of the log out, and the entry says how long the streak has grown.
+    fn audit_failure(&self, event: &str, failures: u32) {
+        if !failures.is_power_of_two() {
+            return;
+        }
+        let detail = serde_json::json!({ "consecutive_failures": failures });
+        if let Err(err) = self
+            .db
+            .write(|tx| audit::append(tx, event, "vault", &detail))
+        {
+            log::error!("cannot audit a wrong master password: {err}");
+        }
+    }
+
+    /// Logs a vault event in the change log and the audit log, in one transaction. A failure
+    /// is logged and does not stop the event: a lock must happen even when the disk is full.
+    fn log_vault_change(&self, change: VaultChange, event: &str, by: &str) {
+        let logged = self.db.write(|tx| {
+            changes::record_vault(tx, change)?;
+            audit::append(tx, event, "vault", &serde_json::json!({ "by": by }))
+        });
+        if let Err(err) = logged {
+            log::error!("cannot log the vault change: {err}");
+        }
     }
 
     fn elapsed_ms(&self) -> u64 {

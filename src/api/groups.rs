@@ -3,18 +3,22 @@
 //! Every group response (create, get, update, move) has the same shape as an item of the
 //! tree: the stored fields plus `host_count`, `total_host_count` and the sorted `children`.
 //! Bodies are read as JSON objects so that validation, not serde, names the offending field;
-//! unknown fields are ignored.
+//! unknown fields are ignored. Writes to one group check its `If-Match` or body `revision`
+//! after the group is found and before anything moves (412, README "Revisions and
+//! If-Match"); single-group answers carry the revision as the `ETag`.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::group::{parse_color, parse_icon, GroupName, GroupPatch, GroupView, NewGroup};
 use crate::state::AppState;
 use crate::store;
+use crate::store::changes::Revised;
 use crate::store::groups::Placement;
 
 /// The API's list-of-groups shape.
@@ -61,26 +65,32 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         }
         Ok(store::groups::view(tx, &id)?)
     })?;
-    Reply::json(201, &view)
+    group_reply(201, &view)
 }
 
 /// `GET /api/groups/:id` (extension, README, Groups).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let view = state.db.read(|conn| store::groups::view(conn, id))?;
-    Reply::json(200, &view)
+    group_reply(200, &view)
 }
 
 /// `PUT /api/groups/:id`: a partial update; a `parent_id` moves the group as `move` does.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
     let patch = group_patch(&body)?;
-    apply(state, id, &patch)
+    let precondition = Precondition::with_body(req, &body)?;
+    apply(state, id, &patch, &precondition)
 }
 
 /// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
-pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req)?;
     let now = store::now_timestamp();
-    state.db.write(|tx| store::groups::delete(tx, id, &now))?;
+    state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Group, id)?;
+        precondition.check(Revised::Group, current)?;
+        Ok::<_, ApiError>(store::groups::delete(tx, id, &now)?)
+    })?;
     Ok(Reply::no_content())
 }
 
@@ -98,13 +108,21 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         parent_id: Some(parent_field(parent)?),
         ..GroupPatch::default()
     };
-    apply(state, id, &patch)
+    let precondition = Precondition::with_body(req, &body)?;
+    apply(state, id, &patch, &precondition)
 }
 
-/// Writes `patch` and answers 200 with the group as it is now.
-fn apply(state: &AppState, id: &str, patch: &GroupPatch) -> Result<Reply, ApiError> {
+/// Writes `patch` when `precondition` holds and answers 200 with the group as it is now.
+fn apply(
+    state: &AppState,
+    id: &str,
+    patch: &GroupPatch,
+    precondition: &Precondition,
+) -> Result<Reply, ApiError> {
     let now = store::now_timestamp();
     let view = state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Group, id)?;
+        precondition.check(Revised::Group, current)?;
         match store::groups::update(tx, id, patch, &now)? {
             Placement::Placed => {}
             // README, Groups: under itself or a descendant is INVALID_MOVE.
@@ -122,7 +140,12 @@ fn apply(state: &AppState, id: &str, patch: &GroupPatch) -> Result<Reply, ApiErr
         }
         Ok(store::groups::view(tx, id)?)
     })?;
-    Reply::json(200, &view)
+    group_reply(200, &view)
+}
+
+/// A single group (with its subtree) as an answer, with its revision as the `ETag`.
+fn group_reply(status: u16, view: &GroupView) -> Result<Reply, ApiError> {
+    Ok(Reply::json(status, view)?.with_header("ETag", etag(view.revision)))
 }
 
 fn new_group(body: &Map<String, Value>) -> Result<NewGroup, ApiError> {

@@ -5,7 +5,8 @@
 //! before anything else looks at the body, sealed before the database transaction, and
 //! never returned; `connect` is the one reply that carries secrets, built in a buffer of its
 //! final size (no reallocation copies) and sent with `Cache-Control: no-store`. For routes
-//! with an id, an unknown host is answered before the body is judged (404 before 400).
+//! with an id, an unknown host is answered before the body is judged (404 before 400), and a
+//! stale `If-Match` or `revision` between the two (412, README "Revisions and If-Match").
 
 use std::io;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
+use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{
@@ -23,6 +25,7 @@ use crate::model::interop::{self, ChainVerdict};
 use crate::model::validate::{self, Invalid};
 use crate::state::AppState;
 use crate::store;
+use crate::store::changes::Revised;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
@@ -35,11 +38,13 @@ struct HostPage<'a> {
     per_page: u64,
 }
 
-/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`.
+/// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`, plus the host's
+/// new `revision` (README, "Revisions and If-Match").
 #[derive(Serialize)]
 struct FavoriteView<'a> {
     id: &'a str,
     is_favorite: bool,
+    revision: i64,
 }
 
 /// README, Hosts: `connect` answers `{ host, credentials }`.
@@ -134,20 +139,22 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         judge_chain(store::interop::judge_chain(tx, None, &host.jump_host_ids)?)?;
         Ok::<_, ApiError>(store::hosts::insert(tx, &id, &host, sealed.as_deref())?)
     })?;
-    Reply::json(201, &host.view())
+    host_reply(201, &host)
 }
 
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let host = state.db.read(|conn| store::hosts::by_id(conn, id))?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
 /// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
+    let precondition = Precondition::with_body(req, &body);
     let checked = check_patch(state, &mut body, id);
     let host = state.db.write(|tx| {
         let current = store::hosts::by_id(tx, id)?;
+        precondition?.check(Revised::Host, current.revision)?;
         let (patch, sealed) = checked?;
         let change = patch.apply(&current).map_err(invalid)?;
         if patch.jump_host_ids.is_some() {
@@ -161,12 +168,15 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             sealed.as_deref(),
         )?)
     })?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
 /// A host still used as a jump host answers 409 `HOST_IN_USE`.
-pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req);
     state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Host, id)?;
+        precondition?.check(Revised::Host, current)?;
         let users = store::interop::jump_users(tx, id)?;
         if users > 0 {
             return Err(ApiError::HostInUse(users));
@@ -176,24 +186,38 @@ pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Ok(Reply::no_content())
 }
 
-pub fn toggle_favorite(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let is_favorite = state.db.write(|tx| store::hosts::toggle_favorite(tx, id))?;
-    Reply::json(200, &FavoriteView { id, is_favorite })
+pub fn toggle_favorite(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req);
+    let (is_favorite, revision) = state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Host, id)?;
+        precondition?.check(Revised::Host, current)?;
+        let is_favorite = store::hosts::toggle_favorite(tx, id)?;
+        let revision = store::changes::revision(tx, Revised::Host, id)?;
+        Ok::<_, ApiError>((is_favorite, revision))
+    })?;
+    let view = FavoriteView {
+        id,
+        is_favorite,
+        revision,
+    };
+    Ok(Reply::json(200, &view)?.with_header("ETag", etag(revision)))
 }
 
 /// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
+    let precondition = Precondition::with_body(req, &body);
     let group_id = match body.get("group_id") {
         None => Ok(None),
         Some(value) => validate::optional_id("group_id", value).map_err(invalid),
     };
     let host = state.db.write(|tx| {
-        store::hosts::by_id(tx, id)?;
+        let current = store::hosts::by_id(tx, id)?;
+        precondition?.check(Revised::Host, current.revision)?;
         let group_id = group_id?;
         Ok::<_, ApiError>(store::hosts::move_to(tx, id, group_id.as_deref())?)
     })?;
-    Reply::json(200, &host.view())
+    host_reply(200, &host)
 }
 
 /// README, Hosts (extension): sets `last_used_at` and answers the decrypted
@@ -223,7 +247,8 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         }
         _ => open_credentials(state, id, &sealed)?,
     };
-    // Set only once the secrets opened: a failed connect is not a use.
+    // Set only once the secrets opened: a failed connect is not a use. The history entry
+    // commits with it (README, "Connection history").
     let host = record_use(state, host)?;
     let view = ConnectView {
         host: host.view(),
@@ -233,6 +258,11 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         },
     };
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
+}
+
+/// A single host as an answer, with its revision as the `ETag`.
+fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
+    Ok(Reply::json(status, &host.view())?.with_header("ETag", etag(host.revision)))
 }
 
 /// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
@@ -254,10 +284,13 @@ pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
 /// when the write fails (a full disk above all) the credentials still go out, with the host
 /// as it was read, and a warning goes to the log. A host deleted meanwhile is not found.
 fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
-    match state
-        .db
-        .write(|tx| store::hosts::touch_last_used(tx, &host.id))
-    {
+    let touched = state.db.write(|tx| {
+        let touched = store::hosts::touch_last_used(tx, &host.id)?;
+        let connected_at = touched.last_used_at.as_deref().unwrap_or_default();
+        store::history::append(tx, &touched, connected_at)?;
+        Ok(touched)
+    });
+    match touched {
         Ok(touched) => Ok(touched),
         Err(store::StoreError::HostNotFound) => Err(ApiError::HostNotFound),
         Err(err) => {

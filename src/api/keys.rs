@@ -15,11 +15,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::key::{self, Invalid, KeyName, KeyPatch, KeySpec, KeyView};
 use crate::sshkey::{self, ImportError, OpenSshKey};
 use crate::state::AppState;
+use crate::store::changes::Revised;
 use crate::store::{self, keys::KeyUpdate, keys::NewKeyRow};
 use crate::vault::{SealContext, Secret};
 
@@ -78,7 +80,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         created_at: &now,
     };
     let stored = state.db.write(|tx| store::keys::insert(tx, &row))?;
-    Reply::json(201, &stored.view())
+    key_reply(201, &stored)
 }
 
 /// `GET /api/keys`: every key, by name (case-insensitively), then id.
@@ -95,15 +97,17 @@ pub fn list(state: &AppState) -> Result<Reply, ApiError> {
 /// `GET /api/keys/:id` (extension).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let key = state.db.read(|conn| store::keys::by_id(conn, id))?;
-    Reply::json(200, &key.view())
+    key_reply(200, &key)
 }
 
 /// `PUT /api/keys/:id` (extension): `name`, `comment` and the SSH agent's policy `agent`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let patch = KeyPatch::parse(&body).map_err(invalid)?;
+    let precondition = Precondition::with_body(req, &body)?;
     let key = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
+        precondition.check(Revised::Key, current.revision)?;
         let (name, name_key) = match &patch.name {
             Some(name) => (name.text().to_owned(), name.key().to_owned()),
             None => (current.name.clone(), current.name.to_lowercase()),
@@ -119,15 +123,25 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             comment,
             updated_at: &updated_at,
         };
-        store::keys::update(tx, id, &update)
+        Ok::<_, ApiError>(store::keys::update(tx, id, &update)?)
     })?;
-    Reply::json(200, &key.view())
+    key_reply(200, &key)
 }
 
 /// `DELETE /api/keys/:id` (extension): 204, or 409 `KEY_IN_USE` while hosts use the key.
-pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    state.db.write(|tx| store::keys::delete(tx, id))?;
+pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let precondition = Precondition::of(req)?;
+    state.db.write(|tx| {
+        let current = store::changes::revision(tx, Revised::Key, id)?;
+        precondition.check(Revised::Key, current)?;
+        Ok::<_, ApiError>(store::keys::delete(tx, id)?)
+    })?;
     Ok(Reply::no_content())
+}
+
+/// A single key as an answer, with its revision as the `ETag`.
+fn key_reply(status: u16, key: &key::Key) -> Result<Reply, ApiError> {
+    Ok(Reply::json(status, &key.view())?.with_header("ETag", etag(key.revision)))
 }
 
 /// The create body. Widest JSON types, so validation names the field; unknown fields are

@@ -6,12 +6,15 @@
 
 pub mod agent;
 pub mod audit;
+pub mod changes;
 pub mod groups;
 pub mod health;
+pub mod history;
 pub mod hosts;
 pub mod keys;
 pub mod known_hosts;
 pub mod openapi;
+pub mod revision;
 pub mod ssh_config;
 pub mod vault;
 
@@ -82,6 +85,8 @@ pub struct Req {
     pub path: String,
     query: HashMap<String, String>,
     body: Zeroizing<Vec<u8>>,
+    /// The `If-Match` header as sent (several joined with `, `); `None` when absent.
+    pub if_match: Option<String>,
 }
 
 impl Req {
@@ -112,7 +117,14 @@ impl Req {
             path,
             query,
             body,
+            if_match: None,
         })
+    }
+
+    /// The request with its `If-Match` header (README, "Revisions and If-Match").
+    pub fn with_if_match(mut self, if_match: Option<String>) -> Req {
+        self.if_match = if_match;
+        self
     }
 
     /// The path split on `/`, without the empty segment before the leading slash. A trailing
@@ -250,9 +262,39 @@ impl Reply {
         match err {
             ApiError::MethodNotAllowed(allow) => reply.with_header("Allow", allow.join(", ")),
             ApiError::Busy => reply.with_header("Retry-After", "1"),
+            ApiError::PreconditionFailed { current, .. } => {
+                reply.with_header("ETag", revision::etag(*current))
+            }
             _ => reply,
         }
     }
+}
+
+/// A query parameter of plain digits: `None` when absent, 400 `VALIDATION_ERROR` when it is
+/// not digits or below `min`; above `max` (or too large for any integer) it is `max`.
+pub fn number_parameter(
+    req: &Req,
+    name: &str,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>, ApiError> {
+    let Some(text) = req.query(name) else {
+        return Ok(None);
+    };
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(ApiError::parameter(
+            name,
+            format!("must be an integer of at least {min}"),
+        ));
+    }
+    let number = text.parse::<u64>().unwrap_or(u64::MAX);
+    if number < min {
+        return Err(ApiError::parameter(
+            name,
+            format!("must be an integer of at least {min}"),
+        ));
+    }
+    Ok(Some(number.min(max)))
 }
 
 /// Decodes `%XX` escapes (and `+` as space in queries). `None` for a bad escape or bytes
@@ -333,6 +375,38 @@ mod tests {
         let err = req.json::<Input>().unwrap_err();
         assert_eq!(err.code(), "VALIDATION_ERROR");
         assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn number_parameter_at_its_minimum_is_accepted_and_below_it_rejected() {
+        let at_min = req("/x?limit=1").unwrap();
+        assert_eq!(number_parameter(&at_min, "limit", 1, 10).unwrap(), Some(1));
+        let below = req("/x?limit=0").unwrap();
+        let err = number_parameter(&below, "limit", 1, 10).unwrap_err();
+        assert!(err.to_string().contains("limit"), "{err}");
+    }
+
+    #[test]
+    fn number_parameter_above_its_maximum_is_clamped() {
+        let at_max = req("/x?wait=30").unwrap();
+        assert_eq!(number_parameter(&at_max, "wait", 0, 30).unwrap(), Some(30));
+        let above = req("/x?wait=31").unwrap();
+        assert_eq!(number_parameter(&above, "wait", 0, 30).unwrap(), Some(30));
+        let huge = req("/x?wait=99999999999999999999999").unwrap();
+        assert_eq!(number_parameter(&huge, "wait", 0, 30).unwrap(), Some(30));
+    }
+
+    #[test]
+    fn number_parameter_that_is_not_plain_digits_is_rejected() {
+        for bad in ["", "-1", "+1", "1.5", "1e3", " 1", "x"] {
+            let req = req(&format!("/x?since={bad}")).unwrap();
+            let err = number_parameter(&req, "since", 0, 10).unwrap_err();
+            assert_eq!(err.code(), "VALIDATION_ERROR", "{bad:?}");
+        }
+        assert_eq!(
+            number_parameter(&req("/x").unwrap(), "since", 0, 10).unwrap(),
+            None
+        );
     }
 
     #[test]

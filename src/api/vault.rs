@@ -19,6 +19,7 @@ use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store;
+use crate::store::audit;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
 /// `GET /api/vault` and the answer of the password endpoints.
@@ -78,7 +79,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
     // Shared with the SSH agent's UNLOCK: one guess throttle for both.
-    state.unlock_vault(&password)?;
+    state.unlock_with_password(&password, "request")?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -91,10 +92,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `POST /api/vault/lock`: 200 `{vault_locked: true}` (also when already locked), 409
 /// `VAULT_NO_PASSWORD` when there would be no way back in.
 pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
-    let outcome = state.vault().lock();
-    outcome?;
-    // Sign requests waiting for approval fail, and remembered approvals go.
-    state.agent.approvals.vault_locked();
+    state.lock_vault("request")?;
     log::info!("vault locked");
     Reply::json(200, &LockView { vault_locked: true })
 }
@@ -109,7 +107,12 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let expected = current_wrapped_key(state);
     if let Some(wrapped) = &expected {
         let current_password = required(current_password, "current_password")?;
-        check_password(state, wrapped, &current_password)?;
+        check_password(
+            state,
+            wrapped,
+            &current_password,
+            audit::VAULT_PASSWORD_CHECK_FAILED,
+        )?;
     }
     let new = {
         let _turn = state.password_derivations.take();
@@ -121,7 +124,13 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             return Err(changed_meanwhile());
         }
         // Lock order: vault, then db. Held across the write so that disk and memory agree.
-        vault.set_password(&new, |header, data_key| persist(state, header, data_key))?;
+        let event = match expected {
+            None => audit::VAULT_PASSWORD_SET,
+            Some(_) => audit::VAULT_PASSWORD_CHANGED,
+        };
+        vault.set_password(&new, |header, data_key| {
+            persist(state, header, data_key, event)
+        })?;
     }
     forget_replaced_rows(state);
     match expected {
@@ -142,13 +151,20 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(wrapped) = current_wrapped_key(state) else {
         return Err(ApiError::VaultNoPassword);
     };
-    check_password(state, &wrapped, &current_password)?;
+    check_password(
+        state,
+        &wrapped,
+        &current_password,
+        audit::VAULT_PASSWORD_CHECK_FAILED,
+    )?;
     {
         let mut vault = state.vault();
         if !vault.password_is(Some(&wrapped)) {
             return Err(changed_meanwhile());
         }
-        vault.remove_password(|header, data_key| persist(state, header, data_key))?;
+        vault.remove_password(|header, data_key| {
+            persist(state, header, data_key, audit::VAULT_PASSWORD_REMOVED)
+        })?;
     }
     forget_replaced_rows(state);
     log::info!("master password removed");
@@ -203,13 +219,14 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
 }
 
 /// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
-/// turn, and a wrong password's delay, no lock held).
+/// turn, a wrong password's delay and its audit entry as `failed_event`, no lock held).
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
+    failed_event: &str,
 ) -> Result<DataKey, ApiError> {
-    Ok(state.check_password(wrapped, password)?)
+    Ok(state.check_password(wrapped, password, failed_event)?)
 }
 
 /// Another request changed or removed the password while this one was checking: the
@@ -219,11 +236,19 @@ fn changed_meanwhile() -> ApiError {
     ApiError::Busy
 }
 
-/// Writes the vault row (header and data key) in one statement, in one transaction.
-fn persist(state: &AppState, header: Option<&[u8]>, data_key: &[u8]) -> Result<(), ApiError> {
-    Ok(state
-        .db
-        .write(|tx| store::vault_meta::save(tx, header, data_key))?)
+/// Writes the vault row (header and data key) in one statement, in one transaction, with
+/// its change log entry and its audit `event` (README, "Change feed" and "Audit log").
+fn persist(
+    state: &AppState,
+    header: Option<&[u8]>,
+    data_key: &[u8],
+    event: &str,
+) -> Result<(), ApiError> {
+    Ok(state.db.write(|tx| {
+        store::vault_meta::save(tx, header, data_key)?;
+        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)?;
+        audit::append(tx, event, "vault", &serde_json::json!({}))
+    })?)
 }
 
 /// After the vault row changed, moves the WAL into the database file and empties it, so the

@@ -62,12 +62,12 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
         Err(err) => return refuse_read(stream, err, None),
     };
     let parsed = request::parse_head(&buffer.data()[..head_length], |head, headers| {
-        context.gate.check(&facts(head, headers))
+        (context.gate.check(&facts(head, headers)), if_match(headers))
     });
     buffer.consume(head_length);
-    let (head, pass) = match parsed {
-        Ok((head, Ok(pass))) => (head, pass),
-        Ok((head, Err(err))) => return refuse(stream, &err, Some(&head)),
+    let (head, pass, if_match) = match parsed {
+        Ok((head, (Ok(pass), if_match))) => (head, pass, if_match),
+        Ok((head, (Err(err), _))) => return refuse(stream, &err, Some(&head)),
         Err(err) => return refuse(stream, &err, None),
     };
     if head.expects_continue && head.body != request::BodyFraming::None {
@@ -90,7 +90,7 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
         }
         Pass::Serve { cors_origin } => {
             let reply = match Req::new(method, &head.target, body) {
-                Ok(req) => handle(context, &req),
+                Ok(req) => handle(context, &req.with_if_match(if_match)),
                 Err(err) => Reply::error(&err),
             };
             match cors_origin {
@@ -146,6 +146,16 @@ fn facts<'a>(head: &'a Head, headers: &'a [httparse::Header<'a>]) -> Facts<'a> {
         fetch_site: request::values(headers, "Sec-Fetch-Site").next(),
         authorizations: request::values(headers, "Authorization").collect(),
         preflight_method: request::values(headers, "Access-Control-Request-Method").next(),
+    }
+}
+
+/// The `If-Match` header for `api::Req` (README, "Revisions and If-Match"): several lines
+/// are one list, joined as RFC 9110 §5.3 allows.
+fn if_match(headers: &[httparse::Header<'_>]) -> Option<String> {
+    let values: Vec<&str> = request::values(headers, "If-Match").collect();
+    match values.is_empty() {
+        true => None,
+        false => Some(values.join(", ")),
     }
 }
 

@@ -137,6 +137,8 @@ pub fn serve(
     };
     log::info!("shutting down ({reason})");
     context.stopping.store(true, Ordering::SeqCst);
+    // Requests waiting on the change feed answer now instead of holding the grace period.
+    context.state.db.feed().stop();
     // The accept loop blocks in accept(); one connection of our own wakes it to see the flag.
     if TcpStream::connect_timeout(&wake_address, Duration::from_secs(1)).is_ok() {
         let _ = acceptor.join();

@@ -35,6 +35,8 @@ pub struct Group {
     pub icon: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Bumped by every edit (README, "Revisions and If-Match").
+    pub revision: i64,
 }
 
 /// A validated name: trimmed, 1-100 characters, with its sort key and its match key.
@@ -75,6 +77,7 @@ pub struct GroupView {
     pub icon: String,
     pub created_at: String,
     pub updated_at: String,
+    pub revision: i64,
     /// Hosts directly in this group.
     pub host_count: u64,
     /// Hosts in this group and every group below it (extension, README, Groups).

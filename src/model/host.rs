@@ -47,6 +47,8 @@ pub struct Host {
     pub jump_host_ids: Vec<String>,
     /// Extra ssh_config directives, verbatim, in order.
     pub ssh_options: Vec<String>,
+    /// Bumped by every edit (README, "Revisions and If-Match"); not by `connect`.
+    pub revision: i64,
 }
 
 /// The Host object of the API, as every endpoint answers it (README, Hosts): every
@@ -73,6 +75,7 @@ pub struct HostView<'a> {
     pub jump_host_ids: &'a [String],
     /// Extension: always present, `[]` when none.
     pub ssh_options: &'a [String],
+    pub revision: i64,
 }
 
 /// `auth` in responses: `{type, key_id (type key only), has_password}`; never the password.
@@ -272,6 +275,7 @@ impl Host {
             last_used_at: self.last_used_at.as_deref(),
             jump_host_ids: &self.jump_host_ids,
             ssh_options: &self.ssh_options,
+            revision: self.revision,
         }
     }
 }
@@ -413,6 +417,7 @@ impl HostPatch {
                 .ssh_options
                 .clone()
                 .unwrap_or_else(|| current.ssh_options.clone()),
+            revision: current.revision,
         };
         Ok(HostChange {
             name_key: name_key(&host.name),

@@ -37,6 +37,8 @@ pub struct Key {
     pub has_passphrase: bool,
     pub created_at: String,
     pub updated_at: String,
+    /// Bumped by every edit (README, "Revisions and If-Match").
+    pub revision: i64,
     /// The SSH agent's policy for this key (README "SSH agent").
     pub agent: AgentPolicy,
 }
@@ -56,6 +58,7 @@ pub struct KeyView {
     pub comment: String,
     pub created_at: String,
     pub updated_at: String,
+    pub revision: i64,
     pub agent: AgentPolicy,
 }
 
@@ -110,6 +113,7 @@ impl Key {
             comment: self.comment.clone(),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
+            revision: self.revision,
             agent: self.agent,
         }
     }

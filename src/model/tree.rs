@@ -69,6 +69,7 @@ pub fn build(mut groups: Vec<Group>, direct_counts: &HashMap<String, u64>) -> Ve
             icon: group.icon,
             created_at: group.created_at,
             updated_at: group.updated_at,
+            revision: group.revision,
             host_count,
             total_host_count,
             children: nested,
@@ -153,6 +154,7 @@ mod tests {
             icon: String::new(),
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
+            revision: 1,
         }
     }
 

@@ -22,6 +22,22 @@ pub const HOST_KEY_REPLACED: &str = "host_key.replaced";
 pub const HOST_KEY_DELETED: &str = "host_key.deleted";
 /// A known_hosts text was imported (not for a dry run).
 pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
+/// The vault was unlocked with the master password.
+pub const VAULT_UNLOCKED: &str = "vault.unlocked";
+/// An unlock was refused: the master password was wrong (logged for the 1st, 2nd, 4th, 8th,
+/// ... failure of a streak, so a flood of guesses cannot push the rest of the log out).
+pub const VAULT_UNLOCK_FAILED: &str = "vault.unlock_failed";
+/// A password change or removal was refused: the current password was wrong (logged like
+/// `VAULT_UNLOCK_FAILED`).
+pub const VAULT_PASSWORD_CHECK_FAILED: &str = "vault.password_check_failed";
+/// The vault was locked, by a request or by `--auto-lock`.
+pub const VAULT_LOCKED: &str = "vault.locked";
+/// A first master password was set.
+pub const VAULT_PASSWORD_SET: &str = "vault.password_set";
+/// The master password was changed.
+pub const VAULT_PASSWORD_CHANGED: &str = "vault.password_changed";
+/// The master password was removed.
+pub const VAULT_PASSWORD_REMOVED: &str = "vault.password_removed";
 /// The SSH agent made a signature (README "SSH agent"): key, server, forwarded or not.
 pub const AGENT_SIGNED: &str = "agent.signed";
 /// `ssh-add` stored a key in the vault through the SSH agent.

@@ -18,13 +18,13 @@ use crate::model::tree;
 use crate::store::StoreError;
 
 const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at FROM groups";
+     updated_at, revision FROM groups";
 
 const SELECT_GROUP_BY_ID: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at FROM groups WHERE id = ?1";
+     updated_at, revision FROM groups WHERE id = ?1";
 
 const SELECT_CHILDREN: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
+     updated_at, revision FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
 
 /// The group `?1` and every group below it. `UNION` (not `UNION ALL`) stops on a repeated
 /// id, so even a corrupt cycle cannot make this run forever.
@@ -33,8 +33,8 @@ const SELECT_SUBTREE: &str = "WITH RECURSIVE subtree(id) AS (
          UNION
          SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id
      )
-     SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at
-     FROM groups AS g JOIN subtree ON g.id = subtree.id";
+     SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at,
+     g.revision FROM groups AS g JOIN subtree ON g.id = subtree.id";
 
 /// Direct host counts from the trigger-kept `group_host_counts` table (sql/0001_init.sql):
 /// one row per group, never a scan of the hosts.
@@ -405,6 +405,7 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<Group> {
         icon: row.get(5)?,
         created_at: row.get(6)?,
         updated_at: row.get(7)?,
+        revision: row.get(8)?,
     })
 }
 

@@ -31,7 +31,7 @@ use crate::store::{now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at FROM hosts WHERE id = ?1";
+     updated_at, last_used_at, revision FROM hosts WHERE id = ?1";
 const INSERT_HOST: &str = "INSERT INTO hosts (id, name, name_key, hostname, port, username, \
      auth_type, key_id, password, group_id, is_favorite, color, sort_order, notes, created_at, \
      updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)";
@@ -71,7 +71,7 @@ const SELECT_TAGS_OF_PAGE: &str = "SELECT host_seq, tag FROM host_tags \
 /// Rows of a page: `?1` is a JSON array of `seq`s.
 const SELECT_ROWS_OF_PAGE: &str = "SELECT seq, id, name, hostname, port, username, \
      auth_type, key_id, password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, \
-     created_at, updated_at, last_used_at FROM hosts \
+     created_at, updated_at, last_used_at, revision FROM hosts \
      WHERE seq IN (SELECT value FROM json_each(?1))";
 
 /// Every host of a tag, for walking an order testing membership.
@@ -172,6 +172,7 @@ pub fn insert(
         last_used_at: None,
         jump_host_ids: host.jump_host_ids.clone(),
         ssh_options: host.ssh_options.clone(),
+        revision: 1,
     })
 }
 
@@ -256,6 +257,8 @@ pub fn update(
         order,
         updated_at,
         has_password,
+        // The schema's hosts_changed trigger adds one for the statement that set updated_at.
+        revision: previous.revision + 1,
         ..host.clone()
     })
 }
@@ -297,6 +300,7 @@ pub fn move_to(conn: &Connection, id: &str, group_id: Option<&str>) -> Result<Ho
         group_id: group_id.map(str::to_owned),
         order,
         updated_at,
+        revision: host.revision + 1,
         ..host
     })
 }
@@ -876,6 +880,7 @@ pub(crate) fn host_from_row(
         last_used_at: row.get(first + 15)?,
         jump_host_ids: Vec::new(),
         ssh_options: Vec::new(),
+        revision: row.get(first + 16)?,
     }))
 }
 

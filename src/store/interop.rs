@@ -34,13 +34,13 @@ const SELECT_KEY_BY_FINGERPRINT: &str = "SELECT id FROM keys WHERE fingerprint =
 /// export aliases are given in this order, so they are stable.
 const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at FROM hosts ORDER BY created_at, seq";
+     updated_at, last_used_at, revision FROM hosts ORDER BY created_at, seq";
 /// The hosts of group `?1` and of all its descendants, in the same order.
 const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
      SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
      SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
-     group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at \
-     FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
+     group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at, \
+     revision FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
 
 /// Fills `jump_host_ids` and `ssh_options` of every host in `hosts` (two queries in all).
 pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), StoreError> {

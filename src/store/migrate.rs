@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0003_list_counts.sql"),
     include_str!("../../sql/0004_known_hosts.sql"),
     include_str!("../../sql/0005_fold_keys.sql"),
+    include_str!("../../sql/0006_changes.sql"),
     include_str!("../../sql/0009_agent.sql"),
 ];
 
@@ -132,5 +133,35 @@ mod tests {
             )
             .unwrap();
         assert_eq!(counts, (1, 1));
+    }
+
+    /// The change log migration (sql/0006_changes.sql) gives the rows already stored
+    /// revision 1 and logs nothing for them; changes after it are logged.
+    #[test]
+    fn the_change_log_migration_starts_existing_rows_at_revision_1_with_an_empty_log() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for script in &super::MIGRATIONS[..3] {
+            tx.execute_batch(script).unwrap();
+        }
+        tx.execute_batch(
+            "PRAGMA user_version = 3;
+             INSERT INTO groups (id, name, name_key, created_at, updated_at)
+             VALUES ('g', 'G', 'g', 't', 't');
+             INSERT INTO hosts (seq, id, name, name_key, hostname, port, username, auth_type,
+                 created_at, updated_at)
+             VALUES (1, 'h', 'H', 'h', 'h', 22, 'u', 'agent', 't', 't');",
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        migrate(&mut conn).unwrap();
+        let read = |sql: &str| -> i64 { conn.query_row(sql, [], |row| row.get(0)).unwrap() };
+        assert_eq!(read("SELECT revision FROM hosts WHERE id = 'h'"), 1);
+        assert_eq!(read("SELECT revision FROM groups WHERE id = 'g'"), 1);
+        assert_eq!(read("SELECT count(*) FROM changes"), 0);
+        conn.execute("UPDATE hosts SET updated_at = 'u' WHERE id = 'h'", [])
+            .unwrap();
+        assert_eq!(read("SELECT revision FROM hosts WHERE id = 'h'"), 2);
+        assert_eq!(read("SELECT count(*) FROM changes WHERE kind = 'host'"), 1);
     }
 }

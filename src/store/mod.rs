@@ -9,8 +9,10 @@
 
 pub mod agent;
 pub mod audit;
+pub mod changes;
 pub mod files;
 pub mod groups;
+pub mod history;
 pub mod hosts;
 pub mod integrity;
 pub mod interop;
@@ -110,6 +112,8 @@ pub struct Db {
     conn: Mutex<Connection>,
     /// The host list's in-memory orders and search text; locked only while `conn` is.
     list_index: Mutex<list_index::ListIndex>,
+    /// Told of every commit of `write`: wakes the change feed's waiting requests.
+    feed: changes::Feed,
     /// Set when the checkpoint after a write that removed sealed bytes failed (another
     /// connection's reader blocked it): the next write tries again. Read and written only
     /// while `conn` is locked; atomic only so `Db` needs no second mutex.
@@ -158,12 +162,22 @@ impl Db {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
+        // A hint for the feed, read where it cannot be stale; without it the feed reads the
+        // log itself, so a failure here does not fail the write.
+        let latest = changes::latest(&tx).ok();
         let removed_sealed = scrub::take_removed(&tx)?;
         tx.commit().map_err(StoreError::from)?;
         if removed_sealed || self.scrub_pending.load(Ordering::Relaxed) {
             self.scrub(&conn);
         }
+        drop(conn);
+        self.feed.committed(latest);
         Ok(value)
+    }
+
+    /// The change feed's shared state: what its requests wait on and read through.
+    pub fn feed(&self) -> &changes::Feed {
+        &self.feed
     }
 
     /// The schema version the database is at.
@@ -244,6 +258,7 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: Some(path),
         closed: AtomicBool::new(false),
@@ -261,6 +276,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list_index: Mutex::default(),
+        feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: None,
         closed: AtomicBool::new(false),

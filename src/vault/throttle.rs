@@ -36,8 +36,9 @@ struct Streak {
 }
 
 impl PasswordThrottle {
-    /// Counts a wrong password and returns how long its answer must wait.
-    pub fn failed(&self) -> Duration {
+    /// Counts a wrong password; returns how long its answer must wait and how many
+    /// consecutive wrong passwords the streak now holds.
+    pub fn failed(&self) -> (Duration, u32) {
         self.failed_at(Instant::now())
     }
 
@@ -47,7 +48,7 @@ impl PasswordThrottle {
     }
 
     /// `failed`, with the clock given (tests).
-    fn failed_at(&self, now: Instant) -> Duration {
+    fn failed_at(&self, now: Instant) -> (Duration, u32) {
         let mut streak = self.streak();
         let forgotten = streak
             .last
@@ -60,7 +61,7 @@ impl PasswordThrottle {
             failures,
             last: Some(now),
         };
-        delay_after(failures)
+        (delay_after(failures), failures)
     }
 
     /// The streak, recovering from a poisoned lock (it is written in one assignment).
@@ -98,10 +99,10 @@ mod tests {
     #[test]
     fn right_password_resets_the_delay() {
         let throttle = PasswordThrottle::default();
-        assert_eq!(throttle.failed(), Duration::from_millis(250));
-        assert_eq!(throttle.failed(), Duration::from_millis(500));
+        assert_eq!(throttle.failed(), (Duration::from_millis(250), 1));
+        assert_eq!(throttle.failed(), (Duration::from_millis(500), 2));
         throttle.succeeded();
-        assert_eq!(throttle.failed(), Duration::from_millis(250));
+        assert_eq!(throttle.failed(), (Duration::from_millis(250), 1));
     }
 
     #[test]
@@ -112,7 +113,7 @@ mod tests {
             throttle.failed_at(start);
         }
         let next = start + FORGET_AFTER - Duration::from_millis(1);
-        assert_eq!(throttle.failed_at(next), Duration::from_secs(4));
+        assert_eq!(throttle.failed_at(next), (Duration::from_secs(4), 6));
     }
 
     #[test]
@@ -123,10 +124,10 @@ mod tests {
             throttle.failed_at(start);
         }
         let next = start + FORGET_AFTER;
-        assert_eq!(throttle.failed_at(next), Duration::from_millis(250));
+        assert_eq!(throttle.failed_at(next), (Duration::from_millis(250), 1));
         assert_eq!(
             throttle.failed_at(next),
-            Duration::from_millis(500),
+            (Duration::from_millis(500), 2),
             "and grows again from there"
         );
     }

@@ -153,6 +153,7 @@ fn create_answers_201_with_every_field_and_the_defaults() {
         // Extensions, always present.
         "jump_host_ids",
         "ssh_options",
+        "revision",
     ]
     .into_iter()
     .collect();
@@ -428,13 +429,16 @@ fn favorite_toggled_twice_is_back_to_false() {
     let id = id_of(&create(&service, &host("a", json!({}))));
     let path = format!("/api/hosts/{id}/favorite");
     let first = service.request("PATCH", &path, None).expect(200);
-    assert_eq!(first, json!({"id": id, "is_favorite": true}));
+    assert_eq!(first, json!({"id": id, "is_favorite": true, "revision": 2}));
     assert_eq!(
         service.get(&format!("/api/hosts/{id}")).expect(200)["is_favorite"],
         true
     );
     let second = service.request("PATCH", &path, None).expect(200);
-    assert_eq!(second, json!({"id": id, "is_favorite": false}));
+    assert_eq!(
+        second,
+        json!({"id": id, "is_favorite": false, "revision": 3})
+    );
     assert_eq!(
         service.get(&format!("/api/hosts/{id}")).expect(200)["is_favorite"],
         false

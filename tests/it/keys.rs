@@ -115,6 +115,7 @@ fn assert_key_shape(key: &Value) {
             "id",
             "name",
             "public_key",
+            "revision",
             "type",
             "updated_at"
         ],

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod agent;
+mod changes;
 mod groups;
+mod history;
 mod hosts;
 mod http;
 mod interop;
@@ -14,7 +16,9 @@ mod limits;
 mod memory;
 mod process;
 mod readme;
+mod revisions;
 mod secrets;
 mod security;
 mod support;
 mod vault;
+mod vault_audit;
