@@ -80,12 +80,12 @@ pub struct Config {
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
+    /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
+    pub agent: Option<AgentConfig>,
     /// Test-only bounds of the change log, the connection history and the feed's wait
     /// (README, Development): tests reach a trim with a few writes, and generated requests
     /// (scripts/schemathesis) do not each wait 30 s.
     pub feed_overrides: FeedOverrides,
-    /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
-    pub agent: Option<AgentConfig>,
 }
 
 /// How many change log entries and connections are kept, and the longest wait of the

@@ -48,11 +48,11 @@ pub enum Endpoint<'a> {
     ImportKnownHosts,
     ExportKnownHosts,
     ListAudit,
-    ListChanges,
-    ListHistory,
     AgentStatus,
     AgentRequests,
     DecideAgentRequest(&'a str),
+    ListChanges,
+    ListHistory,
 }
 
 /// Every (method, path template) `resolve` matches, in the order of the `resolve` match;
@@ -98,11 +98,11 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Post, "/api/import/known-hosts"),
     (Method::Get, "/api/export/known-hosts"),
     (Method::Get, "/api/audit"),
-    (Method::Get, "/api/changes"),
-    (Method::Get, "/api/history"),
     (Method::Get, "/api/agent"),
     (Method::Get, "/api/agent/requests"),
     (Method::Post, "/api/agent/requests/{id}"),
+    (Method::Get, "/api/changes"),
+    (Method::Get, "/api/history"),
 ];
 
 /// The route table. `None` when this method is not defined for the path.
@@ -154,12 +154,11 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
         (Get, ["api", "audit"]) => ListAudit,
 
-        (Get, ["api", "changes"]) => ListChanges,
-        (Get, ["api", "history"]) => ListHistory,
-
         (Get, ["api", "agent"]) => AgentStatus,
         (Get, ["api", "agent", "requests"]) => AgentRequests,
         (Post, ["api", "agent", "requests", id]) => DecideAgentRequest(id),
+        (Get, ["api", "changes"]) => ListChanges,
+        (Get, ["api", "history"]) => ListHistory,
 
         _ => return None,
     };
@@ -269,11 +268,11 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         ImportKnownHosts => known_hosts::import(state, req),
         ExportKnownHosts => known_hosts::export(state, req),
         ListAudit => audit::list(state, req),
-        ListChanges => changes::list(state, req),
-        ListHistory => history::list(state, req),
         AgentStatus => agent::status(state),
         AgentRequests => agent::requests(state),
         DecideAgentRequest(id) => agent::decide(state, req, id),
+        ListChanges => changes::list(state, req),
+        ListHistory => history::list(state, req),
     }
 }
 

@@ -142,19 +142,13 @@ impl AppState {
         self.vault().is_locked()
     }
 
-    /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
-    /// `by` says who in the audit log: `request`, or `agent` for the SSH agent's `LOCK`.
-    pub fn lock_vault(&self, by: &str) -> Result<(), VaultError> {
-        let mut vault = self.vault();
-        self.lock_held(&mut vault, by)
-    }
-
     /// Unlocks the vault with `password` (README "Vault"): the one path of
-    /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK` (`by`: `request` or `agent`), so
-    /// both go through the same guess throttle. Unlocking an unlocked vault with the right
-    /// password succeeds; a password changed during the check is `InvalidPassword` (it no
-    /// longer is the password).
-    pub fn unlock_with_password(&self, password: &Secret, by: &str) -> Result<(), VaultError> {
+    /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK`, so both go through the same
+    /// guess throttle and the same audit. Unlocking an unlocked vault with the right password
+    /// succeeds; a password changed during the check is `InvalidPassword` (it no longer is the
+    /// password). When the vault was locked, the unlock is logged for the change feed and in
+    /// the audit log, `by` saying who (`request` or `agent`).
+    pub fn unlock_vault(&self, password: &Secret, by: &str) -> Result<(), VaultError> {
         let Some(wrapped) = self.vault().wrapped_key().cloned() else {
             return Err(VaultError::NoPassword);
         };
@@ -163,8 +157,23 @@ impl AppState {
         let was_locked = vault.is_locked();
         vault.unlock(&wrapped, key)?;
         if was_locked {
+            // Lock order: vault, then db.
             self.log_vault_change(VaultChange::Unlocked, audit::VAULT_UNLOCKED, by);
         }
+        Ok(())
+    }
+
+    /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
+    /// The lock is logged (see `lock_held`), then the SSH agent's waiting sign requests fail
+    /// and its remembered approvals go. `by` says who (`request` or `agent`).
+    pub fn lock_vault(&self, by: &str) -> Result<(), VaultError> {
+        {
+            let mut vault = self.vault();
+            self.lock_held(&mut vault, by)?;
+        }
+        // After the vault lock is released: a waiting sign request holds the approvals'
+        // lock while it asks whether the vault is locked.
+        self.agent.approvals.vault_locked();
         Ok(())
     }
 
@@ -191,6 +200,48 @@ impl AppState {
                 Ok(key)
             }
             Err(_) => Err(self.wrong_password(began, failed_event)),
+        }
+    }
+
+    /// Counts a wrong password, audits it, and serves what is left of its delay (README
+    /// "Vault"): repeated wrong passwords are slowed down, never locked out. At most
+    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
+    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
+    /// it: a right guess among them would have unlocked the vault the moment its derivation
+    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
+    /// This keeps a flood of guesses from putting every worker to sleep.
+    fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
+        let (delay, failures) = self.password_failures.failed();
+        self.audit_failure(failed_event, failures);
+        let left = delay.saturating_sub(began.elapsed());
+        match self.delayed_answers.try_take() {
+            Some(_place) => {
+                log::warn!(
+                    "wrong master password; answering {} ms after the check began",
+                    delay.as_millis()
+                );
+                thread::sleep(left);
+            }
+            None => log::warn!(
+                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
+            ),
+        }
+        VaultError::InvalidPassword
+    }
+
+    /// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
+    /// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot
+    /// push the rest of the log out, and the entry says how long the streak has grown.
+    fn audit_failure(&self, event: &str, failures: u32) {
+        if !failures.is_power_of_two() {
+            return;
+        }
+        let detail = serde_json::json!({ "consecutive_failures": failures });
+        if let Err(err) = self
+            .db
+            .write(|tx| audit::append(tx, event, "vault", &detail))
+        {
+            log::error!("cannot audit a wrong master password: {err}");
         }
     }
 
@@ -232,63 +283,23 @@ impl AppState {
         {
             return false;
         }
-        self.lock_held(&mut vault, "auto-lock").is_ok()
+        let locked = self.lock_held(&mut vault, "auto-lock").is_ok();
+        drop(vault);
+        // Sign requests waiting for approval fail, and remembered approvals go (after the
+        // vault lock is released, as in `lock_vault`).
+        self.agent.approvals.vault_locked();
+        locked
     }
 
-    /// Locks `vault`, held by the caller; `by` says who (`request` or `auto-lock`) in the
-    /// audit log. README "Change feed": the lock's entry commits before the state changes
+    /// Locks `vault`, held by the caller; `by` says who (`request`, `agent` or `auto-lock`)
+    /// in the audit log. README "Change feed": the lock's entry commits before the state changes
     /// (vault lock, then db), so a reader that sees the vault locked finds the entry, and
     /// one waiting on the feed is woken with it.
     fn lock_held(&self, vault: &mut Vault, by: &str) -> Result<(), VaultError> {
         if vault.has_password() && !vault.is_locked() {
             self.log_vault_change(VaultChange::Locked, audit::VAULT_LOCKED, by);
         }
-        vault.lock()?;
-        // Sign requests waiting for approval fail, and remembered approvals go.
-        self.agent.approvals.vault_locked();
-        Ok(())
-    }
-
-    /// Counts a wrong password and serves what is left of its delay (README "Vault"):
-    /// repeated wrong passwords are slowed down, never locked out. At most
-    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
-    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
-    /// it: a right guess among them would have unlocked the vault the moment its derivation
-    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
-    /// This keeps a flood of guesses from putting every worker to sleep.
-    fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
-        let (delay, failures) = self.password_failures.failed();
-        self.audit_failure(failed_event, failures);
-        let left = delay.saturating_sub(began.elapsed());
-        match self.delayed_answers.try_take() {
-            Some(_place) => {
-                log::warn!(
-                    "wrong master password; answering {} ms after the check began",
-                    delay.as_millis()
-                );
-                thread::sleep(left);
-            }
-            None => log::warn!(
-                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
-            ),
-        }
-        VaultError::InvalidPassword
-    }
-
-    /// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
-    /// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot
-    /// push the rest of the log out, and the entry says how long the streak has grown.
-    fn audit_failure(&self, event: &str, failures: u32) {
-        if !failures.is_power_of_two() {
-            return;
-        }
-        let detail = serde_json::json!({ "consecutive_failures": failures });
-        if let Err(err) = self
-            .db
-            .write(|tx| audit::append(tx, event, "vault", &detail))
-        {
-            log::error!("cannot audit a wrong master password: {err}");
-        }
+        vault.lock()
     }
 
     /// Logs a vault event in the change log and the audit log, in one transaction. A failure

@@ -652,7 +652,7 @@ fn lock(state: &AppState) -> Result<(), ()> {
 /// checked as `POST /api/vault/unlock` checks it.
 fn unlock(state: &AppState, passphrase: &[u8]) -> Vec<u8> {
     let password = Secret::new(passphrase.to_vec());
-    match state.unlock_with_password(&password, "agent") {
+    match state.unlock_vault(&password, "agent") {
         Ok(()) => {
             log::info!("vault unlocked (ssh-add -X)");
             proto::success()

@@ -78,8 +78,8 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
-    // Shared with the SSH agent's UNLOCK: one guess throttle for both.
-    state.unlock_with_password(&password, "request")?;
+    // Shared with the SSH agent's UNLOCK: one guess throttle, one audit and change entry.
+    state.unlock_vault(&password, "request")?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -219,7 +219,8 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
 }
 
 /// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
-/// turn, a wrong password's delay and its audit entry as `failed_event`, no lock held).
+/// turn, and a wrong password's delay, no lock held); a wrong one is audited as
+/// `failed_event`.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,

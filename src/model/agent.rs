@@ -70,7 +70,7 @@ pub enum Reason {
 }
 
 impl Default for AgentPolicy {
-    /// What a key gets when it is stored (sql/0009): offered, signing without a question
+    /// What a key gets when it is stored (sql/0007): offered, signing without a question
     /// for local requests, refusing forwarded ones.
     fn default() -> AgentPolicy {
         AgentPolicy {

@@ -37,10 +37,10 @@ pub struct Key {
     pub has_passphrase: bool,
     pub created_at: String,
     pub updated_at: String,
-    /// Bumped by every edit (README, "Revisions and If-Match").
-    pub revision: i64,
     /// The SSH agent's policy for this key (README "SSH agent").
     pub agent: AgentPolicy,
+    /// Bumped by every edit (README, "Revisions and If-Match").
+    pub revision: i64,
 }
 
 /// The Key object of every response. Has no field that could hold a secret.
@@ -58,8 +58,8 @@ pub struct KeyView {
     pub comment: String,
     pub created_at: String,
     pub updated_at: String,
-    pub revision: i64,
     pub agent: AgentPolicy,
+    pub revision: i64,
 }
 
 /// A validated name: trimmed, 1-100 characters, with its case-insensitive key.
@@ -113,8 +113,8 @@ impl Key {
             comment: self.comment.clone(),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
-            revision: self.revision,
             agent: self.agent,
+            revision: self.revision,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The SSH agent's reads and writes of the `keys` table: the keys it serves, one key by
-//! fingerprint with its sealed secrets, and the per-key agent policy (sql/0009).
+//! fingerprint with its sealed secrets, and the per-key agent policy (sql/0007).
 //!
 //! Invariants: never sees a plaintext secret (sealed bytes go out as stored); a key is
 //! served only when the agent can sign with it without asking for anything: enabled, and

@@ -16,7 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0004_known_hosts.sql"),
     include_str!("../../sql/0005_fold_keys.sql"),
     include_str!("../../sql/0006_changes.sql"),
-    include_str!("../../sql/0009_agent.sql"),
+    include_str!("../../sql/0007_agent.sql"),
 ];
 
 /// The schema version this build writes.

@@ -1,7 +1,8 @@
 //! The SSH agent (README "SSH agent") with real OpenSSH as the oracle: `ssh-add` lists,
 //! adds and removes through the socket, `ssh` logs in to a throwaway sshd through it with
 //! every key type and no private key file, locking the vault empties it, approvals gate
-//! signatures, forwarding follows each key's policy; and the socket's own rules.
+//! signatures, forwarding follows each key's policy, its lock, unlock and policy changes
+//! reach the audit log and the change feed; and the socket's own rules.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -1081,5 +1082,98 @@ fn a_socket_path_of_more_than_107_bytes_stops_the_start_with_a_clear_error() {
         error.1.contains("a Unix socket path holds at most 107") && error.1.contains("--no-agent"),
         "{}",
         error.1
+    );
+}
+
+/// Every change feed entry after `since` as `(kind, op)`, reading page after page (a page
+/// ends at a lock entry) until one comes back empty.
+fn feed_after(service: &Service, mut since: i64) -> Vec<(String, String)> {
+    let mut seen = Vec::new();
+    loop {
+        let page = service
+            .get(&format!("/api/changes?since={since}"))
+            .expect(200);
+        let items = page["items"].as_array().unwrap().clone();
+        if items.is_empty() {
+            return seen;
+        }
+        for item in items {
+            let kind = item["kind"].as_str().unwrap().to_owned();
+            seen.push((kind, item["op"].as_str().unwrap().to_owned()));
+        }
+        since = page["next"].as_i64().unwrap();
+    }
+}
+
+/// The audit log's vault entries, oldest first: `(event, detail)`.
+fn vault_audit(service: &Service) -> Vec<(String, Value)> {
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let mut entries: Vec<(String, Value)> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["subject"] == "vault")
+        .map(|entry| (entry["event"].as_str().unwrap().to_owned(), detail(entry)))
+        .collect();
+    entries.reverse();
+    entries
+}
+
+#[test]
+fn ssh_add_x_and_capital_x_are_audited_by_the_agent_and_in_the_change_feed_and_a_wrong_one_only_audited(
+) {
+    let service = Service::start("agent-lock-logged");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-lock-logged-work");
+    set_password(&service, "correct horse");
+    let since = service.get("/api/changes").expect(200)["next"]
+        .as_i64()
+        .unwrap();
+    let locked = ssh_add_answering(&socket, &work, "anything", &["-x"]);
+    assert!(locked.status.success(), "{locked:?}");
+    let wrong = ssh_add_answering(&socket, &work, "wrong horse", &["-X"]);
+    assert!(!wrong.status.success());
+    let right = ssh_add_answering(&socket, &work, "correct horse", &["-X"]);
+    assert!(right.status.success(), "{right:?}");
+    assert_eq!(
+        feed_after(&service, since),
+        [("vault", "locked"), ("vault", "unlocked")].map(|(k, o)| (k.to_owned(), o.to_owned())),
+        "the agent's lock and unlock are in the feed; the wrong unlock is not"
+    );
+    let audit = vault_audit(&service);
+    assert_eq!(
+        audit[audit.len() - 3..],
+        [
+            ("vault.locked".to_owned(), json!({"by": "agent"})),
+            (
+                "vault.unlock_failed".to_owned(),
+                json!({"consecutive_failures": 1})
+            ),
+            ("vault.unlocked".to_owned(), json!({"by": "agent"})),
+        ]
+    );
+}
+
+#[test]
+fn a_policy_change_and_ssh_add_d_each_bump_the_key_revision_once_and_log_one_feed_entry() {
+    let service = Service::start("agent-policy-revision");
+    let socket = socket(&service);
+    let key = generate(&service, json!({"name": "ed", "type": "ed25519"}));
+    assert_eq!(key["revision"], 1);
+    let since = service.get("/api/changes").expect(200)["next"]
+        .as_i64()
+        .unwrap();
+    let changed = set_policy(&service, &key, json!({"confirm": "always"}));
+    assert_eq!(changed["revision"], 2);
+    assert_eq!(changed["agent"]["confirm"], "always");
+    let removed = ssh_add(&socket, &["-D"]);
+    assert!(removed.status.success(), "{removed:?}");
+    let path = format!("/api/keys/{}", key["id"].as_str().unwrap());
+    let stored = service.get(&path).expect(200);
+    assert_eq!(stored["revision"], 3);
+    assert_eq!(stored["agent"]["enabled"], false);
+    assert_eq!(
+        feed_after(&service, since),
+        [("key", "updated"), ("key", "updated")].map(|(k, o)| (k.to_owned(), o.to_owned()))
     );
 }
