@@ -775,7 +775,7 @@ impl Filters {
 const MATCH_SEQS: &str = "SELECT value FROM json_each(:matches)";
 
 /// The ORDER BY of each sort, from a fixed list; every one ends in `id` so ties always
-/// break the same way (api-decisions §3) and matches `sort_index`.
+/// break the same way (README, Hosts) and matches `sort_index`.
 pub(super) fn order_by(sort: Sort, direction: Direction) -> &'static str {
     match (sort, direction) {
         (Sort::Name, Direction::Asc) => "name_key, id",
@@ -784,7 +784,7 @@ pub(super) fn order_by(sort: Sort, direction: Direction) -> &'static str {
         (Sort::Hostname, Direction::Desc) => "hostname COLLATE NOCASE DESC, id DESC",
         (Sort::CreatedAt, Direction::Asc) => "created_at, id",
         (Sort::CreatedAt, Direction::Desc) => "created_at DESC, id DESC",
-        // api-decisions §3: never-used (NULL) last in both orders; descending puts NULL
+        // README, Hosts: never-used (NULL) last in both orders; descending puts NULL
         // last by itself.
         (Sort::LastUsedAt, Direction::Asc) => "last_used_at IS NULL, last_used_at, id",
         (Sort::LastUsedAt, Direction::Desc) => "last_used_at DESC, id DESC",
@@ -903,7 +903,7 @@ fn check_references(
     Ok(())
 }
 
-/// api-decisions §3: without an `order`, a host goes after every other host of its group.
+/// README, Hosts: without an `order`, a host goes after every other host of its group.
 fn end_of_group(
     conn: &Connection,
     group_id: Option<&str>,
@@ -1260,7 +1260,7 @@ mod tests {
         assert!(compared > 150, "only {compared} non-empty pages compared");
     }
 
-    /// Issue #9: the in-memory orders and search text answer exactly what SQL does, for
+    /// The in-memory orders and search text answer exactly what SQL does, for
     /// every filter, sort, direction and page, in memory or not.
     #[test]
     fn list_answers_the_collected_page_whichever_plan_it_picks() {
@@ -1270,7 +1270,7 @@ mod tests {
         }
     }
 
-    /// Issue #9: the search text and the orders follow every kind of change (add, rename,
+    /// The search text and the orders follow every kind of change (add, rename,
     /// delete, move, last use) made after they were read.
     #[test]
     fn list_follows_changes_made_after_its_memory_was_read() {
@@ -1316,7 +1316,7 @@ mod tests {
         check(&db);
     }
 
-    /// Issue #9: an order patched host by host after adds, renames (in any case), deletes
+    /// An order patched host by host after adds, renames (in any case), deletes
     /// and last uses equals the order read afresh, in every sort and direction.
     #[test]
     fn patched_orders_equal_orders_read_afresh() {

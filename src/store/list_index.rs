@@ -273,7 +273,7 @@ impl ListIndex {
     }
 
     /// The `seq`s of the hosts whose name or hostname contains `term`, compared in
-    /// lowercase (api-decisions §3: case-insensitive substring, no wildcards). In no order.
+    /// lowercase (README, Hosts: case-insensitive substring, no wildcards). In no order.
     pub fn search(&mut self, conn: &Connection, term: &str) -> Result<Vec<i64>, StoreError> {
         let version = data_version(conn)?;
         let reusable = match &self.search {
@@ -377,7 +377,7 @@ impl Order {
     }
 
     /// The hosts in `direction`. Descending reverses both parts but keeps the hosts without
-    /// a key last (api-decisions §3: never-used hosts last in both orders).
+    /// a key last (README, Hosts: never-used hosts last in both orders).
     pub fn iter(&self, direction: Direction) -> impl Iterator<Item = i64> + '_ {
         let (keyed, nulls) = self.seqs.split_at(self.nulls_from);
         let (ascending, descending) = match direction {
@@ -748,7 +748,7 @@ fn too_large() -> StoreError {
 mod tests {
     use crate::store::list_index::{SearchText, SeqSet};
 
-    /// Issue #9: the search text finds what it holds after renames, deletes, re-adds and
+    /// The search text finds what it holds after renames, deletes, re-adds and
     /// compaction, and refuses (for a full re-read) a host it cannot place in order.
     #[test]
     fn search_text_follows_puts_and_removes_through_compaction() {
@@ -784,7 +784,7 @@ mod tests {
         assert_eq!(text.matching("renamed"), vec![1]);
     }
 
-    /// Issue #9: from `PARALLEL_SCAN_FROM` hosts the scan runs on two threads, and finds
+    /// From `PARALLEL_SCAN_FROM` hosts the scan runs on two threads, and finds
     /// exactly what one pass over every host finds, for one-byte, longer and non-ASCII terms.
     #[test]
     fn a_scan_on_two_threads_finds_what_one_pass_finds() {
