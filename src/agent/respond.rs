@@ -303,11 +303,15 @@ fn approved(
         expires_at: String::new(),
     };
     let started = Instant::now();
+    let view_id = view.id.clone();
+    let added = std::cell::Cell::new(false);
     let outcome = state.agent.approvals.ask(
         view,
         remember,
         || state.vault_locked(),
         |view| {
+            added.set(true);
+            record_request(state, &view.id, true);
             log::info!(
                 "agent: sign request {} with key {} waits for approval (POST /api/agent/requests/{})",
                 view.id,
@@ -316,6 +320,9 @@ fn approved(
             )
         },
     );
+    if added.get() {
+        record_request(state, &view_id, false);
+    }
     let waited = started.elapsed();
     match outcome {
         Outcome::Allowed => true,
@@ -334,6 +341,18 @@ fn approved(
             );
             false
         }
+    }
+}
+
+/// Puts a pending request's start (`waiting`) or end on the change feed (README "Change
+/// feed"), so the app learns of it without polling. A failure is logged: the request still
+/// shows in `GET /api/agent/requests`.
+fn record_request(state: &AppState, id: &str, waiting: bool) {
+    if let Err(err) = state
+        .db
+        .write(|tx| store::changes::record_agent_request(tx, id, waiting))
+    {
+        log::error!("agent: cannot put sign request {id} on the change feed: {err}");
     }
 }
 
@@ -461,18 +480,14 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
         .read(|conn| store::agent::by_fingerprint(conn, &key.info.fingerprint))
         .map_err(|err| log::error!("agent: cannot look the key up: {err}"))?;
     if let Some(existing) = existing {
-        let policy = AgentPolicy {
-            enabled: true,
-            confirm: if confirm {
-                Confirm::Always
-            } else {
-                existing.policy.confirm
-            },
-            ..existing.policy
+        let confirm = match confirm {
+            true => Confirm::Always,
+            false => existing.policy.confirm,
         };
+        let now = store::now_timestamp();
         return state
             .db
-            .write(|tx| store::agent::set_policy(tx, &existing.id, &policy))
+            .write(|tx| store::agent::offer(tx, &existing.id, confirm, &now))
             .map(|()| log::info!("agent: key {} offered again (ssh-add)", existing.name))
             .map_err(|err| log::error!("agent: cannot offer the key again: {err}"));
     }

@@ -7,7 +7,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::model::agent::AgentPolicy;
+use crate::model::agent::{AgentPolicy, Confirm};
 use crate::store::StoreError;
 
 /// Keys the agent lists: enabled, and signable without a question. By name, as the keys
@@ -23,6 +23,8 @@ const SELECT_BY_ID: &str = "SELECT id, name, public_key, fingerprint, agent_enab
      agent_confirm, agent_forwarded, has_passphrase = 0 OR passphrase IS NOT NULL \
      FROM keys WHERE id = ?1";
 const SELECT_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
+const OFFER: &str = "UPDATE keys SET agent_enabled = 1, agent_confirm = ?2, updated_at = ?3 \
+     WHERE id = ?1";
 const UPDATE_POLICY: &str = "UPDATE keys SET agent_enabled = ?2, agent_confirm = ?3, \
      agent_forwarded = ?4 WHERE id = ?1";
 const DISABLE: &str =
@@ -98,6 +100,18 @@ pub fn set_policy(conn: &Connection, id: &str, policy: &AgentPolicy) -> Result<(
         policy.forwarded.as_str(),
     ])?;
     match changed {
+        0 => Err(StoreError::KeyNotFound),
+        _ => Ok(()),
+    }
+}
+
+/// `ssh-add` of a key already stored: the agent offers it again, with `confirm` (an edit:
+/// `updated_at` moves, so the change feed and the key's revision see it).
+pub fn offer(conn: &Connection, id: &str, confirm: Confirm, now: &str) -> Result<(), StoreError> {
+    match conn
+        .prepare_cached(OFFER)?
+        .execute(params![id, confirm.as_str(), now])?
+    {
         0 => Err(StoreError::KeyNotFound),
         _ => Ok(()),
     }

@@ -449,9 +449,18 @@ fn ssh_add_adds_a_key_that_then_appears_in_get_api_keys_and_ssh_add_d_only_disab
         kept["agent"]["enabled"], false,
         "still in the vault, no longer offered"
     );
-    // Adding it again offers it again.
+    // Adding it again offers it again: an edit of the key, as the disabling was.
     assert!(ssh_add(&socket, &[path.to_str().unwrap()]).status.success());
     assert_eq!(listed(&socket), vec![fingerprint]);
+    let offered = service
+        .get(&format!("/api/keys/{}", added["id"].as_str().unwrap()))
+        .expect(200);
+    assert_eq!(offered["agent"]["enabled"], true);
+    let revisions = [&added, &kept, &offered].map(|key| key["revision"].as_i64().unwrap());
+    assert!(
+        revisions[0] < revisions[1] && revisions[1] < revisions[2],
+        "{revisions:?}"
+    );
     assert!(ssh_add(&socket, &["-D"]).status.success());
     assert!(listed(&socket).is_empty());
     let events: Vec<String> = agent_audit(&service)
@@ -573,6 +582,7 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
         )
         .expect(201);
 
+    let since = service.get("/api/changes").expect(200)["next"].clone();
     let mut login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
     let request = wait_for_request(&service);
     assert_eq!(request["key_id"], key["id"]);
@@ -627,6 +637,25 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
     assert_eq!(detail["host_key_fingerprint"], host_key.as_str());
     assert_eq!(detail["forwarded"], false);
     assert_eq!(detail["approved"], true);
+    // Both requests came and went on the change feed, each before its decision was taken.
+    let feed = service
+        .get(&format!("/api/changes?since={since}&limit=1000"))
+        .expect(200);
+    let requests: Vec<(String, String)> = feed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["kind"] == "agent_request")
+        .map(|entry| {
+            let field = |name: &str| entry[name].as_str().unwrap().to_owned();
+            (field("id"), field("op"))
+        })
+        .collect();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert_eq!(requests[0].1, "created");
+    assert_eq!(requests[1], (requests[0].0.clone(), "deleted".to_owned()));
+    assert_eq!(requests[2].1, "created");
+    assert_eq!(requests[3], (requests[2].0.clone(), "deleted".to_owned()));
 }
 
 #[test]
