@@ -39,11 +39,15 @@ Options:
   --auto-lock SECS      Lock the vault after SECS seconds without a request; status reads
                         (GET /api/health, /api/vault, /api/openapi.json) do not count;
                         0 = never [default: 0]
+  --no-agent            Do not serve the SSH agent. By default it listens on a Unix socket in
+                        $XDG_RUNTIME_DIR/host-manager (else in the data dir); GET /api/agent
+                        gives its path
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
+  XDG_RUNTIME_DIR       Where the SSH agent's socket goes (an absolute path; else the data dir)
 ";
 
 /// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
@@ -73,9 +77,15 @@ pub struct Config {
     pub vault_password_stdin: bool,
     /// Lock the vault after this long without a request; `None` = never.
     pub auto_lock: Option<Duration>,
+    /// Test-only: the idle time `--auto-lock` waits instead of its seconds
+    /// (`HOST_MANAGER_TEST_AUTO_LOCK_MS`), so tests run it short. `--auto-lock` still turns
+    /// it on and is what `GET /api/vault` reports.
+    pub test_auto_lock: Option<Duration>,
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
+    /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
+    pub agent: Option<AgentConfig>,
     /// Test-only bounds of the change log, the connection history and the feed's wait
     /// (README, Development): tests reach a trim with a few writes, and generated requests
     /// (scripts/schemathesis) do not each wait 30 s.
@@ -89,6 +99,18 @@ pub struct FeedOverrides {
     pub changes_kept: Option<u64>,
     pub history_kept: Option<u64>,
     pub max_wait: Option<Duration>,
+}
+
+/// Where the SSH agent listens and how long it waits for an approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// `$XDG_RUNTIME_DIR` when it is set to an absolute path (XDG says a relative one is
+    /// invalid and must be ignored); the socket then goes into a 0700 `host-manager`
+    /// directory there, else into the data dir.
+    pub runtime_dir: Option<PathBuf>,
+    /// `HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS`: a test runs the approval timeout
+    /// short. Not a flag, as the HTTP overrides.
+    pub approval_timeout: Option<Duration>,
 }
 
 /// Values the HTTP layer uses instead of its defaults, from `HOST_MANAGER_TEST_*`
@@ -135,6 +157,7 @@ struct RawArgs {
     exit_with_parent: bool,
     vault_password_stdin: bool,
     auto_lock: Option<String>,
+    no_agent: bool,
     help: bool,
     version: bool,
 }
@@ -184,6 +207,7 @@ impl RawArgs {
                 "--exit-with-parent" => raw.exit_with_parent = true,
                 "--vault-password-stdin" => raw.vault_password_stdin = true,
                 "--auto-lock" => raw.auto_lock = Some(value("--auto-lock")?),
+                "--no-agent" => raw.no_agent = true,
                 "-h" | "--help" => raw.help = true,
                 "-V" | "--version" => raw.version = true,
                 other => return Err(ConfigError(format!("unknown option {other} (see --help)"))),
@@ -277,6 +301,8 @@ impl Config {
             token,
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
+            test_auto_lock: test_number(env, "HOST_MANAGER_TEST_AUTO_LOCK_MS")?
+                .map(Duration::from_millis),
             http_overrides: HttpOverrides::from_env(env)?,
             feed_overrides: FeedOverrides {
                 changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
@@ -284,6 +310,23 @@ impl Config {
                 max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
                     .map(Duration::from_millis),
             },
+            agent: match raw.no_agent {
+                true => None,
+                false => Some(AgentConfig::from_env(env)?),
+            },
+        })
+    }
+}
+
+impl AgentConfig {
+    fn from_env(env: &HashMap<String, String>) -> Result<AgentConfig, ConfigError> {
+        Ok(AgentConfig {
+            runtime_dir: env
+                .get("XDG_RUNTIME_DIR")
+                .filter(|dir| dir.starts_with('/'))
+                .map(PathBuf::from),
+            approval_timeout: test_number(env, "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS")?
+                .map(Duration::from_millis),
         })
     }
 }
@@ -478,6 +521,57 @@ mod tests {
             let err = run(&["--auto-lock", bad], &[("HOME", "/h")]).unwrap_err();
             assert!(err.contains("--auto-lock"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn test_auto_lock_of_250_ms_is_read_and_zero_or_garbage_is_rejected_naming_it() {
+        let home = ("HOME", "/h");
+        assert_eq!(run(&[], &[home]).unwrap().test_auto_lock, None);
+        let config = run(
+            &["--auto-lock", "1"],
+            &[home, ("HOST_MANAGER_TEST_AUTO_LOCK_MS", "250")],
+        )
+        .unwrap();
+        assert_eq!(config.test_auto_lock, Some(Duration::from_millis(250)));
+        assert_eq!(
+            config.auto_lock,
+            Some(Duration::from_secs(1)),
+            "the flag stays"
+        );
+        for bad in ["0", "-5", "soon"] {
+            let err = run(&[], &[home, ("HOST_MANAGER_TEST_AUTO_LOCK_MS", bad)]).unwrap_err();
+            assert!(
+                err.contains("HOST_MANAGER_TEST_AUTO_LOCK_MS"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn agent_is_on_by_default_in_the_absolute_runtime_dir_and_off_with_no_agent() {
+        let env = [("HOME", "/h"), ("XDG_RUNTIME_DIR", "/run/user/1000")];
+        let agent = run(&[], &env).unwrap().agent.unwrap();
+        assert_eq!(agent.runtime_dir, Some(PathBuf::from("/run/user/1000")));
+        assert_eq!(agent.approval_timeout, None);
+        assert_eq!(run(&["--no-agent"], &env).unwrap().agent, None);
+    }
+
+    #[test]
+    fn relative_runtime_dir_is_ignored() {
+        let env = [("HOME", "/h"), ("XDG_RUNTIME_DIR", "run/user")];
+        assert_eq!(run(&[], &env).unwrap().agent.unwrap().runtime_dir, None);
+    }
+
+    #[test]
+    fn approval_timeout_of_one_millisecond_is_accepted_and_zero_is_rejected() {
+        let name = "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS";
+        let agent = run(&[], &[("HOME", "/h"), (name, "1")])
+            .unwrap()
+            .agent
+            .unwrap();
+        assert_eq!(agent.approval_timeout, Some(Duration::from_millis(1)));
+        let err = run(&[], &[("HOME", "/h"), (name, "0")]).unwrap_err();
+        assert!(err.contains(name), "{err}");
     }
 
     #[test]

@@ -70,6 +70,11 @@ pub enum ApiError {
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
+    /// No sign request with this id waits for a decision (README "SSH agent").
+    AgentRequestNotFound,
+    /// `connect ?agent=true` for a host whose key the agent does not serve; the text says
+    /// why.
+    AgentUnavailable(String),
     /// The disk holding the data dir is full: nothing was written (the cause was logged).
     StorageFull,
     /// Anything unexpected. The cause is for the log only.
@@ -112,7 +117,8 @@ impl ApiError {
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
-            | ApiError::KnownHostNotFound => 404,
+            | ApiError::KnownHostNotFound
+            | ApiError::AgentRequestNotFound => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
@@ -120,7 +126,8 @@ impl ApiError {
             | ApiError::HostInUse(_)
             | ApiError::HostKeyChanged(_)
             | ApiError::HostKeyRevoked(_)
-            | ApiError::VaultNoPassword => 409,
+            | ApiError::VaultNoPassword
+            | ApiError::AgentUnavailable(_) => 409,
             ApiError::RequestTimeout => 408,
             ApiError::PreconditionFailed { .. } => 412,
             ApiError::PayloadTooLarge => 413,
@@ -166,6 +173,8 @@ impl ApiError {
             ApiError::RequestTimeout => "REQUEST_TIMEOUT",
             ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
+            ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
+            ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
             ApiError::StorageFull => "STORAGE_FULL",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
@@ -205,6 +214,8 @@ impl ApiError {
             ApiError::RequestTimeout => "request not received in time",
             ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
+            ApiError::AgentRequestNotFound => "no such sign request waits",
+            ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
             ApiError::StorageFull => "not enough disk space to save the change",
             ApiError::Internal(_) => "internal error",
         }
@@ -222,6 +233,7 @@ impl ApiError {
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
             | ApiError::Forbidden(text)
+            | ApiError::AgentUnavailable(text)
             | ApiError::BadRequest(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {

@@ -61,6 +61,9 @@ const PATHS: &[&str] = &[
     "/api/import/known-hosts",
     "/api/export/known-hosts",
     "/api/audit",
+    "/api/agent",
+    "/api/agent/requests",
+    "/api/agent/requests/{key}",
     "/api/openapi.json",
     "/api/nope",
     "/",
@@ -68,7 +71,7 @@ const PATHS: &[&str] = &[
 
 const QUERY_KEYS: &[&str] = &[
     "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "hashed",
-    "hostname", "port", "host_id", "limit", "before", "since", "wait",
+    "hostname", "port", "host_id", "limit", "before", "since", "wait", "agent",
 ];
 
 /// `If-Match` values: none, well-formed and malformed (README, "Revisions and If-Match").
@@ -123,7 +126,14 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
         9 => {
             json!({"type": rng.pick(&["password", "key", "agent", "x"]), "key_id": rng.pick(ids), "password": "p"})
         }
-        10 => Value::Object(Map::new()),
+        10 if rng.below(2) == 0 => Value::Object(Map::new()),
+        // An agent policy, an approval decision or neither, with good and bad values.
+        10 => json!({
+            "enabled": rng.pick(&[json!(true), json!(false), json!("yes"), Value::Null]),
+            "confirm": *rng.pick(&["never", "once_per_host", "always", "Always", ""]),
+            "forwarded": *rng.pick(&["deny", "confirm", "allow", "ask"]),
+            "decision": *rng.pick(&["allow", "deny", "maybe"]),
+        }),
         _ => Value::String(format!("{}", rng.next())),
     }
 }
@@ -151,6 +161,8 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "replace",
         "text",
         "dry_run",
+        "agent",
+        "decision",
     ];
     match rng.below(10) {
         0 => Vec::new(),

@@ -48,6 +48,9 @@ pub enum Endpoint<'a> {
     ImportKnownHosts,
     ExportKnownHosts,
     ListAudit,
+    AgentStatus,
+    AgentRequests,
+    DecideAgentRequest(&'a str),
     ListChanges,
     ListHistory,
 }
@@ -95,6 +98,9 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::Post, "/api/import/known-hosts"),
     (Method::Get, "/api/export/known-hosts"),
     (Method::Get, "/api/audit"),
+    (Method::Get, "/api/agent"),
+    (Method::Get, "/api/agent/requests"),
+    (Method::Post, "/api/agent/requests/{id}"),
     (Method::Get, "/api/changes"),
     (Method::Get, "/api/history"),
 ];
@@ -148,6 +154,9 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
         (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
         (Get, ["api", "audit"]) => ListAudit,
 
+        (Get, ["api", "agent"]) => AgentStatus,
+        (Get, ["api", "agent", "requests"]) => AgentRequests,
+        (Post, ["api", "agent", "requests", id]) => DecideAgentRequest(id),
         (Get, ["api", "changes"]) => ListChanges,
         (Get, ["api", "history"]) => ListHistory,
 
@@ -211,8 +220,8 @@ impl Endpoint<'_> {
 
 fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
     use api::{
-        audit, changes, groups, health, history, hosts, keys, known_hosts, openapi, ssh_config,
-        vault,
+        agent, audit, changes, groups, health, history, hosts, keys, known_hosts, openapi,
+        ssh_config, vault,
     };
     use Endpoint::*;
     match endpoint {
@@ -232,7 +241,7 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         DeleteHost(id) => hosts::delete(state, req, id),
         ToggleFavorite(id) => hosts::toggle_favorite(state, req, id),
         MoveHost(id) => hosts::move_to(state, req, id),
-        ConnectHost(id) => hosts::connect(state, id),
+        ConnectHost(id) => hosts::connect(state, req, id),
         HostHistory(id) => history::of_host(state, req, id),
 
         ListGroups => groups::list(state),
@@ -259,6 +268,9 @@ fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, Ap
         ImportKnownHosts => known_hosts::import(state, req),
         ExportKnownHosts => known_hosts::export(state, req),
         ListAudit => audit::list(state, req),
+        AgentStatus => agent::status(state),
+        AgentRequests => agent::requests(state),
+        DecideAgentRequest(id) => agent::decide(state, req, id),
         ListChanges => changes::list(state, req),
         ListHistory => history::list(state, req),
     }

@@ -3,8 +3,11 @@
 //! Lock order when both are needed: vault first, then db; the group tree only under the db
 //! lock (api::groups `list`). Config is read-only after start-up. Besides the mutexes it
 //! holds the places for slow work (`Slots`: key derivations, delayed wrong-password answers,
-//! bcrypt checks, RSA generations), the wrong-password streak, and two counters for
-//! `--auto-lock`: the last-activity clock and the requests in flight.
+//! bcrypt checks, RSA generations), the wrong-password streak, two counters for
+//! `--auto-lock` (the last-activity clock and the requests in flight), and the SSH agent's
+//! share (its socket and the sign requests waiting for approval). The master password check
+//! lives here, so that `POST /api/vault/unlock` and the agent's `UNLOCK` share one guess
+//! throttle.
 //!
 //! Invariants: a `Slot` or an `Activity` is given back when it drops, also when a panic
 //! unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex only to
@@ -12,14 +15,16 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::agent::Agent;
 use crate::api::group_tree::GroupTree;
 use crate::config::Config;
 use crate::store::audit;
 use crate::store::changes::{self, VaultChange};
 use crate::store::Db;
-use crate::vault::{DataKey, PasswordThrottle, Vault, VaultError, WrappedKey};
+use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
 /// PBKDF2 derivations of a master password (unlock, change, removal) running at once.
 /// Further ones wait their turn, first come first served, and are never refused: the right
@@ -64,6 +69,9 @@ pub struct AppState {
     /// `Activity` (up when a request starts, down when it ends); `lock_if_idle` reads it
     /// under the vault lock and never locks while it is above zero.
     in_flight: AtomicUsize,
+    /// The SSH agent's socket and its sign requests waiting for approval (README "SSH
+    /// agent").
+    pub agent: Agent,
 }
 
 /// A fixed number of places for one kind of slow work. `try_take` refuses beyond them;
@@ -108,6 +116,7 @@ impl AppState {
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
+        let agent = Agent::new(config.agent.as_ref());
         AppState {
             config,
             db,
@@ -121,6 +130,7 @@ impl AppState {
             started: Instant::now(),
             last_activity_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            agent,
         }
     }
 
@@ -137,22 +147,107 @@ impl AppState {
         self.vault().is_locked()
     }
 
-    /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
-    pub fn lock_vault(&self) -> Result<(), VaultError> {
-        let mut vault = self.vault();
-        self.lock_held(&mut vault, "request")
-    }
-
-    /// Unlocks the vault with `key`, checked against `checked` (see `Vault::unlock`), and
-    /// logs the change for the feed when it was locked.
-    pub fn unlock_vault(&self, checked: &WrappedKey, key: DataKey) -> Result<(), VaultError> {
+    /// Unlocks the vault with `password` (README "Vault"): the one path of
+    /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK`, so both go through the same
+    /// guess throttle and the same audit. Unlocking an unlocked vault with the right password
+    /// succeeds; a password changed during the check is `InvalidPassword` (it no longer is the
+    /// password). When the vault was locked, the unlock is logged for the change feed and in
+    /// the audit log, `by` saying who (`request` or `agent`).
+    pub fn unlock_vault(&self, password: &Secret, by: &str) -> Result<(), VaultError> {
+        let Some(wrapped) = self.vault().wrapped_key().cloned() else {
+            return Err(VaultError::NoPassword);
+        };
+        let key = self.check_password(&wrapped, password, audit::VAULT_UNLOCK_FAILED)?;
         let mut vault = self.vault();
         let was_locked = vault.is_locked();
-        vault.unlock(checked, key)?;
+        vault.unlock(&wrapped, key)?;
         if was_locked {
-            self.log_vault_change(VaultChange::Unlocked, audit::VAULT_UNLOCKED, "request");
+            // Lock order: vault, then db.
+            self.log_vault_change(VaultChange::Unlocked, audit::VAULT_UNLOCKED, by);
         }
         Ok(())
+    }
+
+    /// Locks the vault (a locked one stays so); `NoPassword` without a master password.
+    /// The lock is logged (see `lock_held`), then the SSH agent's waiting sign requests fail
+    /// and its remembered approvals go. `by` says who (`request` or `agent`).
+    pub fn lock_vault(&self, by: &str) -> Result<(), VaultError> {
+        {
+            let mut vault = self.vault();
+            self.lock_held(&mut vault, by)?;
+        }
+        // After the vault lock is released: a waiting sign request holds the approvals'
+        // lock while it asks whether the vault is locked.
+        self.agent.approvals.vault_locked();
+        Ok(())
+    }
+
+    /// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations
+    /// (waited for, never refused), holding no lock. A wrong password's answer then waits
+    /// until its delay has passed since the check began, after the derivation's place is
+    /// given back: the wait for a turn counts towards the delay, so a guess takes the delay
+    /// or its turn, whichever is longer, never both. A wrong one is audited as
+    /// `failed_event`.
+    pub fn check_password(
+        &self,
+        wrapped: &WrappedKey,
+        password: &Secret,
+        failed_event: &str,
+    ) -> Result<DataKey, VaultError> {
+        let began = Instant::now();
+        let opened = {
+            let _turn = self.password_derivations.take();
+            wrapped.open(password.expose())
+        };
+        match opened {
+            Ok(key) => {
+                self.password_failures.succeeded();
+                Ok(key)
+            }
+            Err(_) => Err(self.wrong_password(began, failed_event)),
+        }
+    }
+
+    /// Counts a wrong password, audits it, and serves what is left of its delay (README
+    /// "Vault"): repeated wrong passwords are slowed down, never locked out. At most
+    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
+    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
+    /// it: a right guess among them would have unlocked the vault the moment its derivation
+    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
+    /// This keeps a flood of guesses from putting every worker to sleep.
+    fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
+        let (delay, failures) = self.password_failures.failed();
+        self.audit_failure(failed_event, failures);
+        let left = delay.saturating_sub(began.elapsed());
+        match self.delayed_answers.try_take() {
+            Some(_place) => {
+                log::warn!(
+                    "wrong master password; answering {} ms after the check began",
+                    delay.as_millis()
+                );
+                thread::sleep(left);
+            }
+            None => log::warn!(
+                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
+            ),
+        }
+        VaultError::InvalidPassword
+    }
+
+    /// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
+    /// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot
+    /// push the rest of the log out, and the entry says how long the streak has grown.
+    fn audit_failure(&self, event: &str, failures: u32) {
+        if !failures.is_power_of_two() {
+            return;
+        }
+        let detail = serde_json::json!({ "consecutive_failures": failures });
+        if let Err(err) = self
+            .db
+            .write(|tx| audit::append(tx, event, "vault", &detail))
+        {
+            log::error!("cannot audit a wrong master password: {err}");
+        }
     }
 
     /// Counts a request as activity until the returned value drops: the auto-lock
@@ -193,11 +288,16 @@ impl AppState {
         {
             return false;
         }
-        self.lock_held(&mut vault, "auto-lock").is_ok()
+        let locked = self.lock_held(&mut vault, "auto-lock").is_ok();
+        drop(vault);
+        // Sign requests waiting for approval fail, and remembered approvals go (after the
+        // vault lock is released, as in `lock_vault`).
+        self.agent.approvals.vault_locked();
+        locked
     }
 
-    /// Locks `vault`, held by the caller; `by` says who (`request` or `auto-lock`) in the
-    /// audit log. README "Change feed": the lock's entry commits before the state changes
+    /// Locks `vault`, held by the caller; `by` says who (`request`, `agent` or `auto-lock`)
+    /// in the audit log. README "Change feed": the lock's entry commits before the state changes
     /// (vault lock, then db), so a reader that sees the vault locked finds the entry, and
     /// one waiting on the feed is woken with it.
     fn lock_held(&self, vault: &mut Vault, by: &str) -> Result<(), VaultError> {

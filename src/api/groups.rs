@@ -39,7 +39,7 @@ pub fn list(state: &AppState) -> Result<Reply, ApiError> {
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
     let group = new_group(&body)?;
-    let id = store::new_id();
+    let id = crate::vault::new_id();
     let now = store::now_timestamp();
     let view = state.db.write(|tx| {
         match store::groups::insert(tx, &id, &group, &now)? {

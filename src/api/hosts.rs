@@ -69,6 +69,13 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
+    /// `connect?agent=true` (README "SSH agent"): the key's public half, for the
+    /// `IdentityFile` of `ssh -o IdentitiesOnly=yes`, instead of the private key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    public_key: Option<&'a str>,
+    /// `connect?agent=true`: the agent's socket, for `SSH_AUTH_SOCK` or `IdentityAgent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identity_agent: Option<&'a str>,
     /// The full route for `ssh -J`, each hop's own chain first; omitted when
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,6 +91,12 @@ enum Credentials {
         passphrase: Option<Secret>,
     },
     Agent,
+    /// A key the SSH agent signs with: no secret leaves the vault.
+    ViaAgent {
+        key_id: String,
+        public_key: String,
+        socket: String,
+    },
 }
 
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -105,7 +118,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let (password_field, password) = take_password(&mut body)?;
     let host = NewHost::from_json(&body, password_field).map_err(invalid)?;
-    let id = store::new_id();
+    let id = crate::vault::new_id();
     let sealed = match (host.auth.password, password) {
         (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
         _ => None,
@@ -196,8 +209,11 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
 }
 
 /// README, Hosts (extension): sets `last_used_at` and answers the decrypted
-/// credentials. The only response with a secret; `Cache-Control: no-store`.
-pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+/// credentials. The only response with a secret; `Cache-Control: no-store`. With
+/// `?agent=true` a key host gets its public key and the SSH agent's socket instead of the
+/// private key (README "SSH agent").
+pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let via_agent = crate::api::agent::agent_param(req)?;
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
@@ -208,7 +224,17 @@ pub fn connect(state: &AppState, id: &str) -> Result<Reply, ApiError> {
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
     })?;
-    let credentials = open_credentials(state, id, &sealed)?;
+    let credentials = match (&sealed, via_agent) {
+        (SealedCredentials::Key { key_id, .. }, true) => {
+            let agent = crate::api::agent::connect_credentials(state, key_id)?;
+            Credentials::ViaAgent {
+                key_id: key_id.clone(),
+                public_key: agent.public_key,
+                socket: agent.socket,
+            }
+        }
+        _ => open_credentials(state, id, &sealed)?,
+    };
     // Set only once the secrets opened: a failed connect is not a use. The history entry
     // commits with it (README, "Connection history").
     let host = record_use(state, host)?;
@@ -396,6 +422,8 @@ fn credentials_view<'a>(
         key_id: None,
         private_key: None,
         passphrase: None,
+        public_key: None,
+        identity_agent: None,
         proxy_jump: None,
     };
     match credentials {
@@ -412,6 +440,15 @@ fn credentials_view<'a>(
             view.passphrase = passphrase.as_ref().map(text_of).transpose()?;
         }
         Credentials::Agent => {}
+        Credentials::ViaAgent {
+            key_id,
+            public_key,
+            socket,
+        } => {
+            view.key_id = Some(key_id);
+            view.public_key = Some(public_key);
+            view.identity_agent = Some(socket);
+        }
     }
     Ok(view)
 }
@@ -471,6 +508,15 @@ mod tests {
         AppState::for_tests(Vault::NoPassword(DataKey::generate()))
     }
 
+    fn connect_request() -> Req {
+        Req::new(
+            Method::Post,
+            "/api/hosts/x/connect",
+            Zeroizing::new(Vec::new()),
+        )
+        .unwrap()
+    }
+
     /// Stores key `id` as the keys endpoints do: secrets sealed for the keys table.
     fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
         let seal = |field, bytes: &[u8]| {
@@ -525,7 +571,7 @@ mod tests {
         let state = state();
         store_key(&state, "k1", "k1", Some("pass-phrase"));
         let host_id = create_key_host(&state, "k1");
-        let reply = connect(&state, &host_id).unwrap();
+        let reply = connect(&state, &connect_request(), &host_id).unwrap();
         assert!(reply
             .headers
             .contains(&("Cache-Control", "no-store".to_string())));
@@ -546,7 +592,9 @@ mod tests {
         let state = state();
         store_key(&state, "k2", "k2", None);
         let host_id = create_key_host(&state, "k2");
-        let body: Value = serde_json::from_slice(&connect(&state, &host_id).unwrap().body).unwrap();
+        let body: Value =
+            serde_json::from_slice(&connect(&state, &connect_request(), &host_id).unwrap().body)
+                .unwrap();
         assert_eq!(body["credentials"]["private_key"], PRIVATE_KEY);
         assert!(body["credentials"].get("passphrase").is_none(), "{body}");
     }
@@ -556,7 +604,7 @@ mod tests {
         let state = state();
         store_key(&state, "k3", "some-other-key", None);
         let host_id = create_key_host(&state, "k3");
-        let err = connect(&state, &host_id).err().unwrap();
+        let err = connect(&state, &connect_request(), &host_id).err().unwrap();
         assert_eq!(err.code(), "INTERNAL_ERROR");
         let host = state
             .db

@@ -63,7 +63,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         (None, Some(spec)) => generate(state, spec, comment, passphrase.as_ref())?,
         (None, None) => return Err(ApiError::internal("neither import nor generation")),
     };
-    let id = store::new_id();
+    let id = crate::vault::new_id();
     let (sealed_private_key, sealed_passphrase) = seal(state, &id, &made.key, passphrase)?;
     let now = store::now_timestamp();
     let row = NewKeyRow {
@@ -100,7 +100,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     key_reply(200, &key)
 }
 
-/// `PUT /api/keys/:id` (extension): `name` and `comment` only.
+/// `PUT /api/keys/:id` (extension): `name`, `comment` and the SSH agent's policy `agent`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let patch = KeyPatch::parse(&body).map_err(invalid)?;
@@ -113,6 +113,9 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             None => (current.name.clone(), current.name.to_lowercase()),
         };
         let comment = patch.comment.as_deref().unwrap_or(&current.comment);
+        if let Some(agent) = patch.agent {
+            store::agent::set_policy(tx, id, &current.agent.patched(agent))?;
+        }
         let updated_at = later_than(&current.updated_at);
         let update = KeyUpdate {
             name: &name,

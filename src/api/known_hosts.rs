@@ -375,38 +375,14 @@ fn matching_entries(conn: &store::Conn, name: &str) -> Result<Vec<KnownHost>, Ap
         .collect())
 }
 
+/// How `entry` is matched against names (sshkey::HostMatcher): decoded once for many names.
+fn matcher(entry: &KnownHost) -> sshkey::HostMatcher<'_> {
+    sshkey::HostMatcher::of(&entry.host, entry.hashed, entry.wildcard)
+}
+
 /// Whether `entry` applies to lookup name `name`, as OpenSSH decides it.
 fn entry_matches(entry: &KnownHost, name: &str) -> bool {
-    Matcher::of(entry).matches(name)
-}
-
-/// How one entry is matched against names: decoded once for many names.
-enum Matcher<'a> {
-    Exact(&'a str),
-    Pattern(&'a str),
-    /// `None` for a hashed name that does not decode (it matches nothing).
-    Hashed(Option<sshkey::HashedName>),
-}
-
-impl<'a> Matcher<'a> {
-    fn of(entry: &'a KnownHost) -> Matcher<'a> {
-        match (entry.hashed, entry.wildcard) {
-            (true, _) => Matcher::Hashed(match HostToken::from_text(&entry.host) {
-                HostToken::Hashed { salt, hash } => sshkey::HashedName::parse(&salt, &hash),
-                HostToken::Plain(_) => None,
-            }),
-            (false, true) => Matcher::Pattern(&entry.host),
-            (false, false) => Matcher::Exact(&entry.host),
-        }
-    }
-
-    fn matches(&self, name: &str) -> bool {
-        match self {
-            Matcher::Exact(token) => token.eq_ignore_ascii_case(name),
-            Matcher::Pattern(pattern) => known_hosts::pattern_matches(pattern, name),
-            Matcher::Hashed(hashed) => hashed.as_ref().is_some_and(|hashed| hashed.matches(name)),
-        }
-    }
+    matcher(entry).matches(name)
 }
 
 fn known_keys(entries: &[KnownHost]) -> Vec<KnownKey> {
@@ -572,7 +548,7 @@ fn record(
         comment: "",
         source: if replacing { "replace" } else { "accept" },
     };
-    let (id, _) = store::known_hosts::insert(conn, &store::new_id(), &new, now)?;
+    let (id, _) = store::known_hosts::insert(conn, &crate::vault::new_id(), &new, now)?;
     let (event, detail) = match replacing {
         true => (
             audit::HOST_KEY_REPLACED,
@@ -676,7 +652,7 @@ fn import_in(
                 comment: &checked.line.comment,
                 source: "import",
             };
-            match store::known_hosts::insert(conn, &store::new_id(), &new, &now)?.1 {
+            match store::known_hosts::insert(conn, &crate::vault::new_id(), &new, &now)?.1 {
                 true => answer.added += 1,
                 false => answer.unchanged += 1,
             }
@@ -782,7 +758,7 @@ fn view<'a>(entry: &'a KnownHost, names: &[(String, &str)]) -> KnownHostView<'a>
         first_seen: &entry.first_seen,
         last_seen: &entry.last_seen,
         host_ids: {
-            let matcher = Matcher::of(entry);
+            let matcher = matcher(entry);
             names
                 .iter()
                 .filter(|(name, _)| matcher.matches(name))

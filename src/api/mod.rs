@@ -4,6 +4,7 @@
 //! request bodies live in wiped buffers because they may carry passwords; JSON errors never
 //! echo the offending input, which could be a secret.
 
+pub mod agent;
 pub mod audit;
 pub mod changes;
 pub mod group_tree;

@@ -11,13 +11,16 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::api::agent::ExportAgent;
 use crate::api::hosts::judge_chain;
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{AuthChange, AuthType, Host, HostPatch, NewHost, PasswordAction};
 use crate::model::interop::{self, MAX_JUMP_HOPS, MAX_SSH_OPTIONS};
 use crate::model::key::{self, KeyName};
-use crate::model::ssh_config::{self, ExportHost, HostBlock, Outcome, IDENTITY_DIR};
+use crate::model::ssh_config::{
+    self, ExportHost, HostBlock, Outcome, IDENTITY_DIR, PUBLIC_KEY_SUFFIX,
+};
 use crate::model::validate;
 use crate::sshkey::{self, OpenSshKey};
 use crate::state::AppState;
@@ -68,9 +71,10 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     Reply::json(200, &answer)
 }
 
-/// `GET /api/export/ssh-config[?group=ID]`: text/plain.
+/// `GET /api/export/ssh-config[?group=ID][&agent=true]`: text/plain.
 pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let group = req.query("group").map(str::to_owned);
+    let agent = crate::api::agent::export_agent(state, req)?;
     let hosts = state.db.read(|conn| {
         let all = store::interop::all_hosts(conn, None)?;
         let Some(group) = &group else {
@@ -83,7 +87,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         let members = store::interop::all_hosts(conn, Some(group))?;
         Ok((all, members))
     })?;
-    Ok(Reply::text(export_text(&hosts.0, &hosts.1)))
+    Ok(Reply::text(export_text(&hosts.0, &hosts.1, agent.as_ref())))
 }
 
 /// The body of an import answer.
@@ -271,7 +275,7 @@ impl<'a> Plan<'a> {
                 block,
                 id: current
                     .as_ref()
-                    .map_or_else(store::new_id, |host| host.id.clone()),
+                    .map_or_else(crate::vault::new_id, |host| host.id.clone()),
                 existing: current,
                 username,
                 auth,
@@ -297,7 +301,11 @@ impl<'a> Plan<'a> {
         let mut key_id = None;
         let mut kept = Vec::new();
         for (path, raw) in &block.identity_files {
-            let known = match (key_ids.get(path), path.strip_prefix(IDENTITY_DIR)) {
+            // An agent export names the public key file (README "SSH agent").
+            let exported = path
+                .strip_prefix(IDENTITY_DIR)
+                .map(|file| file.strip_suffix(PUBLIC_KEY_SUFFIX).unwrap_or(file));
+            let known = match (key_ids.get(path), exported) {
                 (Some(id), _) => Some(id.clone()),
                 (None, Some(id)) if store::hosts::key_exists(conn, id)? => Some(id.to_owned()),
                 _ => None,
@@ -571,7 +579,7 @@ fn read_keys(
         }
         let key = sshkey::import(&text, None)
             .map_err(|err| ApiError::InvalidKey(format!("keys[{path}]: {err}")))?;
-        let id = store::new_id();
+        let id = crate::vault::new_id();
         let context = SealContext {
             table: "keys",
             row_id: &id,
@@ -607,7 +615,9 @@ fn free_key_name(conn: &store::Conn, path: &str) -> Result<String, ApiError> {
 
 /// The export of `members` plus every host their chains pass through. Aliases are given
 /// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
-fn export_text(all: &[Host], members: &[Host]) -> String {
+/// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
+/// point at it.
+fn export_text(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> String {
     let mut taken = HashSet::new();
     let aliases: HashMap<&str, String> = all
         .iter()
@@ -642,6 +652,15 @@ fn export_text(all: &[Host], members: &[Host]) -> String {
                 AuthType::Key => host.key_id.clone(),
                 AuthType::Password | AuthType::Agent => None,
             },
+            identity_agent: agent
+                .filter(|agent| {
+                    host.auth_type == AuthType::Key
+                        && host
+                            .key_id
+                            .as_ref()
+                            .is_some_and(|id| agent.key_ids.contains(id))
+                })
+                .map(|agent| agent.socket.clone()),
             proxy_jump: host
                 .jump_host_ids
                 .iter()

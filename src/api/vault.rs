@@ -12,15 +12,12 @@
 //! is ever logged, echoed or kept outside `Secret`; passwords are decoded from the body's
 //! JSON text straight into one.
 
-use std::thread;
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::state::{AppState, MAX_DELAYED_ANSWERS};
+use crate::state::AppState;
 use crate::store;
 use crate::store::audit;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
@@ -81,12 +78,8 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
 pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
-    let Some(wrapped) = current_wrapped_key(state) else {
-        return Err(ApiError::VaultNoPassword);
-    };
-    let key = check_password(state, &wrapped, &password, audit::VAULT_UNLOCK_FAILED)?;
-    // Fails when the password changed while it was checked: it is no longer the password.
-    state.unlock_vault(&wrapped, key)?;
+    // Shared with the SSH agent's UNLOCK: one guess throttle, one audit and change entry.
+    state.unlock_vault(&password, "request")?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -99,7 +92,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `POST /api/vault/lock`: 200 `{vault_locked: true}` (also when already locked), 409
 /// `VAULT_NO_PASSWORD` when there would be no way back in.
 pub fn lock(state: &AppState) -> Result<Reply, ApiError> {
-    state.lock_vault()?;
+    state.lock_vault("request")?;
     log::info!("vault locked");
     Reply::json(200, &LockView { vault_locked: true })
 }
@@ -225,71 +218,16 @@ fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
     state.vault().wrapped_key().cloned()
 }
 
-/// Checks `password` against `wrapped`: PBKDF2 in its turn among the derivations (waited
-/// for, never refused), holding no lock. A wrong password's answer then waits until its
-/// delay has passed since the check began, after the derivation's place is given back: the
-/// wait for a turn counts towards the delay, so a guess takes the delay or its turn,
-/// whichever is longer, never both. A wrong one is audited as `failed_event`.
+/// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
+/// turn, and a wrong password's delay, no lock held); a wrong one is audited as
+/// `failed_event`.
 fn check_password(
     state: &AppState,
     wrapped: &WrappedKey,
     password: &Secret,
     failed_event: &str,
 ) -> Result<DataKey, ApiError> {
-    let began = Instant::now();
-    let opened = {
-        let _turn = state.password_derivations.take();
-        wrapped.open(password.expose())
-    };
-    match opened {
-        Ok(key) => {
-            state.password_failures.succeeded();
-            Ok(key)
-        }
-        Err(_) => Err(wrong_password(state, began, failed_event)),
-    }
-}
-
-/// Counts a wrong password and serves what is left of its delay (README "Vault"): repeated
-/// wrong passwords are slowed down, never locked out. At most `MAX_DELAYED_ANSWERS` answers
-/// wait at once; a wrong answer beyond them goes out at once. Only guesses sent in parallel
-/// get there, and those learn nothing sooner from it: a right guess among them would have
-/// unlocked the vault the moment its derivation ended, so they are paced by the
-/// one-at-a-time derivation whatever their answers wait. This keeps a flood of guesses from
-/// putting every worker to sleep.
-fn wrong_password(state: &AppState, began: Instant, failed_event: &str) -> ApiError {
-    let (delay, failures) = state.password_failures.failed();
-    audit_failure(state, failed_event, failures);
-    let left = delay.saturating_sub(began.elapsed());
-    match state.delayed_answers.try_take() {
-        Some(_place) => {
-            log::warn!(
-                "wrong master password; answering {} ms after the check began",
-                delay.as_millis()
-            );
-            thread::sleep(left);
-        }
-        None => log::warn!(
-            "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
-        ),
-    }
-    ApiError::InvalidPassword
-}
-
-/// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
-/// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot push
-/// the rest of the log out, and the entry says how long the streak has grown.
-fn audit_failure(state: &AppState, event: &str, failures: u32) {
-    if !failures.is_power_of_two() {
-        return;
-    }
-    let detail = serde_json::json!({ "consecutive_failures": failures });
-    if let Err(err) = state
-        .db
-        .write(|tx| audit::append(tx, event, "vault", &detail))
-    {
-        log::error!("cannot audit a wrong master password: {err}");
-    }
+    Ok(state.check_password(wrapped, password, failed_event)?)
 }
 
 /// Another request changed or removed the password while this one was checking: the

@@ -20,9 +20,11 @@ use crate::http::response::{self, Framing};
 use crate::http::Context;
 use crate::router;
 
-/// How long, and how many bytes, a refused connection is read from before it closes.
-const REFUSAL_LINGER: Duration = Duration::from_millis(500);
-const REFUSAL_LINGER_BYTES: usize = 64 * 1024;
+/// How long, and how many bytes, a refused connection is read from before it closes: enough
+/// for a client still sending a body of a few MiB to finish and read its 413, bounded so a
+/// hostile one costs at most this much reading (nothing is kept) and this long.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
+const REFUSAL_LINGER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves requests on `stream` until the client closes, a request asks to close, a refusal
 /// closes it, a deadline passes, or shutdown starts.

@@ -10,6 +10,8 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::model::agent::{AgentPatch, AgentPolicy};
+
 /// README, Keys (and Hosts for names): a key name is 1-100 characters after trimming.
 pub const NAME_MAX_CHARS: usize = 100;
 
@@ -35,6 +37,8 @@ pub struct Key {
     pub has_passphrase: bool,
     pub created_at: String,
     pub updated_at: String,
+    /// The SSH agent's policy for this key (README "SSH agent").
+    pub agent: AgentPolicy,
     /// Bumped by every edit (README, "Revisions and If-Match").
     pub revision: i64,
 }
@@ -54,6 +58,7 @@ pub struct KeyView {
     pub comment: String,
     pub created_at: String,
     pub updated_at: String,
+    pub agent: AgentPolicy,
     pub revision: i64,
 }
 
@@ -86,6 +91,7 @@ pub enum KeySpec {
 pub struct KeyPatch {
     pub name: Option<KeyName>,
     pub comment: Option<String>,
+    pub agent: Option<AgentPatch>,
 }
 
 /// A broken rule: which field, and what the rule is. Carries no input value.
@@ -107,6 +113,7 @@ impl Key {
             comment: self.comment.clone(),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
+            agent: self.agent,
             revision: self.revision,
         }
     }
@@ -183,7 +190,7 @@ impl KeySpec {
 }
 
 impl KeyPatch {
-    /// Reads a `PUT` body: `name` and `comment` may change. The create-only fields
+    /// Reads a `PUT` body: `name`, `comment` and `agent` may change. The create-only fields
     /// `private_key`, `passphrase` and `bits` are refused rather than silently ignored, so
     /// a client never believes it changed a passphrase; the read-only fields of the Key
     /// object (`type`, `fingerprint`, ...) are ignored, so a client may send back what it
@@ -205,7 +212,15 @@ impl KeyPatch {
             None => None,
             Some(value) => Some(comment(value)?),
         };
-        Ok(KeyPatch { name, comment })
+        let agent = match body.get("agent") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(AgentPatch::parse(value)?),
+        };
+        Ok(KeyPatch {
+            name,
+            comment,
+            agent,
+        })
     }
 }
 

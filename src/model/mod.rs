@@ -3,6 +3,7 @@
 //! Invariants: never touches the database, the network, the clock or the vault; never holds
 //! a secret value (the api layer keeps those in `vault::Secret`).
 
+pub mod agent;
 pub mod fold;
 pub mod group;
 pub mod host;

@@ -22,6 +22,13 @@ pub const IDENTITY_DIR: &str = "~/.ssh/host-manager/";
 /// the service trusts. An import drops this very directive (the export wrote it).
 pub const KNOWN_HOSTS_FILE: &str = "~/.ssh/host-manager/known_hosts";
 
+/// The suffix of an exported public key file: with `?agent=true` the export points
+/// `IdentityFile` at `~/.ssh/host-manager/<key_id>.pub` (the desktop app writes the key's
+/// public half there) and `IdentityAgent` at the SSH agent, so `ssh` asks the agent for
+/// that key first (README "SSH agent"). An import drops the `IdentityAgent` and
+/// `IdentitiesOnly` lines of such a block: the export wrote them.
+pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
+
 /// Default port of ssh_config(5).
 pub const DEFAULT_PORT: u16 = 22;
 
@@ -102,6 +109,9 @@ pub struct ExportHost {
     pub port: u16,
     pub username: String,
     pub key_id: Option<String>,
+    /// The SSH agent's socket, when the key is served by it and the export asked for the
+    /// agent: `IdentityFile` then names the public key file.
+    pub identity_agent: Option<String>,
     /// Aliases of the direct chain, in order.
     pub proxy_jump: Vec<String>,
     pub options: Vec<String>,
@@ -240,8 +250,18 @@ pub fn render(hosts: &[ExportHost]) -> String {
         out.push_str(&format!("    HostName {}\n", host.hostname));
         out.push_str(&format!("    Port {}\n", host.port));
         out.push_str(&format!("    User {}\n", quote(&host.username)));
-        if let Some(key_id) = &host.key_id {
-            out.push_str(&format!("    IdentityFile {IDENTITY_DIR}{key_id}\n"));
+        match (&host.key_id, &host.identity_agent) {
+            (Some(key_id), Some(socket)) => {
+                out.push_str(&format!(
+                    "    IdentityFile {IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}\n"
+                ));
+                out.push_str(&format!("    IdentityAgent {}\n", quote(socket)));
+                out.push_str("    IdentitiesOnly yes\n");
+            }
+            (Some(key_id), None) => {
+                out.push_str(&format!("    IdentityFile {IDENTITY_DIR}{key_id}\n"))
+            }
+            (None, _) => {}
         }
         out.push_str(&format!("    UserKnownHostsFile {KNOWN_HOSTS_FILE}\n"));
         if !host.proxy_jump.is_empty() {
@@ -411,6 +431,7 @@ fn host_block(
             _ => block.options.push(directive.raw.clone()),
         }
     }
+    drop_exported_agent_lines(&mut block);
     if let Some(problem) = validate::hostname_problem(&block.hostname) {
         return skip(format!("HostName {}: {problem}", block.hostname));
     }
@@ -421,6 +442,24 @@ fn host_block(
         }
     }
     Outcome::Host(block)
+}
+
+/// In a block whose `IdentityFile` is an exported public key file, drops the
+/// `IdentityAgent` and `IdentitiesOnly yes` lines the agent export wrote with it.
+fn drop_exported_agent_lines(block: &mut HostBlock) {
+    let exported = block.identity_files.iter().any(|(path, _)| {
+        path.strip_prefix(IDENTITY_DIR)
+            .is_some_and(|file| file.ends_with(PUBLIC_KEY_SUFFIX))
+    });
+    if !exported {
+        return;
+    }
+    block.options.retain(|raw| {
+        let (keyword, rest) = split_keyword(raw.trim());
+        let value = rest.trim().trim_start_matches('=').trim();
+        !(keyword.eq_ignore_ascii_case("identityagent")
+            || keyword.eq_ignore_ascii_case("identitiesonly") && value.eq_ignore_ascii_case("yes"))
+    });
 }
 
 /// A value on one line: control characters (a line break above all) become spaces.
@@ -635,6 +674,7 @@ mod tests {
                 port: 2222,
                 username: "john doe".into(),
                 key_id: Some("k1".into()),
+                identity_agent: None,
                 proxy_jump: vec!["bastion".into()],
                 options: vec!["ServerAliveInterval 30".into()],
             },
@@ -645,6 +685,7 @@ mod tests {
                 port: 22,
                 username: "ops".into(),
                 key_id: None,
+                identity_agent: None,
                 proxy_jump: vec![],
                 options: vec![],
             },
@@ -663,5 +704,47 @@ mod tests {
         assert!(!parse(&text)
             .iter()
             .any(|s| matches!(s, Section::Host { patterns, .. } if patterns[0] == "evil")));
+    }
+
+    #[test]
+    fn agent_export_names_the_public_key_file_the_agent_and_identities_only() {
+        let exported = vec![ExportHost {
+            alias: "db".into(),
+            name: "db".into(),
+            hostname: "db.example.com".into(),
+            port: 22,
+            username: "ops".into(),
+            key_id: Some("k1".into()),
+            identity_agent: Some("/run/user/1000/host-manager/agent 1.sock".into()),
+            proxy_jump: vec![],
+            options: vec!["ServerAliveInterval 30".into()],
+        }];
+        let text = render(&exported);
+        assert!(
+            text.contains(
+                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
+            ),
+            "{text}"
+        );
+        let blocks = hosts(&text);
+        assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1.pub");
+        assert_eq!(
+            blocks[0].options,
+            vec!["ServerAliveInterval 30"],
+            "the export's own lines go"
+        );
+    }
+
+    #[test]
+    fn identity_agent_and_identities_only_stay_without_an_exported_public_key_file() {
+        let text = "Host a\n  IdentityFile ~/.ssh/id_ed25519.pub\n  IdentityAgent /tmp/a.sock\n  \
+                    IdentitiesOnly yes\nHost b\n  IdentityFile ~/.ssh/host-manager/k1.pub\n  \
+                    IdentitiesOnly no\n";
+        let blocks = hosts(text);
+        assert_eq!(
+            blocks[0].options,
+            vec!["IdentityAgent /tmp/a.sock", "IdentitiesOnly yes"]
+        );
+        assert_eq!(blocks[1].options, vec!["IdentitiesOnly no"]);
     }
 }

@@ -22,6 +22,12 @@ pub const HOST_KEY_REPLACED: &str = "host_key.replaced";
 pub const HOST_KEY_DELETED: &str = "host_key.deleted";
 /// A known_hosts text was imported (not for a dry run).
 pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
+/// The SSH agent made a signature (README "SSH agent"): key, server, forwarded or not.
+pub const AGENT_SIGNED: &str = "agent.signed";
+/// `ssh-add` stored a key in the vault through the SSH agent.
+pub const AGENT_KEY_ADDED: &str = "agent.key_added";
+/// `ssh-add -d` or `-D`: the SSH agent stopped offering keys (they stay in the vault).
+pub const AGENT_KEYS_DISABLED: &str = "agent.keys_disabled";
 /// The vault was unlocked with the master password.
 pub const VAULT_UNLOCKED: &str = "vault.unlocked";
 /// An unlock was refused: the master password was wrong (logged for the 1st, 2nd, 4th, 8th,

@@ -5,7 +5,8 @@
 //! Invariants: entries of hosts, groups, keys, known-hosts entries and connections are
 //! written by the schema's triggers (sql/0006_changes.sql) in the transaction of their
 //! change, never here; the vault's events are the only entries written from Rust, in the
-//! transaction of the vault row where there is one; an entry names a resource and what
+//! transaction of the vault row where there is one, and the SSH agent's sign requests
+//! waiting for approval (they are not rows either); an entry names a resource and what
 //! happened to it, never a value; a reader whose cursor fell behind the trim, or points past
 //! the newest entry, gets `reset` and no entries; a waiting request holds no lock (the
 //! `Feed`'s own is taken only to compare a counter), and every commit wakes every waiting
@@ -35,6 +36,8 @@ const SELECT_TRIMMED_THROUGH: &str =
     "SELECT changes_trimmed_through FROM log_retention WHERE id = 1";
 const INSERT_VAULT_CHANGE: &str = "INSERT INTO changes (at, kind, id, op) \
      VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'vault', 'vault', ?1)";
+const INSERT_AGENT_REQUEST_CHANGE: &str = "INSERT INTO changes (at, kind, id, op) \
+     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'agent_request', ?1, ?2)";
 /// Writes only when a bound differs, so a start with the usual bounds writes nothing.
 const UPDATE_RETENTION: &str = "UPDATE log_retention SET changes_kept = ?1, history_kept = ?2 \
      WHERE id = 1 AND (changes_kept IS NOT ?1 OR history_kept IS NOT ?2)";
@@ -47,7 +50,7 @@ const SELECT_KEY_REVISION: &str = "SELECT revision FROM keys WHERE id = ?1";
 pub struct Change {
     pub seq: i64,
     pub at: String,
-    /// `host`, `group`, `key`, `known_host`, `history` or `vault`.
+    /// `host`, `group`, `key`, `known_host`, `history`, `vault` or `agent_request`.
     pub kind: String,
     /// The resource's id; the host's for `history`; `vault` for the vault.
     pub id: String,
@@ -150,6 +153,18 @@ pub fn record_vault(conn: &Connection, change: VaultChange) -> Result<(), StoreE
         VaultChange::PasswordChanged => "updated",
     };
     conn.prepare_cached(INSERT_VAULT_CHANGE)?.execute([op])?;
+    Ok(())
+}
+
+/// Appends an SSH agent sign request's event (README "SSH agent"): `created` when request
+/// `id` starts waiting for a decision, `deleted` when it ends.
+pub fn record_agent_request(conn: &Connection, id: &str, waiting: bool) -> Result<(), StoreError> {
+    let op = match waiting {
+        true => "created",
+        false => "deleted",
+    };
+    conn.prepare_cached(INSERT_AGENT_REQUEST_CHANGE)?
+        .execute([id, op])?;
     Ok(())
 }
 

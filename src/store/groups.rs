@@ -459,6 +459,7 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<Group> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::collections::{HashMap, HashSet};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use rusqlite::params;
 
@@ -503,12 +504,19 @@ mod tests {
         }
     }
 
+    /// A distinct id for each group a test adds: the store takes ids as the handlers give them.
+    fn next_id() -> String {
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        format!("00000000-0000-4000-8000-{n:012x}")
+    }
+
     fn try_add(
         db: &Db,
         name: &str,
         parent: Option<&str>,
     ) -> Result<(String, Placement), StoreError> {
-        let id = crate::store::new_id();
+        let id = next_id();
         let placement = db.write(|tx| groups::insert(tx, &id, &new_group(name, parent), NOW))?;
         Ok((id, placement))
     }

@@ -951,7 +951,7 @@ mod tests {
         );
     }
 
-    /// Issue #9's property, kept: orders patched host by host through random adds,
+    /// Orders patched host by host through random adds,
     /// deletes, renames (in any case) and last uses equal orders sorted afresh, and plain
     /// SQL, in every sort and direction.
     #[test]

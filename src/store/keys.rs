@@ -13,15 +13,18 @@ use std::collections::HashSet;
 
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
+use crate::model::agent::AgentPolicy;
 use crate::model::fold;
 use crate::model::key::{Key, NAME_MAX_CHARS};
 use crate::store::StoreError;
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
-     has_passphrase, created_at, updated_at, revision FROM keys WHERE id = ?1";
+     has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
+     revision FROM keys WHERE id = ?1";
 // README, Keys (decided here): keys are listed by name, case-insensitively, then id.
 const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
-     has_passphrase, created_at, updated_at, revision FROM keys ORDER BY name_key, id";
+     has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
+     revision FROM keys ORDER BY name_key, id";
 const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fold_key = ?1 AND id <> ?2)";
 const FINGERPRINT_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fingerprint = ?1)";
 const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, fold_key, type, public_key, \
@@ -219,7 +222,12 @@ fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
         has_passphrase: row.get(6)?,
         created_at: row.get(7)?,
         updated_at: row.get(8)?,
-        revision: row.get(9)?,
+        agent: AgentPolicy::from_stored(
+            row.get(9)?,
+            &row.get::<_, String>(10)?,
+            &row.get::<_, String>(11)?,
+        ),
+        revision: row.get(12)?,
     })
 }
 

@@ -16,7 +16,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0004_known_hosts.sql"),
     include_str!("../../sql/0005_fold_keys.sql"),
     include_str!("../../sql/0006_changes.sql"),
-    include_str!("../../sql/0007_list_in_memory.sql"),
+    include_str!("../../sql/0007_agent.sql"),
+    include_str!("../../sql/0008_list_in_memory.sql"),
 ];
 
 /// The schema version this build writes.
@@ -140,7 +141,7 @@ mod tests {
         assert_eq!(counts, (1, 1));
     }
 
-    /// Schema 7 (sql/0007_list_in_memory.sql) drops the list's sort indexes and counts, and
+    /// Schema 8 (sql/0008_list_in_memory.sql) drops the list's sort indexes and counts, and
     /// keeps every host and tag, and the change log's triggers still log an edit.
     #[test]
     fn the_in_memory_list_schema_drops_sort_indexes_and_counts_and_keeps_rows() {

@@ -7,6 +7,7 @@
 //! before they passed; a write that removed sealed bytes is checkpointed before it returns
 //! (store::scrub).
 
+pub mod agent;
 pub mod audit;
 pub mod changes;
 pub mod files;
@@ -304,19 +305,6 @@ pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
 /// `Z` (README, Common behaviour).
 pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
-/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour). The random bytes
-/// come from the OS through the `OsRng` the vault uses: uuid's own "v4" feature would pull a
-/// second version of getrandom into the tree.
-pub fn new_id() -> String {
-    use aes_gcm::aead::rand_core::RngCore;
-    let mut bytes = [0u8; 16];
-    aes_gcm::aead::OsRng.fill_bytes(&mut bytes);
-    uuid::Builder::from_random_bytes(bytes)
-        .into_uuid()
-        .hyphenated()
-        .to_string()
 }
 
 /// The connection pragmas, each with its reason. Called once per connection.

@@ -13,11 +13,10 @@
 
 use std::fmt;
 
-use aes_gcm::aead::rand_core::RngCore;
-use aes_gcm::aead::OsRng;
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
+use crate::vault::random::random_bytes;
 use crate::vault::seal::{open_with, seal_with, DataKey};
 use crate::vault::secret::wipe_stack;
 
@@ -66,7 +65,7 @@ impl Header {
     /// A header for a new password: `PBKDF2_ROUNDS_NEW` rounds and a fresh OS-random salt.
     pub fn generate() -> Header {
         let mut salt = [0u8; SALT_BYTES];
-        OsRng.fill_bytes(&mut salt);
+        random_bytes(&mut salt);
         Header {
             rounds: PBKDF2_ROUNDS_NEW,
             salt,

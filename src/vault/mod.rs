@@ -14,6 +14,7 @@
 //! caller runs them without holding the vault lock.
 
 pub mod kdf;
+pub mod random;
 pub mod seal;
 pub mod secret;
 pub mod throttle;
@@ -21,6 +22,7 @@ pub mod throttle;
 use std::fmt;
 
 use crate::vault::kdf::{Header, PasswordKey};
+pub use crate::vault::random::{new_id, random_bytes};
 pub use crate::vault::seal::{DataKey, SealContext};
 pub use crate::vault::secret::Secret;
 pub use crate::vault::throttle::PasswordThrottle;

@@ -5,11 +5,11 @@
 //! A fresh random 96-bit nonce per seal: with random nonces, one key stays safe for about
 //! 2^32 seals, far beyond a host catalogue's lifetime of edits.
 
-use aes_gcm::aead::rand_core::RngCore;
-use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use zeroize::Zeroizing;
 
+use crate::vault::random::random_bytes;
 use crate::vault::secret::{wipe_stack, Secret};
 
 /// Format byte of a sealed value.
@@ -44,7 +44,7 @@ impl DataKey {
     /// A fresh key from the OS random source, written straight into its heap buffer.
     pub fn generate() -> DataKey {
         let mut key = DataKey::zeroed();
-        OsRng.fill_bytes(&mut key.0[..]);
+        random_bytes(&mut key.0[..]);
         key
     }
 
@@ -114,7 +114,8 @@ pub fn open_with(key: &[u8; 32], aad: &[u8], sealed: &[u8]) -> Result<Secret, Se
 #[inline(never)]
 fn seal_in_own_frame(key: &[u8; 32], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
     let cipher = Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key));
-    let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+    let mut nonce = Nonce::default();
+    random_bytes(&mut nonce);
     // Encryption with a valid key and nonce fails only for plaintexts over 64 GiB.
     let ciphertext = cipher
         .encrypt(

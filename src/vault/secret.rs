@@ -6,9 +6,9 @@
 
 use std::fmt;
 
-use aes_gcm::aead::rand_core::RngCore;
-use aes_gcm::aead::OsRng;
 use zeroize::{Zeroize, Zeroizing};
+
+use crate::vault::random::random_bytes;
 
 /// Secret bytes: a password, a private key, a passphrase, a data key in transit.
 pub struct Secret(Zeroizing<Vec<u8>>);
@@ -37,7 +37,7 @@ impl Secret {
     /// A random token of `bytes` bytes from the OS, as lowercase hex text.
     pub fn random_hex(bytes: usize) -> Secret {
         let mut raw = Zeroizing::new(vec![0u8; bytes]);
-        OsRng.fill_bytes(&mut raw);
+        random_bytes(&mut raw);
         let mut text = Vec::with_capacity(bytes * 2);
         for byte in raw.iter() {
             text.push(HEX[usize::from(byte >> 4)]);

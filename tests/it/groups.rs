@@ -3,11 +3,11 @@
 //! nothing.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
-use crate::support::{wait_until, Service};
+use crate::support::{wait_until, Service, EVENT_DEADLINE};
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -95,7 +95,7 @@ fn wait_past(stamp: &str) {
             .as_str()
             > stamp
     };
-    assert!(wait_until(Duration::from_secs(2), later));
+    assert!(wait_until(EVENT_DEADLINE, later));
 }
 
 /// Creates one host per `(host name, group id)` through `POST /api/hosts`.
@@ -694,7 +694,10 @@ fn move_to_the_current_parent_is_accepted() {
     let service = Service::start("groups-move-same");
     let parent = create_id(&service, "parent", None);
     let child = create_id(&service, "child", Some(&parent));
-    move_group(&service, &child, json!(parent)).expect(200);
+    let moved = move_group(&service, &child, json!(parent)).expect(200);
+    assert_eq!(moved["parent_id"], json!(parent));
+    assert_eq!(moved["name"], "child");
+    assert_eq!(tree(&service)[0]["children"][0]["id"], json!(child));
 }
 
 #[test]

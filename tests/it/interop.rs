@@ -735,7 +735,7 @@ impl Sshd {
             .spawn()
             .expect("spawn /usr/sbin/sshd");
         let mut server = Sshd { child, port, dir };
-        let listening = crate::support::wait_until(std::time::Duration::from_secs(10), || {
+        let listening = crate::support::wait_until(crate::support::EVENT_DEADLINE, || {
             server.log().contains("Server listening")
         });
         if !listening {
@@ -752,7 +752,7 @@ impl Sshd {
         std::fs::read_to_string(self.dir.join("sshd.log")).unwrap_or_default()
     }
 
-    fn authorize(&self, public_key: &str) {
+    pub(crate) fn authorize(&self, public_key: &str) {
         std::fs::write(self.dir.join("authorized_keys"), format!("{public_key}\n"))
             .expect("write authorized_keys");
     }
@@ -839,7 +839,8 @@ fn ssh_login(
             "-o",
             "PreferredAuthentications=publickey",
             "-o",
-            "ConnectTimeout=10",
+            // A deadline for a hang, not a measure: the local sshd answers in milliseconds.
+            "ConnectTimeout=60",
         ])
         .args(options)
         .arg("-p")

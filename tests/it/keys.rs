@@ -9,8 +9,9 @@ use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use ssh_key::private::{KeypairData, RsaKeypair};
@@ -18,6 +19,7 @@ use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
 use crate::support::{
     contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
+    EVENT_DEADLINE,
 };
 
 /// The comment every ssh-keygen key of these tests carries.
@@ -107,6 +109,7 @@ fn assert_key_shape(key: &Value) {
     assert_eq!(
         fields,
         [
+            "agent",
             "comment",
             "created_at",
             "fingerprint",
@@ -120,6 +123,10 @@ fn assert_key_shape(key: &Value) {
         ],
         "{key}"
     );
+    let agent = &key["agent"];
+    assert!(agent["enabled"].is_boolean(), "{key}");
+    assert!(["never", "once_per_host", "always"].contains(&agent["confirm"].as_str().unwrap()));
+    assert!(["deny", "confirm", "allow"].contains(&agent["forwarded"].as_str().unwrap()));
     let id = key["id"].as_str().unwrap();
     assert_eq!(id.len(), 36, "UUID: {id}");
     assert_eq!(id, id.to_lowercase());
@@ -471,9 +478,9 @@ fn generated_key_with_a_passphrase_has_passphrase() {
 }
 
 /// Generates keys, takes each from `POST /api/hosts/:id/connect` and checks it with
-/// `ssh-keygen -y` (with its passphrase when it has one).
+/// `ssh-keygen -y` (with its passphrase when it has one; a wrong one is refused).
 #[test]
-fn generated_private_keys_taken_from_connect_are_read_by_ssh_keygen() {
+fn generated_private_keys_taken_from_connect_are_read_by_ssh_keygen_only_with_their_passphrase() {
     let service = Service::start("keys-gen-connect");
     let dir = fresh_dir("keys-gen-connect");
     for (index, (body, passphrase)) in [
@@ -523,47 +530,138 @@ fn generated_private_keys_taken_from_connect_are_read_by_ssh_keygen() {
             keygen_fingerprint(&path),
             key["fingerprint"].as_str().unwrap()
         );
+        if passphrase.is_some() {
+            let wrong = ssh_keygen(&["-y", "-P", "wrong", "-f", path.to_str().unwrap()]);
+            assert!(
+                !wrong.status.success(),
+                "{body}: opened with a wrong passphrase"
+            );
+        }
     }
 }
 
-/// README "Keys": RSA-4096 takes seconds with ssh-key 0.6; while it runs,
-/// health and a db-backed list still answer at once (no lock is held during generation).
+/// `ssh-keygen -t ecdsa -b 521` until a key's private scalar is written short (about 1 in 4;
+/// see `sshkey/ecdsa_workaround.rs`), as ssh-key alone cannot read it: `unreadable` judges.
+fn short_scalar_p521(dir: &Path, passphrase: &str, unreadable: impl Fn(&str) -> bool) -> String {
+    for _ in 0..64 {
+        let _ = fs::remove_file(dir.join("id"));
+        let _ = fs::remove_file(dir.join("id.pub"));
+        let (_, text) = keygen(dir, &["-t", "ecdsa", "-b", "521", "-N", passphrase]);
+        if unreadable(&text) {
+            return text;
+        }
+    }
+    panic!("64 P-521 keys in a row had a full-size scalar (odds about 1e-8)");
+}
+
+#[test]
+fn p521_key_with_a_short_scalar_from_ssh_keygen_imports_with_its_fingerprint() {
+    let service = Service::start("keys-p521-short");
+    let dir = fresh_dir("keys-p521-short");
+    let text = short_scalar_p521(&dir, "", |text| PrivateKey::from_openssh(text).is_err());
+    let key = import(&service, "short", &text, None).expect(201);
+    let path = dir.join("id");
+    assert_eq!(key["type"], "ecdsa-sha2-nistp521");
+    assert_eq!(key["fingerprint"], keygen_fingerprint(&path));
+    let public = fs::read_to_string(path.with_extension("pub")).unwrap();
+    assert_eq!(bare(key["public_key"].as_str().unwrap()), bare(&public));
+    assert_eq!(key["comment"], KEYGEN_COMMENT);
+}
+
+#[test]
+fn encrypted_p521_key_with_a_short_scalar_from_ssh_keygen_opens_with_its_passphrase_only() {
+    let service = Service::start("keys-p521-short-enc");
+    let dir = fresh_dir("keys-p521-short-enc");
+    let text = short_scalar_p521(&dir, "secret", |text| {
+        let key = PrivateKey::from_openssh(text).unwrap();
+        !matches!(key.decrypt("secret"), Ok(_) | Err(ssh_key::Error::Crypto))
+    });
+    import(&service, "short", &text, Some("wrong")).assert_error(400, "INVALID_PASSPHRASE");
+    let key = import(&service, "short", &text, Some("secret")).expect(201);
+    assert_eq!(key["has_passphrase"], true);
+    assert_eq!(key["fingerprint"], keygen_fingerprint(&dir.join("id")));
+    assert_eq!(
+        key["comment"], KEYGEN_COMMENT,
+        "read from the decrypted part"
+    );
+}
+
+#[test]
+fn keys_encrypted_by_ssh_keygen_with_aes256_gcm_or_chacha20_import_with_their_passphrase_only() {
+    let service = Service::start("keys-aead");
+    for cipher in ["aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com"] {
+        let dir = fresh_dir("keys-aead");
+        let (path, text) = keygen(&dir, &["-t", "ed25519", "-N", "secret", "-Z", cipher]);
+        import(&service, cipher, &text, Some("wrong")).assert_error(400, "INVALID_PASSPHRASE");
+        let key = import(&service, cipher, &text, Some("secret")).expect(201);
+        assert_eq!(key["fingerprint"], keygen_fingerprint(&path), "{cipher}");
+        assert_eq!(key["comment"], KEYGEN_COMMENT, "{cipher}");
+    }
+}
+
+/// A key pasted from a Windows clipboard: CRLF line ends, blanks around it, no final
+/// newline. ssh and ssh-keygen refuse such a file ("error in libcrypto"); the stored text is
+/// one they read.
+#[test]
+fn key_pasted_with_crlf_line_ends_and_no_final_newline_is_stored_so_ssh_keygen_reads_it() {
+    let service = Service::start("keys-crlf");
+    let dir = fresh_dir("keys-crlf");
+    let (path, text) = keygen(&dir, &["-t", "ed25519", "-N", ""]);
+    let pasted = format!("  \r\n{}", text.trim_end().replace('\n', "\r\n"));
+    let key = import(&service, "pasted", &pasted, None).expect(201);
+    assert_eq!(key["fingerprint"], keygen_fingerprint(&path));
+    let host = json!({"name": "h", "hostname": "example.com", "port": 22, "username": "me",
+        "auth": {"type": "key", "key_id": key["id"]}});
+    let host_id = service.post("/api/hosts", &host).expect(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let connect = service
+        .post(&format!("/api/hosts/{host_id}/connect"), &json!({}))
+        .expect(200);
+    let stored = connect["credentials"]["private_key"].as_str().unwrap();
+    assert_eq!(
+        stored, text,
+        "LF line ends and one final newline, as ssh-keygen wrote it"
+    );
+    let copy = dir.join("stored");
+    write_private(&copy, stored.as_bytes());
+    assert_eq!(
+        keygen_public(&copy, None),
+        bare(key["public_key"].as_str().unwrap())
+    );
+}
+
+/// README "Keys": RSA-4096 takes seconds with ssh-key 0.6; while it runs, health and a
+/// db-backed list are still answered (no lock is held during generation). Rounds of both
+/// go on until the generation's answer arrives; at least one must finish before it.
 #[test]
 fn health_and_key_list_answer_while_a_4096_bit_key_is_generated() {
     let service = Service::start("keys-rsa-4096");
     let addr = service.addr();
-    let generation = thread::spawn(move || {
-        post_without_timeout(
-            &addr,
-            "/api/keys",
-            &json!({
-                "name": "big", "type": "rsa", "bits": 4096
-            }),
-        )
+    let (done, generation) = mpsc::channel();
+    thread::spawn(move || {
+        let body = json!({"name": "big", "type": "rsa", "bits": 4096});
+        let _ = done.send(post_without_timeout(&addr, "/api/keys", &body));
     });
     let mut answered = 0;
-    let mut slowest = Duration::ZERO;
-    while !generation.is_finished() {
-        for path in ["/api/health", "/api/keys"] {
-            let started = Instant::now();
-            let response = service.get(path);
-            slowest = slowest.max(started.elapsed());
-            assert_eq!(response.status, 200, "{path}");
+    let (status, key) = loop {
+        // Waits for the generation's answer, between rounds: the pause leaves the cores to
+        // the generation rather than to a busy loop of requests.
+        match generation.recv_timeout(Duration::from_millis(50)) {
+            Ok(answer) => break answer,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => panic!("the generation thread died"),
         }
+        assert_eq!(service.get("/api/health").expect(200)["status"], "ok");
+        // The new key may be listed already: it is stored before its answer arrives here.
+        assert!(service.get("/api/keys").expect(200)["items"].is_array());
         answered += 1;
-        // Pacing, not synchronisation: leave the cores to the generation being measured.
-        thread::sleep(Duration::from_millis(20));
-    }
-    eprintln!("while generating: {answered} rounds of health + list, slowest {slowest:?}");
-    let (status, key) = generation.join().unwrap();
+    };
     assert_eq!(status, 201, "{key}");
     assert!(
         answered >= 1,
-        "the generation finished before any other request"
-    );
-    assert!(
-        slowest < Duration::from_millis(500),
-        "slowest answer {slowest:?} while a 4096-bit key was generated"
+        "the generation was answered before any round of health and list"
     );
     let dir = fresh_dir("keys-rsa-4096");
     let path = dir.join("big.pub");
@@ -751,7 +849,7 @@ fn put_refuses_key_changes_bad_names_and_taken_names() {
 /// service on the same dir.
 fn restart_after(service: Service, name: &str, change: impl FnOnce(&Path)) -> Service {
     let mut service = service;
-    let status = service.terminate(Duration::from_secs(10));
+    let status = service.terminate(EVENT_DEADLINE);
     assert!(status.is_some_and(|status| status.success()), "{status:?}");
     change(&service.data_dir);
     Service::start_with(

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod agent;
 mod changes;
 mod groups;
 mod history;

@@ -6,47 +6,14 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::mpsc::RecvTimeoutError;
 
 use serde_json::json;
 
-use crate::support::{fresh_dir, Options, Service, BIN};
-
-/// How long a start that must be refused may take before the test calls it a start.
-const REFUSAL_DEADLINE: Duration = Duration::from_secs(20);
-
-/// Runs the binary on `data_dir` with `args` and returns its exit status and stderr. Fails
-/// the test when it is still running at the deadline: it started instead of refusing.
-pub fn run_expecting_refusal(name: &str, data_dir: &Path, args: &[&str]) -> (ExitStatus, String) {
-    let stderr_path = fresh_dir(name).join("stderr.log");
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + REFUSAL_DEADLINE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "still running after {REFUSAL_DEADLINE:?}: it started instead of refusing; \
-                 stderr: {}",
-                fs::read_to_string(&stderr_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (status, fs::read_to_string(&stderr_path).unwrap())
-}
+use crate::support::{
+    fresh_dir, run_expecting_refusal, run_until_exit, Options, Service, EVENT_DEADLINE,
+};
 
 /// A data dir with a stopped service's database in it: `setup` ran against it first, then
 /// the service was stopped with SIGTERM (a clean close).
@@ -60,7 +27,7 @@ fn stopped_data_dir(name: &str, setup: impl FnOnce(&Service)) -> std::path::Path
         },
     );
     setup(&service);
-    let status = service.terminate(Duration::from_secs(10)).expect("stopped");
+    let status = service.terminate(EVENT_DEADLINE).expect("stopped");
     assert!(status.success(), "{status:?}");
     data_dir
 }
@@ -71,17 +38,31 @@ fn mode_of(path: &Path) -> u32 {
 
 #[test]
 fn service_port_is_the_first_and_only_stdout_line_and_the_port_answers() {
-    let service = Service::start("port-line");
+    let mut service = Service::start("port-line");
     assert_eq!(
         service.stdout_head,
         vec![format!("SERVICE_PORT={}", service.port)]
     );
-    assert_eq!(service.get("/api/health").status, 200);
-    // Requests produce no further stdout.
-    assert!(service
-        .stdout_rest
-        .recv_timeout(Duration::from_millis(200))
-        .is_err());
+    assert_eq!(service.get("/api/health").expect(200)["status"], "ok");
+    service
+        .post("/api/hosts", &json!({}))
+        .assert_error(400, "VALIDATION_ERROR");
+    let status = service.terminate(EVENT_DEADLINE).expect("stopped");
+    assert_eq!(status.code(), Some(0));
+    // Everything the process wrote on stdout after SERVICE_PORT, up to its end of file.
+    let mut rest = Vec::new();
+    loop {
+        match service.stdout_rest.recv_timeout(EVENT_DEADLINE) {
+            Ok(line) => rest.push(line),
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => panic!("stdout still open after the exit"),
+        }
+    }
+    assert_eq!(
+        rest,
+        Vec::<String>::new(),
+        "requests and shutdown print nothing"
+    );
 }
 
 #[test]
@@ -120,38 +101,40 @@ fn wrong_method_is_405_with_an_allow_header() {
 }
 
 #[test]
-fn second_instance_on_the_same_data_dir_exits_nonzero_within_2s_while_the_first_answers() {
+fn second_instance_on_the_same_data_dir_exits_1_before_opening_the_database_while_the_first_answers(
+) {
     let first = Service::start("owner");
-    let started = Instant::now();
-    let output = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(&first.data_dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        started.elapsed()
-    );
-    assert!(!output.status.success());
-    assert!(
-        output.stdout.is_empty(),
+    let body = json!({"name": "kept", "hostname": "example.org", "port": 22,
+        "username": "u", "auth": {"type": "agent"}});
+    first.post("/api/hosts", &body).expect(201);
+    let data_dir = first.data_dir.to_string_lossy();
+    let second = run_until_exit("owner-second", &["--data-dir", &data_dir]);
+    assert_eq!(second.status.code(), Some(1), "{}", second.stderr);
+    assert_eq!(
+        second.stdout, "",
         "no SERVICE_PORT from the second instance"
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("already using data dir"),
-        "clear message: {stderr}"
+        second
+            .stderr
+            .contains("another host-manager is already using data dir"),
+        "clear message: {}",
+        second.stderr
     );
-    assert_eq!(first.get("/api/health").status, 200);
+    // The lock is taken first: the second instance logged nothing about a database.
+    assert!(
+        !second.stderr.contains("database") && !second.stderr.contains("listening"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(first.get("/api/hosts").expect(200)["total"], 1);
 }
 
 #[test]
 fn sigterm_exits_zero() {
     let mut service = Service::start("sigterm");
     assert_eq!(service.get("/api/health").status, 200);
-    let status = service.terminate(Duration::from_secs(10)).expect("exited");
+    let status = service.terminate(EVENT_DEADLINE).expect("exited");
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
 
@@ -163,7 +146,7 @@ fn sigint_exits_zero() {
         .arg(service.child.id().to_string())
         .status()
         .unwrap();
-    let status = service.wait_exit(Duration::from_secs(10)).expect("exited");
+    let status = service.wait_exit(EVENT_DEADLINE).expect("exited");
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
 
@@ -173,7 +156,7 @@ fn exit_with_parent_shuts_down_when_stdin_closes() {
     assert_eq!(service.get("/api/health").status, 200);
     drop(service.stdin.take());
     let status = service
-        .wait_exit(Duration::from_secs(10))
+        .wait_exit(EVENT_DEADLINE)
         .expect("exited after stdin closed");
     assert_eq!(status.code(), Some(0));
 }
@@ -182,8 +165,18 @@ fn exit_with_parent_shuts_down_when_stdin_closes() {
 fn without_exit_with_parent_closing_stdin_changes_nothing() {
     let mut service = Service::start("no-parent-watch");
     drop(service.stdin.take());
-    assert!(service.wait_exit(Duration::from_millis(500)).is_none());
-    assert_eq!(service.get("/api/health").status, 200);
+    assert_eq!(service.get("/api/health").expect(200)["status"], "ok");
+    // Still serving, and the shutdown that comes is the signal's: the closed stdin started
+    // none.
+    let status = service.terminate(EVENT_DEADLINE).expect("stopped");
+    assert_eq!(status.code(), Some(0));
+    let stderr = service.stderr();
+    assert_eq!(
+        stderr.matches("shutting down").collect::<Vec<_>>(),
+        ["shutting down"],
+        "{stderr}"
+    );
+    assert!(stderr.contains("shutting down (signal)"), "{stderr}");
 }
 
 #[test]
@@ -203,64 +196,93 @@ fn data_dir_is_0700_and_database_files_are_0600() {
 #[test]
 fn default_data_dir_is_under_xdg_data_home() {
     let xdg = fresh_dir("xdg");
-    let mut command = Command::new(BIN);
-    command
-        .env("XDG_DATA_HOME", &xdg)
-        .env_remove("HOST_MANAGER_DATA_DIR");
-    let service = spawn_plain(command);
+    let service = Service::start_with(
+        "xdg-svc",
+        Options {
+            default_data_dir: true,
+            data_dir: Some(xdg.join("host-manager")),
+            env: vec![("XDG_DATA_HOME".into(), xdg.to_string_lossy().into_owned())],
+            ..Options::default()
+        },
+    );
+    assert_eq!(service.get("/api/health").expect(200)["status"], "ok");
     assert!(xdg.join("host-manager/host-manager.db").exists());
-    drop(service);
+    assert!(
+        service
+            .stderr()
+            .contains(&format!("data dir {}", service.data_dir.display())),
+        "{}",
+        service.stderr()
+    );
 }
 
 #[test]
 fn help_and_version_print_and_touch_nothing() {
     let dir = fresh_dir("help").join("never-created");
+    let dir_arg = dir.to_string_lossy();
     for flag in ["--help", "--version"] {
-        let output = Command::new(BIN)
-            .arg(flag)
-            .arg("--data-dir")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{flag}");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(stdout.contains("host-manager"), "{flag}: {stdout}");
+        let exit = run_until_exit("help-run", &[flag, "--data-dir", &dir_arg]);
+        assert!(exit.status.success(), "{flag}");
+        assert!(
+            exit.stdout.contains("host-manager"),
+            "{flag}: {}",
+            exit.stdout
+        );
         assert!(!dir.exists(), "{flag} created the data dir");
     }
-    let output = Command::new(BIN).arg("--version").output().unwrap();
+    let exit = run_until_exit("version-run", &["--version"]);
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
+        exit.stdout.trim(),
         format!("host-manager {}", env!("CARGO_PKG_VERSION"))
     );
+    let help = run_until_exit("help-text-run", &["--help"]);
+    assert!(help.stdout.contains("--auto-lock SECS"), "{}", help.stdout);
 }
 
 #[test]
 fn bad_flag_exits_2_naming_the_flag() {
-    let output = Command::new(BIN)
-        .arg("--port")
-        .arg("70000")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--port"));
-    assert!(output.stdout.is_empty());
+    let exit = run_until_exit("bad-flag", &["--port", "70000"]);
+    assert_eq!(exit.status.code(), Some(2));
+    assert!(exit.stderr.contains("--port"), "{}", exit.stderr);
+    assert_eq!(exit.stdout, "");
+}
+
+/// A port the OS just handed out and took back: free unless another process takes it first.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[test]
 fn port_flag_and_environment_choose_the_port() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let from_env = free_port();
     let service = Service::start_with(
         "env-port",
         Options {
-            env: vec![("HOST_MANAGER_PORT".into(), free.to_string())],
+            env: vec![("HOST_MANAGER_PORT".into(), from_env.to_string())],
             ..Options::default()
         },
     );
-    assert_eq!(service.port, free);
+    assert_eq!(service.port, from_env);
+    assert_eq!(service.get("/api/health").status, 200);
+    drop(service);
+    let from_flag = free_port();
+    let service = Service::start_with(
+        "flag-port",
+        Options {
+            args: vec!["--port".into(), from_flag.to_string()],
+            env: vec![("HOST_MANAGER_PORT".into(), "1".into())],
+            ..Options::default()
+        },
+    );
+    assert_eq!(
+        service.port, from_flag,
+        "the flag wins over the environment"
+    );
+    assert_eq!(service.get("/api/health").status, 200);
 }
 
 #[test]
@@ -273,7 +295,7 @@ fn database_from_a_newer_schema_is_refused_and_left_untouched() {
             ..Options::default()
         },
     );
-    service.terminate(Duration::from_secs(10)).expect("stopped");
+    service.terminate(EVENT_DEADLINE).expect("stopped");
     drop(service);
     let db_path = data_dir.join("host-manager.db");
     {
@@ -282,14 +304,8 @@ fn database_from_a_newer_schema_is_refused_and_left_untouched() {
             .unwrap();
     }
     let before = fs::read(&db_path).unwrap();
-    let output = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (status, stderr) = run_expecting_refusal("newer-run", &data_dir, &[]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("newer"), "{stderr}");
     assert_eq!(
         fs::read(&db_path).unwrap(),
@@ -306,7 +322,7 @@ fn restart_keeps_the_schema_and_serves_again() {
         ..Options::default()
     };
     let mut first = Service::start_with("restart-1", options());
-    first.terminate(Duration::from_secs(10)).expect("stopped");
+    first.terminate(EVENT_DEADLINE).expect("stopped");
     drop(first);
     let second = Service::start_with("restart-2", options());
     assert_eq!(second.get("/api/health").status, 200);
@@ -572,30 +588,4 @@ fn a_start_after_a_clean_stop_skips_the_full_page_check_and_one_after_kill_9_run
         after_kill.stderr()
     );
     assert_eq!(after_kill.get("/api/hosts").expect(200)["total"], 1);
-}
-
-/// Spawns `command` with piped stdout and waits for the SERVICE_PORT line.
-fn spawn_plain(mut command: Command) -> KillOnDrop {
-    use std::io::{BufRead, BufReader};
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("SERVICE_PORT="), "{line}");
-    KillOnDrop(child)
-}
-
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

@@ -1,12 +1,11 @@
 //! Who may talk to the service (README, Who may talk to the service), over raw sockets: each test names the
 //! attack it stops.
 
+use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
-use crate::process::run_expecting_refusal;
-use crate::support::{fresh_dir, Options, Service, BIN};
+use crate::support::{fresh_dir, run_expecting_refusal, run_until_exit, Service};
 
 fn status_of(raw: &str) -> u16 {
     raw.split_whitespace()
@@ -23,6 +22,33 @@ fn header_of<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+/// The JSON body of a raw response.
+fn body_of(raw: &str) -> Value {
+    let body = raw.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    serde_json::from_str(body).unwrap_or_else(|err| panic!("not JSON ({err}): {raw:?}"))
+}
+
+/// Asserts a raw response is 403 `FORBIDDEN` in the error shape.
+#[track_caller]
+fn assert_forbidden(raw: &str) {
+    assert_eq!(status_of(raw), 403, "{raw}");
+    assert_eq!(body_of(raw)["code"], "FORBIDDEN", "{raw}");
+    assert!(
+        header_of(raw, "Access-Control-Allow-Origin").is_none(),
+        "{raw}"
+    );
+}
+
+/// `GET /api/vault` with `Authorization: Bearer <token>`.
+fn vault_with_token(service: &Service, token: &str) -> crate::support::Response {
+    service.request_raw_body(
+        "GET",
+        "/api/vault",
+        &[("Authorization", format!("Bearer {token}"))],
+        None,
+    )
+}
+
 fn get_with(service: &Service, headers: &str) -> String {
     service.raw(format!("GET /api/hosts HTTP/1.1\r\n{headers}Connection: close\r\n\r\n").as_bytes())
 }
@@ -34,10 +60,9 @@ fn dns_rebinding_host_is_403() {
         &service,
         &format!("Host: evil.example:{}\r\n", service.port),
     );
-    assert_eq!(status_of(&raw), 403, "{raw}");
-    assert!(raw.contains("\"code\":\"FORBIDDEN\""));
+    assert_forbidden(&raw);
     let raw = get_with(&service, "Host: localhost.evil.example\r\n");
-    assert_eq!(status_of(&raw), 403);
+    assert_forbidden(&raw);
 }
 
 #[test]
@@ -50,7 +75,8 @@ fn loopback_host_names_pass_with_and_without_port() {
         "LocalHost".into(),
     ] {
         let raw = get_with(&service, &format!("Host: {host}\r\n"));
-        assert_ne!(status_of(&raw), 403, "{host}: {raw}");
+        assert_eq!(status_of(&raw), 200, "{host}: {raw}");
+        assert_eq!(body_of(&raw)["total"], 0, "{host}: the host list itself");
     }
 }
 
@@ -58,9 +84,9 @@ fn loopback_host_names_pass_with_and_without_port() {
 fn missing_or_doubled_host_on_http_1_1_is_403() {
     let service = Service::start("host-missing");
     let raw = service.raw(b"GET /api/health HTTP/1.1\r\nConnection: close\r\n\r\n");
-    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert_forbidden(&raw);
     let raw = get_with(&service, "Host: localhost\r\nHost: evil.example\r\n");
-    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert_forbidden(&raw);
 }
 
 #[test]
@@ -76,8 +102,12 @@ fn cross_site_simple_post_from_a_web_page_is_403() {
         )
         .as_bytes(),
     );
-    assert_eq!(status_of(&raw), 403, "{raw}");
-    assert!(header_of(&raw, "Access-Control-Allow-Origin").is_none());
+    assert_forbidden(&raw);
+    assert_eq!(
+        service.get("/api/hosts").expect(200)["total"],
+        0,
+        "nothing was created"
+    );
 }
 
 #[test]
@@ -87,7 +117,12 @@ fn sec_fetch_site_cross_site_is_403() {
         &service,
         "Host: localhost\r\nSec-Fetch-Site: cross-site\r\n",
     );
-    assert_eq!(status_of(&raw), 403, "{raw}");
+    assert_forbidden(&raw);
+    let raw = get_with(
+        &service,
+        "Host: localhost\r\nSec-Fetch-Site: same-origin\r\n",
+    );
+    assert_eq!(status_of(&raw), 200, "same-origin passes: {raw}");
 }
 
 #[test]
@@ -124,8 +159,7 @@ fn preflight_from_a_refused_origin_is_403_without_cors_headers() {
         &["--allow-origin", "http://app.local:3000"],
     );
     let raw = service.raw(b"OPTIONS /api/hosts HTTP/1.1\r\nHost: localhost\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n");
-    assert_eq!(status_of(&raw), 403, "{raw}");
-    assert!(header_of(&raw, "Access-Control-Allow-Origin").is_none());
+    assert_forbidden(&raw);
 }
 
 #[test]
@@ -153,13 +187,8 @@ fn generated_token_is_printed_before_the_port_and_required_everywhere_but_health
     );
     wrong.assert_error(401, "UNAUTHORIZED");
     // Right token.
-    let right = service.request_raw_body(
-        "GET",
-        "/api/vault",
-        &[("Authorization", format!("Bearer {token}"))],
-        None,
-    );
-    assert_ne!(right.status, 401, "{}", right.text());
+    let right = vault_with_token(&service, &token).expect(200);
+    assert_eq!(right["vault_locked"], false, "{right}");
     // The token never reaches the log.
     assert!(!service.stderr().contains(&token));
 }
@@ -178,13 +207,10 @@ fn token_file_token_is_required() {
         "no SERVICE_TOKEN line for a token file"
     );
     service.get("/api/vault").assert_error(401, "UNAUTHORIZED");
-    let right = service.request_raw_body(
-        "GET",
-        "/api/vault",
-        &[("Authorization", format!("Bearer {token}"))],
-        None,
-    );
-    assert_ne!(right.status, 401);
+    vault_with_token(&service, &format!("{token}x")).assert_error(401, "UNAUTHORIZED");
+    vault_with_token(&service, "ignored second line").assert_error(401, "UNAUTHORIZED");
+    let right = vault_with_token(&service, token).expect(200);
+    assert_eq!(right["vault_locked"], false, "{right}");
 }
 
 #[test]
@@ -192,39 +218,35 @@ fn token_file_with_a_short_token_refuses_to_start() {
     let dir = fresh_dir("token-short");
     let path = dir.join("token");
     fs::write(&path, "x".repeat(31)).unwrap();
-    let output = Command::new(BIN)
-        .args([
-            "--data-dir",
-            dir.join("data").to_str().unwrap(),
-            "--token-file",
-            path.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    assert!(output.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("at least 32"));
-    // 32 characters is enough.
-    fs::write(&path, "x".repeat(32)).unwrap();
-    let service = Service::start_with(
-        "token-32",
-        Options {
-            args: vec!["--token-file".into(), path.to_str().unwrap().into()],
-            ..Options::default()
-        },
+    let (status, stderr) = run_expecting_refusal(
+        "token-short-run",
+        &dir.join("data"),
+        &["--token-file", path.to_str().unwrap()],
     );
-    assert_eq!(service.get("/api/health").status, 200);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("31 characters, fewer than 32"), "{stderr}");
+    assert!(stderr.contains("at least 32"), "{stderr}");
+    // 32 characters is enough, and that token is the one required.
+    fs::write(&path, "x".repeat(32)).unwrap();
+    let service = Service::start_args("token-32", &["--token-file", path.to_str().unwrap()]);
+    service.get("/api/vault").assert_error(401, "UNAUTHORIZED");
+    let right = vault_with_token(&service, &"x".repeat(32)).expect(200);
+    assert_eq!(right["has_password"], false, "{right}");
 }
 
 #[test]
 fn remote_bind_without_allow_remote_or_token_refuses_to_start() {
-    for args in [
-        vec!["--bind", "0.0.0.0"],
-        vec!["--bind", "0.0.0.0", "--allow-remote"],
+    for (args, named) in [
+        (vec!["--bind", "0.0.0.0"], "--allow-remote"),
+        (
+            vec!["--bind", "0.0.0.0", "--allow-remote"],
+            "--generate-token",
+        ),
     ] {
-        let output = Command::new(BIN).args(&args).output().unwrap();
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(output.stdout.is_empty());
+        let exit = run_until_exit("remote-bind", &args);
+        assert_eq!(exit.status.code(), Some(2), "{args:?}");
+        assert_eq!(exit.stdout, "", "{args:?}");
+        assert!(exit.stderr.contains(named), "{args:?}: {}", exit.stderr);
     }
 }
 
@@ -300,13 +322,8 @@ fn token_file_of_32_visible_ascii_characters_of_every_kind_starts_and_authentica
         "token-punctuation-svc",
         &["--token-file", path.to_str().unwrap()],
     );
-    let right = service.request_raw_body(
-        "GET",
-        "/api/vault",
-        &[("Authorization", format!("Bearer {token}"))],
-        None,
-    );
-    assert_eq!(right.status, 200, "{}", right.text());
+    let right = vault_with_token(&service, token).expect(200);
+    assert_eq!(right["vault_locked"], false, "{right}");
 }
 
 #[test]

@@ -24,6 +24,15 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_host-manager");
 /// How long a service may take to print `SERVICE_PORT` before the test fails.
 const START_DEADLINE: Duration = Duration::from_secs(20);
 
+/// How long a run that must end by itself (a refused start, `--help`) may take before the
+/// test calls it a start. It takes milliseconds; the margin is for a loaded machine, and a
+/// service that started by mistake would run forever.
+pub const EXIT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A generous deadline for a condition a test polls: events that take milliseconds, on two
+/// loaded cores. Tests never assert that anything is fast, only that it happens.
+pub const EVENT_DEADLINE: Duration = Duration::from_secs(30);
+
 /// Socket read timeout for requests: a hang fails the test instead of stalling the suite.
 /// Generous on purpose: an RSA generation on two loaded cores can take tens of seconds, and
 /// a slow answer is not what any test checks.
@@ -65,6 +74,10 @@ pub struct Options<'a> {
     pub env: Vec<(String, String)>,
     /// A shell prefix such as `ulimit -n 64;` (runs the binary through `sh -c`).
     pub shell_prefix: Option<String>,
+    /// Start without `--data-dir` (and without `HOST_MANAGER_DATA_DIR`), so the service
+    /// picks its default; `env` must then set `XDG_DATA_HOME` or `HOME` to a test dir, and
+    /// `data_dir` should name the default it leads to.
+    pub default_data_dir: bool,
 }
 
 impl Service {
@@ -112,6 +125,13 @@ impl Service {
                 ));
                 command
             }
+            None if options.default_data_dir => {
+                let mut command = Command::new(BIN);
+                command
+                    .env_remove("HOST_MANAGER_DATA_DIR")
+                    .args(&options.args);
+                command
+            }
             None => {
                 let mut command = Command::new(BIN);
                 command.arg("--data-dir").arg(&data_dir).args(&options.args);
@@ -120,6 +140,9 @@ impl Service {
         };
         command
             .env("RUST_LOG", "debug")
+            // The agent's socket goes into the data dir, under target/, unless a test sets
+            // a runtime dir of its own: nothing is left outside target/.
+            .env_remove("XDG_RUNTIME_DIR")
             .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -462,6 +485,62 @@ impl Client {
 
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// How a run that had to end by itself ended.
+pub struct Exit {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary with `args` until it exits by itself and returns its exit status, stdout
+/// and stderr. Fails the test when it is still running after `EXIT_DEADLINE`: it started a
+/// service instead.
+/// `HOST_MANAGER_DATA_DIR` points at a fresh test dir, so a start by mistake never touches
+/// the user's default data dir (a `--data-dir` in `args` wins over it).
+pub fn run_until_exit(name: &str, args: &[&str]) -> Exit {
+    let dir = fresh_dir(name);
+    let (stdout_path, stderr_path) = (dir.join("stdout.log"), dir.join("stderr.log"));
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("HOST_MANAGER_DATA_DIR", dir.join("data"))
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&stdout_path).expect("create stdout log"))
+        .stderr(fs::File::create(&stderr_path).expect("create stderr log"))
+        .spawn()
+        .expect("spawn host-manager");
+    let read = |path: &Path| fs::read_to_string(path).unwrap_or_default();
+    let until = Instant::now() + EXIT_DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            return Exit {
+                status,
+                stdout: read(&stdout_path),
+                stderr: read(&stderr_path),
+            };
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "still running after {EXIT_DEADLINE:?}: it started a service instead; \
+                 stderr: {}",
+                read(&stderr_path)
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `run_until_exit` on `data_dir` with `args`, for a start that must be refused: the exit
+/// status and stderr.
+pub fn run_expecting_refusal(name: &str, data_dir: &Path, args: &[&str]) -> (ExitStatus, String) {
+    let data_dir = data_dir.to_string_lossy();
+    let mut all = vec!["--data-dir", &data_dir];
+    all.extend_from_slice(args);
+    let refusal = run_until_exit(name, &all);
+    (refusal.status, refusal.stderr)
 }
 
 /// Polls `condition` every 20 ms until it holds or `deadline` passes.

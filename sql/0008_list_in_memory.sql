@@ -1,4 +1,4 @@
--- Schema version 7: the host list is planned in memory (src/store/list_index.rs).
+-- Schema version 8: the host list is planned in memory (src/store/list_index.rs).
 -- It keeps each sort's order itself and counts its own sets, so no query reads these indexes
 -- and counts any more, and each of them cost every write. Kept: hosts_by_created (the ssh
 -- config export's order), hosts_by_group_order and hosts_by_key (lookups by group and key),

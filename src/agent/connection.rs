@@ -1,0 +1,77 @@
+//! One agent client connection: reads length-framed messages under their limits, answers
+//! each in turn, and closes on the first malformed one.
+//!
+//! Invariants: platform-neutral (the socket comes in as a `Link`); a message body is read
+//! into a buffer wiped on drop, because it may carry a private key or a password; once a
+//! length has arrived, the rest of the message must arrive within the message timeout, so
+//! a half-sent message holds its thread for a bounded time only.
+
+use std::io::{self, Read, Write};
+use std::sync::Weak;
+use std::time::Duration;
+
+use zeroize::Zeroizing;
+
+use crate::agent::proto;
+use crate::agent::respond::{self, Session};
+use crate::state::AppState;
+
+/// A client connection: bytes both ways, and a bound on how long a read may wait.
+pub trait Link: Read + Write {
+    /// Bounds every following read to `timeout`; `None` waits without a bound.
+    fn limit_reads(&self, timeout: Option<Duration>) -> io::Result<()>;
+}
+
+/// Serves `link` until the client closes it, sends a malformed or oversized message, or
+/// stops in the middle of one for longer than `message_timeout`, or the service stops.
+/// The state is held only while a message is answered.
+pub fn serve(state: &Weak<AppState>, mut link: impl Link, message_timeout: Duration) {
+    let mut session = Session::default();
+    loop {
+        // Between messages a client may stay quiet as long as it likes: `ssh -A` keeps a
+        // forwarded connection open for its whole session.
+        if link.limit_reads(None).is_err() {
+            return;
+        }
+        let mut header = [0u8; 4];
+        if link.read_exact(&mut header).is_err() {
+            return;
+        }
+        let length = match proto::frame_length(header) {
+            Ok(length) => length,
+            Err(why) => {
+                log::warn!(
+                    "agent: closed a connection: {why:?} (at most {} bytes)",
+                    proto::MAX_MESSAGE_BYTES
+                );
+                return;
+            }
+        };
+        if link.limit_reads(Some(message_timeout)).is_err() {
+            return;
+        }
+        let mut message = Zeroizing::new(vec![0u8; length]);
+        if let Err(err) = link.read_exact(&mut message) {
+            log::warn!(
+                "agent: closed a connection whose message stopped arriving ({})",
+                err.kind()
+            );
+            return;
+        }
+        let request = match proto::parse(&message) {
+            Ok(request) => request,
+            Err(why) => {
+                log::warn!("agent: closed a connection after a malformed message: {why:?}");
+                return;
+            }
+        };
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        let reply = respond::respond(&state, &mut session, request);
+        drop(state);
+        if link.write_all(&reply).and_then(|()| link.flush()).is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! `/api/agent` endpoints (README "SSH agent"): the agent's status, the sign requests
+//! waiting for the user's decision, and the decision itself.
+//!
+//! Invariants: nothing here opens a secret or reaches the socket; a decision only wakes the
+//! agent's waiting request, which does the signing itself.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::approvals::PendingView;
+use crate::api::{Reply, Req};
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::store;
+
+/// `GET /api/agent`.
+#[derive(Serialize)]
+struct AgentView<'a> {
+    /// True when the agent listens (not with `--no-agent`, not without Unix sockets).
+    enabled: bool,
+    /// The socket for `SSH_AUTH_SOCK` and `IdentityAgent`; `null` when not enabled.
+    socket: Option<String>,
+    /// The keys the agent offers now.
+    keys: Vec<ServedKeyView<'a>>,
+    /// Sign requests waiting for a decision.
+    pending: usize,
+}
+
+#[derive(Serialize)]
+struct ServedKeyView<'a> {
+    id: &'a str,
+    name: &'a str,
+    fingerprint: &'a str,
+}
+
+#[derive(Serialize)]
+struct RequestList {
+    items: Vec<PendingView>,
+}
+
+#[derive(Serialize)]
+struct DecisionView<'a> {
+    id: &'a str,
+    decision: &'static str,
+}
+
+#[derive(Deserialize)]
+struct DecisionInput {
+    decision: Option<Value>,
+}
+
+/// `GET /api/agent`: `{enabled, socket, keys, pending}`.
+pub fn status(state: &AppState) -> Result<Reply, ApiError> {
+    let socket = state.agent.socket();
+    let keys = match socket {
+        Some(_) => state.db.read(store::agent::served)?,
+        None => Vec::new(),
+    };
+    let view = AgentView {
+        enabled: socket.is_some(),
+        socket: socket.map(|path| path.to_string_lossy().into_owned()),
+        keys: keys
+            .iter()
+            .map(|key| ServedKeyView {
+                id: &key.id,
+                name: &key.name,
+                fingerprint: &key.fingerprint,
+            })
+            .collect(),
+        pending: state.agent.approvals.count(),
+    };
+    Reply::json(200, &view)
+}
+
+/// `GET /api/agent/requests`: the sign requests waiting for a decision, oldest first.
+pub fn requests(state: &AppState) -> Result<Reply, ApiError> {
+    let items = state.agent.approvals.pending();
+    Reply::json(200, &RequestList { items })
+}
+
+/// `POST /api/agent/requests/:id {decision: "allow"|"deny"}`: 200 `{id, decision}`; 404
+/// `AGENT_REQUEST_NOT_FOUND` when no such request waits (decided, timed out, or never
+/// made), checked before the body's `decision` is judged.
+pub fn decide(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let input: DecisionInput = req.json()?;
+    if !state
+        .agent
+        .approvals
+        .pending()
+        .iter()
+        .any(|request| request.id == id)
+    {
+        return Err(ApiError::AgentRequestNotFound);
+    }
+    let (allow, decision) = match input.decision.as_ref().and_then(Value::as_str) {
+        Some("allow") => (true, "allow"),
+        Some("deny") => (false, "deny"),
+        _ => {
+            return Err(ApiError::validation(
+                "decision",
+                "is required: \"allow\" or \"deny\"",
+            ))
+        }
+    };
+    // It may have timed out since the check above.
+    if !state.agent.approvals.decide(id, allow) {
+        return Err(ApiError::AgentRequestNotFound);
+    }
+    log::info!("agent: sign request {id} decided: {decision}");
+    Reply::json(200, &DecisionView { id, decision })
+}
+
+/// What an `?agent=true` ssh-config export needs: the socket, and the ids of the keys the
+/// agent serves.
+pub struct ExportAgent {
+    pub socket: String,
+    pub key_ids: HashSet<String>,
+}
+
+/// The key a host authenticates with, as `connect ?agent=true` hands it out: its public
+/// half and the agent's socket, and no private key.
+pub struct AgentCredentials {
+    pub public_key: String,
+    pub socket: String,
+}
+
+/// The `agent` query parameter of `connect` and of the ssh-config export: `true` or
+/// `false`; absent is `false`.
+pub fn agent_param(req: &Req) -> Result<bool, ApiError> {
+    match req.query("agent") {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(ApiError::parameter("agent", "must be true or false")),
+    }
+}
+
+/// For `GET /api/export/ssh-config?agent=true`: the agent's socket and served keys; `None`
+/// without the parameter; 409 `AGENT_UNAVAILABLE` when the agent is not served.
+pub fn export_agent(state: &AppState, req: &Req) -> Result<Option<ExportAgent>, ApiError> {
+    if !agent_param(req)? {
+        return Ok(None);
+    }
+    let socket = socket(state)?;
+    let key_ids = state
+        .db
+        .read(store::agent::served)?
+        .into_iter()
+        .map(|key| key.id)
+        .collect();
+    Ok(Some(ExportAgent { socket, key_ids }))
+}
+
+/// For `POST /api/hosts/:id/connect?agent=true` of a host with key `key_id`: the key's
+/// public half and the socket. 409 `AGENT_UNAVAILABLE`, saying why, when the agent would
+/// not sign with the key: the app asked not to get the private key, so it gets none.
+pub fn connect_credentials(state: &AppState, key_id: &str) -> Result<AgentCredentials, ApiError> {
+    let socket = socket(state)?;
+    let key = state.db.read(|conn| store::agent::by_id(conn, key_id))?;
+    if !key.policy.enabled {
+        return Err(ApiError::AgentUnavailable(
+            "the agent does not offer this key (its agent.enabled is false)".into(),
+        ));
+    }
+    if !key.signable {
+        return Err(ApiError::AgentUnavailable(
+            "the key is passphrase-protected and its passphrase is not stored, so the agent \
+             cannot sign with it"
+                .into(),
+        ));
+    }
+    Ok(AgentCredentials {
+        public_key: key.public_key,
+        socket,
+    })
+}
+
+fn socket(state: &AppState) -> Result<String, ApiError> {
+    match state.agent.socket() {
+        Some(path) => Ok(path.to_string_lossy().into_owned()),
+        None => Err(ApiError::AgentUnavailable(
+            "the SSH agent is not served (--no-agent, or no Unix sockets on this platform)".into(),
+        )),
+    }
+}

@@ -1,0 +1,1179 @@
+//! The SSH agent (README "SSH agent") with real OpenSSH as the oracle: `ssh-add` lists,
+//! adds and removes through the socket, `ssh` logs in to a throwaway sshd through it with
+//! every key type and no private key file, locking the vault empties it, approvals gate
+//! signatures, forwarding follows each key's policy, its lock, unlock and policy changes
+//! reach the audit log and the change feed; and the socket's own rules.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::interop::{assert_logged_in, current_user, Sshd};
+use crate::support::{fresh_dir, wait_until, Options, Service};
+
+/// Generous: a condition polled for this long never holds by luck of timing.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The agent's socket, as `GET /api/agent` gives it.
+fn socket(service: &Service) -> PathBuf {
+    let status = service.get("/api/agent").expect(200);
+    assert_eq!(status["enabled"], true, "{status}");
+    PathBuf::from(status["socket"].as_str().expect("socket path"))
+}
+
+/// `ssh-add ARGS` against `socket`, with no terminal and no askpass.
+fn ssh_add(socket: &Path, args: &[&str]) -> Output {
+    Command::new("ssh-add")
+        .args(args)
+        .env("SSH_AUTH_SOCK", socket)
+        .env_remove("SSH_ASKPASS")
+        .env_remove("DISPLAY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("ssh-add runs (openssh-client)")
+}
+
+/// `ssh-add ARGS` whose passphrase prompts are answered with `answer` through SSH_ASKPASS.
+fn ssh_add_answering(socket: &Path, dir: &Path, answer: &str, args: &[&str]) -> Output {
+    let askpass = dir.join("askpass");
+    if !askpass.exists() {
+        std::fs::write(&askpass, "#!/bin/sh\nprintf '%s\\n' \"$HM_TEST_ANSWER\"\n").unwrap();
+        std::fs::set_permissions(&askpass, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    Command::new("ssh-add")
+        .args(args)
+        .env("SSH_AUTH_SOCK", socket)
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env("DISPLAY", ":0")
+        .env("HM_TEST_ANSWER", answer)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ssh-add runs")
+}
+
+/// The fingerprints `ssh-add -l` lists (field 2 of each line).
+fn listed(socket: &Path) -> Vec<String> {
+    let output = ssh_add(socket, &["-l"]);
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(1))
+        .filter(|field| field.starts_with("SHA256:"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `ssh-keygen -t ... -f DIR/NAME` without a passphrase; the private key file's path.
+fn keygen(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-N", "", "-C", &format!("{name}@test"), "-f"])
+        .arg(&path)
+        .args(args)
+        .status()
+        .expect("ssh-keygen runs");
+    assert!(status.success());
+    path
+}
+
+/// Field 2 of `ssh-keygen -lf FILE`: the oracle for every fingerprint.
+fn keygen_fingerprint(file: &Path) -> String {
+    let output = Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(file)
+        .output()
+        .expect("ssh-keygen runs");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .nth(1)
+        .expect("a fingerprint")
+        .to_owned()
+}
+
+/// Imports the private key file `path` through `POST /api/keys`; the Key object.
+fn import(service: &Service, name: &str, path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    service
+        .post("/api/keys", &json!({"name": name, "private_key": text}))
+        .expect(201)
+}
+
+/// Generates a key of `body` in the service; the Key object.
+fn generate(service: &Service, body: Value) -> Value {
+    service.post("/api/keys", &body).expect(201)
+}
+
+fn set_policy(service: &Service, key: &Value, agent: Value) -> Value {
+    let path = format!("/api/keys/{}", key["id"].as_str().unwrap());
+    service.put(&path, &json!({ "agent": agent })).expect(200)
+}
+
+/// A key-auth host for `key` on the local sshd; its id.
+fn host_for(service: &Service, sshd: &Sshd, key: &Value) -> String {
+    let host = service
+        .post(
+            "/api/hosts",
+            &json!({"name": format!("sshd {}", key["name"].as_str().unwrap()),
+                    "hostname": "127.0.0.1", "port": sshd.port, "username": current_user(),
+                    "auth": {"type": "key", "key_id": key["id"]}}),
+        )
+        .expect(201);
+    host["id"].as_str().unwrap().to_owned()
+}
+
+/// `ssh` to the local sshd through the agent at `socket`, offering only the key whose
+/// public half is in `public_file` (as the agent export sets it up), running `echo hello`.
+fn ssh_via_agent(sshd: &Sshd, socket: &Path, public_file: &Path) -> Command {
+    let mut command = Command::new("ssh");
+    command
+        .args(["-F", "/dev/null", "-i"])
+        .arg(public_file)
+        .arg("-o")
+        .arg(format!("IdentityAgent={}", socket.display()))
+        .args([
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "PreferredAuthentications=publickey",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=10",
+            "-p",
+        ])
+        .arg(sshd.port.to_string())
+        .arg(format!("{}@127.0.0.1", current_user()))
+        .args(["echo", "hello"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("SSH_AUTH_SOCK");
+    command
+}
+
+/// What the app does with `connect?agent=true`: writes the public key where the ssh config
+/// export points (`<dir>/<key_id>.pub`), never a private key. The file's path and the
+/// answer's credentials.
+fn connect_via_agent(service: &Service, host: &str, dir: &Path) -> (PathBuf, Value) {
+    let answer = service
+        .post(&format!("/api/hosts/{host}/connect?agent=true"), &json!({}))
+        .expect(200);
+    let credentials = answer["credentials"].clone();
+    assert!(credentials.get("private_key").is_none(), "{credentials}");
+    assert!(credentials.get("passphrase").is_none(), "{credentials}");
+    let path = dir.join(format!(
+        "{}.pub",
+        credentials["key_id"].as_str().expect("key_id")
+    ));
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n",
+            credentials["public_key"].as_str().expect("public_key")
+        ),
+    )
+    .unwrap();
+    (path, credentials)
+}
+
+/// No file under `dir` holds a private key.
+#[track_caller]
+fn assert_no_private_key_file(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let text = std::fs::read(entry.path()).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&text).contains("PRIVATE KEY"),
+            "{} holds a private key",
+            entry.path().display()
+        );
+    }
+}
+
+/// Sets a master password (the vault then can lock).
+fn set_password(service: &Service, password: &str) {
+    service
+        .put("/api/vault/password", &json!({ "new_password": password }))
+        .expect(200);
+}
+
+/// Polls `GET /api/agent/requests` until a request waits; the first one.
+fn wait_for_request(service: &Service) -> Value {
+    let mut found = Value::Null;
+    let appeared = wait_until(DEADLINE, || {
+        let items = service.get("/api/agent/requests").expect(200)["items"].clone();
+        found = items[0].clone();
+        !found.is_null()
+    });
+    assert!(
+        appeared,
+        "no sign request appeared in GET /api/agent/requests"
+    );
+    found
+}
+
+/// Waits for `child` to exit within the deadline; its output.
+fn finish(mut child: std::process::Child) -> Output {
+    let exited = wait_until(DEADLINE, || matches!(child.try_wait(), Ok(Some(_))));
+    if !exited {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(exited, "ssh did not finish: {output:?}");
+    output
+}
+
+/// The `agent.*` entries of the audit log, oldest first.
+fn agent_audit(service: &Service) -> Vec<Value> {
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let mut entries: Vec<Value> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["event"].as_str().unwrap().starts_with("agent."))
+        .cloned()
+        .collect();
+    entries.reverse();
+    entries
+}
+
+/// The `detail` of an audit entry, parsed (it is a JSON object, as text or as JSON).
+fn detail(entry: &Value) -> Value {
+    match &entry["detail"] {
+        Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn ssh_add_lists_the_enabled_keys_with_the_fingerprints_ssh_keygen_prints() {
+    let dir = fresh_dir("agent-list-keys");
+    let service = Service::start("agent-list");
+    let socket = socket(&service);
+    let mut expected = Vec::new();
+    let mut disabled = String::new();
+    for (name, args) in [
+        ("ed", &["-t", "ed25519"][..]),
+        ("rsa", &["-t", "rsa", "-b", "3072"]),
+        ("p384", &["-t", "ecdsa", "-b", "384"]),
+        ("off", &["-t", "ecdsa", "-b", "256"]),
+    ] {
+        let path = keygen(&dir, name, args);
+        let key = import(&service, name, &path);
+        let fingerprint = keygen_fingerprint(&path.with_extension("pub"));
+        assert_eq!(key["fingerprint"], fingerprint.as_str());
+        assert_eq!(
+            key["agent"],
+            json!({"enabled": true, "confirm": "never", "forwarded": "deny"})
+        );
+        if name == "off" {
+            set_policy(&service, &key, json!({"enabled": false}));
+            disabled = fingerprint;
+        } else {
+            expected.push(fingerprint);
+        }
+    }
+    let mut got = listed(&socket);
+    got.sort();
+    expected.sort();
+    assert_eq!(
+        got, expected,
+        "ssh-add -l lists the enabled keys, by ssh-keygen's fingerprints"
+    );
+    assert!(!got.contains(&disabled));
+    let status = service.get("/api/agent").expect(200);
+    let mut served: Vec<String> = status["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["fingerprint"].as_str().unwrap().to_owned())
+        .collect();
+    served.sort();
+    assert_eq!(served, expected);
+    assert_eq!(status["pending"], 0);
+    // The names are what ssh-add prints after the fingerprint.
+    let text = String::from_utf8_lossy(&ssh_add(&socket, &["-l"]).stdout).into_owned();
+    assert!(
+        text.contains(" ed (ED25519)") && text.contains(" rsa (RSA)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ssh_logs_in_through_the_agent_with_every_key_type_and_no_private_key_file() {
+    let sshd = Sshd::start("agent-login-sshd");
+    let service = Service::start("agent-login");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-login-work");
+    let keys: Vec<Value> = [
+        json!({"name": "ed", "type": "ed25519"}),
+        json!({"name": "p256", "type": "ecdsa", "bits": 256}),
+        json!({"name": "p384", "type": "ecdsa", "bits": 384}),
+        json!({"name": "p521", "type": "ecdsa", "bits": 521}),
+        json!({"name": "rsa", "type": "rsa", "bits": 2048}),
+    ]
+    .into_iter()
+    .map(|body| generate(&service, body))
+    .collect();
+    let authorized: Vec<&str> = keys
+        .iter()
+        .map(|key| key["public_key"].as_str().unwrap())
+        .collect();
+    sshd.authorize(&authorized.join("\n"));
+    for key in &keys {
+        let host = host_for(&service, &sshd, key);
+        let (public_file, credentials) = connect_via_agent(&service, &host, &work);
+        assert_eq!(credentials["identity_agent"], socket.to_str().unwrap());
+        let output = ssh_via_agent(&sshd, &socket, &public_file)
+            .output()
+            .unwrap();
+        assert_logged_in(&output, &sshd);
+        // sshd names the key it accepted: this login used this key, through the agent.
+        let fingerprint = key["fingerprint"].as_str().unwrap();
+        assert!(
+            sshd.log()
+                .contains(&format!("Accepted publickey for {}", current_user()))
+                && sshd.log().contains(fingerprint),
+            "sshd did not accept {}: {}",
+            key["name"],
+            sshd.log()
+        );
+    }
+    assert_no_private_key_file(&work);
+    // Every signature is in the audit log, with its key.
+    let signed: Vec<String> = agent_audit(&service)
+        .iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .map(|entry| detail(entry)["fingerprint"].as_str().unwrap().to_owned())
+        .collect();
+    let fingerprints: Vec<String> = keys
+        .iter()
+        .map(|key| key["fingerprint"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        signed, fingerprints,
+        "one audited signature per login, in order"
+    );
+}
+
+#[test]
+fn the_agent_export_logs_in_with_ssh_and_only_the_public_key_file_written() {
+    let sshd = Sshd::start("agent-export-sshd");
+    let service = Service::start("agent-export");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-export-work");
+    let key = generate(&service, json!({"name": "deploy", "type": "ed25519"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    host_for(&service, &sshd, &key);
+    let config = service.get("/api/export/ssh-config?agent=true");
+    assert_eq!(config.status, 200);
+    let key_id = key["id"].as_str().unwrap();
+    let text = config
+        .text()
+        .replace("~/.ssh/host-manager/", &format!("{}/", work.display()));
+    assert!(
+        text.contains(&format!("IdentityFile {}/{key_id}.pub", work.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("IdentityAgent {}", socket.display())),
+        "{text}"
+    );
+    assert!(text.contains("IdentitiesOnly yes"), "{text}");
+    std::fs::write(work.join("config"), format!("{text}\nHost *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n    BatchMode yes\n")).unwrap();
+    std::fs::write(
+        work.join(format!("{key_id}.pub")),
+        format!("{}\n", key["public_key"].as_str().unwrap()),
+    )
+    .unwrap();
+    let output = Command::new("ssh")
+        .arg("-F")
+        .arg(work.join("config"))
+        .args(["sshd-deploy", "echo", "hello"])
+        .stdin(Stdio::null())
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .unwrap();
+    assert_logged_in(&output, &sshd);
+    assert_no_private_key_file(&work);
+}
+
+#[test]
+fn ssh_add_adds_a_key_that_then_appears_in_get_api_keys_and_ssh_add_d_only_disables_it() {
+    let dir = fresh_dir("agent-add-keys");
+    let service = Service::start("agent-add");
+    let socket = socket(&service);
+    let path = keygen(&dir, "laptop", &["-t", "ed25519"]);
+    let fingerprint = keygen_fingerprint(&path.with_extension("pub"));
+    let output = ssh_add(&socket, &[path.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let keys = service.get("/api/keys").expect(200)["items"].clone();
+    let added = keys
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|key| key["fingerprint"] == fingerprint.as_str())
+        .unwrap_or_else(|| panic!("the added key is not in GET /api/keys: {keys}"))
+        .clone();
+    assert_eq!(added["name"], "laptop@test", "named after its comment");
+    assert_eq!(added["agent"]["enabled"], true);
+    assert_eq!(listed(&socket), vec![fingerprint.clone()]);
+    // The same key again: offered, not stored twice.
+    assert!(ssh_add(&socket, &[path.to_str().unwrap()]).status.success());
+    assert_eq!(
+        service.get("/api/keys").expect(200)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let removed = ssh_add(
+        &socket,
+        &["-d", path.with_extension("pub").to_str().unwrap()],
+    );
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(listed(&socket).is_empty());
+    let kept = service
+        .get(&format!("/api/keys/{}", added["id"].as_str().unwrap()))
+        .expect(200);
+    assert_eq!(
+        kept["agent"]["enabled"], false,
+        "still in the vault, no longer offered"
+    );
+    // Adding it again offers it again: an edit of the key, as the disabling was.
+    assert!(ssh_add(&socket, &[path.to_str().unwrap()]).status.success());
+    assert_eq!(listed(&socket), vec![fingerprint]);
+    let offered = service
+        .get(&format!("/api/keys/{}", added["id"].as_str().unwrap()))
+        .expect(200);
+    assert_eq!(offered["agent"]["enabled"], true);
+    let revisions = [&added, &kept, &offered].map(|key| key["revision"].as_i64().unwrap());
+    assert!(
+        revisions[0] < revisions[1] && revisions[1] < revisions[2],
+        "{revisions:?}"
+    );
+    assert!(ssh_add(&socket, &["-D"]).status.success());
+    assert!(listed(&socket).is_empty());
+    let events: Vec<String> = agent_audit(&service)
+        .iter()
+        .map(|entry| entry["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "agent.key_added",
+            "agent.keys_disabled",
+            "agent.keys_disabled"
+        ],
+        "added once, disabled by -d then -D (adding it again only offered it)"
+    );
+    assert_eq!(
+        service.get("/api/keys").expect(200)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn ssh_add_with_a_lifetime_is_refused_and_with_confirm_sets_confirm_always() {
+    let dir = fresh_dir("agent-add-constraints");
+    let service = Service::start("agent-add-constraints");
+    let socket = socket(&service);
+    let timed = keygen(&dir, "timed", &["-t", "ed25519"]);
+    let refused = ssh_add(&socket, &["-t", "60", timed.to_str().unwrap()]);
+    assert!(
+        !refused.status.success(),
+        "a vault cannot forget a key after 60 s"
+    );
+    assert_eq!(service.get("/api/keys").expect(200)["items"], json!([]));
+    let confirmed = keygen(&dir, "confirmed", &["-t", "ed25519"]);
+    let output = ssh_add(&socket, &["-c", confirmed.to_str().unwrap()]);
+    assert!(output.status.success(), "{output:?}");
+    let keys = service.get("/api/keys").expect(200)["items"].clone();
+    assert_eq!(keys[0]["agent"]["confirm"], "always");
+}
+
+#[test]
+fn after_the_vault_locks_ssh_add_lists_none_and_a_login_fails_until_ssh_add_x_unlocks() {
+    let sshd = Sshd::start("agent-lock-sshd");
+    let service = Service::start("agent-lock");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-lock-work");
+    set_password(&service, "correct horse");
+    let key = generate(&service, json!({"name": "ed", "type": "ed25519"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let host = host_for(&service, &sshd, &key);
+    let (public_file, _) = connect_via_agent(&service, &host, &work);
+    assert_logged_in(
+        &ssh_via_agent(&sshd, &socket, &public_file)
+            .output()
+            .unwrap(),
+        &sshd,
+    );
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    let listing = ssh_add(&socket, &["-l"]);
+    assert!(!listing.status.success());
+    assert!(
+        String::from_utf8_lossy(&listing.stdout).contains("The agent has no identities."),
+        "{listing:?}"
+    );
+    let refused = ssh_via_agent(&sshd, &socket, &public_file)
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "a login through a locked vault must fail"
+    );
+    // ssh-add -X with a wrong password leaves it locked; with the master password unlocks.
+    let wrong = ssh_add_answering(&socket, &work, "wrong horse", &["-X"]);
+    assert!(!wrong.status.success());
+    assert_eq!(service.get("/api/vault").expect(200)["vault_locked"], true);
+    let right = ssh_add_answering(&socket, &work, "correct horse", &["-X"]);
+    assert!(right.status.success(), "{right:?}");
+    assert_eq!(service.get("/api/vault").expect(200)["vault_locked"], false);
+    assert_eq!(listed(&socket).len(), 1);
+    // ssh-add -x locks the vault itself.
+    let locked = ssh_add_answering(&socket, &work, "anything", &["-x"]);
+    assert!(locked.status.success(), "{locked:?}");
+    assert_eq!(service.get("/api/vault").expect(200)["vault_locked"], true);
+    assert!(listed(&socket).is_empty());
+}
+
+#[test]
+fn ssh_add_x_without_a_master_password_is_refused_and_the_vault_stays_open() {
+    let service = Service::start("agent-lock-no-password");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-lock-no-password-work");
+    let output = ssh_add_answering(&socket, &work, "anything", &["-x"]);
+    assert!(!output.status.success());
+    assert_eq!(service.get("/api/vault").expect(200)["vault_locked"], false);
+}
+
+#[test]
+fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_denial() {
+    let sshd = Sshd::start("agent-confirm-sshd");
+    let service = Service::start("agent-confirm");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-confirm-work");
+    let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "always"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let host = host_for(&service, &sshd, &key);
+    let (public_file, _) = connect_via_agent(&service, &host, &work);
+    let host_key = keygen_fingerprint(&sshd.dir.join("host_key.pub"));
+    // The known-hosts store trusts the server's key for this host: the agent then knows
+    // which catalogue host a signature is for.
+    let presented = std::fs::read_to_string(sshd.dir.join("host_key.pub")).unwrap();
+    service
+        .post(
+            "/api/known-hosts/accept",
+            &json!({"hostname": "127.0.0.1", "port": sshd.port, "public_key": presented.trim()}),
+        )
+        .expect(201);
+
+    let since = service.get("/api/changes").expect(200)["next"].clone();
+    let mut login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
+    let request = wait_for_request(&service);
+    assert_eq!(request["key_id"], key["id"]);
+    assert_eq!(request["key_name"], "guarded");
+    assert_eq!(request["reason"], "confirm");
+    assert_eq!(request["forwarded"], false);
+    assert_eq!(
+        request["host_key_fingerprint"],
+        host_key.as_str(),
+        "the server, from session-bind"
+    );
+    assert_eq!(
+        request["host_id"],
+        host.as_str(),
+        "the catalogue host, from the known-hosts store"
+    );
+    assert!(
+        matches!(login.try_wait(), Ok(None)),
+        "ssh waits for the decision"
+    );
+    assert_eq!(service.get("/api/agent").expect(200)["pending"], 1);
+    let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
+    service
+        .post(&path, &json!({"decision": "maybe"}))
+        .assert_error(400, "VALIDATION_ERROR");
+    let decided = service
+        .post(&path, &json!({"decision": "allow"}))
+        .expect(200);
+    assert_eq!(decided, json!({"id": request["id"], "decision": "allow"}));
+    assert_logged_in(&finish(login), &sshd);
+    service
+        .post(&path, &json!({"decision": "allow"}))
+        .assert_error(404, "AGENT_REQUEST_NOT_FOUND");
+
+    login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
+    let request = wait_for_request(&service);
+    let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
+    service
+        .post(&path, &json!({"decision": "deny"}))
+        .expect(200);
+    let denied = finish(login);
+    assert!(!denied.status.success(), "a denied request signs nothing");
+    assert_eq!(service.get("/api/agent").expect(200)["pending"], 0);
+    let signed: Vec<Value> = agent_audit(&service)
+        .into_iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .collect();
+    assert_eq!(signed.len(), 1, "the approved signature only: {signed:?}");
+    assert_eq!(signed[0]["subject"], "guarded");
+    let detail = detail(&signed[0]);
+    assert_eq!(detail["host_ids"], json!([host]));
+    assert_eq!(detail["host_key_fingerprint"], host_key.as_str());
+    assert_eq!(detail["forwarded"], false);
+    assert_eq!(detail["approved"], true);
+    // Both requests came and went on the change feed, each before its decision was taken.
+    let feed = service
+        .get(&format!("/api/changes?since={since}&limit=1000"))
+        .expect(200);
+    let requests: Vec<(String, String)> = feed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["kind"] == "agent_request")
+        .map(|entry| {
+            let field = |name: &str| entry[name].as_str().unwrap().to_owned();
+            (field("id"), field("op"))
+        })
+        .collect();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert_eq!(requests[0].1, "created");
+    assert_eq!(requests[1], (requests[0].0.clone(), "deleted".to_owned()));
+    assert_eq!(requests[2].1, "created");
+    assert_eq!(requests[3], (requests[2].0.clone(), "deleted".to_owned()));
+}
+
+#[test]
+fn an_undecided_request_fails_at_the_approval_timeout_and_ssh_does_not_hang() {
+    let sshd = Sshd::start("agent-timeout-sshd");
+    let service = Service::start_with(
+        "agent-timeout",
+        Options {
+            env: vec![(
+                "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS".into(),
+                "300".into(),
+            )],
+            ..Options::default()
+        },
+    );
+    let socket = socket(&service);
+    let work = fresh_dir("agent-timeout-work");
+    let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "always"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let host = host_for(&service, &sshd, &key);
+    let (public_file, _) = connect_via_agent(&service, &host, &work);
+    let login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
+    let output = finish(login);
+    assert!(!output.status.success(), "nobody approved: no login");
+    // The order of events, from the service's own log: asked, then given up.
+    let log = service.stderr();
+    let asked = log
+        .find("waits for approval")
+        .expect("the request was made");
+    let gave_up = log.find("no decision in time").expect("it timed out");
+    assert!(asked < gave_up, "{log}");
+    assert!(service.get("/api/agent/requests").expect(200)["items"] == json!([]));
+}
+
+#[test]
+fn once_per_host_asks_once_per_server_until_the_vault_locks() {
+    let sshd = Sshd::start("agent-once-sshd");
+    let service = Service::start("agent-once");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-once-work");
+    set_password(&service, "correct horse");
+    let key = generate(&service, json!({"name": "once", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "once_per_host"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let host = host_for(&service, &sshd, &key);
+    let (public_file, _) = connect_via_agent(&service, &host, &work);
+    let approve_next_login = || {
+        let login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
+        let request = wait_for_request(&service);
+        let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
+        service
+            .post(&path, &json!({"decision": "allow"}))
+            .expect(200);
+        assert_logged_in(&finish(login), &sshd);
+    };
+    approve_next_login();
+    // Approved for this server: the next login signs without a request.
+    let again = ssh_via_agent(&sshd, &socket, &public_file)
+        .output()
+        .unwrap();
+    assert_logged_in(&again, &sshd);
+    assert_eq!(service.get("/api/agent").expect(200)["pending"], 0);
+    // A lock forgets the approval.
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    service
+        .post("/api/vault/unlock", &json!({"password": "correct horse"}))
+        .expect(200);
+    approve_next_login();
+}
+
+#[test]
+fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
+    let sshd = Sshd::start("agent-forward-sshd");
+    let service = Service::start("agent-forward");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-forward-work");
+    let login_key = generate(&service, json!({"name": "login", "type": "ed25519"}));
+    let allowed = generate(&service, json!({"name": "allowed", "type": "ed25519"}));
+    set_policy(&service, &allowed, json!({"forwarded": "allow"}));
+    sshd.authorize(login_key["public_key"].as_str().unwrap());
+    std::fs::write(work.join("message"), b"signed remotely\n").unwrap();
+    for key in [&login_key, &allowed] {
+        std::fs::write(
+            work.join(format!("{}.pub", key["name"].as_str().unwrap())),
+            format!("{}\n", key["public_key"].as_str().unwrap()),
+        )
+        .unwrap();
+    }
+    // On the far side of `ssh -A`: list the forwarded agent, then sign with each key.
+    let remote = format!(
+        "ssh-add -l; for k in login allowed; do ssh-keygen -Y sign -n file -f {dir}/$k.pub \
+         {dir}/message >/dev/null 2>&1 && echo signed-$k || echo refused-$k; rm -f {dir}/message.sig; done",
+        dir = work.display()
+    );
+    let output = Command::new("ssh")
+        .args(["-F", "/dev/null", "-A", "-i"])
+        .arg(work.join("login.pub"))
+        .args([
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-p",
+        ])
+        .arg(sshd.port.to_string())
+        .arg(format!("{}@127.0.0.1", current_user()))
+        .arg(remote)
+        .env("SSH_AUTH_SOCK", &socket)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{output:?}\n{}", sshd.log());
+    let allowed_fp = allowed["fingerprint"].as_str().unwrap();
+    let login_fp = login_key["fingerprint"].as_str().unwrap();
+    assert!(
+        text.contains(allowed_fp),
+        "forwarding: allow is listed remotely: {text}"
+    );
+    assert!(
+        !text.contains(login_fp),
+        "forwarding: deny is hidden remotely: {text}"
+    );
+    assert!(text.contains("signed-allowed"), "{text}");
+    assert!(text.contains("refused-login"), "{text}");
+    // Locally, both are listed: the policy is about forwarding only.
+    assert_eq!(listed(&socket).len(), 2);
+    let forwarded: Vec<Value> = agent_audit(&service)
+        .iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .map(detail)
+        .filter(|detail| detail["forwarded"] == true)
+        .collect();
+    assert_eq!(forwarded.len(), 1, "{forwarded:?}");
+    assert_eq!(forwarded[0]["fingerprint"], allowed["fingerprint"]);
+}
+
+/// Sends one framed message on `stream`; the framed answer, or `None` at end of stream.
+fn exchange(stream: &mut UnixStream, message: &[u8]) -> Option<Vec<u8>> {
+    stream
+        .write_all(&(message.len() as u32).to_be_bytes())
+        .ok()?;
+    stream.write_all(message).ok()?;
+    read_answer(stream)
+}
+
+fn read_answer(stream: &mut UnixStream) -> Option<Vec<u8>> {
+    let mut header = [0u8; 4];
+    stream.read_exact(&mut header).ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(header) as usize];
+    stream.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+/// True when the agent closed `stream` (a read sees end of file).
+fn closed(stream: &mut UnixStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(stream.read(&mut byte), Ok(0))
+}
+
+fn connect_socket(socket: &Path) -> UnixStream {
+    let stream = UnixStream::connect(socket).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    stream
+}
+
+#[test]
+fn a_message_of_256_kib_is_answered_and_one_byte_more_closes_only_its_connection() {
+    let service = Service::start("agent-oversized");
+    let socket = socket(&service);
+    let mut bystander = connect_socket(&socket);
+    let mut at_limit = connect_socket(&socket);
+    // An unknown message type of exactly the limit: answered FAILURE, connection kept.
+    let mut largest = vec![0u8; 256 * 1024];
+    largest[0] = 200;
+    assert_eq!(exchange(&mut at_limit, &largest), Some(vec![5]));
+    assert_eq!(exchange(&mut at_limit, &[11]), Some(vec![12, 0, 0, 0, 0]));
+    let mut over = connect_socket(&socket);
+    over.write_all(&(256u32 * 1024 + 1).to_be_bytes()).unwrap();
+    assert!(
+        closed(&mut over),
+        "an oversized length closes the connection"
+    );
+    // The other connections go on.
+    assert_eq!(exchange(&mut bystander, &[11]), Some(vec![12, 0, 0, 0, 0]));
+    assert_eq!(exchange(&mut at_limit, &[11]), Some(vec![12, 0, 0, 0, 0]));
+}
+
+#[test]
+fn a_malformed_message_closes_its_connection_and_an_unknown_one_is_a_failure() {
+    let service = Service::start("agent-malformed");
+    let socket = socket(&service);
+    let mut bystander = connect_socket(&socket);
+    let mut unknown = connect_socket(&socket);
+    for message_type in [1u8, 20, 24, 26, 99] {
+        assert_eq!(
+            exchange(&mut unknown, &[message_type]),
+            Some(vec![5]),
+            "{message_type}"
+        );
+    }
+    let mut query = vec![27, 0, 0, 0, 5];
+    query.extend_from_slice(b"query");
+    assert_eq!(
+        exchange(&mut unknown, &query),
+        Some(vec![5]),
+        "unknown extension"
+    );
+    // A sign request whose key blob claims more bytes than the message has.
+    let mut malformed = connect_socket(&socket);
+    assert_eq!(exchange(&mut malformed, &[13, 0, 0, 1, 0, 1, 2]), None);
+    let mut zero = connect_socket(&socket);
+    zero.write_all(&[0, 0, 0, 0]).unwrap();
+    assert!(closed(&mut zero), "a zero length closes the connection");
+    assert_eq!(exchange(&mut bystander, &[11]), Some(vec![12, 0, 0, 0, 0]));
+    assert_eq!(exchange(&mut unknown, &[11]), Some(vec![12, 0, 0, 0, 0]));
+    assert!(
+        service.stderr().contains("malformed"),
+        "the close is logged"
+    );
+}
+
+#[test]
+fn the_socket_is_0600_in_a_0700_directory_under_xdg_runtime_dir_and_removed_at_shutdown() {
+    let runtime = fresh_dir("agent-runtime");
+    let mut service = Service::start_with(
+        "agent-runtime",
+        Options {
+            env: vec![(
+                "XDG_RUNTIME_DIR".into(),
+                runtime.to_string_lossy().into_owned(),
+            )],
+            ..Options::default()
+        },
+    );
+    let socket = socket(&service);
+    assert_eq!(
+        socket.parent(),
+        Some(runtime.join("host-manager").as_path())
+    );
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&socket), 0o600);
+    assert_eq!(mode(&runtime.join("host-manager")), 0o700);
+    assert!(service
+        .terminate(DEADLINE)
+        .is_some_and(|status| status.success()));
+    assert!(!socket.exists(), "the socket file goes with the service");
+}
+
+#[test]
+fn without_a_runtime_dir_the_socket_is_in_the_data_dir() {
+    let service = Service::start("agent-data-dir");
+    assert_eq!(
+        socket(&service),
+        service.data_dir.canonicalize().unwrap().join("agent.sock")
+    );
+}
+
+#[test]
+fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
+    let service = Service::start_args("agent-off", &["--no-agent"]);
+    let status = service.get("/api/agent").expect(200);
+    assert_eq!(
+        status,
+        json!({"enabled": false, "socket": null, "keys": [], "pending": 0})
+    );
+    assert!(!service.data_dir.join("agent.sock").exists());
+    let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
+    let host = service
+        .post(
+            "/api/hosts",
+            &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
+                    "auth": {"type": "key", "key_id": key["id"]}}),
+        )
+        .expect(201);
+    let path = format!("/api/hosts/{}/connect", host["id"].as_str().unwrap());
+    service
+        .post(&format!("{path}?agent=true"), &json!({}))
+        .assert_error(409, "AGENT_UNAVAILABLE");
+    let plain = service.post(&path, &json!({})).expect(200);
+    assert!(
+        plain["credentials"]["private_key"].is_string(),
+        "without ?agent=true as before"
+    );
+    service
+        .get("/api/export/ssh-config?agent=true")
+        .assert_error(409, "AGENT_UNAVAILABLE");
+}
+
+#[test]
+fn connect_via_the_agent_is_409_for_a_disabled_key_or_an_unstored_passphrase() {
+    let dir = fresh_dir("agent-connect-keys");
+    let service = Service::start("agent-connect");
+    let key = generate(&service, json!({"name": "off", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"enabled": false}));
+    let locked_key = dir.join("locked");
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "secret", "-f"])
+        .arg(&locked_key)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let encrypted = import(&service, "encrypted", &locked_key);
+    for (key, why) in [(&key, "agent.enabled"), (&encrypted, "passphrase")] {
+        let host = service
+            .post(
+                "/api/hosts",
+                &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
+                        "auth": {"type": "key", "key_id": key["id"]}}),
+            )
+            .expect(201);
+        let error = service
+            .post(
+                &format!(
+                    "/api/hosts/{}/connect?agent=true",
+                    host["id"].as_str().unwrap()
+                ),
+                &json!({}),
+            )
+            .assert_error(409, "AGENT_UNAVAILABLE");
+        assert!(error["details"].as_str().unwrap().contains(why), "{error}");
+    }
+    let served = service.get("/api/agent").expect(200);
+    assert_eq!(served["keys"], json!([]), "neither is offered");
+}
+
+#[test]
+fn connect_agent_parameter_other_than_true_or_false_is_400() {
+    let service = Service::start("agent-connect-param");
+    let host = service
+        .post(
+            "/api/hosts",
+            &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
+                    "auth": {"type": "agent"}}),
+        )
+        .expect(201);
+    let path = format!("/api/hosts/{}/connect", host["id"].as_str().unwrap());
+    service
+        .post(&format!("{path}?agent=yes"), &json!({}))
+        .assert_error(400, "VALIDATION_ERROR");
+    service
+        .post(&format!("{path}?agent=false"), &json!({}))
+        .expect(200);
+}
+
+#[test]
+fn put_agent_policy_changes_only_the_named_fields_and_refuses_other_values() {
+    let service = Service::start("agent-policy");
+    let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
+    let path = format!("/api/keys/{}", key["id"].as_str().unwrap());
+    let changed = service
+        .put(&path, &json!({"agent": {"confirm": "once_per_host"}}))
+        .expect(200);
+    assert_eq!(
+        changed["agent"],
+        json!({"enabled": true, "confirm": "once_per_host", "forwarded": "deny"})
+    );
+    assert!(changed["updated_at"].as_str() > key["updated_at"].as_str());
+    let changed = service
+        .put(
+            &path,
+            &json!({"agent": {"enabled": false, "forwarded": "confirm"}}),
+        )
+        .expect(200);
+    assert_eq!(
+        changed["agent"],
+        json!({"enabled": false, "confirm": "once_per_host", "forwarded": "confirm"})
+    );
+    for (body, field) in [
+        (json!({"agent": "on"}), "agent"),
+        (json!({"agent": {"enabled": 1}}), "agent.enabled"),
+        (json!({"agent": {"confirm": "sometimes"}}), "agent.confirm"),
+        (json!({"agent": {"forwarded": "ALLOW"}}), "agent.forwarded"),
+    ] {
+        let error = service
+            .put(&path, &body)
+            .assert_error(400, "VALIDATION_ERROR");
+        assert!(
+            error["details"].as_str().unwrap().starts_with(field),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        service.get(&path).expect(200)["agent"],
+        changed["agent"],
+        "unchanged by refusals"
+    );
+}
+
+#[test]
+fn decision_on_an_unknown_request_is_404() {
+    let service = Service::start("agent-decide-unknown");
+    service
+        .post(
+            "/api/agent/requests/00000000-0000-4000-8000-000000000000",
+            &json!({"decision": "allow"}),
+        )
+        .assert_error(404, "AGENT_REQUEST_NOT_FOUND");
+    assert_eq!(
+        service.get("/api/agent/requests").expect(200),
+        json!({"items": []})
+    );
+}
+
+#[test]
+fn a_socket_path_of_more_than_107_bytes_stops_the_start_with_a_clear_error() {
+    let base = fresh_dir("agent-long");
+    let data_dir = base.join("d".repeat(120));
+    let error = Service::try_start(
+        "agent-long",
+        Options {
+            data_dir: Some(data_dir),
+            ..Options::default()
+        },
+    )
+    .err()
+    .expect("the service must not start");
+    assert!(
+        error.1.contains("a Unix socket path holds at most 107") && error.1.contains("--no-agent"),
+        "{}",
+        error.1
+    );
+}
+
+/// Every change feed entry after `since` as `(kind, op)`, reading page after page (a page
+/// ends at a lock entry) until one comes back empty.
+fn feed_after(service: &Service, mut since: i64) -> Vec<(String, String)> {
+    let mut seen = Vec::new();
+    loop {
+        let page = service
+            .get(&format!("/api/changes?since={since}"))
+            .expect(200);
+        let items = page["items"].as_array().unwrap().clone();
+        if items.is_empty() {
+            return seen;
+        }
+        for item in items {
+            let kind = item["kind"].as_str().unwrap().to_owned();
+            seen.push((kind, item["op"].as_str().unwrap().to_owned()));
+        }
+        since = page["next"].as_i64().unwrap();
+    }
+}
+
+/// The audit log's vault entries, oldest first: `(event, detail)`.
+fn vault_audit(service: &Service) -> Vec<(String, Value)> {
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let mut entries: Vec<(String, Value)> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["subject"] == "vault")
+        .map(|entry| (entry["event"].as_str().unwrap().to_owned(), detail(entry)))
+        .collect();
+    entries.reverse();
+    entries
+}
+
+#[test]
+fn ssh_add_x_and_capital_x_are_audited_by_the_agent_and_in_the_change_feed_and_a_wrong_one_only_audited(
+) {
+    let service = Service::start("agent-lock-logged");
+    let socket = socket(&service);
+    let work = fresh_dir("agent-lock-logged-work");
+    set_password(&service, "correct horse");
+    let since = service.get("/api/changes").expect(200)["next"]
+        .as_i64()
+        .unwrap();
+    let locked = ssh_add_answering(&socket, &work, "anything", &["-x"]);
+    assert!(locked.status.success(), "{locked:?}");
+    let wrong = ssh_add_answering(&socket, &work, "wrong horse", &["-X"]);
+    assert!(!wrong.status.success());
+    let right = ssh_add_answering(&socket, &work, "correct horse", &["-X"]);
+    assert!(right.status.success(), "{right:?}");
+    assert_eq!(
+        feed_after(&service, since),
+        [("vault", "locked"), ("vault", "unlocked")].map(|(k, o)| (k.to_owned(), o.to_owned())),
+        "the agent's lock and unlock are in the feed; the wrong unlock is not"
+    );
+    let audit = vault_audit(&service);
+    assert_eq!(
+        audit[audit.len() - 3..],
+        [
+            ("vault.locked".to_owned(), json!({"by": "agent"})),
+            (
+                "vault.unlock_failed".to_owned(),
+                json!({"consecutive_failures": 1})
+            ),
+            ("vault.unlocked".to_owned(), json!({"by": "agent"})),
+        ]
+    );
+}
+
+#[test]
+fn a_policy_change_and_ssh_add_d_each_bump_the_key_revision_once_and_log_one_feed_entry() {
+    let service = Service::start("agent-policy-revision");
+    let socket = socket(&service);
+    let key = generate(&service, json!({"name": "ed", "type": "ed25519"}));
+    assert_eq!(key["revision"], 1);
+    let since = service.get("/api/changes").expect(200)["next"]
+        .as_i64()
+        .unwrap();
+    let changed = set_policy(&service, &key, json!({"confirm": "always"}));
+    assert_eq!(changed["revision"], 2);
+    assert_eq!(changed["agent"]["confirm"], "always");
+    let removed = ssh_add(&socket, &["-D"]);
+    assert!(removed.status.success(), "{removed:?}");
+    let path = format!("/api/keys/{}", key["id"].as_str().unwrap());
+    let stored = service.get(&path).expect(200);
+    assert_eq!(stored["revision"], 3);
+    assert_eq!(stored["agent"]["enabled"], false);
+    assert_eq!(
+        feed_after(&service, since),
+        [("key", "updated"), ("key", "updated")].map(|(k, o)| (k.to_owned(), o.to_owned()))
+    );
+}
