@@ -951,9 +951,10 @@ mod tests {
         );
     }
 
-    /// Orders patched host by host through random adds,
-    /// deletes, renames (in any case) and last uses equal orders sorted afresh, and plain
-    /// SQL, in every sort and direction.
+    /// Orders patched host by host through random adds, deletes, renames (in any case),
+    /// last uses, and changes that keep every sort key (a move, a favorite, a name written
+    /// again) equal orders sorted afresh, and plain SQL, in every sort and direction, with
+    /// and without a group or favorite filter.
     #[test]
     fn patched_orders_equal_orders_sorted_afresh_after_random_changes() {
         let db = varied_catalogue();
@@ -969,7 +970,7 @@ mod tests {
                 for step in 0..1 + next(4) {
                     let id = id_of(next(60) as usize);
                     let exists = by_id(tx, &id).is_ok();
-                    match (next(5), exists) {
+                    match (next(8), exists) {
                         (0, _) | (_, false) => {
                             let new_id = id_of(3000 + round * 10 + step as usize);
                             let host =
@@ -985,6 +986,18 @@ mod tests {
                                 params![id, name, name.to_lowercase()],
                             )?;
                         }
+                        (5, true) => drop(toggle_favorite(tx, &id)?),
+                        (6, true) => {
+                            let group = [None, Some("g1"), Some("g2")][next(3) as usize];
+                            drop(move_to(tx, &id, group)?);
+                        }
+                        (7, true) => {
+                            tx.execute(
+                                "UPDATE hosts SET name = name, name_key = name_key, \
+                                 hostname = hostname WHERE id = ?1",
+                                params![id],
+                            )?;
+                        }
                         _ => {
                             let hostname =
                                 ["h1.example.com", "H1.EXAMPLE.COM", "z", "A"][next(4) as usize];
@@ -998,21 +1011,26 @@ mod tests {
                 Ok::<_, StoreError>(())
             })
             .unwrap();
-            for sort in ["name", "hostname", "created_at", "last_used_at"] {
-                for order in ["asc", "desc"] {
-                    let query = query(&[("sort", sort), ("order", order), ("per_page", "1000")]);
-                    let ids = |index: &mut ListIndex, conn: &rusqlite::Connection| {
-                        let hosts = list(conn, index, &query).unwrap().0;
-                        hosts.into_iter().map(|host| host.id).collect::<Vec<_>>()
-                    };
-                    db.read_list(|conn, index| {
-                        let patched = ids(index, conn);
-                        assert_eq!(patched, ids(&mut ListIndex::default(), conn), "{round}");
-                        assert_eq!(patched, oracle(conn, &query).0, "round {round}");
-                        Ok::<_, StoreError>(())
-                    })
-                    .unwrap();
-                }
+            let filters = [None, Some(("group", "g1")), Some(("favorite", "true"))];
+            for (sort, order, filter) in ["name", "hostname", "created_at", "last_used_at"]
+                .into_iter()
+                .flat_map(|sort| ["asc", "desc"].map(|order| (sort, order)))
+                .flat_map(|(sort, order)| filters.map(|filter| (sort, order, filter)))
+            {
+                let mut pairs = vec![("sort", sort), ("order", order), ("per_page", "1000")];
+                pairs.extend(filter);
+                let query = query(&pairs);
+                let ids = |index: &mut ListIndex, conn: &rusqlite::Connection| {
+                    let hosts = list(conn, index, &query).unwrap().0;
+                    hosts.into_iter().map(|host| host.id).collect::<Vec<_>>()
+                };
+                db.read_list(|conn, index| {
+                    let patched = ids(index, conn);
+                    assert_eq!(patched, ids(&mut ListIndex::default(), conn), "{round}");
+                    assert_eq!(patched, oracle(conn, &query).0, "round {round}");
+                    Ok::<_, StoreError>(())
+                })
+                .unwrap();
             }
         }
     }

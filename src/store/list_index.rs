@@ -253,11 +253,18 @@ impl Hosts {
                 return Ok(false);
             };
             changed += 1;
-            if self.live.contains(slot) && !self.move_in_orders(slot, Step::Out) {
+            // A move, a favorite or a tag leaves every sort key as it was, and so the host's
+            // places: shifting four orders costs about 3 ms at a million hosts.
+            let live = self.live.contains(slot);
+            let stays = match host {
+                Some(row) if live => self.keeps_place(slot, row)?,
+                _ => false,
+            };
+            if live && !stays && !self.move_in_orders(slot, Step::Out) {
                 return Ok(false);
             }
             self.write(slot, host)?;
-            if host.is_some() && !self.move_in_orders(slot, Step::In) {
+            if host.is_some() && !stays && !self.move_in_orders(slot, Step::In) {
                 return Ok(false);
             }
             if host.is_none() || !self.read_tags(conn, Some(seq))? {
@@ -265,6 +272,16 @@ impl Hosts {
             }
         }
         Ok(self.tag_garbage <= self.tag_lists.len() / 2 && !self.keys.text.wasteful())
+    }
+
+    /// Whether `row` (columns as `write` reads them) holds the slot's sort keys as they are.
+    fn keeps_place(&self, slot: u32, row: &Row<'_>) -> Result<bool, StoreError> {
+        let (keys, index) = (&self.keys, slot as usize);
+        Ok(keys.ids[index] == id_key(column_text(Some(row), 1)?)
+            && keys.created[index] == time_key(column_text(Some(row), 4)?).unwrap_or(UNREADABLE)
+            && keys.last_used[index] == time_key(column_text(Some(row), 5)?).unwrap_or(NEVER)
+            && keys.text.name(slot) == column_text(Some(row), 2)?.as_bytes()
+            && keys.text.hostname(slot) == column_text(Some(row), 3)?.to_lowercase().as_bytes())
     }
 
     /// Takes the slot out of every order, or puts it in, at its place by its current keys.
@@ -368,13 +385,7 @@ impl Hosts {
     /// Sets a slot's columns, text and group from `row`'s columns 1-7 (`None`: the host is
     /// gone).
     fn write(&mut self, slot: u32, row: Option<&Row<'_>>) -> Result<(), StoreError> {
-        let text = |column: usize| -> Result<&str, StoreError> {
-            let value = row
-                .ok_or(StoreError::HostNotFound)?
-                .get_ref(column)?
-                .as_str_or_null();
-            Ok(value.map_err(rusqlite::Error::from)?.unwrap_or_default())
-        };
+        let text = |column: usize| column_text(row, column);
         let (index, group) = (slot as usize, row.map(|_| text(6)).transpose()?);
         let group = group.map_or(NONE, |group| self.groups.intern(group));
         let old = std::mem::replace(&mut self.group_of[index], group);
@@ -394,8 +405,7 @@ impl Hosts {
             false => self.favorite.remove(slot),
         }
         let (keys, id) = (&mut self.keys, text(1)?);
-        keys.ids[index] =
-            uuid::Uuid::try_parse(id).map_or_else(|_| prefix(id.as_bytes()), |id| id.as_u128());
+        keys.ids[index] = id_key(id);
         keys.created[index] = time_key(text(4)?).unwrap_or(UNREADABLE);
         keys.last_used[index] = time_key(text(5)?).unwrap_or(NEVER);
         let put = keys.text.put(slot, text(2)?, &text(3)?.to_lowercase());
@@ -621,6 +631,20 @@ impl Bits {
 /// Where `sort`'s order is in `Hosts::orders`.
 fn sort_at(sort: Sort) -> usize {
     SORTS.iter().position(|kept| *kept == sort).unwrap_or(0)
+}
+
+/// Column `column` of `row` as text, `""` for NULL; `HostNotFound` without a row.
+fn column_text<'row>(row: Option<&'row Row<'_>>, column: usize) -> Result<&'row str, StoreError> {
+    let value = row
+        .ok_or(StoreError::HostNotFound)?
+        .get_ref(column)?
+        .as_str_or_null();
+    Ok(value.map_err(rusqlite::Error::from)?.unwrap_or_default())
+}
+
+/// An id as the number the orders compare: a UUID's value, another id's first 16 bytes.
+fn id_key(id: &str) -> u128 {
+    uuid::Uuid::try_parse(id).map_or_else(|_| prefix(id.as_bytes()), |id| id.as_u128())
 }
 
 /// The first 16 bytes, big-endian (zeros past the end): ordered like the bytes wherever
