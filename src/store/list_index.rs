@@ -48,9 +48,10 @@ const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags OR
 const SELECT_TAGS_OF: &str = "SELECT host_seq, position, tag FROM main.host_tags \
      WHERE host_seq = ?1";
 
-/// More changed hosts at once (an import) and everything is read again instead of moving
-/// each host in each order (two binary searches and two shifts).
-const REREAD_FROM: usize = 1_000;
+/// Up to this many changed hosts are moved one at a time in each order (two binary searches
+/// and two shifts of the order's tail each); the rest of a larger batch (an import, a burst
+/// of creates) is taken out of each order in one pass and merged back in another.
+const MOVE_ONE_BY_ONE: usize = 16;
 /// A set of at most 1/`RANK_SHARE` of the hosts is ranked (a lookup per member) rather
 /// than walked (a test per host passed, up to half of them).
 const RANK_SHARE: usize = 8;
@@ -241,15 +242,15 @@ impl Hosts {
     }
 
     /// Applies the logged changes. False: read everything again instead (a host between
-    /// known `seq`s, never seen; an order at odds with the keys; a large batch; garbage).
+    /// known `seq`s, never seen; an order at odds with the keys; garbage).
     fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
         let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
         let mut rows = statement.query([])?;
-        let mut changed = 0;
+        let (mut changed, mut out, mut into) = (0, Bits::default(), Vec::new());
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
             let host = Some(row).filter(|row| !matches!(row.get_ref(1), Ok(ValueRef::Null)));
-            let Some(slot) = self.slot_of(seq).filter(|_| changed < REREAD_FROM) else {
+            let Some(slot) = self.slot_of(seq) else {
                 return Ok(false);
             };
             changed += 1;
@@ -260,18 +261,60 @@ impl Hosts {
                 Some(row) if live => self.keeps_place(slot, row)?,
                 _ => false,
             };
-            if live && !stays && !self.move_in_orders(slot, Step::Out) {
+            let one_by_one = changed <= MOVE_ONE_BY_ONE;
+            if live && !stays && one_by_one && !self.move_in_orders(slot, Step::Out) {
                 return Ok(false);
             }
+            if live && !stays && !one_by_one {
+                out.insert(slot);
+            }
             self.write(slot, host)?;
-            if host.is_some() && !stays && !self.move_in_orders(slot, Step::In) {
+            if host.is_some() && !stays && one_by_one && !self.move_in_orders(slot, Step::In) {
                 return Ok(false);
+            }
+            if host.is_some() && !stays && !one_by_one {
+                into.push(slot);
             }
             if host.is_none() || !self.read_tags(conn, Some(seq))? {
                 self.set_tags(slot, &[])?;
             }
         }
+        if changed > MOVE_ONE_BY_ONE && !self.merge_into_orders(&out, &mut into) {
+            return Ok(false);
+        }
         Ok(self.tag_garbage <= self.tag_lists.len() / 2 && !self.keys.text.wasteful())
+    }
+
+    /// Takes the slots of `out` out of every order in one pass and merges `into` in at its
+    /// places by the current keys. False when an order did not hold every slot of `out`, or
+    /// already held one of `into`.
+    fn merge_into_orders(&mut self, out: &Bits, into: &mut [u32]) -> bool {
+        let leaving = out.count();
+        for (at, sort) in SORTS.iter().enumerate() {
+            let (keys, order) = (&self.keys, &mut self.orders[at]);
+            let before = order.len();
+            order.retain(|slot| !out.contains(*slot));
+            if order.len() + leaving != before {
+                return false;
+            }
+            into.sort_unstable_by(|a, b| keys.cmp(*sort, *a, *b));
+            let mut merged = Vec::with_capacity(order.len() + into.len());
+            let mut rest = order.as_slice();
+            for slot in into.iter() {
+                let place = rest.partition_point(|probe| keys.cmp(*sort, *probe, *slot).is_lt());
+                if rest.get(place) == Some(slot) {
+                    return false;
+                }
+                merged.extend_from_slice(&rest[..place]);
+                merged.push(*slot);
+                rest = &rest[place..];
+            }
+            merged.extend_from_slice(rest);
+            *order = merged;
+            // Every place may have moved: the rank array is filled again when next needed.
+            self.ranks[at].1 = 0;
+        }
+        true
     }
 
     /// Whether `row` (columns as `write` reads them) holds the slot's sort keys as they are.
