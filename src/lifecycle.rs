@@ -402,10 +402,10 @@ fn io_error(action: &'static str, path: &Path, source: io::Error) -> StartError 
 }
 
 /// README, Command line and Platforms: a missing data dir is created private (mode 0700 on
-/// Unix; on Windows it inherits its parent's ACL), and so are its missing parents; an
-/// existing one is used only when the platform's rules accept it (`platform::
-/// refuse_data_dir`). An existing directory's mode is never changed: it may be shared
-/// (`/tmp`) or read-only on purpose. A symlink to a directory is judged by its target.
+/// Unix; on Windows it inherits its parent's ACL), and so are its missing parents; then the
+/// data dir is used only when the platform's rules accept it (`platform::refuse_data_dir`).
+/// An existing directory's mode is never changed: it may be shared (`/tmp`) or read-only on
+/// purpose. A symlink to a directory is judged by its target.
 fn prepare_data_dir(dir: &Path) -> Result<(), StartError> {
     if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         platform::create_private_dirs(parent)

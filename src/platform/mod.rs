@@ -57,7 +57,10 @@ pub fn default_data_dir(system: System, env: &HashMap<String, String>) -> Result
     match system {
         System::Xdg => {
             if let Some(xdg) = var("XDG_DATA_HOME").filter(|dir| dir.starts_with('/')) {
-                return Ok(PathBuf::from(format!("{xdg}/host-manager")));
+                return Ok(PathBuf::from(format!(
+                    "{}/host-manager",
+                    xdg.trim_end_matches('/')
+                )));
             }
             match var("HOME") {
                 Some(home) => Ok(PathBuf::from(format!(
@@ -116,13 +119,19 @@ mod tests {
 
     #[test]
     fn linux_uses_an_absolute_xdg_data_home() {
-        let dir = default_data_dir(System::Xdg, &env(&[("XDG_DATA_HOME", "/x"), ("HOME", "/h")]));
+        let dir = default_data_dir(
+            System::Xdg,
+            &env(&[("XDG_DATA_HOME", "/x"), ("HOME", "/h")]),
+        );
         assert_eq!(dir.unwrap(), PathBuf::from("/x/host-manager"));
     }
 
     #[test]
     fn linux_ignores_a_relative_xdg_data_home_and_falls_back_to_home() {
-        let dir = default_data_dir(System::Xdg, &env(&[("XDG_DATA_HOME", "x"), ("HOME", "/h/")]));
+        let dir = default_data_dir(
+            System::Xdg,
+            &env(&[("XDG_DATA_HOME", "x"), ("HOME", "/h/")]),
+        );
         assert_eq!(dir.unwrap(), PathBuf::from("/h/.local/share/host-manager"));
     }
 

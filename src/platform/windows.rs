@@ -52,12 +52,8 @@ pub fn narrow_private_dir(_dir: &Path) -> io::Result<()> {
 /// Never refuses; warns when `dir` is not under `%USERPROFILE%`, the one place whose ACL
 /// keeps other users out by default (README, Platforms).
 pub fn refuse_data_dir(dir: &Path, _metadata: &Metadata) -> Result<(), DirRefusal> {
-    let profile = std::env::var_os("USERPROFILE").and_then(|profile| {
-        Path::new(&profile)
-            .canonicalize()
-            .ok()
-            .filter(|_| !profile.is_empty())
-    });
+    let profile =
+        std::env::var_os("USERPROFILE").and_then(|profile| Path::new(&profile).canonicalize().ok());
     let inside = match (profile, dir.canonicalize()) {
         (Some(profile), Ok(dir)) => dir.starts_with(profile),
         _ => false,
