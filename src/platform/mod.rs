@@ -118,12 +118,12 @@ mod tests {
     }
 
     #[test]
-    fn linux_uses_an_absolute_xdg_data_home() {
-        let dir = default_data_dir(
-            System::Xdg,
-            &env(&[("XDG_DATA_HOME", "/x"), ("HOME", "/h")]),
-        );
-        assert_eq!(dir.unwrap(), PathBuf::from("/x/host-manager"));
+    fn linux_uses_an_absolute_xdg_data_home_with_or_without_a_trailing_slash() {
+        for xdg in ["/x", "/x/"] {
+            let dir =
+                default_data_dir(System::Xdg, &env(&[("XDG_DATA_HOME", xdg), ("HOME", "/h")]));
+            assert_eq!(dir.unwrap().to_str(), Some("/x/host-manager"), "{xdg}");
+        }
     }
 
     #[test]
