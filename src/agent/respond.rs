@@ -10,13 +10,14 @@
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::agent::approvals::{Outcome, PendingView};
 use crate::agent::proto::{self, NewIdentity, Request, SessionBind};
 use crate::model::agent::{AgentPolicy, Confirm, Forwarded, Reason, Verdict};
-use crate::model::key::{comment_from_key_file, KeyName};
+use crate::model::key::comment_from_key_file;
 use crate::model::known_hosts::{lookup_name, Marker};
+use crate::model::name::Name;
 use crate::sshkey::{self, HostKey, RsaHash};
 use crate::state::AppState;
 use crate::store::agent::AgentKey;
@@ -510,8 +511,7 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
         let name = free_name(tx, &comment, &key.info.fingerprint)?;
         let row = NewKeyRow {
             id: &id,
-            name: name.text(),
-            name_key: name.key(),
+            name: &name,
             key_type: key.info.key_type,
             public_key: &key.info.public_key,
             fingerprint: &key.info.fingerprint,
@@ -553,23 +553,11 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
 /// The name an added key gets, as the ssh-config import names keys: its comment, made
 /// unique with ` (2)`, ` (3)`, ...; `ssh-add <fingerprint>` when the comment is empty or not
 /// a valid name (fingerprints are unique among keys).
-fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<KeyName, StoreError> {
-    let parse = |text: String| KeyName::parse(Some(&Value::String(text))).ok();
-    if let Some(first) = parse(comment.to_owned()) {
-        let mut name = first;
-        let mut n = 2;
-        loop {
-            if !store::keys::name_taken(conn, name.text(), "")? {
-                return Ok(name);
-            }
-            match parse(format!("{} ({n})", comment)) {
-                Some(next) => name = next,
-                None => break,
-            }
-            n += 1;
-        }
+fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<Name, StoreError> {
+    if let Some(name) = store::keys::free_name(conn, comment)? {
+        return Ok(name);
     }
-    parse(format!("ssh-add {fingerprint}"))
+    store::keys::free_name(conn, &format!("ssh-add {fingerprint}"))?
         .ok_or_else(|| StoreError::Sqlite("cannot name an added key".into()))
 }
 

@@ -22,7 +22,7 @@ use crate::model::host::{
     AuthType, Host, HostPatch, HostQuery, HostView, NewHost, PasswordAction, PasswordField,
 };
 use crate::model::interop::{self, ChainVerdict};
-use crate::model::validate::{self, Invalid};
+use crate::model::validate;
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
@@ -129,7 +129,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let (password_field, password) = take_password(&mut body)?;
-    let host = NewHost::from_json(&body, password_field).map_err(invalid)?;
+    let host = NewHost::from_json(&body, password_field)?;
     let id = crate::vault::new_id();
     let sealed = match (host.auth.password, password) {
         (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
@@ -156,7 +156,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         let current = store::hosts::by_id(tx, id)?;
         precondition?.check(Revised::Host, current.revision)?;
         let (patch, sealed) = checked?;
-        let change = patch.apply(&current).map_err(invalid)?;
+        let change = patch.apply(&current)?;
         if patch.jump_host_ids.is_some() {
             let chain = &change.host.jump_host_ids;
             judge_chain(store::interop::judge_chain(tx, Some(id), chain)?)?;
@@ -209,7 +209,7 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let precondition = Precondition::with_body(req, &body);
     let group_id = match body.get("group_id") {
         None => Ok(None),
-        Some(value) => validate::optional_id("group_id", value).map_err(invalid),
+        Some(value) => validate::optional_id("group_id", value).map_err(ApiError::from),
     };
     let host = state.db.write(|tx| {
         let current = store::hosts::by_id(tx, id)?;
@@ -332,11 +332,6 @@ fn proxy_jump(route: &[Host]) -> Result<Option<String>, ApiError> {
     Ok(Some(hops.join(",")))
 }
 
-/// A validation failure of a body field as the API's error.
-fn invalid(err: Invalid) -> ApiError {
-    ApiError::validation(&err.field, err.rule)
-}
-
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
 /// was. The API: the password is a string, and the empty string is allowed.
 fn take_password(
@@ -364,7 +359,7 @@ fn check_patch(
     id: &str,
 ) -> Result<(HostPatch, Option<Vec<u8>>), ApiError> {
     let (password_field, password) = take_password(body)?;
-    let patch = HostPatch::from_json(body, password_field).map_err(invalid)?;
+    let patch = HostPatch::from_json(body, password_field)?;
     let sealed = match password {
         Some(password) => Some(seal_password(state, id, &password)?),
         None => None,
@@ -544,10 +539,10 @@ mod tests {
         state
             .db
             .write(|tx| {
+                let name = crate::model::name::Name::from_text(id).unwrap();
                 let row = store::keys::NewKeyRow {
                     id,
-                    name: id,
-                    name_key: id,
+                    name: &name,
                     key_type: "ssh-ed25519",
                     public_key: "ssh-ed25519 AAAA",
                     fingerprint: id,

@@ -18,7 +18,8 @@ use serde_json::{Map, Value};
 use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::model::key::{self, Invalid, KeyName, KeyPatch, KeySpec, KeyView};
+use crate::model::key::{self, KeyPatch, KeySpec, KeyView};
+use crate::model::name::Name;
 use crate::sshkey::{self, ImportError, OpenSshKey};
 use crate::state::AppState;
 use crate::store::changes::Revised;
@@ -29,25 +30,18 @@ use crate::vault::{SealContext, Secret};
 /// given `type`, else ed25519 (README, "Keys").
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: KeyInput = req.json()?;
-    let name = KeyName::parse(input.name.as_ref()).map_err(invalid)?;
-    let comment = input
-        .comment
-        .as_ref()
-        .map(key::comment)
-        .transpose()
-        .map_err(invalid)?;
+    let name = Name::required(input.name.as_ref())?;
+    let comment = input.comment.as_ref().map(key::comment).transpose()?;
     let passphrase = passphrase(input.passphrase)?;
     let private_key = private_key(input.private_key)?;
     let spec = match (&private_key, &input.key_type) {
         (Some(_), _) => None,
-        (None, Some(key_type)) => {
-            Some(KeySpec::parse(key_type, input.bits.as_ref()).map_err(invalid)?)
-        }
+        (None, Some(key_type)) => Some(KeySpec::parse(key_type, input.bits.as_ref())?),
         // ed25519 is the default type, as with `ssh-keygen` without `-t`.
-        (None, None) => Some(
-            KeySpec::parse(&Value::String("ed25519".into()), input.bits.as_ref())
-                .map_err(invalid)?,
-        ),
+        (None, None) => Some(KeySpec::parse(
+            &Value::String("ed25519".into()),
+            input.bits.as_ref(),
+        )?),
     };
     // Refuse a taken name before seconds of work; the insert checks again.
     if state
@@ -68,8 +62,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let now = store::now_timestamp();
     let row = NewKeyRow {
         id: &id,
-        name: name.text(),
-        name_key: name.key(),
+        name: &name,
         key_type: made.key.info.key_type,
         public_key: &made.key.info.public_key,
         fingerprint: &made.key.info.fingerprint,
@@ -103,13 +96,13 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// `PUT /api/keys/:id` (extension): `name`, `comment` and the SSH agent's policy `agent`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
-    let patch = KeyPatch::parse(&body).map_err(invalid)?;
+    let patch = KeyPatch::parse(&body)?;
     let precondition = Precondition::with_body(req, &body)?;
     let key = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
         precondition.check(Revised::Key, current.revision)?;
         let (name, name_key) = match &patch.name {
-            Some(name) => (name.text().to_owned(), name.key().to_owned()),
+            Some(name) => (name.as_str().to_owned(), name.key().to_owned()),
             None => (current.name.clone(), current.name.to_lowercase()),
         };
         let comment = patch.comment.as_deref().unwrap_or(&current.comment);
@@ -268,10 +261,6 @@ fn passphrase(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
         Some(text) => Ok(Some(text)),
         None => Err(ApiError::validation("passphrase", "must be a string")),
     }
-}
-
-fn invalid(err: Invalid) -> ApiError {
-    ApiError::validation(err.field, err.rule)
 }
 
 /// Now, or 1 ms after `previous` when the clock has not moved past it: `updated_at`

@@ -20,7 +20,7 @@ use crate::model::host::Host;
 use crate::model::known_hosts::{
     self, HostToken, KnownKey, Marker, Parsed, Presented, Status, HASH_MAGIC,
 };
-use crate::model::validate::{self, Invalid};
+use crate::model::validate;
 use crate::sshkey::{self, HostKey};
 use crate::state::AppState;
 use crate::store;
@@ -119,7 +119,7 @@ pub fn accept(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let target = Target::from_json(&body)?;
     let replace = match body.get("replace") {
         None | Some(Value::Null) => false,
-        Some(value) => validate::boolean("replace", value).map_err(invalid)?,
+        Some(value) => validate::boolean("replace", value)?,
     };
     let (key, certificate) = sshkey::presented_key(&target.public_key, &target.hostname)
         .map_err(|rule| ApiError::validation("public_key", rule))?;
@@ -154,7 +154,7 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let dry_run = match body.get("dry_run") {
         None | Some(Value::Null) => false,
-        Some(value) => validate::boolean("dry_run", value).map_err(invalid)?,
+        Some(value) => validate::boolean("dry_run", value)?,
     };
     let lines = read_lines(text);
     let outcome = state.db.write(|tx| {
@@ -355,9 +355,9 @@ struct KnownHostView<'a> {
 
 impl Target {
     fn from_json(body: &Map<String, Value>) -> Result<Target, ApiError> {
-        let hostname = known_hosts::hostname(body.get("hostname")).map_err(invalid)?;
-        let port = known_hosts::port(body.get("port")).map_err(invalid)?;
-        let public_key = known_hosts::public_key(body.get("public_key")).map_err(invalid)?;
+        let hostname = known_hosts::hostname(body.get("hostname"))?;
+        let port = known_hosts::port(body.get("port"))?;
+        let public_key = known_hosts::public_key(body.get("public_key"))?;
         Ok(Target {
             name: known_hosts::lookup_name(&hostname, port),
             hostname,
@@ -766,8 +766,4 @@ fn view<'a>(entry: &'a KnownHost, names: &[(String, &str)]) -> KnownHostView<'a>
                 .collect()
         },
     }
-}
-
-fn invalid(err: Invalid) -> ApiError {
-    ApiError::validation(&err.field, err.rule)
 }

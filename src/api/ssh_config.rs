@@ -17,7 +17,8 @@ use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{AuthChange, AuthType, Host, HostPatch, NewHost, PasswordAction};
 use crate::model::interop::{self, MAX_JUMP_HOPS, MAX_SSH_OPTIONS};
-use crate::model::key::{self, KeyName};
+use crate::model::key;
+use crate::model::name::{self, Name};
 use crate::model::ssh_config::{
     self, ExportHost, HostBlock, Outcome, IDENTITY_DIR, PUBLIC_KEY_SUFFIX,
 };
@@ -42,13 +43,11 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let group_id = match body.get("group_id") {
         None => None,
-        Some(value) => validate::optional_id("group_id", value)
-            .map_err(|err| ApiError::validation(&err.field, err.rule))?,
+        Some(value) => validate::optional_id("group_id", value)?,
     };
     let dry_run = match body.get("dry_run") {
         None | Some(Value::Null) => false,
-        Some(value) => validate::boolean("dry_run", value)
-            .map_err(|err| ApiError::validation(&err.field, err.rule))?,
+        Some(value) => validate::boolean("dry_run", value)?,
     };
     let outcomes = ssh_config::interpret(&ssh_config::parse(&config));
     let keys = read_keys(state, &outcomes, supplied)?;
@@ -208,7 +207,6 @@ impl<'a> Plan<'a> {
             let row = NewKeyRow {
                 id: &supplied.id,
                 name: &name,
-                name_key: &name.to_lowercase(),
                 key_type: info.key_type,
                 public_key: &info.public_key,
                 fingerprint: &info.fingerprint,
@@ -353,7 +351,7 @@ impl<'a> Plan<'a> {
         for place in placed.iter().filter(|place| place.existing.is_none()) {
             let host = NewHost {
                 name: place.block.name.clone(),
-                name_key: place.block.name.trim().to_lowercase(),
+                name_key: name::sort_key(&place.block.name),
                 hostname: place.block.hostname.clone(),
                 port: place.block.port,
                 username: place.username.clone(),
@@ -418,9 +416,7 @@ impl<'a> Plan<'a> {
                 ssh_options: Some(place.options.clone()),
                 ..HostPatch::default()
             };
-            let mut change = patch
-                .apply(current)
-                .map_err(|err| ApiError::validation(&err.field, err.rule))?;
+            let mut change = patch.apply(current)?;
             change.host.auth_type = place.auth.auth_type;
             change.host.key_id = place.auth.key_id.clone();
             change.password = place.auth.password;
@@ -596,21 +592,15 @@ fn read_keys(
     Ok(keys)
 }
 
-/// A key name from an IdentityFile path: its file name, made unique with ` (2)`, ` (3)`.
-fn free_key_name(conn: &store::Conn, path: &str) -> Result<String, ApiError> {
+/// A key name from an IdentityFile path: its file name, made unique with ` (2)`, ` (3)`;
+/// `imported key` when the file name is not a valid name.
+fn free_key_name(conn: &store::Conn, path: &str) -> Result<Name, ApiError> {
     let base = path.rsplit('/').next().unwrap_or(path);
-    let base: String = base.chars().take(90).collect();
-    let base = match KeyName::parse(Some(&Value::String(base.clone()))) {
-        Ok(_) => base,
-        Err(_) => "imported key".to_owned(),
-    };
-    let mut name = base.clone();
-    let mut n = 2;
-    while store::keys::name_taken(conn, &name.to_lowercase(), "")? {
-        name = format!("{base} ({n})");
-        n += 1;
+    if let Some(name) = store::keys::free_name(conn, base)? {
+        return Ok(name);
     }
-    Ok(name)
+    store::keys::free_name(conn, "imported key")?
+        .ok_or_else(|| ApiError::internal("\"imported key\" is a valid key name"))
 }
 
 /// The export of `members` plus every host their chains pass through. Aliases are given

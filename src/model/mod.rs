@@ -10,6 +10,7 @@ pub mod host;
 pub mod interop;
 pub mod key;
 pub mod known_hosts;
+pub mod name;
 pub mod ssh_config;
 pub mod tree;
 pub mod unicode_tables;

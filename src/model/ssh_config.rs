@@ -7,7 +7,8 @@
 
 use std::collections::HashSet;
 
-use crate::model::validate::{self, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
+use crate::model::name::MAX_NAME_CHARS;
+use crate::model::validate::{self, MAX_USERNAME_CHARS};
 
 /// The comment the export writes above each `Host` line so an import gets the name back:
 /// `# host-manager name: <name>`.

@@ -148,6 +148,7 @@ fn agent_key_from_row(row: &Row<'_>) -> rusqlite::Result<AgentKey> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::model::agent::{AgentPolicy, Confirm, Forwarded};
+    use crate::model::name::Name;
     use crate::store::agent::{by_fingerprint, disable, disable_all, secrets, served, set_policy};
     use crate::store::keys::{self, NewKeyRow};
     use crate::store::{open_in_memory, Db, StoreError};
@@ -156,11 +157,10 @@ mod tests {
     /// when `passphrase`.
     fn store(db: &Db, id: &str, name: &str, encrypted: bool, passphrase: bool) {
         let fingerprint = format!("SHA256:{id}");
-        let name_key = name.to_lowercase();
+        let name = Name::from_text(name).unwrap();
         let row = NewKeyRow {
             id,
-            name,
-            name_key: &name_key,
+            name: &name,
             key_type: "ssh-ed25519",
             public_key: "ssh-ed25519 AAAA",
             fingerprint: &fingerprint,

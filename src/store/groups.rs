@@ -13,7 +13,8 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::model::fold;
-use crate::model::group::{free_name, Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+use crate::model::group::{Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+use crate::model::name::Name;
 use crate::model::tree;
 use crate::store::StoreError;
 
@@ -237,7 +238,7 @@ pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> 
     for ((child, clashes), fold_key) in children.iter().zip(clashes).zip(child_keys) {
         // README, Groups: a child whose name clashes at the destination gets " (2)", ...
         let (name, name_key, fold_key) = if clashes {
-            let renamed = free_name(&child.name, &taken);
+            let renamed = Name::free(&child.name, &taken);
             taken.insert(renamed.fold_key().to_owned());
             (
                 renamed.as_str().to_owned(),
@@ -280,7 +281,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
             tx.execute(SET_FOLD_KEY, params![id, key])?;
             continue;
         }
-        let renamed = free_name(name, &sibling_fold_keys(&tx, parent.as_deref())?);
+        let renamed = Name::free(name, &sibling_fold_keys(&tx, parent.as_deref())?);
         tx.execute(
             RENAME_UNKEYED,
             params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
@@ -417,7 +418,8 @@ mod tests {
 
     use rusqlite::params;
 
-    use crate::model::group::{GroupName, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+    use crate::model::group::{GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+    use crate::model::name::Name;
     use crate::store::groups::{self, Placement};
     use crate::store::{open_in_memory, Db, StoreError};
 
@@ -451,7 +453,7 @@ mod tests {
 
     fn new_group(name: &str, parent: Option<&str>) -> NewGroup {
         NewGroup {
-            name: GroupName::parse(name).unwrap(),
+            name: Name::from_text(name).unwrap(),
             parent_id: parent.map(str::to_owned),
             color: String::new(),
             icon: String::new(),
@@ -817,7 +819,7 @@ mod tests {
                         continue;
                     };
                     let patch = GroupPatch {
-                        name: Some(GroupName::parse(NAMES[rng.below(NAMES.len())]).unwrap()),
+                        name: Some(Name::from_text(NAMES[rng.below(NAMES.len())]).unwrap()),
                         ..GroupPatch::default()
                     };
                     match db.write(|tx| groups::update(tx, &id, &patch, LATER)) {

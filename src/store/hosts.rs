@@ -930,8 +930,8 @@ fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreE
 #[cfg(test)]
 pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
     let group = crate::model::group::NewGroup {
-        name: crate::model::group::GroupName::parse(id)
-            .map_err(|rule| StoreError::Sqlite(rule.into()))?,
+        name: crate::model::name::Name::from_text(id)
+            .map_err(|err| StoreError::Sqlite(err.to_string()))?,
         parent_id: None,
         color: String::new(),
         icon: String::new(),

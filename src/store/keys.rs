@@ -15,7 +15,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::model::agent::AgentPolicy;
 use crate::model::fold;
-use crate::model::key::{Key, NAME_MAX_CHARS};
+use crate::model::key::Key;
+use crate::model::name::Name;
 use crate::store::StoreError;
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
@@ -46,8 +47,7 @@ const DELETE_KEY: &str = "DELETE FROM keys WHERE id = ?1";
 /// A key to insert: validated fields and the vault's sealed bytes.
 pub struct NewKeyRow<'a> {
     pub id: &'a str,
-    pub name: &'a str,
-    pub name_key: &'a str,
+    pub name: &'a Name,
     pub key_type: &'a str,
     /// `<algorithm> <base64>`, no comment.
     pub public_key: &'a str,
@@ -71,15 +71,14 @@ pub struct KeyUpdate<'a> {
 /// case-insensitively), `DuplicateKey` when a key with the fingerprint is stored. The name
 /// is checked first.
 pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError> {
-    let fold_key = fold::key(key.name);
-    ensure_name_free(conn, &fold_key, key.id)?;
+    ensure_name_free(conn, key.name.fold_key(), key.id)?;
     if fingerprint_taken(conn, key.fingerprint)? {
         return Err(StoreError::DuplicateKey);
     }
     conn.prepare_cached(INSERT_KEY)?.execute(params![
         key.id,
-        key.name,
-        key.name_key,
+        key.name.as_str(),
+        key.name.key(),
         key.key_type,
         key.public_key,
         key.fingerprint,
@@ -88,7 +87,7 @@ pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError>
         key.sealed_private_key,
         key.sealed_passphrase,
         key.created_at,
-        fold_key,
+        key.name.fold_key(),
     ])?;
     by_id(conn, key.id)
 }
@@ -114,6 +113,20 @@ pub fn name_taken(conn: &Connection, name: &str, except_id: &str) -> Result<bool
     Ok(conn
         .prepare_cached(NAME_TAKEN)?
         .query_row(params![fold::key(name), except_id], |row| row.get(0))?)
+}
+
+/// The name for a key that comes without one of its own (an ssh_config import names it after
+/// its file, the agent's `ssh-add` after its comment): `wanted` trimmed, else the first free
+/// of `wanted (2)`, `wanted (3)`, ... (README, Keys). `None` when `wanted` breaks the name
+/// rule.
+pub fn free_name(conn: &Connection, wanted: &str) -> Result<Option<Name>, StoreError> {
+    let Ok(name) = Name::from_text(wanted) else {
+        return Ok(None);
+    };
+    if !name_taken(conn, name.as_str(), "")? {
+        return Ok(Some(name));
+    }
+    Ok(Some(Name::free(name.as_str(), &all_fold_keys(conn)?)))
 }
 
 /// True when a key with this fingerprint is stored.
@@ -173,29 +186,29 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
             tx.execute(SET_FOLD_KEY, params![id, key])?;
             continue;
         }
-        let taken: HashSet<String> = tx
-            .prepare(SELECT_NAMES)?
-            .query_map([], |row| row.get::<_, String>(0))?
-            .map(|name| name.map(|name| fold::key(&name)))
-            .collect::<Result<_, _>>()?;
-        let renamed = fold::free_name(name, NAME_MAX_CHARS, &taken);
+        let renamed = Name::free(name, &all_fold_keys(&tx)?);
         tx.execute(
             RENAME_UNKEYED,
-            params![
-                id,
-                renamed,
-                renamed.to_lowercase(),
-                fold::key(&renamed),
-                now
-            ],
+            params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
         )?;
         log::warn!(
-            "key {id} renamed to \"{renamed}\": its name matches another key's when compared \
-             caselessly (README, Keys)"
+            "key {id} renamed to \"{}\": its name matches another key's when compared \
+             caselessly (README, Keys)",
+            renamed.as_str()
         );
     }
     tx.commit()?;
     Ok(unkeyed.len())
+}
+
+/// The match keys of every stored key's name (computed from the names: rows not keyed yet
+/// count too).
+fn all_fold_keys(conn: &Connection) -> Result<HashSet<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(SELECT_NAMES)?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .map(|name| name.map(|name| fold::key(&name)))
+        .collect::<Result<_, _>>()?)
 }
 
 fn ensure_name_free(conn: &Connection, fold_key: &str, id: &str) -> Result<(), StoreError> {
@@ -234,14 +247,14 @@ fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use crate::model::name::Name;
     use crate::store::keys::{self, KeyUpdate, NewKeyRow};
     use crate::store::{open_in_memory, Db, StoreError};
 
-    fn row<'a>(id: &'a str, name: &'a str, fingerprint: &'a str) -> NewKeyRow<'a> {
+    fn row<'a>(id: &'a str, name: &str, fingerprint: &'a str) -> NewKeyRow<'a> {
         NewKeyRow {
             id,
-            name,
-            name_key: Box::leak(name.to_lowercase().into_boxed_str()),
+            name: Box::leak(Box::new(Name::from_text(name).unwrap())),
             key_type: "ssh-ed25519",
             public_key: "ssh-ed25519 AAAA",
             fingerprint,
