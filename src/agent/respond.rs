@@ -485,10 +485,9 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
             true => Confirm::Always,
             false => existing.policy.confirm,
         };
-        let now = store::now_timestamp();
         return state
             .db
-            .write(|tx| store::agent::offer(tx, &existing.id, confirm, &now))
+            .write(|tx| store::agent::offer(tx, &existing.id, confirm))
             .map(|()| log::info!("agent: key {} offered again (ssh-add)", existing.name))
             .map_err(|err| log::error!("agent: cannot offer the key again: {err}"));
     }
@@ -506,7 +505,6 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
         )
     }
     .map_err(|err| log::warn!("agent: cannot seal the added key: {err}"))?;
-    let now = store::now_timestamp();
     let stored = state.db.write(|tx| {
         let name = free_name(tx, &comment, &key.info.fingerprint)?;
         let row = NewKeyRow {
@@ -519,7 +517,6 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
             has_passphrase: false,
             sealed_private_key: &sealed,
             sealed_passphrase: None,
-            created_at: &now,
         };
         let stored = store::keys::insert(tx, &row)?;
         let detail = json!({"key_id": stored.id, "fingerprint": stored.fingerprint,
@@ -567,9 +564,8 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
     let Some(key) = find_key(state, key_blob) else {
         return Err(());
     };
-    let now = store::now_timestamp();
     let disabled = state.db.write(|tx| {
-        let disabled = store::agent::disable(tx, &key.id, &now)?;
+        let disabled = store::agent::disable(tx, &key.id)?;
         if disabled {
             let detail = json!({"key_ids": [key.id], "fingerprints": [key.fingerprint]});
             audit::append(tx, audit::AGENT_KEYS_DISABLED, &key.name, &detail)?;
@@ -591,9 +587,8 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
 
 /// `REMOVE_ALL_IDENTITIES` (`ssh-add -D`): the agent stops offering every key.
 fn remove_all(state: &AppState) -> Result<(), ()> {
-    let now = store::now_timestamp();
     let disabled = state.db.write(|tx| {
-        let count = store::agent::disable_all(tx, &now)?;
+        let count = store::agent::disable_all(tx)?;
         if count > 0 {
             audit::append(
                 tx,

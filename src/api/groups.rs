@@ -54,9 +54,8 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
     let group = NewGroup::from_json(&body)?;
     let id = crate::vault::new_id();
-    let now = store::now_timestamp();
     let view = state.db.write(|tx| {
-        match store::groups::insert(tx, &id, &group, &now)? {
+        match store::groups::insert(tx, &id, &group)? {
             Placement::Placed => {}
             Placement::TooDeep => return Err(too_deep_for_parent()),
             Placement::UnderItself => {
@@ -85,11 +84,10 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
 /// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
 pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let precondition = Precondition::of(req)?;
-    let now = store::now_timestamp();
     state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
         precondition.check(Revised::Group, current)?;
-        Ok::<_, ApiError>(store::groups::delete(tx, id, &now)?)
+        Ok::<_, ApiError>(store::groups::delete(tx, id)?)
     })?;
     Ok(Reply::no_content())
 }
@@ -109,11 +107,10 @@ fn apply(
     patch: &GroupPatch,
     precondition: &Precondition,
 ) -> Result<Reply, ApiError> {
-    let now = store::now_timestamp();
     let view = state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
         precondition.check(Revised::Group, current)?;
-        match store::groups::update(tx, id, patch, &now)? {
+        match store::groups::update(tx, id, patch)? {
             Placement::Placed => {}
             // README, Groups: under itself or a descendant is INVALID_MOVE.
             Placement::UnderItself => {

@@ -550,7 +550,6 @@ mod tests {
                     has_passphrase: passphrase.is_some(),
                     sealed_private_key: &private_key,
                     sealed_passphrase: passphrase.as_deref(),
-                    created_at: "2024-01-01T00:00:00.000Z",
                 };
                 store::keys::insert(tx, &row)
             })

@@ -9,8 +9,6 @@
 //! `AppState::bcrypt_checks`); beyond them the answer is 503 `BUSY`, so other requests keep
 //! being answered.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -59,7 +57,6 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let id = crate::vault::new_id();
     let (sealed_private_key, sealed_passphrase) = seal(state, &id, &made.key, passphrase)?;
-    let now = store::now_timestamp();
     let row = NewKeyRow {
         id: &id,
         name: &name,
@@ -70,7 +67,6 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         has_passphrase: made.key.encrypted,
         sealed_private_key: &sealed_private_key,
         sealed_passphrase: sealed_passphrase.as_deref(),
-        created_at: &now,
     };
     let stored = state.db.write(|tx| store::keys::insert(tx, &row))?;
     key_reply(201, &stored)
@@ -101,20 +97,12 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     let key = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
         precondition.check(Revised::Key, current.revision)?;
-        let (name, name_key) = match &patch.name {
-            Some(name) => (name.as_str().to_owned(), name.key().to_owned()),
-            None => (current.name.clone(), current.name.to_lowercase()),
-        };
-        let comment = patch.comment.as_deref().unwrap_or(&current.comment);
         if let Some(agent) = patch.agent {
             store::agent::set_policy(tx, id, &current.agent.patched(agent))?;
         }
-        let updated_at = later_than(&current.updated_at);
         let update = KeyUpdate {
-            name: &name,
-            name_key: &name_key,
-            comment,
-            updated_at: &updated_at,
+            name: patch.name.as_ref(),
+            comment: patch.comment.as_deref(),
         };
         Ok::<_, ApiError>(store::keys::update(tx, id, &update)?)
     })?;
@@ -263,26 +251,13 @@ fn passphrase(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
     }
 }
 
-/// Now, or 1 ms after `previous` when the clock has not moved past it: `updated_at`
-/// changes on every successful update (README, "Keys").
-fn later_than(previous: &str) -> String {
-    let now = store::now_timestamp();
-    if now.as_str() > previous {
-        return now;
-    }
-    match humantime::parse_rfc3339(previous) {
-        Ok(time) => humantime::format_rfc3339_millis(time + Duration::from_millis(1)).to_string(),
-        Err(_) => now,
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
     use zeroize::Zeroizing;
 
-    use crate::api::keys::{create, later_than};
+    use crate::api::keys::create;
     use crate::api::{Method, Req};
     use crate::error::ApiError;
     use crate::model::key::KeySpec;
@@ -367,19 +342,5 @@ mod tests {
         let reply = create(&state, &import_body("a", &encrypted, Some("pass"))).unwrap();
         assert_eq!(reply.status, 201);
         assert_eq!(state.bcrypt_checks.running(), 0);
-    }
-
-    #[test]
-    fn later_than_a_future_timestamp_is_one_millisecond_after_it() {
-        assert_eq!(
-            later_than("2999-01-01T00:00:00.000Z"),
-            "2999-01-01T00:00:00.001Z"
-        );
-    }
-
-    #[test]
-    fn later_than_a_past_timestamp_is_now() {
-        let stamp = later_than("2000-01-01T00:00:00.000Z");
-        assert!(stamp.as_str() > "2020", "{stamp}");
     }
 }

@@ -25,7 +25,7 @@ use crate::sshkey::{self, HostKey};
 use crate::state::AppState;
 use crate::store;
 use crate::store::audit;
-use crate::store::known_hosts::{Alert, KnownHost, NewKnownHost};
+use crate::store::known_hosts::{KnownHost, NewKnownHost};
 
 /// `GET /api/known-hosts[?hostname=&port=|host_id=]`: `{items}`, oldest first.
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -407,7 +407,6 @@ fn record_verdict(
     presented: &Presented,
     matching: &[KnownHost],
 ) -> Result<(), ApiError> {
-    let now = store::now_timestamp();
     let vouching = |entry: &&KnownHost| match status {
         Status::Trusted => {
             entry.marker == Marker::None && entry.fingerprint == presented.fingerprint
@@ -422,16 +421,16 @@ fn record_verdict(
         _ => false,
     };
     for entry in matching.iter().filter(vouching) {
-        store::known_hosts::touch(conn, &entry.id, &now)?;
+        store::known_hosts::touch(conn, &entry.id)?;
     }
     if status.blocks_connect() {
-        let alert = Alert {
+        store::known_hosts::record_alert(
+            conn,
+            name,
             status,
-            key_type: presented.key_type.clone(),
-            fingerprint: presented.fingerprint.clone(),
-            at: now,
-        };
-        store::known_hosts::record_alert(conn, name, &alert)?;
+            &presented.key_type,
+            &presented.fingerprint,
+        )?;
     }
     Ok(())
 }
@@ -453,10 +452,9 @@ fn accept_in(
     let status = known_hosts::judge(&presented, &known_keys(&matching));
     refuse(status, replace, target, key, &matching)?;
     store::known_hosts::clear_alert(conn, &target.name)?;
-    let now = store::now_timestamp();
     let accepted = match status {
-        Status::Trusted => confirm(conn, target, key, &matching, &now)?,
-        _ => record(conn, target, key, status, &matching, &now)?,
+        Status::Trusted => confirm(conn, target, key, &matching)?,
+        _ => record(conn, target, key, status, &matching)?,
     };
     Ok((status, accepted))
 }
@@ -498,13 +496,12 @@ fn confirm(
     target: &Target,
     key: &HostKey,
     matching: &[KnownHost],
-    now: &str,
 ) -> Result<Accepted, ApiError> {
     let vouching = matching
         .iter()
         .find(|entry| entry.marker == Marker::None && entry.fingerprint == key.fingerprint)
         .ok_or_else(|| ApiError::internal("a trusted verdict without its entry"))?;
-    store::known_hosts::touch(conn, &vouching.id, now)?;
+    store::known_hosts::touch(conn, &vouching.id)?;
     let detail = json!({"id": vouching.id, "key_type": key.key_type,
                         "fingerprint": key.fingerprint, "already_trusted": true});
     audit::append(conn, audit::HOST_KEY_ACCEPTED, &target.name, &detail)?;
@@ -524,7 +521,6 @@ fn record(
     key: &HostKey,
     status: Status,
     matching: &[KnownHost],
-    now: &str,
 ) -> Result<Accepted, ApiError> {
     let replacing = status == Status::Changed;
     let replaced: Vec<KnownHost> = match replacing {
@@ -548,7 +544,7 @@ fn record(
         comment: "",
         source: if replacing { "replace" } else { "accept" },
     };
-    let (id, _) = store::known_hosts::insert(conn, &crate::vault::new_id(), &new, now)?;
+    let (id, _) = store::known_hosts::insert(conn, &crate::vault::new_id(), &new)?;
     let (event, detail) = match replacing {
         true => (
             audit::HOST_KEY_REPLACED,
@@ -627,7 +623,6 @@ fn import_in(
         dry_run,
         ..ImportAnswer::default()
     };
-    let now = store::now_timestamp();
     for line in lines {
         let checked = match line {
             Ok(checked) => checked,
@@ -652,7 +647,7 @@ fn import_in(
                 comment: &checked.line.comment,
                 source: "import",
             };
-            match store::known_hosts::insert(conn, &crate::vault::new_id(), &new, &now)?.1 {
+            match store::known_hosts::insert(conn, &crate::vault::new_id(), &new)?.1 {
                 true => answer.added += 1,
                 false => answer.unchanged += 1,
             }

@@ -202,7 +202,6 @@ impl<'a> Plan<'a> {
                 continue;
             }
             let name = free_key_name(conn, &supplied.path)?;
-            let now = store::now_timestamp();
             let comment = key::comment_from_key_file(&info.comment);
             let row = NewKeyRow {
                 id: &supplied.id,
@@ -214,7 +213,6 @@ impl<'a> Plan<'a> {
                 has_passphrase: supplied.key.encrypted,
                 sealed_private_key: &supplied.sealed_private_key,
                 sealed_passphrase: None,
-                created_at: &now,
             };
             store::keys::insert(conn, &row)?;
             ids.insert(supplied.path.clone(), supplied.id.clone());

@@ -18,7 +18,6 @@
 //! matches as a JSON array of `seq`s when other filters join it.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -27,7 +26,7 @@ use crate::model::host::{
     PasswordAction, Sort,
 };
 use crate::store::list_index::{ListIndex, SeqSet, SetKey};
-use crate::store::{now_timestamp, StoreError};
+use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
@@ -453,20 +452,6 @@ pub fn key_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
         .query_row([id], |_| Ok(()))
         .optional()?
         .is_some())
-}
-
-/// A new `updated_at` strictly later than `previous`: now, or `previous` + 1 ms when the
-/// clock has not moved past it (two changes in one millisecond, or a clock stepped back).
-pub fn next_updated_at(previous: &str) -> String {
-    let now = SystemTime::now();
-    let floor = humantime::parse_rfc3339(previous)
-        .ok()
-        .and_then(|time| time.checked_add(Duration::from_millis(1)));
-    let chosen = match floor {
-        Some(floor) if floor > now => floor,
-        _ => now,
-    };
-    humantime::format_rfc3339_millis(chosen).to_string()
 }
 
 /// How the `seq`s of one page are found.
@@ -936,7 +921,7 @@ pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreEr
         color: String::new(),
         icon: String::new(),
     };
-    crate::store::groups::insert(conn, id, &group, "2024-01-01T00:00:00.000Z")?;
+    crate::store::groups::insert(conn, id, &group)?;
     Ok(())
 }
 
@@ -950,9 +935,8 @@ mod tests {
     use crate::model::host::{Direction, Sort};
     use crate::model::host::{HostQuery, NewHost, PasswordField};
     use crate::store::hosts::{
-        by_id, delete, insert, insert_group_for_tests, list, list_tuned, move_to, next_updated_at,
-        page_seqs, rows_of_page, sort_index, toggle_favorite, touch_last_used, Filters, Plan,
-        Tuning, TUNING,
+        by_id, delete, insert, insert_group_for_tests, list, list_tuned, move_to, page_seqs,
+        rows_of_page, sort_index, toggle_favorite, touch_last_used, Filters, Plan, Tuning, TUNING,
     };
     use crate::store::list_index::{ListIndex, SeqSet};
     use crate::store::{open_in_memory, StoreError};
@@ -977,14 +961,6 @@ mod tests {
                 .map(|(_, value)| *value)
         })
         .unwrap()
-    }
-
-    #[test]
-    fn next_updated_at_is_strictly_later_even_within_a_millisecond() {
-        let far_future = "2999-01-01T00:00:00.000Z";
-        assert_eq!(next_updated_at(far_future), "2999-01-01T00:00:00.001Z");
-        let now = crate::store::now_timestamp();
-        assert!(next_updated_at(&now) > now);
     }
 
     #[test]

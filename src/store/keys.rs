@@ -16,8 +16,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 use crate::model::agent::AgentPolicy;
 use crate::model::fold;
 use crate::model::key::Key;
-use crate::model::name::Name;
-use crate::store::StoreError;
+use crate::model::name::{sort_key, Name};
+use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
@@ -56,15 +56,13 @@ pub struct NewKeyRow<'a> {
     pub has_passphrase: bool,
     pub sealed_private_key: &'a [u8],
     pub sealed_passphrase: Option<&'a [u8]>,
-    pub created_at: &'a str,
 }
 
-/// The fields `PUT /api/keys/:id` may change, already merged with the stored ones.
+/// The fields `PUT /api/keys/:id` may change: `None` keeps the stored value.
+#[derive(Default)]
 pub struct KeyUpdate<'a> {
-    pub name: &'a str,
-    pub name_key: &'a str,
-    pub comment: &'a str,
-    pub updated_at: &'a str,
+    pub name: Option<&'a Name>,
+    pub comment: Option<&'a str>,
 }
 
 /// Inserts a key. Errors: `DuplicateName` when another key has the name (compared
@@ -86,7 +84,7 @@ pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError>
         key.has_passphrase,
         key.sealed_private_key,
         key.sealed_passphrase,
-        key.created_at,
+        now_timestamp(),
         key.name.fold_key(),
     ])?;
     by_id(conn, key.id)
@@ -136,17 +134,29 @@ pub fn fingerprint_taken(conn: &Connection, fingerprint: &str) -> Result<bool, S
         .query_row([fingerprint], |row| row.get(0))?)
 }
 
-/// Renames or re-comments a key. Errors: `KeyNotFound`, `DuplicateName`.
+/// Renames or re-comments a key; `updated_at` moves past its previous value (README,
+/// Keys: it changes on every successful update). Errors: `KeyNotFound`, `DuplicateName`.
 pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key, StoreError> {
-    by_id(conn, id)?;
-    let fold_key = fold::key(update.name);
+    let current = by_id(conn, id)?;
+    let (name, name_key, fold_key) = match update.name {
+        Some(name) => (
+            name.as_str(),
+            name.key().to_owned(),
+            name.fold_key().to_owned(),
+        ),
+        None => (
+            current.name.as_str(),
+            sort_key(&current.name),
+            fold::key(&current.name),
+        ),
+    };
     ensure_name_free(conn, &fold_key, id)?;
     conn.prepare_cached(UPDATE_KEY)?.execute(params![
         id,
-        update.name,
-        update.name_key,
-        update.comment,
-        update.updated_at,
+        name,
+        name_key,
+        update.comment.unwrap_or(&current.comment),
+        next_updated_at(&current.updated_at),
         fold_key,
     ])?;
     by_id(conn, id)
@@ -179,7 +189,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
         return Ok(0);
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = crate::store::now_timestamp();
+    let now = now_timestamp();
     for (id, name) in &unkeyed {
         let key = fold::key(name);
         if !name_taken(&tx, &key, id)? {
@@ -262,7 +272,6 @@ mod tests {
             has_passphrase: false,
             sealed_private_key: b"sealed",
             sealed_passphrase: None,
-            created_at: "2026-01-01T00:00:00.000Z",
         }
     }
 
@@ -358,25 +367,41 @@ mod tests {
     #[test]
     fn renaming_a_key_to_its_own_name_in_another_case_is_allowed() {
         let db = db_with(&[row("1", "work", "SHA256:a")]);
+        let name = Name::from_text("WORK").unwrap();
         let update = KeyUpdate {
-            name: "WORK",
-            name_key: "work",
-            comment: "c",
-            updated_at: "2026-01-02T00:00:00.000Z",
+            name: Some(&name),
+            comment: Some("c"),
         };
         let key = db.write(|tx| keys::update(tx, "1", &update)).unwrap();
         assert_eq!((key.name.as_str(), key.comment.as_str()), ("WORK", "c"));
-        assert_eq!(key.updated_at, "2026-01-02T00:00:00.000Z");
+    }
+
+    #[test]
+    fn an_update_keeps_what_it_does_not_name_and_moves_updated_at_past_the_old_one() {
+        let db = db_with(&[row("1", "work", "SHA256:a")]);
+        // A stamp from the future: the update must still move past it.
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE keys SET comment = 'c', updated_at = '2999-01-01T00:00:00.000Z'",
+                [],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let key = db
+            .write(|tx| keys::update(tx, "1", &KeyUpdate::default()))
+            .unwrap();
+        assert_eq!((key.name.as_str(), key.comment.as_str()), ("work", "c"));
+        assert_eq!(key.updated_at, "2999-01-01T00:00:00.001Z");
     }
 
     #[test]
     fn renaming_onto_another_keys_name_is_a_duplicate_name() {
         let db = db_with(&[row("1", "one", "SHA256:a"), row("2", "two", "SHA256:b")]);
+        let name = Name::from_text("One").unwrap();
         let update = KeyUpdate {
-            name: "One",
-            name_key: "one",
-            comment: "",
-            updated_at: "2026-01-02T00:00:00.000Z",
+            name: Some(&name),
+            comment: None,
         };
         let err = db.write(|tx| keys::update(tx, "2", &update)).unwrap_err();
         assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");

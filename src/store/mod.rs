@@ -298,9 +298,25 @@ pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
-/// `Z` (README, Common behaviour).
+/// `Z` (README, Common behaviour). The store chooses every stamp it writes: callers never
+/// pass one in.
 pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// A new `updated_at` strictly later than `previous`: now, or `previous` + 1 ms when the
+/// clock has not moved past it (two changes in one millisecond, or a clock stepped back), so
+/// that `updated_at` changes on every update (README, Hosts and Keys).
+pub fn next_updated_at(previous: &str) -> String {
+    let now = SystemTime::now();
+    let floor = humantime::parse_rfc3339(previous)
+        .ok()
+        .and_then(|time| time.checked_add(Duration::from_millis(1)));
+    let chosen = match floor {
+        Some(floor) if floor > now => floor,
+        _ => now,
+    };
+    humantime::format_rfc3339_millis(chosen).to_string()
 }
 
 /// The connection pragmas, each with its reason. Called once per connection.
@@ -349,5 +365,24 @@ mod tests {
         let stamp = crate::store::now_timestamp();
         assert_eq!(stamp.len(), "2026-01-01T00:00:00.000Z".len(), "{stamp}");
         assert!(stamp.ends_with('Z'));
+    }
+
+    #[test]
+    fn next_updated_at_is_one_millisecond_after_a_future_stamp() {
+        let far_future = "2999-01-01T00:00:00.000Z";
+        assert_eq!(
+            crate::store::next_updated_at(far_future),
+            "2999-01-01T00:00:00.001Z"
+        );
+    }
+
+    #[test]
+    fn next_updated_at_is_now_after_a_past_stamp_and_later_than_now_within_a_millisecond() {
+        let before = crate::store::now_timestamp();
+        let stamp = crate::store::next_updated_at("2000-01-01T00:00:00.000Z");
+        assert!(stamp >= before, "{stamp} < {before}");
+        assert!(stamp.as_str() < "2999-01-01T00:00:00.000Z", "{stamp}");
+        let now = crate::store::now_timestamp();
+        assert!(crate::store::next_updated_at(&now) > now);
     }
 }
