@@ -75,7 +75,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let group = req.query("group").map(str::to_owned);
     let agent = crate::api::agent::export_agent(state, req)?;
     let hosts = state.db.read(|conn| {
-        let all = store::interop::all_hosts(conn, None)?;
+        let all = store::catalogue::all_hosts(conn)?;
         let Some(group) = &group else {
             return Ok::<_, ApiError>((all.clone(), all));
         };
@@ -83,7 +83,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         if !store::hosts::group_exists(conn, group)? {
             return Err(ApiError::GroupNotFound);
         }
-        let members = store::interop::all_hosts(conn, Some(group))?;
+        let members = store::catalogue::hosts_under_group(conn, group)?;
         Ok((all, members))
     })?;
     Ok(Reply::text(export_text(&hosts.0, &hosts.1, agent.as_ref())))
@@ -184,7 +184,7 @@ impl<'a> Plan<'a> {
                 return Err(ApiError::GroupNotFound);
             }
         }
-        let existing = store::interop::all_hosts(conn, None)?;
+        let existing = store::catalogue::all_hosts(conn)?;
         let key_ids = self.store_keys(conn)?;
         let mut placed = self.place(&existing, &key_ids, conn, &mut answer)?;
         resolve_hops(&mut placed, &existing, &mut answer);
@@ -197,7 +197,7 @@ impl<'a> Plan<'a> {
         let mut ids = HashMap::new();
         for supplied in self.keys {
             let info = &supplied.key.info;
-            if let Some(id) = store::interop::key_by_fingerprint(conn, &info.fingerprint)? {
+            if let Some(id) = store::keys::id_by_fingerprint(conn, &info.fingerprint)? {
                 ids.insert(supplied.path.clone(), id);
                 continue;
             }

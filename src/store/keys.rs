@@ -28,6 +28,7 @@ const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comme
      revision FROM keys ORDER BY name_key, id";
 const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fold_key = ?1 AND id <> ?2)";
 const FINGERPRINT_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fingerprint = ?1)";
+const SELECT_ID_BY_FINGERPRINT: &str = "SELECT id FROM keys WHERE fingerprint = ?1";
 const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, fold_key, type, public_key, \
      fingerprint, comment, has_passphrase, private_key, passphrase, created_at, updated_at) \
      VALUES (?1, ?2, ?3, ?12, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
@@ -132,6 +133,17 @@ pub fn fingerprint_taken(conn: &Connection, fingerprint: &str) -> Result<bool, S
     Ok(conn
         .prepare_cached(FINGERPRINT_TAKEN)?
         .query_row([fingerprint], |row| row.get(0))?)
+}
+
+/// The id of the stored key with this fingerprint.
+pub fn id_by_fingerprint(
+    conn: &Connection,
+    fingerprint: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(SELECT_ID_BY_FINGERPRINT)?
+        .query_row([fingerprint], |row| row.get(0))
+        .optional()?)
 }
 
 /// Renames or re-comments a key; `updated_at` moves past its previous value (README,

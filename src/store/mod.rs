@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod catalogue;
 pub mod changes;
 pub mod files;
 pub mod groups;
