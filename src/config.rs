@@ -10,6 +10,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::model::validate::MAX_USERNAME_CHARS;
+
 pub const USAGE: &str = "\
 host-manager: a local HTTP/JSON service for a catalogue of SSH hosts, groups and keys.
 
@@ -48,6 +50,8 @@ Options:
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
   XDG_RUNTIME_DIR       Where the SSH agent's socket goes (an absolute path; else the data dir)
+  USER, LOGNAME         The user an imported ssh_config Host block without User gets, read at
+                        start [default: root]
 ";
 
 /// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
@@ -86,6 +90,10 @@ pub struct Config {
     pub http_overrides: HttpOverrides,
     /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
     pub agent: Option<AgentConfig>,
+    /// The username an imported `Host` block without `User` gets: the login name of the
+    /// user the service runs as (`$USER`, else `$LOGNAME`, else `root`), which is what `ssh`
+    /// itself would use. Read once here, never per request.
+    pub import_user: String,
     /// Test-only bounds of the change log, the connection history and the feed's wait
     /// (README, Development): tests reach a trim with a few writes, and generated requests
     /// (scripts/schemathesis) do not each wait 30 s.
@@ -314,8 +322,21 @@ impl Config {
                 true => None,
                 false => Some(AgentConfig::from_env(env)?),
             },
+            import_user: import_user(env),
         })
     }
+}
+
+/// `$USER`, else `$LOGNAME`, trimmed, when it could be a username (1-100 characters); else
+/// `root`.
+fn import_user(env: &HashMap<String, String>) -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|name| env.get(*name))
+        .map(|user| user.trim())
+        .find(|user| !user.is_empty() && user.chars().count() <= MAX_USERNAME_CHARS)
+        .unwrap_or("root")
+        .to_owned()
 }
 
 impl AgentConfig {
@@ -399,6 +420,31 @@ mod tests {
         assert_eq!(config.port, 0);
         assert_eq!(config.bind.to_string(), "127.0.0.1");
         assert_eq!(config.data_dir, PathBuf::from("/x/host-manager"));
+    }
+
+    #[test]
+    fn import_user_is_user_else_logname_else_root() {
+        let user = |env: &[(&str, &str)]| {
+            let mut env = env.to_vec();
+            env.push(("HOME", "/h"));
+            run(&[], &env).unwrap().import_user
+        };
+        assert_eq!(user(&[("USER", " ann "), ("LOGNAME", "bob")]), "ann");
+        assert_eq!(user(&[("USER", " "), ("LOGNAME", "bob")]), "bob");
+        assert_eq!(user(&[("LOGNAME", "bob")]), "bob");
+        assert_eq!(user(&[]), "root");
+    }
+
+    #[test]
+    fn import_user_of_100_chars_is_taken_and_101_falls_back() {
+        let env_of = |name: &str| [("HOME", "/h".to_owned()), ("USER", name.to_owned())];
+        let user = |name: &str| {
+            let env = env_of(name);
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            run(&[], &env).unwrap().import_user
+        };
+        assert_eq!(user(&"u".repeat(100)), "u".repeat(100));
+        assert_eq!(user(&"u".repeat(101)), "root");
     }
 
     #[test]

@@ -267,16 +267,13 @@ fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
 
 /// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
 /// is 400 `INVALID_JUMP_CHAIN`.
-pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
+fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
+    let Some(details) = verdict.details() else {
+        return Ok(());
+    };
     match verdict {
-        ChainVerdict::Fine => Ok(()),
-        ChainVerdict::UnknownHop(id) => Err(ApiError::JumpHostNotFound(format!(
-            "jump_host_ids: no host has the id {id}"
-        ))),
-        ChainVerdict::Invalid(problem) => Err(ApiError::InvalidJumpChain(format!(
-            "jump_host_ids: {}",
-            problem.0
-        ))),
+        ChainVerdict::UnknownHop(_) => Err(ApiError::JumpHostNotFound(details)),
+        _ => Err(ApiError::InvalidJumpChain(details)),
     }
 }
 

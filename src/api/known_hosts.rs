@@ -23,9 +23,9 @@ use crate::model::known_hosts::{
 use crate::model::validate;
 use crate::sshkey::{self, HostKey};
 use crate::state::AppState;
-use crate::store;
 use crate::store::audit;
 use crate::store::known_hosts::{KnownHost, NewKnownHost};
+use crate::store::{self, Ending};
 
 /// `GET /api/known-hosts[?hostname=&port=|host_id=]`: `{items}`, oldest first.
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -157,18 +157,9 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         Some(value) => validate::boolean("dry_run", value)?,
     };
     let lines = read_lines(text);
-    let outcome = state.db.write(|tx| {
-        let answer = import_in(tx, &lines, dry_run)?;
-        match dry_run {
-            // A dry run takes the same steps and rolls them back.
-            true => Err(Rollback::DryRun(answer)),
-            false => Ok(answer),
-        }
-    });
-    let answer = match outcome {
-        Ok(answer) | Err(Rollback::DryRun(answer)) => answer,
-        Err(Rollback::Failed(err)) => return Err(err),
-    };
+    let answer = state.db.write_ending(Ending::dry_run_if(dry_run), |tx| {
+        import_in(tx, &lines, dry_run)
+    })?;
     Reply::json(200, &answer)
 }
 
@@ -268,18 +259,6 @@ struct RefusedLine {
 struct CheckedLine {
     line: known_hosts::Line,
     key: HostKey,
-}
-
-/// How the import transaction ends without committing.
-enum Rollback {
-    DryRun(ImportAnswer),
-    Failed(ApiError),
-}
-
-impl From<store::StoreError> for Rollback {
-    fn from(err: store::StoreError) -> Rollback {
-        Rollback::Failed(err.into())
-    }
 }
 
 #[derive(Serialize)]
@@ -618,7 +597,7 @@ fn import_in(
     conn: &store::Conn,
     lines: &[Result<CheckedLine, RefusedLine>],
     dry_run: bool,
-) -> Result<ImportAnswer, Rollback> {
+) -> Result<ImportAnswer, ApiError> {
     let mut answer = ImportAnswer {
         dry_run,
         ..ImportAnswer::default()

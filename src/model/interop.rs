@@ -41,6 +41,18 @@ pub enum ChainVerdict {
     Invalid(ChainProblem),
 }
 
+impl ChainVerdict {
+    /// Why the chain cannot be stored, naming the field (the `details` of the refusal:
+    /// 404 `HOST_NOT_FOUND` or 400 `INVALID_JUMP_CHAIN`); `None` when it can.
+    pub fn details(&self) -> Option<String> {
+        match self {
+            ChainVerdict::Fine => None,
+            ChainVerdict::UnknownHop(id) => Some(format!("jump_host_ids: no host has the id {id}")),
+            ChainVerdict::Invalid(problem) => Some(format!("jump_host_ids: {}", problem.0)),
+        }
+    }
+}
+
 /// `jump_host_ids`: an array of host id strings; `null` is the empty chain. At most
 /// `MAX_JUMP_HOPS` ids; whether they exist and form no loop is judged later.
 pub fn jump_host_ids(value: &Value) -> Result<Vec<String>, Invalid> {

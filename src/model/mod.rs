@@ -12,6 +12,7 @@ pub mod key;
 pub mod known_hosts;
 pub mod name;
 pub mod ssh_config;
+pub mod ssh_config_import;
 pub mod tree;
 pub mod unicode_tables;
 pub mod validate;

@@ -22,6 +22,7 @@ pub mod known_hosts;
 pub mod list_index;
 pub mod migrate;
 pub mod scrub;
+pub mod ssh_config_import;
 pub mod vault_meta;
 
 use std::fmt;
@@ -107,6 +108,24 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+/// How a `Db::write_ending` ends once its work succeeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Commit,
+    /// A dry run: the same steps, rolled back.
+    RollBack,
+}
+
+impl Ending {
+    /// `RollBack` for a request's `dry_run: true`, else `Commit`.
+    pub fn dry_run_if(dry_run: bool) -> Ending {
+        match dry_run {
+            true => Ending::RollBack,
+            false => Ending::Commit,
+        }
+    }
+}
+
 /// The one connection, behind a mutex. Handlers reach SQL only through `read`, `read_list`
 /// and `write`.
 pub struct Db {
@@ -158,11 +177,26 @@ impl Db {
         &self,
         work: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
+        self.write_ending(Ending::Commit, work)
+    }
+
+    /// `write`, ended as `ending` says: a dry run (`Ending::RollBack`) takes the very same
+    /// steps, answers what they found, and rolls them all back (README: the imports'
+    /// `dry_run`).
+    pub fn write_ending<T, E: From<StoreError>>(
+        &self,
+        ending: Ending,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
+        if ending == Ending::RollBack {
+            // Dropped without a commit: nothing was written, so nothing to scrub or tell.
+            return Ok(value);
+        }
         // A hint for the feed, read where it cannot be stale; without it the feed reads the
         // log itself, so a failure here does not fail the write.
         let latest = changes::latest(&tx).ok();
@@ -359,6 +393,31 @@ mod tests {
             Ok::<_, crate::store::StoreError>(())
         })
         .unwrap();
+    }
+
+    #[test]
+    fn a_rolled_back_write_answers_its_value_and_leaves_nothing_behind() {
+        use crate::store::{Ending, StoreError};
+        let db = open_in_memory().unwrap();
+        let insert = |tx: &rusqlite::Transaction<'_>| {
+            tx.execute(
+                "INSERT INTO groups (id, name, name_key, created_at, updated_at)
+                 VALUES ('g', 'g', 'g', 'now', 'now')",
+                [],
+            )?;
+            let count: i64 = tx.query_row("SELECT count(*) FROM groups", [], |row| row.get(0))?;
+            Ok::<_, StoreError>(count)
+        };
+        assert_eq!(db.write_ending(Ending::RollBack, insert).unwrap(), 1);
+        let count = |conn: &rusqlite::Connection| {
+            conn.query_row("SELECT count(*) FROM groups", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(StoreError::from)
+        };
+        assert_eq!(db.read(count).unwrap(), 0, "rolled back");
+        assert_eq!(db.write_ending(Ending::Commit, insert).unwrap(), 1);
+        assert_eq!(db.read(count).unwrap(), 1, "committed");
     }
 
     #[test]

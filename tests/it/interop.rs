@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::Service;
+use crate::support::{Options, Service};
 
 /// A valid create body named `name`; `extra` fields are merged in (and may override).
 fn host(name: &str, extra: Value) -> Value {
@@ -419,6 +419,47 @@ fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
         .get("/api/export/ssh-config?group=dddddddd-0000-4000-8000-000000000004")
         .assert_error(404, "GROUP_NOT_FOUND");
     assert_eq!(hosts.len(), 6);
+}
+
+/// Starts a service whose environment says `USER` and `LOGNAME` as given (unset when
+/// `None`).
+fn service_run_by(name: &str, user: Option<&str>, logname: Option<&str>) -> Service {
+    let env = [("USER", user), ("LOGNAME", logname)]
+        .into_iter()
+        .map(|(variable, value)| (variable.to_owned(), value.unwrap_or("").to_owned()))
+        .collect();
+    Service::start_with(
+        name,
+        Options {
+            env,
+            ..Options::default()
+        },
+    )
+}
+
+/// The username the import gave the one block of `config`.
+fn imported_username(service: &Service, config: &str) -> Value {
+    let answer = service
+        .post("/api/import/ssh-config", &json!({"config": config}))
+        .expect(200);
+    let id = answer["created"][0]["id"]
+        .as_str()
+        .expect("created")
+        .to_owned();
+    service.get(&format!("/api/hosts/{id}")).expect(200)["username"].clone()
+}
+
+#[test]
+fn block_without_user_gets_user_then_logname_then_root_from_the_start_environment() {
+    let config = "Host plain\n HostName plain.example.com\n";
+    let by_user = service_run_by("interop-user-user", Some("ann"), Some("bob"));
+    assert_eq!(imported_username(&by_user, config), "ann");
+    let by_logname = service_run_by("interop-user-logname", Some(""), Some("bob"));
+    assert_eq!(imported_username(&by_logname, config), "bob");
+    let by_nobody = service_run_by("interop-user-root", Some(""), Some(""));
+    assert_eq!(imported_username(&by_nobody, config), "root");
+    let given = "Host given\n HostName given.example.com\n User carol\n";
+    assert_eq!(imported_username(&by_user, given), "carol", "User wins");
 }
 
 #[test]
