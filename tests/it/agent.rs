@@ -850,6 +850,36 @@ fn a_message_of_256_kib_is_answered_and_one_byte_more_closes_only_its_connection
 }
 
 #[test]
+fn a_65th_agent_connection_is_closed_and_a_place_frees_when_a_connection_ends() {
+    let service = Service::start("agent-connection-cap");
+    let socket = socket(&service);
+    // 64 connections, each answered: each holds its place while it stays open.
+    let mut open: Vec<UnixStream> = (0..64).map(|_| connect_socket(&socket)).collect();
+    for stream in &mut open {
+        assert_eq!(exchange(stream, &[11]), Some(vec![12, 0, 0, 0, 0]));
+    }
+    let mut refused = connect_socket(&socket);
+    assert!(
+        closed(&mut refused),
+        "the 65th connection is closed at once"
+    );
+    assert!(
+        service.stderr().contains("64 connections open"),
+        "the refusal is logged"
+    );
+    drop(open.pop());
+    // The ended connection's thread gives its place back once it reads end of file.
+    let served = wait_until(DEADLINE, || {
+        let mut next = connect_socket(&socket);
+        exchange(&mut next, &[11]) == Some(vec![12, 0, 0, 0, 0])
+    });
+    assert!(
+        served,
+        "a place freed by an ended connection is taken again"
+    );
+}
+
+#[test]
 fn a_malformed_message_closes_its_connection_and_an_unknown_one_is_a_failure() {
     let service = Service::start("agent-malformed");
     let socket = socket(&service);
