@@ -400,7 +400,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use crate::config::{Command, Config, MAX_AUTO_LOCK_SECONDS};
+    use crate::config::{Command, Config, TokenSource, MAX_AUTO_LOCK_SECONDS};
 
     fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
         let env: HashMap<String, String> = env
@@ -490,12 +490,19 @@ mod tests {
             .contains("--allow-remote"));
         let no_token = run(&["--bind", "0.0.0.0", "--allow-remote"], &home).unwrap_err();
         assert!(no_token.contains("--generate-token"), "{no_token}");
-        assert!(run(
+        let remote = run(
             &["--bind", "0.0.0.0", "--allow-remote", "--generate-token"],
-            &home
+            &home,
         )
-        .is_ok());
-        assert!(run(&["--bind", "::1"], &home).is_ok());
+        .unwrap();
+        assert_eq!(
+            (remote.bind.to_string(), remote.token),
+            ("0.0.0.0".to_owned(), TokenSource::Generate)
+        );
+        assert_eq!(
+            run(&["--bind", "::1"], &home).unwrap().bind.to_string(),
+            "::1"
+        );
     }
 
     #[test]

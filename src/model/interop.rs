@@ -365,8 +365,11 @@ mod tests {
     fn ssh_option_length_edge() {
         let at_limit = format!("SetEnv A={}", "x".repeat(MAX_SSH_OPTION_CHARS - 9));
         assert_eq!(at_limit.chars().count(), MAX_SSH_OPTION_CHARS);
-        assert!(ssh_option(&at_limit).is_ok());
-        assert!(ssh_option(&format!("{at_limit}x")).is_err());
+        assert_eq!(ssh_option(&at_limit).unwrap(), at_limit);
+        assert_eq!(
+            ssh_option(&format!("{at_limit}x")).unwrap_err(),
+            format!("must be at most {MAX_SSH_OPTION_CHARS} characters")
+        );
     }
 
     #[test]

@@ -90,26 +90,27 @@ fn threads_and_descriptors(pid: u32) -> (usize, usize) {
     (threads, descriptors)
 }
 
+/// The desktop app's pattern: a burst of pooled keep-alive connections, each used at once.
+/// Every connection must get its answers while the others stay open: no connection may
+/// wait for another to end (tiny_http's pool made one wait until another closed).
+///
+/// No clock is read: the service's idle timeout is set far beyond the client's read timeout
+/// (`IO_TIMEOUT`), so no connection of the pool closes during the test, and a connection
+/// that waited for another to close would wait past its read timeout and get no answer.
 #[test]
 fn six_pooled_connections_opened_at_once_are_each_answered_while_all_stay_open() {
-    // The desktop app's pattern: a burst of pooled keep-alive connections, each used at once.
-    // Every connection must get its answers while the others stay open: no connection may
-    // wait for another to end (tiny_http's pool made one wait until another closed).
-    let service = Service::start("desktop-burst");
+    let never_idle = (IO_TIMEOUT * 10).as_millis().to_string();
+    let service = start_with_env(
+        "desktop-burst",
+        &[("HOST_MANAGER_TEST_IDLE_TIMEOUT_MS", &never_idle)],
+    );
     for _round in 0..5 {
         let mut pool: Vec<TcpStream> = (0..6).map(|_| connect(&service)).collect();
         for _request in 0..10 {
             for stream in &mut pool {
-                let started = Instant::now();
                 stream.write_all(HEALTH).expect("send");
                 let response = read_response(stream).expect("answered while all stay open");
                 assert_eq!(status_of(&response), 200);
-                // Generous: a health answer takes about a millisecond; the stall was 3 s.
-                assert!(
-                    started.elapsed() < Duration::from_secs(2),
-                    "first response after {:?}",
-                    started.elapsed()
-                );
             }
         }
     }

@@ -183,8 +183,16 @@ fn deleting_a_host_with_a_chain_drops_its_chain() {
     let service = Service::start("interop-delete-chain");
     let a = create(&service, "A", json!({}));
     let b = create(&service, "B", json!({"jump_host_ids": [a]}));
+    // While B's chain names A, A cannot go.
+    service
+        .delete(&format!("/api/hosts/{a}"))
+        .assert_error(409, "HOST_IN_USE");
     service.delete(&format!("/api/hosts/{b}")).expect(204);
+    // B's chain went with B: A is nobody's hop any more.
     service.delete(&format!("/api/hosts/{a}")).expect(204);
+    service
+        .get(&format!("/api/hosts/{a}"))
+        .assert_error(404, "HOST_NOT_FOUND");
 }
 
 #[test]
