@@ -29,7 +29,8 @@ Options:
   --allow-origin ORIGIN Let web pages from ORIGIN (scheme://host[:port]) call the API with CORS;
                         repeatable. Requests from any other Origin are refused
   --token-file FILE     Require `Authorization: Bearer <token>` on every request but health; the
-                        token is the file's first line (at least 32 characters)
+                        token is the file's first line: at least 32 visible ASCII characters
+                        (`!` to `~`; no space, tab or control character)
   --generate-token      Like --token-file with a random token, printed as SERVICE_TOKEN=<token>
                         on stdout before the SERVICE_PORT line
   --exit-with-parent    Shut down when stdin reaches end of file (the launching process went away)

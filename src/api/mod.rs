@@ -202,7 +202,6 @@ impl Reply {
         })
     }
 
-    /// A 200 plain-text reply (the config export).
     /// A JSON body already serialized (a kept list page).
     pub fn json_bytes(status: u16, body: Vec<u8>) -> Reply {
         Reply {
@@ -213,6 +212,7 @@ impl Reply {
         }
     }
 
+    /// A 200 plain-text reply (the config exports).
     pub fn text(body: String) -> Reply {
         Reply {
             status: 200,
