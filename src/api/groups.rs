@@ -6,6 +6,10 @@
 //! unknown fields are ignored. Writes to one group check its `If-Match` or body `revision`
 //! after the group is found and before anything moves (412, README "Revisions and
 //! If-Match"); single-group answers carry the revision as the `ETag`.
+//!
+//! Invariants: bodies become `model::group` values before any store call; a write to one
+//! group runs in one transaction (precondition, placement, write, read back); no SQL text and
+//! no time chosen here (the store stamps its rows).
 
 use std::sync::Arc;
 
