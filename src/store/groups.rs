@@ -418,6 +418,7 @@ mod tests {
 
     use rusqlite::params;
 
+    use crate::fuzz::Rng;
     use crate::model::group::{GroupPatch, GroupView, NewGroup, MAX_DEPTH};
     use crate::model::name::Name;
     use crate::store::groups::{self, Placement};
@@ -426,31 +427,6 @@ mod tests {
     /// Stamps long past, so that a stamp the store chooses is always later.
     const NOW: &str = "2000-01-01T00:00:00.000Z";
     const LATER: &str = "2000-01-02T00:00:00.000Z";
-
-    /// A small xorshift64 generator: the property test needs a seeded sequence, not a crate.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-
-        fn below(&mut self, bound: usize) -> usize {
-            (self.next() % bound as u64) as usize
-        }
-
-        fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-            if items.is_empty() {
-                return None;
-            }
-            items.get(self.below(items.len()))
-        }
-    }
 
     fn new_group(name: &str, parent: Option<&str>) -> NewGroup {
         NewGroup {
@@ -784,7 +760,7 @@ mod tests {
         const NAMES: [&str; 8] = ["a", "A", "b", "Web", "web", "a (2)", "db", "É"];
         const HOSTS: usize = 60;
         let db = open_in_memory().unwrap();
-        let mut rng = XorShift(seed);
+        let mut rng = Rng::new(seed);
         for index in 0..HOSTS {
             add_host(&db, &format!("host-{index}"), None);
         }
@@ -799,17 +775,17 @@ mod tests {
             match rng.below(10) {
                 0..=3 => {
                     let name = NAMES[rng.below(NAMES.len())];
-                    let parent = rng.pick(&ids).filter(|_| rng.below(4) != 0).cloned();
+                    let parent = rng.pick_any(&ids).filter(|_| rng.below(4) != 0).cloned();
                     match try_add(&db, name, parent.as_deref()) {
                         Ok(_) | Err(StoreError::DuplicateName(_)) => {}
                         Err(err) => panic!("{context}: create failed: {err}"),
                     }
                 }
                 4..=5 => {
-                    let Some(id) = rng.pick(&ids).cloned() else {
+                    let Some(id) = rng.pick_any(&ids).cloned() else {
                         continue;
                     };
-                    let target = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    let target = rng.pick_any(&ids).filter(|_| rng.below(5) != 0).cloned();
                     let expect_under_itself = target
                         .as_deref()
                         .is_some_and(|target| is_ancestor_or_self(&rows, &id, target));
@@ -822,7 +798,7 @@ mod tests {
                     }
                 }
                 6 => {
-                    let Some(id) = rng.pick(&ids).cloned() else {
+                    let Some(id) = rng.pick_any(&ids).cloned() else {
                         continue;
                     };
                     let patch = GroupPatch {
@@ -835,7 +811,7 @@ mod tests {
                     }
                 }
                 7..=8 => {
-                    let Some(id) = rng.pick(&ids).cloned() else {
+                    let Some(id) = rng.pick_any(&ids).cloned() else {
                         continue;
                     };
                     let parent = rows[&id].0.clone();
@@ -864,7 +840,7 @@ mod tests {
                 _ => {
                     // Host moves and re-creations drive every count trigger.
                     let host = format!("host-{}", rng.below(HOSTS));
-                    let group = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    let group = rng.pick_any(&ids).filter(|_| rng.below(5) != 0).cloned();
                     if rng.below(2) == 0 {
                         move_host(&db, &host, group.as_deref());
                     } else {
