@@ -22,7 +22,7 @@ use crate::sshkey::{self, HostKey, RsaHash};
 use crate::state::AppState;
 use crate::store::agent::AgentKey;
 use crate::store::audit;
-use crate::store::{self, keys::NewKeyRow, StoreError};
+use crate::store::{self, keys::NewKey, StoreError};
 use crate::vault::{SealContext, Secret, VaultError};
 
 /// Bindings one connection may make, as OpenSSH's own agent: a client binds once per hop of
@@ -507,9 +507,8 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
     .map_err(|err| log::warn!("agent: cannot seal the added key: {err}"))?;
     let stored = state.db.write(|tx| {
         let name = free_name(tx, &comment, &key.info.fingerprint)?;
-        let row = NewKeyRow {
+        let row = NewKey {
             id: &id,
-            name: &name,
             key_type: key.info.key_type,
             public_key: &key.info.public_key,
             fingerprint: &key.info.fingerprint,
@@ -518,7 +517,7 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
             sealed_private_key: &sealed,
             sealed_passphrase: None,
         };
-        let stored = store::keys::insert(tx, &row)?;
+        let stored = store::keys::insert(tx, &name, &row)?;
         let detail = json!({"key_id": stored.id, "fingerprint": stored.fingerprint,
                             "key_type": stored.key_type});
         audit::append(tx, audit::AGENT_KEY_ADDED, &stored.name, &detail)?;

@@ -537,18 +537,13 @@ mod tests {
             .db
             .write(|tx| {
                 let name = crate::model::name::Name::from_text(id).unwrap();
-                let row = store::keys::NewKeyRow {
-                    id,
-                    name: &name,
-                    key_type: "ssh-ed25519",
-                    public_key: "ssh-ed25519 AAAA",
-                    fingerprint: id,
-                    comment: "",
+                let row = store::keys::NewKey {
                     has_passphrase: passphrase.is_some(),
                     sealed_private_key: &private_key,
                     sealed_passphrase: passphrase.as_deref(),
+                    ..store::keys::NewKey::for_tests(id, id)
                 };
-                store::keys::insert(tx, &row)
+                store::keys::insert(tx, &name, &row)
             })
             .unwrap();
     }

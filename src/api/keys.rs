@@ -21,7 +21,7 @@ use crate::model::name::Name;
 use crate::sshkey::{self, ImportError, OpenSshKey};
 use crate::state::AppState;
 use crate::store::changes::Revised;
-use crate::store::{self, keys::KeyUpdate, keys::NewKeyRow};
+use crate::store::{self, keys::KeyUpdate, keys::NewKey};
 use crate::vault::{SealContext, Secret};
 
 /// `POST /api/keys`: imports when the body has `private_key`, generates otherwise: of the
@@ -57,9 +57,8 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let id = crate::vault::new_id();
     let (sealed_private_key, sealed_passphrase) = seal(state, &id, &made.key, passphrase)?;
-    let row = NewKeyRow {
+    let row = NewKey {
         id: &id,
-        name: &name,
         key_type: made.key.info.key_type,
         public_key: &made.key.info.public_key,
         fingerprint: &made.key.info.fingerprint,
@@ -68,7 +67,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         sealed_private_key: &sealed_private_key,
         sealed_passphrase: sealed_passphrase.as_deref(),
     };
-    let stored = state.db.write(|tx| store::keys::insert(tx, &row))?;
+    let stored = state.db.write(|tx| store::keys::insert(tx, &name, &row))?;
     key_reply(201, &stored)
 }
 

@@ -20,6 +20,7 @@ use crate::model::ssh_config::{self, Outcome};
 use crate::model::ssh_config_import::{self, ImportPlan, ImportRequest};
 use crate::sshkey::{self, OpenSshKey};
 use crate::state::AppState;
+use crate::store::keys::NewKey;
 use crate::store::ssh_config_import::{self as import_store, ImportedKey};
 use crate::store::{self, Ending};
 use crate::vault::{SealContext, Secret};
@@ -84,13 +85,16 @@ impl SuppliedKey {
     fn imported(&self) -> ImportedKey<'_> {
         ImportedKey {
             path: &self.path,
-            id: &self.id,
-            key_type: self.key.info.key_type,
-            public_key: &self.key.info.public_key,
-            fingerprint: &self.key.info.fingerprint,
-            comment: &self.comment,
-            has_passphrase: self.key.encrypted,
-            sealed_private_key: &self.sealed_private_key,
+            key: NewKey {
+                id: &self.id,
+                key_type: self.key.info.key_type,
+                public_key: &self.key.info.public_key,
+                fingerprint: &self.key.info.fingerprint,
+                comment: &self.comment,
+                has_passphrase: self.key.encrypted,
+                sealed_private_key: &self.sealed_private_key,
+                sealed_passphrase: None,
+            },
         }
     }
 }

@@ -155,7 +155,7 @@ mod tests {
     use crate::model::agent::{AgentPolicy, Confirm, Forwarded};
     use crate::model::name::Name;
     use crate::store::agent::{by_fingerprint, disable, disable_all, secrets, served, set_policy};
-    use crate::store::keys::{self, NewKeyRow};
+    use crate::store::keys::{self, NewKey};
     use crate::store::{open_in_memory, Db, StoreError};
 
     /// Stores a key `id` named `name`; encrypted when `encrypted`, with a stored passphrase
@@ -163,18 +163,13 @@ mod tests {
     fn store(db: &Db, id: &str, name: &str, encrypted: bool, passphrase: bool) {
         let fingerprint = format!("SHA256:{id}");
         let name = Name::from_text(name).unwrap();
-        let row = NewKeyRow {
-            id,
-            name: &name,
-            key_type: "ssh-ed25519",
-            public_key: "ssh-ed25519 AAAA",
-            fingerprint: &fingerprint,
-            comment: "",
+        let row = NewKey {
             has_passphrase: encrypted,
             sealed_private_key: b"sealed-key",
             sealed_passphrase: passphrase.then_some(&b"sealed-pass"[..]),
+            ..NewKey::for_tests(id, &fingerprint)
         };
-        db.write(|tx| keys::insert(tx, &row)).unwrap();
+        db.write(|tx| keys::insert(tx, &name, &row)).unwrap();
     }
 
     fn served_names(db: &Db) -> Vec<String> {

@@ -45,10 +45,10 @@ const RENAME_UNKEYED: &str =
 const HOSTS_USING_KEY: &str = "SELECT count(*) FROM hosts WHERE key_id = ?1";
 const DELETE_KEY: &str = "DELETE FROM keys WHERE id = ?1";
 
-/// A key to insert: validated fields and the vault's sealed bytes.
-pub struct NewKeyRow<'a> {
+/// A key to insert, but for its name: validated fields and the vault's sealed bytes.
+#[derive(Clone, Copy)]
+pub struct NewKey<'a> {
     pub id: &'a str,
-    pub name: &'a Name,
     pub key_type: &'a str,
     /// `<algorithm> <base64>`, no comment.
     pub public_key: &'a str,
@@ -57,6 +57,23 @@ pub struct NewKeyRow<'a> {
     pub has_passphrase: bool,
     pub sealed_private_key: &'a [u8],
     pub sealed_passphrase: Option<&'a [u8]>,
+}
+
+impl<'a> NewKey<'a> {
+    /// An unencrypted ed25519 key with made-up sealed bytes, for tests to adjust.
+    #[cfg(test)]
+    pub fn for_tests(id: &'a str, fingerprint: &'a str) -> NewKey<'a> {
+        NewKey {
+            id,
+            key_type: "ssh-ed25519",
+            public_key: "ssh-ed25519 AAAA",
+            fingerprint,
+            comment: "",
+            has_passphrase: false,
+            sealed_private_key: b"sealed",
+            sealed_passphrase: None,
+        }
+    }
 }
 
 /// The fields `PUT /api/keys/:id` may change: `None` keeps the stored value.
@@ -69,15 +86,15 @@ pub struct KeyUpdate<'a> {
 /// Inserts a key. Errors: `DuplicateName` when another key has the name (compared
 /// case-insensitively), `DuplicateKey` when a key with the fingerprint is stored. The name
 /// is checked first.
-pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError> {
-    ensure_name_free(conn, key.name.fold_key(), key.id)?;
+pub fn insert(conn: &Connection, name: &Name, key: &NewKey<'_>) -> Result<Key, StoreError> {
+    ensure_name_free(conn, name.fold_key(), key.id)?;
     if fingerprint_taken(conn, key.fingerprint)? {
         return Err(StoreError::DuplicateKey);
     }
     conn.prepare_cached(INSERT_KEY)?.execute(params![
         key.id,
-        key.name.as_str(),
-        key.name.key(),
+        name.as_str(),
+        name.key(),
         key.key_type,
         key.public_key,
         key.fingerprint,
@@ -86,7 +103,7 @@ pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError>
         key.sealed_private_key,
         key.sealed_passphrase,
         now_timestamp(),
-        key.name.fold_key(),
+        name.fold_key(),
     ])?;
     by_id(conn, key.id)
 }
@@ -269,28 +286,27 @@ fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use crate::model::key::Key;
     use crate::model::name::Name;
-    use crate::store::keys::{self, KeyUpdate, NewKeyRow};
+    use crate::store::keys::{self, KeyUpdate, NewKey};
     use crate::store::{open_in_memory, Db, StoreError};
 
-    fn row<'a>(id: &'a str, name: &str, fingerprint: &'a str) -> NewKeyRow<'a> {
-        NewKeyRow {
-            id,
-            name: Box::leak(Box::new(Name::from_text(name).unwrap())),
-            key_type: "ssh-ed25519",
-            public_key: "ssh-ed25519 AAAA",
-            fingerprint,
-            comment: "",
-            has_passphrase: false,
-            sealed_private_key: b"sealed",
-            sealed_passphrase: None,
-        }
+    /// A key `id` named `name` with this fingerprint.
+    fn row<'a>(id: &'a str, name: &str, fingerprint: &'a str) -> (Name, NewKey<'a>) {
+        (
+            Name::from_text(name).unwrap(),
+            NewKey::for_tests(id, fingerprint),
+        )
     }
 
-    fn db_with(rows: &[NewKeyRow<'_>]) -> Db {
+    fn insert(db: &Db, (name, key): &(Name, NewKey<'_>)) -> Result<Key, StoreError> {
+        db.write(|tx| keys::insert(tx, name, key))
+    }
+
+    fn db_with(rows: &[(Name, NewKey<'_>)]) -> Db {
         let db = open_in_memory().unwrap();
-        for key in rows {
-            db.write(|tx| keys::insert(tx, key)).unwrap();
+        for row in rows {
+            insert(&db, row).unwrap();
         }
         db
     }
@@ -314,9 +330,7 @@ mod tests {
     #[test]
     fn same_name_in_another_case_is_a_duplicate_name() {
         let db = db_with(&[row("1", "Work", "SHA256:a")]);
-        let err = db
-            .write(|tx| keys::insert(tx, &row("2", "WORK", "SHA256:b")))
-            .unwrap_err();
+        let err = insert(&db, &row("2", "WORK", "SHA256:b")).unwrap_err();
         assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");
     }
 
@@ -329,9 +343,7 @@ mod tests {
         for (id, name, fingerprint) in
             [("3", "STRASSE", "SHA256:c"), ("4", "CAF\u{c9}", "SHA256:d")]
         {
-            let err = db
-                .write(|tx| keys::insert(tx, &row(id, name, fingerprint)))
-                .unwrap_err();
+            let err = insert(&db, &row(id, name, fingerprint)).unwrap_err();
             assert!(matches!(err, StoreError::DuplicateName(_)), "{name}: {err}");
             // The early check api::keys makes with the lowercase agrees.
             let taken = db
@@ -339,8 +351,7 @@ mod tests {
                 .unwrap();
             assert!(taken, "{name}");
         }
-        db.write(|tx| keys::insert(tx, &row("5", "Strase", "SHA256:e")))
-            .unwrap();
+        insert(&db, &row("5", "Strase", "SHA256:e")).unwrap();
     }
 
     #[test]
@@ -370,9 +381,7 @@ mod tests {
     #[test]
     fn same_fingerprint_is_a_duplicate_key() {
         let db = db_with(&[row("1", "one", "SHA256:a")]);
-        let err = db
-            .write(|tx| keys::insert(tx, &row("2", "two", "SHA256:a")))
-            .unwrap_err();
+        let err = insert(&db, &row("2", "two", "SHA256:a")).unwrap_err();
         assert!(matches!(err, StoreError::DuplicateKey), "{err}");
     }
 

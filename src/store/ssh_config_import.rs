@@ -14,7 +14,7 @@ use rusqlite::Connection;
 
 use crate::model::host::Host;
 use crate::model::ssh_config_import::{Catalogue, ImportPlan};
-use crate::store::keys::NewKeyRow;
+use crate::store::keys::NewKey;
 use crate::store::{catalogue, hosts, interop, keys, StoreError};
 
 /// A private key supplied with the import for an `IdentityFile` path, read and sealed
@@ -22,14 +22,7 @@ use crate::store::{catalogue, hosts, interop, keys, StoreError};
 pub struct ImportedKey<'a> {
     /// The path as the config writes it; the key is named after its file name.
     pub path: &'a str,
-    pub id: &'a str,
-    pub key_type: &'a str,
-    /// `<algorithm> <base64>`, no comment.
-    pub public_key: &'a str,
-    pub fingerprint: &'a str,
-    pub comment: &'a str,
-    pub has_passphrase: bool,
-    pub sealed_private_key: &'a [u8],
+    pub key: NewKey<'a>,
 }
 
 /// What a plan is made against: the stored hosts and keys once the supplied keys are in.
@@ -66,7 +59,7 @@ pub fn prepare(
     }
     let mut supplied_keys = HashMap::new();
     for key in supplied {
-        let id = match keys::id_by_fingerprint(conn, key.fingerprint)? {
+        let id = match keys::id_by_fingerprint(conn, key.key.fingerprint)? {
             Some(id) => id,
             None => insert_key(conn, key)?,
         };
@@ -120,17 +113,5 @@ fn insert_key(conn: &Connection, key: &ImportedKey<'_>) -> Result<String, StoreE
         None => keys::free_name(conn, "imported key")?
             .ok_or_else(|| StoreError::Sqlite("\"imported key\" is a valid key name".into()))?,
     };
-    let row = NewKeyRow {
-        id: key.id,
-        name: &name,
-        key_type: key.key_type,
-        public_key: key.public_key,
-        fingerprint: key.fingerprint,
-        comment: key.comment,
-        has_passphrase: key.has_passphrase,
-        sealed_private_key: key.sealed_private_key,
-        sealed_passphrase: None,
-    };
-    keys::insert(conn, &row)?;
-    Ok(key.id.to_owned())
+    Ok(keys::insert(conn, &name, &key.key)?.id)
 }
