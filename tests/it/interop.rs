@@ -4,21 +4,13 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{Options, Service};
+use crate::support::{host_body, Service};
 
-/// A valid create body named `name`; `extra` fields are merged in (and may override).
+/// A valid create body named `name`, at `<name>.example.com`; `extra` fields are merged in
+/// (and may override).
 fn host(name: &str, extra: Value) -> Value {
-    let mut body = json!({
-        "name": name,
-        "hostname": format!("{}.example.com", name.to_lowercase()),
-        "port": 22,
-        "username": "root",
-        "auth": {"type": "agent"}
-    });
-    for (key, value) in extra.as_object().expect("extra is an object") {
-        body[key] = value.clone();
-    }
-    body
+    let hostname = format!("{}.example.com", name.to_lowercase());
+    host_body(name, &hostname, extra)
 }
 
 fn create(service: &Service, name: &str, extra: Value) -> String {
@@ -429,20 +421,9 @@ fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
     assert_eq!(hosts.len(), 6);
 }
 
-/// Starts a service whose environment says `USER` and `LOGNAME` as given (unset when
-/// `None`).
-fn service_run_by(name: &str, user: Option<&str>, logname: Option<&str>) -> Service {
-    let env = [("USER", user), ("LOGNAME", logname)]
-        .into_iter()
-        .map(|(variable, value)| (variable.to_owned(), value.unwrap_or("").to_owned()))
-        .collect();
-    Service::start_with(
-        name,
-        Options {
-            env,
-            ..Options::default()
-        },
-    )
+/// Starts a service whose environment says `USER` and `LOGNAME` as given (`""`: nothing).
+fn service_run_by(name: &str, user: &str, logname: &str) -> Service {
+    Service::start_env(name, &[("USER", user), ("LOGNAME", logname)])
 }
 
 /// The username the import gave the one block of `config`.
@@ -460,11 +441,11 @@ fn imported_username(service: &Service, config: &str) -> Value {
 #[test]
 fn block_without_user_gets_user_then_logname_then_root_from_the_start_environment() {
     let config = "Host plain\n HostName plain.example.com\n";
-    let by_user = service_run_by("interop-user-user", Some("ann"), Some("bob"));
+    let by_user = service_run_by("interop-user-user", "ann", "bob");
     assert_eq!(imported_username(&by_user, config), "ann");
-    let by_logname = service_run_by("interop-user-logname", Some(""), Some("bob"));
+    let by_logname = service_run_by("interop-user-logname", "", "bob");
     assert_eq!(imported_username(&by_logname, config), "bob");
-    let by_nobody = service_run_by("interop-user-root", Some(""), Some(""));
+    let by_nobody = service_run_by("interop-user-root", "", "");
     assert_eq!(imported_username(&by_nobody, config), "root");
     let given = "Host given\n HostName given.example.com\n User carol\n";
     assert_eq!(imported_username(&by_user, given), "carol", "User wins");
@@ -738,6 +719,41 @@ pub(crate) struct Sshd {
 }
 
 impl Sshd {
+    /// `ssh` to this server as `user` with `identity` alone (`-i`, `IdentitiesOnly`), no
+    /// known-hosts file and no config file, `options` (such as `-o BatchMode=yes`) added
+    /// before the destination; the caller adds the remote command. stdin is closed.
+    pub(crate) fn ssh(
+        &self,
+        user: &str,
+        identity: &std::path::Path,
+        options: &[&str],
+    ) -> std::process::Command {
+        let mut command = std::process::Command::new("ssh");
+        command
+            .args(["-F", "/dev/null", "-i"])
+            .arg(identity)
+            .args([
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                "PreferredAuthentications=publickey",
+                "-o",
+                // A deadline for a hang, not a measure: the local sshd answers in
+                // milliseconds.
+                "ConnectTimeout=60",
+            ])
+            .args(options)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg(format!("{user}@127.0.0.1"))
+            .stdin(std::process::Stdio::null());
+        command
+    }
+
     pub(crate) fn start(name: &str) -> Sshd {
         let sshd = std::path::Path::new("/usr/sbin/sshd");
         assert!(
@@ -874,33 +890,9 @@ fn ssh_login(
     identity: &std::path::Path,
     options: &[&str],
 ) -> std::process::Command {
-    let mut command = std::process::Command::new("ssh");
-    command
-        .args(["-F", "/dev/null", "-i"])
-        .arg(identity)
-        .args([
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "PreferredAuthentications=publickey",
-            "-o",
-            // A deadline for a hang, not a measure: the local sshd answers in milliseconds.
-            "ConnectTimeout=60",
-        ])
-        .args(options)
-        .arg("-p")
-        .arg(sshd.port.to_string())
-        .arg(format!(
-            "{}@127.0.0.1",
-            credentials["username"].as_str().expect("username")
-        ))
-        .args(["echo", "hello"])
-        .stdin(std::process::Stdio::null())
-        .env_remove("SSH_AUTH_SOCK");
+    let user = credentials["username"].as_str().expect("username");
+    let mut command = sshd.ssh(user, identity, options);
+    command.args(["echo", "hello"]).env_remove("SSH_AUTH_SOCK");
     command
 }
 

@@ -18,7 +18,7 @@ use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
 use crate::support::{
-    contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
+    contains_bytes, field_names, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
     EVENT_DEADLINE,
 };
 
@@ -99,15 +99,8 @@ fn import(service: &Service, name: &str, text: &str, passphrase: Option<&str>) -
 /// Asserts the Key object's shape: exactly its fields, none of them a secret.
 #[track_caller]
 fn assert_key_shape(key: &Value) {
-    let mut fields: Vec<&str> = key
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    fields.sort_unstable();
     assert_eq!(
-        fields,
+        field_names(key),
         [
             "agent",
             "comment",

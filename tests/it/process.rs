@@ -12,7 +12,8 @@ use std::sync::mpsc::RecvTimeoutError;
 use serde_json::json;
 
 use crate::support::{
-    fresh_dir, run_expecting_refusal, run_until_exit, Options, Service, EVENT_DEADLINE,
+    assert_one_shutdown, fresh_dir, run_expecting_refusal, run_until_exit, Options, Service,
+    EVENT_DEADLINE,
 };
 
 /// A data dir with a stopped service's database in it: `setup` ran against it first, then
@@ -170,13 +171,7 @@ fn without_exit_with_parent_closing_stdin_changes_nothing() {
     // none.
     let status = service.terminate(EVENT_DEADLINE).expect("stopped");
     assert_eq!(status.code(), Some(0));
-    let stderr = service.stderr();
-    assert_eq!(
-        stderr.matches("shutting down").collect::<Vec<_>>(),
-        ["shutting down"],
-        "{stderr}"
-    );
-    assert!(stderr.contains("shutting down (signal)"), "{stderr}");
+    assert_one_shutdown(&service, "signal");
 }
 
 #[test]
