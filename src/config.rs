@@ -6,9 +6,9 @@
 //!
 //! Invariants: the environment is read once, at start-up (`main` hands it in as a map, and
 //! takes only `RUST_LOG` from it for the logger): nothing reads a variable per request;
-//! `USAGE` is what the README's Command
-//! line section shows, word for word (tests/it/readme.rs); the `HOST_MANAGER_TEST_*`
-//! variables only shorten what tests exercise and are not in `--help`.
+//! `USAGE` is what the README's Command line section shows, word for word
+//! (tests/it/readme.rs); the `HOST_MANAGER_TEST_*` variables only shorten what tests
+//! exercise and are not in `--help`.
 
 use std::collections::HashMap;
 use std::fmt;

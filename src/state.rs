@@ -9,9 +9,9 @@
 //! for approval). The master password check lives here, so that `POST /api/vault/unlock`
 //! and the agent's `UNLOCK` share one guess throttle.
 //!
-//! Invariants: a `Slot`, `SharedSlot` or `Activity` is given back when it drops, also when a panic
-//! unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex only to
-//! count); a vault with a request in flight is never auto-locked.
+//! Invariants: a `Slot`, `SharedSlot` or `Activity` is given back when it drops, also when a
+//! panic unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex
+//! only to count); a vault with a request in flight is never auto-locked.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -5,8 +5,8 @@
 //! password re-wraps only the data key, and no secret is re-encrypted (README, "The vault's
 //! threat model").
 //!
-//! Invariants: the only module that uses aes-gcm, pbkdf2 or sha2; never runs SQL (main and
-//! `api::vault` move the stored bytes, through the `persist` callbacks below); never logs,
+//! Invariants: the only module that uses aes-gcm, pbkdf2 or sha2; never runs SQL (lifecycle
+//! and `api::vault` move the stored bytes, through the `persist` callbacks below); never logs,
 //! formats or returns a secret; each state change is one assignment at the end, so a panic
 //! or an error half-way leaves the previous state; the data key is wiped when the state
 //! that holds it is replaced (lock) or dropped. PBKDF2 never runs inside a `Vault` method:
