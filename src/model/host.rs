@@ -16,7 +16,7 @@ use crate::model::validate::{self, Invalid};
 pub const DEFAULT_PER_PAGE: u64 = 50;
 pub const MAX_PER_PAGE: u64 = 1000;
 
-/// How a host authenticates (spec: Host auth).
+/// How a host authenticates (README, Hosts: `auth`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthType {
     Password,

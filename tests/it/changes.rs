@@ -11,10 +11,12 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{field_names, fresh_dir, id_of, wait_until, Client, Options, Service};
+use crate::support::{
+    field_names, fresh_dir, id_of, wait_until, Client, Options, Service, EVENT_DEADLINE,
+};
 
 /// What a waiting reader asks for: long enough that a timeout is never mistaken for a
-/// write's answer, shorter than the harness's 20 s socket timeout.
+/// write's answer, shorter than the harness's socket timeout (`IO_TIMEOUT`).
 const WAIT: &str = "15";
 
 /// How long the test waits for the reader to report an entry. Generous: the reader is woken
@@ -292,7 +294,7 @@ fn seq_keeps_growing_across_a_restart_and_a_cursor_from_before_reads_on() {
         entries(&feed(&first, "since=0")),
         [entry("group", &before, "created")]
     );
-    let status = first.terminate(Duration::from_secs(10)).expect("stops");
+    let status = first.terminate(EVENT_DEADLINE).expect("stops");
     assert!(status.success(), "{status:?}");
 
     let second = Service::start_with("changes-restart-2", options());

@@ -1,14 +1,14 @@
 //! `/api/hosts`: shapes, validation edges, filters, sorts, paging, favorite, move, connect
-//! and secrets at rest (spec: Host; README, Hosts), all over HTTP against the binary.
+//! and secrets at rest (README, Hosts), all over HTTP against the binary.
 
 use std::collections::HashSet;
 use std::fs;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::support::{
     contains_bytes, fresh_dir, host_body, id_of, leak_forms, read_all_files, Options, Service,
+    EVENT_DEADLINE,
 };
 
 const GROUP_A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -52,7 +52,7 @@ fn start_with_rows(name: &str, groups: &[&str], keys: &[&str]) -> Service {
         ..Options::default()
     };
     let mut first = Service::start_with(name, options());
-    let status = first.terminate(Duration::from_secs(10)).expect("stops");
+    let status = first.terminate(EVENT_DEADLINE).expect("stops");
     assert!(status.success(), "{status:?}");
     let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
     let now = "2024-01-01T00:00:00.000Z";

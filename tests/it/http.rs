@@ -180,7 +180,7 @@ fn a_head_still_trickling_at_the_head_timeout_gets_408_and_a_close() {
         .unwrap();
     let request = b"GET /api/health HTTP/1.1\r\nX-Slow: ";
     let mut answer = Vec::new();
-    // Keep sending a byte of an endless header until the service answers or 20 s pass.
+    // Keep sending a byte of an endless header until the service answers or `IO_TIMEOUT` passes.
     let until = Instant::now() + IO_TIMEOUT;
     let mut index = 0;
     while answer.is_empty() && Instant::now() < until {

@@ -667,7 +667,7 @@ fn health_and_key_list_answer_while_a_4096_bit_key_is_generated() {
 }
 
 /// POSTs `body` on a socket that waits as long as the answer takes (the harness's client
-/// gives up after 20 s; RSA-4096 in a debug build on a busy machine can take longer), and
+/// gives up after `IO_TIMEOUT`; RSA-4096 in a debug build on a busy machine can take longer), and
 /// returns the status and JSON body.
 fn post_without_timeout(addr: &str, path: &str, body: &Value) -> (u16, Value) {
     post_closing(patient_stream(addr), path, body)

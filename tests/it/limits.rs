@@ -4,16 +4,15 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::support::{wait_until, Options, Service};
+use crate::support::{wait_until, Options, Service, EVENT_DEADLINE, IO_TIMEOUT};
 
 const TWO_MIB: usize = 2 * 1024 * 1024;
 
-/// A raw connection to the service that gives up reading after 10 s.
+/// A raw connection to the service that gives up reading after `IO_TIMEOUT` (a hang fails
+/// the test instead of stalling the suite).
 fn connect(service: &Service) -> TcpStream {
     let stream = TcpStream::connect(service.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     stream
 }
 
@@ -233,15 +232,15 @@ fn after_a_flood_past_ulimit_64_the_service_answers_again() {
     let flood: Vec<TcpStream> = (0..150)
         .filter_map(|_| TcpStream::connect(service.addr()).ok())
         .collect();
-    let exhausted = wait_until(Duration::from_secs(60), || {
+    let exhausted = wait_until(EVENT_DEADLINE, || {
         service.stderr().contains("accept failed")
     });
     assert!(exhausted, "the flood did exhaust descriptors");
     drop(flood);
-    let recovered = wait_until(Duration::from_secs(10), || {
+    let recovered = wait_until(EVENT_DEADLINE, || {
         TcpStream::connect(service.addr())
             .and_then(|mut stream| {
-                stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+                stream.set_read_timeout(Some(EVENT_DEADLINE))?;
                 stream.write_all(
                     b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                 )?;
