@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::model::validate::MAX_USERNAME_CHARS;
+use crate::platform;
 
 pub const USAGE: &str = "\
 host-manager: a local HTTP/JSON service for a catalogue of SSH hosts, groups and keys.
@@ -28,7 +29,9 @@ Prints SERVICE_PORT=<port> on stdout once it accepts connections; logs go to std
 Options:
   --port N              Port to listen on; 0 lets the OS choose [env: HOST_MANAGER_PORT] [default: 0]
   --data-dir DIR        Where the database lives [env: HOST_MANAGER_DATA_DIR]
-                        [default: $XDG_DATA_HOME/host-manager, else ~/.local/share/host-manager]
+                        [default on Linux: $XDG_DATA_HOME/host-manager, else
+                        ~/.local/share/host-manager; macOS: ~/Library/Application Support/
+                        host-manager; Windows: %LOCALAPPDATA%\\host-manager]
   --bind ADDR           Address to listen on [default: 127.0.0.1]; any other than a loopback
                         address needs --allow-remote and a token
   --allow-remote        Allow --bind on a non-loopback address (a token is then required)
@@ -50,15 +53,16 @@ Options:
                         0 = never [default: 0]
   --no-agent            Do not serve the SSH agent. By default it listens on a Unix socket in
                         $XDG_RUNTIME_DIR/host-manager (else in the data dir); GET /api/agent
-                        gives its path
+                        gives its path. Not served on Windows yet
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
   XDG_RUNTIME_DIR       Where the SSH agent's socket goes (an absolute path; else the data dir)
-  USER, LOGNAME         The user an imported ssh_config Host block without User gets, read at
-                        start [default: root]
+  USER, LOGNAME, USERNAME
+                        The user an imported ssh_config Host block without User gets: the first
+                        one set, read at start (USERNAME is Windows') [default: root]
 ";
 
 /// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
@@ -98,8 +102,8 @@ pub struct Config {
     /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
     pub agent: Option<AgentConfig>,
     /// The username an imported `Host` block without `User` gets: the login name of the
-    /// user the service runs as (`$USER`, else `$LOGNAME`, else `root`), which is what `ssh`
-    /// itself would use. Read once here, never per request.
+    /// user the service runs as (`$USER`, else `$LOGNAME`, else Windows' `%USERNAME%`, else
+    /// `root`), which is what `ssh` itself would use. Read once here, never per request.
     pub import_user: String,
     /// Test-only bounds of the change log, the connection history and the feed's wait
     /// (README, Development): tests reach a trim with a few writes, and generated requests
@@ -291,7 +295,7 @@ impl Config {
                 return Err(ConfigError("--data-dir must not be empty".into()))
             }
             Some(dir) => PathBuf::from(dir),
-            None => default_data_dir(env)?,
+            None => platform::default_data_dir(platform::SYSTEM, env).map_err(ConfigError)?,
         };
         let auto_lock = match raw.auto_lock.as_deref() {
             None => None,
@@ -334,10 +338,10 @@ impl Config {
     }
 }
 
-/// `$USER`, else `$LOGNAME`, trimmed, when it could be a username (1-100 characters); else
-/// `root`.
+/// `$USER`, else `$LOGNAME`, else `%USERNAME%`, trimmed, when it could be a username (1-100
+/// characters); else `root`.
 fn import_user(env: &HashMap<String, String>) -> String {
-    ["USER", "LOGNAME"]
+    ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .filter_map(|name| env.get(*name))
         .map(|user| user.trim())
@@ -386,20 +390,6 @@ fn test_number(env: &HashMap<String, String>, name: &str) -> Result<Option<u64>,
     }
 }
 
-/// `$XDG_DATA_HOME/host-manager`, else `~/.local/share/host-manager`. XDG says a relative
-/// `XDG_DATA_HOME` is invalid and must be ignored.
-fn default_data_dir(env: &HashMap<String, String>) -> Result<PathBuf, ConfigError> {
-    if let Some(xdg) = env.get("XDG_DATA_HOME").filter(|dir| dir.starts_with('/')) {
-        return Ok(PathBuf::from(xdg).join("host-manager"));
-    }
-    match env.get("HOME").filter(|home| !home.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".local/share/host-manager")),
-        None => Err(ConfigError(
-            "neither XDG_DATA_HOME nor HOME is set; pass --data-dir".into(),
-        )),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -408,12 +398,25 @@ mod tests {
     use std::time::Duration;
 
     use crate::config::{Command, Config, TokenSource, MAX_AUTO_LOCK_SECONDS};
+    use crate::platform;
 
-    fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
-        let env: HashMap<String, String> = env
-            .iter()
+    /// Windows' default data dir comes from it, as Linux's comes from `HOME`.
+    const LOCAL_APP_DATA: (&str, &str) = ("LOCALAPPDATA", "C:\\Users\\t\\AppData\\Local");
+
+    fn owned(env: &[(&str, &str)]) -> HashMap<String, String> {
+        env.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+            .collect()
+    }
+
+    /// Parses `args` with `env`; an `env` that sets `HOME` also gets `LOCAL_APP_DATA`, so
+    /// every platform finds its default data dir.
+    fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
+        let mut env = owned(env);
+        if env.contains_key("HOME") {
+            env.entry(LOCAL_APP_DATA.0.into())
+                .or_insert_with(|| LOCAL_APP_DATA.1.into());
+        }
         match Command::parse(args.iter().map(|a| a.to_string()), &env) {
             Ok(Command::Run(config)) => Ok(*config),
             Ok(other) => Err(format!("{other:?}")),
@@ -422,15 +425,17 @@ mod tests {
     }
 
     #[test]
-    fn defaults_to_os_chosen_port_on_loopback_under_xdg() {
-        let config = run(&[], &[("XDG_DATA_HOME", "/x"), ("HOME", "/h")]).unwrap();
+    fn defaults_to_os_chosen_port_on_loopback_in_the_platforms_data_dir() {
+        let env = [("XDG_DATA_HOME", "/x"), ("HOME", "/h"), LOCAL_APP_DATA];
+        let config = run(&[], &env).unwrap();
         assert_eq!(config.port, 0);
         assert_eq!(config.bind.to_string(), "127.0.0.1");
-        assert_eq!(config.data_dir, PathBuf::from("/x/host-manager"));
+        let expected = platform::default_data_dir(platform::SYSTEM, &owned(&env)).unwrap();
+        assert_eq!(config.data_dir, expected);
     }
 
     #[test]
-    fn import_user_is_user_else_logname_else_root() {
+    fn import_user_is_user_else_logname_else_username_else_root() {
         let user = |env: &[(&str, &str)]| {
             let mut env = env.to_vec();
             env.push(("HOME", "/h"));
@@ -439,6 +444,7 @@ mod tests {
         assert_eq!(user(&[("USER", " ann "), ("LOGNAME", "bob")]), "ann");
         assert_eq!(user(&[("USER", " "), ("LOGNAME", "bob")]), "bob");
         assert_eq!(user(&[("LOGNAME", "bob")]), "bob");
+        assert_eq!(user(&[("USERNAME", "carol")]), "carol");
         assert_eq!(user(&[]), "root");
     }
 
@@ -455,11 +461,12 @@ mod tests {
     }
 
     #[test]
-    fn home_is_used_when_xdg_is_unset_or_relative() {
-        let config = run(&[], &[("XDG_DATA_HOME", "rel"), ("HOME", "/h")]).unwrap();
+    fn without_the_platforms_data_dir_variables_data_dir_is_asked_for() {
+        let err = run(&[], &[]).unwrap_err();
+        assert!(err.contains("pass --data-dir"), "{err}");
         assert_eq!(
-            config.data_dir,
-            PathBuf::from("/h/.local/share/host-manager")
+            run(&["--data-dir", "/d"], &[]).unwrap().data_dir,
+            PathBuf::from("/d")
         );
     }
 

@@ -9,12 +9,9 @@
 //! weakly, so the database still closes when the server stops.
 
 use std::fmt;
-use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, TcpListener};
-use std::os::fd::AsFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -26,6 +23,7 @@ use zeroize::Zeroizing;
 
 use crate::config::{FeedOverrides, TokenSource};
 use crate::http::Shutdown;
+use crate::platform::{self, DirRefusal};
 use crate::state::AppState;
 use crate::store::{self, Db, StoreError};
 use crate::vault::{DataKey, Secret, Vault, VaultError, MAX_PASSWORD_BYTES};
@@ -36,9 +34,6 @@ pub const MIN_TOKEN_CHARS: usize = 32;
 
 /// The token alphabet: visible ASCII, `!` to `~` (HTTP's VCHAR without obs-text).
 const TOKEN_BYTES: std::ops::RangeInclusive<u8> = b'!'..=b'~';
-
-/// Mode of the data directory we create (README, Command line).
-const DATA_DIR_MODE: u32 = 0o700;
 
 /// How often the `--auto-lock` thread compares the idle time with the limit, at most.
 const AUTO_LOCK_TICK: Duration = Duration::from_millis(250);
@@ -58,14 +53,8 @@ pub enum StartError {
     },
     /// `--data-dir` names something that is not a directory.
     NotADirectory(PathBuf),
-    /// The data dir belongs to another user.
-    NotOurs { dir: PathBuf, owner: u32, me: u32 },
-    /// The data dir has group or other permission bits.
-    OpenToOthers { dir: PathBuf, mode: u32 },
-    /// The owner may not read, write or search the data dir.
-    NotUsable { dir: PathBuf, mode: u32 },
-    /// Which user runs the service could not be found out.
-    UnknownUser(io::Error),
+    /// The data dir exists and is not safe to keep secrets in (README, Platforms).
+    DataDir { dir: PathBuf, refusal: DirRefusal },
     /// Another service holds the data dir's lock.
     DataDirTaken(PathBuf),
     /// The database cannot be opened (damaged, a newer schema, a symlink, ...).
@@ -138,11 +127,7 @@ pub fn print(text: &str) -> ExitCode {
 pub fn own_data_dir(dir: &Path) -> Result<DataDirLock, StartError> {
     prepare_data_dir(dir)?;
     let path = dir.join(LOCK_FILE);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
+    let file = platform::open_private(OpenOptions::new().create(true).truncate(false).write(true))
         .open(&path)
         .map_err(|source| io_error("open", &path, source))?;
     match file.try_lock() {
@@ -185,8 +170,8 @@ pub fn listen(bind: IpAddr, port: u16) -> Result<(TcpListener, u16), StartError>
 /// std's stdin buffer. The buffer is sized once and wiped on drop. Call it before
 /// `watch_shutdown`: the line is ours, not the watcher's.
 pub fn password_from_stdin() -> Option<Secret> {
-    let mut stdin = match io::stdin().as_fd().try_clone_to_owned() {
-        Ok(fd) => File::from(fd),
+    let mut stdin = match platform::stdin_file() {
+        Ok(stdin) => stdin,
         Err(err) => {
             log::warn!("--vault-password-stdin: cannot read stdin ({err}); the vault stays locked");
             return None;
@@ -226,11 +211,16 @@ pub fn password_from_stdin() -> Option<Secret> {
     Some(Secret::new(std::mem::take(&mut *line)))
 }
 
-/// Starts the threads that end the service: SIGTERM and SIGINT always, end of file on
-/// stdin with `--exit-with-parent`. The first `Shutdown` they send stops the server.
+/// Starts the threads that end the service: SIGTERM and SIGINT always (on Windows the
+/// console's Ctrl+C, Ctrl+Break and close), end of file on stdin with `--exit-with-parent`.
+/// The first `Shutdown` they send stops the server.
 pub fn watch_shutdown(exit_with_parent: bool) -> Result<Receiver<Shutdown>, StartError> {
     let (shutdown_tx, shutdown) = mpsc::channel();
-    watch_signals(shutdown_tx.clone()).map_err(|source| StartError::Watcher {
+    let on_signal = shutdown_tx.clone();
+    platform::watch_signals(move || {
+        let _ = on_signal.send(Shutdown("signal"));
+    })
+    .map_err(|source| StartError::Watcher {
         action: "watch signals",
         source,
     })?;
@@ -327,10 +317,6 @@ pub fn watch_idle(state: &Arc<AppState>) -> Result<(), StartError> {
 
 impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // README, Command line: a refused data dir says which rule failed and how to fix it.
-        const ADVICE: &str = "host-manager keeps secrets there and never changes the mode of a \
-             directory it did not create: give --data-dir a path that does not exist yet (it \
-             is created with mode 0700), or fix this one";
         match self {
             StartError::Io {
                 action,
@@ -342,27 +328,14 @@ impl fmt::Display for StartError {
                 "--data-dir {} exists and is not a directory",
                 dir.display()
             ),
-            StartError::NotOurs { dir, owner, me } => write!(
+            // README, Command line: a refused data dir says which rule failed and how to
+            // fix it.
+            StartError::DataDir { dir, refusal } => write!(
                 f,
-                "data dir {} belongs to user id {owner}, not to the user running host-manager \
-                 ({me}); {ADVICE}",
-                dir.display()
+                "data dir {} {refusal}; {}",
+                dir.display(),
+                refusal.advice(dir)
             ),
-            StartError::OpenToOthers { dir, mode } => write!(
-                f,
-                "data dir {shown} is open to other users (mode {mode:04o}); {ADVICE} \
-                 (`chmod 700 {shown}`)",
-                shown = dir.display()
-            ),
-            StartError::NotUsable { dir, mode } => write!(
-                f,
-                "data dir {shown} is not readable, writable and searchable by its owner \
-                 (mode {mode:04o}); {ADVICE} (`chmod 700 {shown}`)",
-                shown = dir.display()
-            ),
-            StartError::UnknownUser(source) => {
-                write!(f, "cannot tell which user runs us: {source}")
-            }
             StartError::DataDirTaken(dir) => write!(
                 f,
                 "another host-manager is already using data dir {}",
@@ -428,60 +401,31 @@ fn io_error(action: &'static str, path: &Path, source: io::Error) -> StartError 
     }
 }
 
-/// README, Command line: a missing data dir is created with mode 0700 (its missing parents
-/// too); an existing one is used only when it belongs to us, is not open to other users and
-/// lets us read, write and enter it. An existing directory's mode is never changed: it may
-/// be shared (`/tmp`) or read-only on purpose. A symlink to a directory is judged by its
-/// target.
+/// README, Command line and Platforms: a missing data dir is created private (mode 0700 on
+/// Unix; on Windows it inherits its parent's ACL), and so are its missing parents; then the
+/// data dir is used only when the platform's rules accept it (`platform::refuse_data_dir`).
+/// An existing directory's mode is never changed: it may be shared (`/tmp`) or read-only on
+/// purpose. A symlink to a directory is judged by its target.
 fn prepare_data_dir(dir: &Path) -> Result<(), StartError> {
     if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(DATA_DIR_MODE)
-            .create(parent)
+        platform::create_private_dirs(parent)
             .map_err(|source| io_error("create", parent, source))?;
     }
-    match DirBuilder::new().mode(DATA_DIR_MODE).create(dir) {
+    match platform::create_private_dir(dir) {
         // Ours: the umask may have narrowed the mode, and only the owner needs any.
-        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(DATA_DIR_MODE))
-            .map_err(|source| io_error("set the mode of data dir", dir, source)),
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => check_existing_dir(dir),
-        Err(source) => Err(io_error("create data dir", dir, source)),
+        Ok(()) => platform::narrow_private_dir(dir)
+            .map_err(|source| io_error("set the mode of data dir", dir, source))?,
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(source) => return Err(io_error("create data dir", dir, source)),
     }
-}
-
-/// The refusals for a data dir that exists (see `prepare_data_dir`).
-fn check_existing_dir(dir: &Path) -> Result<(), StartError> {
     let metadata = fs::metadata(dir).map_err(|source| io_error("read data dir", dir, source))?;
     if !metadata.is_dir() {
         return Err(StartError::NotADirectory(dir.to_owned()));
     }
-    let me = effective_uid().map_err(StartError::UnknownUser)?;
-    let mode = metadata.mode() & 0o7777;
-    let dir = dir.to_owned();
-    if metadata.uid() != me {
-        return Err(StartError::NotOurs {
-            dir,
-            owner: metadata.uid(),
-            me,
-        });
-    }
-    if mode & 0o077 != 0 {
-        return Err(StartError::OpenToOthers { dir, mode });
-    }
-    if mode & 0o700 != 0o700 {
-        return Err(StartError::NotUsable { dir, mode });
-    }
-    Ok(())
-}
-
-/// The user id files we create get (the effective one, on Linux the file-system one):
-/// the owner of a pipe we just made, which needs no unsafe call to `geteuid`.
-fn effective_uid() -> io::Result<u32> {
-    let (reader, _writer) = io::pipe()?;
-    Ok(File::from(std::os::fd::OwnedFd::from(reader))
-        .metadata()?
-        .uid())
+    platform::refuse_data_dir(dir, &metadata).map_err(|refusal| StartError::DataDir {
+        dir: dir.to_owned(),
+        refusal,
+    })
 }
 
 /// The vault as stored, or a new one without a password on the first start.
@@ -552,23 +496,6 @@ fn lock_when_idle(state: &Weak<AppState>, after: Duration) {
             );
         }
     }
-}
-
-/// SIGTERM and SIGINT become a `Shutdown` through a self-pipe (no unsafe code).
-fn watch_signals(shutdown: Sender<Shutdown>) -> io::Result<()> {
-    let (mut read_end, write_end) = UnixStream::pair()?;
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::low_level::pipe::register(signal, write_end.try_clone()?)?;
-    }
-    thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let mut byte = [0u8; 1];
-            if read_end.read(&mut byte).is_ok() {
-                let _ = shutdown.send(Shutdown("signal"));
-            }
-        })?;
-    Ok(())
 }
 
 /// `--exit-with-parent`: the launching app holds our stdin; when it goes away (or closes

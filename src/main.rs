@@ -20,6 +20,7 @@ mod http;
 mod lifecycle;
 mod logger;
 mod model;
+mod platform;
 mod router;
 mod sshkey;
 mod state;

@@ -1,8 +1,8 @@
 //! The agent's Unix socket: where it lives, who may reach it, and the accept loop that gives
 //! every connection a thread of its own.
 //!
-//! The one file of the agent with Unix-only calls, all behind `cfg(unix)`: a Windows named
-//! pipe can be added here later, and elsewhere the agent reports itself unavailable.
+//! Platform-neutral: the socket itself comes from `platform` (README, Platforms: a Unix
+//! socket; on Windows the agent is not served yet, and `agent::start` stops before this).
 //!
 //! Invariants (README "SSH agent"): the socket is mode 0600 in a 0700 directory owned by
 //! the service's user (`$XDG_RUNTIME_DIR/host-manager`, else the data dir), so only that
@@ -11,21 +11,30 @@
 //! (the data dir's lock proves no other service owns it), anything else at its path is
 //! left alone and refused; at most `MAX_CONNECTIONS` connections are served at once.
 
+use std::fs;
 use std::path::{Path, PathBuf};
-#[cfg(unix)]
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-#[cfg(unix)]
+use crate::platform::{self, AgentListener, AgentStream, MAX_SOCKET_PATH_BYTES};
 use crate::state::AppState;
-
-/// A socket address holds 108 bytes of path (`sun_path` on Linux), the final NUL included.
-pub const MAX_SOCKET_PATH_BYTES: usize = 107;
 
 /// The socket file under the data dir, when no runtime dir is set.
 const SOCKET_FILE: &str = "agent.sock";
 
 /// The directory under `$XDG_RUNTIME_DIR` that holds the sockets of every data dir.
 const RUNTIME_SUBDIR: &str = "host-manager";
+
+/// Connections served at once. Each is a thread and a descriptor; a client holds one per
+/// `ssh` process (and one per forwarded channel), so this is far above real use while
+/// keeping a runaway local client from taking the process's descriptors.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Once a message's length has arrived, the rest must arrive within this.
+const MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A reply not taken by the client within this drops the connection.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The socket's listener; removes the socket file when dropped (at shutdown).
 pub struct Listening {
@@ -34,10 +43,9 @@ pub struct Listening {
 
 /// Where the socket goes: `$XDG_RUNTIME_DIR/host-manager/agent-<hash>.sock` (the hash, of
 /// the data dir's canonical path, keeps two services with two data dirs apart), else
-/// `<data dir>/agent.sock`. Creates and checks the runtime directory. `None` where the
-/// platform has no Unix sockets. `data_dir` exists (the service owns it by now).
-#[cfg(unix)]
-pub fn socket_path(data_dir: &Path, runtime_dir: Option<&Path>) -> Result<Option<PathBuf>, String> {
+/// `<data dir>/agent.sock`. Creates and checks the runtime directory. `data_dir` exists
+/// (the service owns it by now).
+pub fn socket_path(data_dir: &Path, runtime_dir: Option<&Path>) -> Result<PathBuf, String> {
     let data_dir = data_dir
         .canonicalize()
         .map_err(|err| format!("cannot resolve data dir {}: {err}", data_dir.display()))?;
@@ -61,32 +69,21 @@ pub fn socket_path(data_dir: &Path, runtime_dir: Option<&Path>) -> Result<Option
             path.display()
         ));
     }
-    Ok(Some(path))
-}
-
-#[cfg(not(unix))]
-pub fn socket_path(
-    _data_dir: &Path,
-    _runtime_dir: Option<&Path>,
-) -> Result<Option<PathBuf>, String> {
-    Ok(None)
+    Ok(path)
 }
 
 /// Binds the socket at `path` (mode 0600) and starts accepting on a thread of its own. The
 /// state is held weakly, so the database still closes when the server stops.
-#[cfg(unix)]
 pub fn listen(path: &Path, state: Weak<AppState>) -> Result<Listening, String> {
-    use std::fs;
-    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    use std::os::unix::net::UnixListener;
-
     match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => fs::remove_file(path).map_err(|err| {
-            format!(
-                "cannot remove the stale agent socket {}: {err}",
-                path.display()
-            )
-        })?,
+        Ok(meta) if platform::is_socket(&meta.file_type()) => {
+            fs::remove_file(path).map_err(|err| {
+                format!(
+                    "cannot remove the stale agent socket {}: {err}",
+                    path.display()
+                )
+            })?
+        }
         Ok(_) => {
             return Err(format!(
                 "{} exists and is not a socket; move it away or start with --no-agent",
@@ -95,7 +92,7 @@ pub fn listen(path: &Path, state: Weak<AppState>) -> Result<Listening, String> {
         }
         Err(_) => {}
     }
-    let listener = UnixListener::bind(path).map_err(|err| {
+    let listener = platform::bind_agent(path).map_err(|err| {
         format!(
             "cannot listen on the agent socket {}: {err}",
             path.display()
@@ -104,13 +101,6 @@ pub fn listen(path: &Path, state: Weak<AppState>) -> Result<Listening, String> {
     let listening = Listening {
         path: path.to_path_buf(),
     };
-    // The directory (0700) keeps everyone else out until the mode is set.
-    fs::set_permissions(path, fs::Permissions::from_mode(SOCKET_MODE)).map_err(|err| {
-        format!(
-            "cannot set the mode of the agent socket {}: {err}",
-            path.display()
-        )
-    })?;
     std::thread::Builder::new()
         .name("agent-accept".into())
         .spawn(move || accept_loop(&listener, &state))
@@ -118,20 +108,9 @@ pub fn listen(path: &Path, state: Weak<AppState>) -> Result<Listening, String> {
     Ok(listening)
 }
 
-#[cfg(not(unix))]
-pub fn listen(
-    path: &Path,
-    _state: std::sync::Weak<crate::state::AppState>,
-) -> Result<Listening, String> {
-    Err(format!(
-        "cannot listen on {}: no Unix sockets here",
-        path.display()
-    ))
-}
-
 impl Drop for Listening {
     fn drop(&mut self) {
-        if let Err(err) = std::fs::remove_file(&self.path) {
+        if let Err(err) = fs::remove_file(&self.path) {
             log::warn!(
                 "cannot remove the agent socket {}: {err}",
                 self.path.display()
@@ -140,45 +119,23 @@ impl Drop for Listening {
     }
 }
 
-/// Connections served at once. Each is a thread and a descriptor; a client holds one per
-/// `ssh` process (and one per forwarded channel), so this is far above real use while
-/// keeping a runaway local client from taking the process's descriptors.
-#[cfg(unix)]
-const MAX_CONNECTIONS: usize = 64;
-
-/// Once a message's length has arrived, the rest must arrive within this.
-#[cfg(unix)]
-const MESSAGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// A reply not taken by the client within this drops the connection.
-#[cfg(unix)]
-const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-#[cfg(unix)]
-const SOCKET_DIR_MODE: u32 = 0o700;
-
-#[cfg(unix)]
-const SOCKET_MODE: u32 = 0o600;
-
-#[cfg(unix)]
-impl crate::agent::connection::Link for std::os::unix::net::UnixStream {
-    fn limit_reads(&self, timeout: Option<std::time::Duration>) -> std::io::Result<()> {
+impl crate::agent::connection::Link for AgentStream {
+    fn limit_reads(&self, timeout: Option<Duration>) -> std::io::Result<()> {
         self.set_read_timeout(timeout)
     }
 }
 
 /// Accepts for ever (the process exits at shutdown); each connection gets a thread.
-#[cfg(unix)]
-fn accept_loop(listener: &std::os::unix::net::UnixListener, state: &Weak<AppState>) {
+fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
     // A place per connection, given back when its thread ends (also by unwinding).
     let places = Arc::new(crate::state::Slots::new(MAX_CONNECTIONS));
-    for stream in listener.incoming() {
-        let stream = match stream {
+    loop {
+        let stream = match listener.accept() {
             Ok(stream) => stream,
             Err(err) => {
                 // Typically out of descriptors: wait a little instead of spinning.
                 log::warn!("agent: accept failed ({err}); retrying");
-                std::thread::sleep(std::time::Duration::from_millis(100));
+                std::thread::sleep(Duration::from_millis(100));
                 continue;
             }
         };
@@ -203,33 +160,28 @@ fn accept_loop(listener: &std::os::unix::net::UnixListener, state: &Weak<AppStat
     }
 }
 
-/// Creates `dir` with mode 0700 when missing; refuses it when it is not a directory or
+/// Creates `dir` private (mode 0700) when missing; refuses it when it is not a directory or
 /// belongs to another user than `data_dir` (which the service made), and narrows a wider
 /// mode of its own.
-#[cfg(unix)]
 fn private_dir(dir: &Path, data_dir: &Path) -> Result<(), String> {
-    use std::fs::{self, DirBuilder};
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-
-    if let Err(err) = DirBuilder::new().mode(SOCKET_DIR_MODE).create(dir) {
+    if let Err(err) = platform::create_private_dir(dir) {
         if err.kind() != std::io::ErrorKind::AlreadyExists {
             return Err(format!("cannot create {}: {err}", dir.display()));
         }
     }
     let meta =
         fs::symlink_metadata(dir).map_err(|err| format!("cannot read {}: {err}", dir.display()))?;
-    let owner = fs::metadata(data_dir)
-        .map_err(|err| format!("cannot read {}: {err}", data_dir.display()))?
-        .uid();
-    if !meta.file_type().is_dir() || meta.uid() != owner {
+    let data_dir_meta = fs::metadata(data_dir)
+        .map_err(|err| format!("cannot read {}: {err}", data_dir.display()))?;
+    if !meta.file_type().is_dir() || !platform::same_owner(&meta, &data_dir_meta) {
         return Err(format!(
             "{} is not a directory of this user; the SSH agent's socket cannot go there \
              (remove it, or start with --no-agent)",
             dir.display()
         ));
     }
-    if meta.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(SOCKET_DIR_MODE))
+    if platform::is_open_to_others(&meta) {
+        platform::narrow_private_dir(dir)
             .map_err(|err| format!("cannot set the mode of {}: {err}", dir.display()))?;
     }
     Ok(())
@@ -242,6 +194,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Unix only: these check the socket's directory and its modes (README, Platforms).
 #[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -249,7 +202,8 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 
-    use crate::agent::endpoint::{fnv1a, socket_path, MAX_SOCKET_PATH_BYTES};
+    use crate::agent::endpoint::{fnv1a, socket_path};
+    use crate::platform::MAX_SOCKET_PATH_BYTES;
 
     /// A scratch directory under cargo's target dir, removed when it drops.
     struct Scratch(PathBuf);
@@ -274,7 +228,7 @@ mod tests {
     #[test]
     fn without_a_runtime_dir_the_socket_is_in_the_data_dir() {
         let scratch = Scratch::new("data");
-        let path = socket_path(&scratch.0, None).unwrap().unwrap();
+        let path = socket_path(&scratch.0, None).unwrap();
         assert_eq!(path, scratch.0.canonicalize().unwrap().join("agent.sock"));
     }
 
@@ -289,8 +243,8 @@ mod tests {
         for dir in [&one, &two, &runtime] {
             fs::create_dir(dir).unwrap();
         }
-        let first = socket_path(&one, Some(&runtime)).unwrap().unwrap();
-        let second = socket_path(&two, Some(&runtime)).unwrap().unwrap();
+        let first = socket_path(&one, Some(&runtime)).unwrap();
+        let second = socket_path(&two, Some(&runtime)).unwrap();
         assert_ne!(first, second);
         assert_eq!(first.parent(), Some(runtime.join("host-manager").as_path()));
         let mode = fs::metadata(runtime.join("host-manager"))
@@ -298,11 +252,7 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o700);
-        assert_eq!(
-            socket_path(&one, Some(&runtime)).unwrap().unwrap(),
-            first,
-            "stable"
-        );
+        assert_eq!(socket_path(&one, Some(&runtime)).unwrap(), first, "stable");
     }
 
     #[test]
@@ -325,7 +275,8 @@ mod tests {
     }
 
     #[test]
-    fn a_socket_path_of_107_bytes_is_accepted_and_108_is_refused() {
+    fn a_socket_path_at_the_platform_limit_is_accepted_and_one_byte_longer_is_refused() {
+        // 107 bytes on Linux, 103 on macOS (`sun_path` is 108 and 104 bytes).
         let scratch = Scratch::new("long");
         let base = scratch.0.canonicalize().unwrap();
         // `<dir>/agent.sock`: pad the directory name so the whole path has the length.
@@ -338,12 +289,13 @@ mod tests {
             fs::create_dir_all(&dir).unwrap();
             let outcome = socket_path(&dir, None);
             assert_eq!(outcome.is_ok(), accepted, "{length}: {outcome:?}");
-            if let Ok(Some(path)) = outcome {
+            if let Ok(path) = outcome {
                 assert_eq!(path.as_os_str().len(), length);
             } else {
                 let err = outcome.unwrap_err();
                 assert!(
-                    err.contains("at most 107") && err.contains("--no-agent"),
+                    err.contains(&format!("at most {MAX_SOCKET_PATH_BYTES}"))
+                        && err.contains("--no-agent"),
                     "{err}"
                 );
             }

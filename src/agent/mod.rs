@@ -1,7 +1,8 @@
 //! The SSH agent served by the same process (README "SSH agent"): `ssh`, `ssh-add` and git
-//! talk to it on a Unix socket, and it signs with keys that never leave the vault.
+//! talk to it on a Unix socket, and it signs with keys that never leave the vault. Not
+//! served on Windows yet (README, Platforms).
 //!
-//! Shape: `endpoint` owns the socket (the one file with Unix-only calls) and gives every
+//! Shape: `endpoint` owns the socket (made by `platform`) and gives every
 //! connection a thread of its own; `connection` reads length-framed messages under their
 //! limits; `proto` parses them (pure, fuzzed); `respond` answers them with the vault, the
 //! store and each key's policy; `approvals` holds sign requests waiting for the user.
@@ -22,6 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::agent::approvals::{Approvals, APPROVAL_TIMEOUT};
 use crate::config::AgentConfig;
+use crate::platform;
 use crate::state::AppState;
 
 pub use crate::agent::endpoint::Listening;
@@ -29,8 +31,10 @@ pub use crate::agent::endpoint::Listening;
 /// The agent's share of `AppState`.
 pub struct Agent {
     /// The socket path, set once when the endpoint listens; empty with `--no-agent` or
-    /// where Unix sockets are missing. Written once at start, before any request.
+    /// on Windows. Written once at start, before any request.
     socket: OnceLock<PathBuf>,
+    /// Why there is no socket, for the 409 `AGENT_UNAVAILABLE` that says so.
+    off_because: &'static str,
     /// Sign requests waiting for the user, and approvals remembered until the vault locks.
     pub approvals: Approvals,
 }
@@ -42,6 +46,11 @@ impl Agent {
             .unwrap_or(APPROVAL_TIMEOUT);
         Agent {
             socket: OnceLock::new(),
+            off_because: match (config, platform::AGENT_UNAVAILABLE) {
+                (None, _) => "the SSH agent is not served (--no-agent)",
+                (Some(_), Some(reason)) => reason,
+                (Some(_), None) => "the SSH agent is not served",
+            },
             approvals: Approvals::new(timeout),
         }
     }
@@ -49,6 +58,11 @@ impl Agent {
     /// Where clients connect (`SSH_AUTH_SOCK`); `None` when the agent is not served.
     pub fn socket(&self) -> Option<&Path> {
         self.socket.get().map(PathBuf::as_path)
+    }
+
+    /// Why the agent is not served (`--no-agent`, or Windows), when `socket` is `None`.
+    pub fn off_because(&self) -> &'static str {
+        self.off_because
     }
 }
 
@@ -61,11 +75,11 @@ pub fn start(state: &Arc<AppState>) -> Result<Option<Listening>, String> {
         log::info!("SSH agent off (--no-agent)");
         return Ok(None);
     };
-    let Some(path) = endpoint::socket_path(&state.config.data_dir, config.runtime_dir.as_deref())?
-    else {
-        log::warn!("SSH agent unavailable: this platform has no Unix sockets");
+    if let Some(reason) = platform::AGENT_UNAVAILABLE {
+        log::warn!("SSH agent off: {reason}");
         return Ok(None);
-    };
+    }
+    let path = endpoint::socket_path(&state.config.data_dir, config.runtime_dir.as_deref())?;
     let listening = endpoint::listen(&path, Arc::downgrade(state))?;
     log::info!("SSH agent listening on {}", path.display());
     // Set before SERVICE_PORT is printed, so no request ever sees it unset.

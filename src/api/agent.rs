@@ -17,7 +17,7 @@ use crate::store;
 /// `GET /api/agent`.
 #[derive(Serialize)]
 struct AgentView<'a> {
-    /// True when the agent listens (not with `--no-agent`, not without Unix sockets).
+    /// True when the agent listens (not with `--no-agent`, not on Windows: README, Platforms).
     enabled: bool,
     /// The socket for `SSH_AUTH_SOCK` and `IdentityAgent`; `null` when not enabled.
     socket: Option<String>,
@@ -171,8 +171,6 @@ pub fn connect_credentials(state: &AppState, key_id: &str) -> Result<AgentCreden
 fn socket(state: &AppState) -> Result<String, ApiError> {
     match state.agent.socket() {
         Some(path) => Ok(path.to_string_lossy().into_owned()),
-        None => Err(ApiError::AgentUnavailable(
-            "the SSH agent is not served (--no-agent, or no Unix sockets on this platform)".into(),
-        )),
+        None => Err(ApiError::AgentUnavailable(state.agent.off_because().into())),
     }
 }

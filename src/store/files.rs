@@ -3,19 +3,16 @@
 //!
 //! Invariants: never follows a symlink (a database, WAL or SHM that is one is refused, so
 //! no chmod and no write ever reaches a file outside the data dir); never widens a mode;
-//! creates the database with mode 0600 (README, Command line). The data dir itself is
-//! checked before this runs (main's `own_data_dir`): it is ours and private, so the mode of
-//! a regular file inside it is ours to tighten.
+//! creates the database private, mode 0600 on Unix (README, Command line and Platforms). The
+//! data dir itself is checked before this runs (main's `own_data_dir`): it is ours and
+//! private, so the mode of a regular file inside it is ours to tighten.
 
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::platform;
 use crate::store::StoreError;
-
-/// File mode of the database and its WAL/SHM files (README, Command line).
-pub const DB_FILE_MODE: u32 = 0o600;
 
 /// Refuses a database, WAL or SHM file that is a symlink or not a regular file, creates the
 /// database (mode 0600) when it is missing, and tightens a wider mode on an existing one.
@@ -79,12 +76,7 @@ fn refuse_links(path: &Path) -> Result<(), StoreError> {
 
 fn create(path: &Path) -> Result<(), StoreError> {
     // create_new: never opens something that appeared meanwhile.
-    match OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(DB_FILE_MODE)
-        .open(path)
-    {
+    match platform::open_private(OpenOptions::new().write(true).create_new(true)).open(path) {
         Ok(_) => Ok(()),
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => prepare(path),
         Err(err) => Err(cannot(path, "create", &err)),
@@ -98,18 +90,18 @@ fn tighten(path: &Path) -> Result<(), StoreError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(cannot(path, "read the metadata of", &err)),
     };
-    if !metadata.is_file() || metadata.permissions().mode() & 0o077 == 0 {
+    if !metadata.is_file() || !platform::is_open_to_others(&metadata) {
         return Ok(());
     }
-    fs::set_permissions(path, fs::Permissions::from_mode(DB_FILE_MODE))
-        .map_err(|err| cannot(path, "restrict the mode of", &err))
+    platform::make_private(path).map_err(|err| cannot(path, "restrict the mode of", &err))
 }
 
 fn cannot(path: &Path, what: &str, err: &io::Error) -> StoreError {
     StoreError::Unusable(format!("cannot {what} {}: {err}", path.display()))
 }
 
-#[cfg(test)]
+/// Unix only: what these check are modes and symbolic links (README, Platforms).
+#[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::fs;

@@ -5,8 +5,9 @@
 //!   beside secrets that were under a master password, and none of them would open).
 //!
 //! `quick_check` reads every page: about 0.3-0.4 s for the 100 MB of 100,000 hosts, far
-//! over the start-up budget. So a clean close records the closed file (device, inode, size,
-//! modification and change times) in `host-manager.db-clean`, and a start whose file still
+//! over the start-up budget. So a clean close records the closed file (on Unix its device,
+//! inode, size, modification and change times; on Windows its size, modification and
+//! creation times: README, Platforms) in `host-manager.db-clean`, and a start whose file still
 //! matches that record, with no WAL left over, skips the full check: nothing has written to
 //! the file since it was last checked or written by us. Any other start (first run, crash,
 //! kill, a file copied in or edited) runs the full check. The record is removed at start,
@@ -16,13 +17,13 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::Instant;
 
 use rusqlite::Connection;
 
-use crate::store::files::{sidecar, DB_FILE_MODE};
+use crate::platform;
+use crate::store::files::sidecar;
 use crate::store::migrate::user_version;
 use crate::store::StoreError;
 
@@ -65,10 +66,7 @@ pub fn record_clean_close(db_path: &Path) {
         return;
     };
     let record = sidecar(db_path, CLEAN_CLOSE_SUFFIX);
-    let written = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(DB_FILE_MODE)
+    let written = platform::open_private(fs::OpenOptions::new().write(true).create_new(true))
         .open(&record)
         .and_then(|mut file| io::Write::write_all(&mut file, line.as_bytes()));
     if let Err(err) = written {
@@ -89,19 +87,13 @@ fn closed_cleanly(db_path: &Path, record: &Path) -> bool {
     wal_empty && recorded.is_some() && recorded == describe(db_path)
 }
 
-/// The record line of a file: what no write can leave unchanged (the change time included,
-/// which no tool can set back).
+/// The record line of a file: what a write changes (on Unix the change time too, which no
+/// tool can set back; README, Platforms).
 fn describe(db_path: &Path) -> Option<String> {
     let metadata = fs::symlink_metadata(db_path).ok()?;
     Some(format!(
-        "{RECORD_FORMAT} {} {} {} {}.{:09} {}.{:09}\n",
-        metadata.dev(),
-        metadata.ino(),
-        metadata.len(),
-        metadata.mtime(),
-        metadata.mtime_nsec(),
-        metadata.ctime(),
-        metadata.ctime_nsec()
+        "{RECORD_FORMAT} {}\n",
+        platform::file_identity(&metadata)
     ))
 }
 

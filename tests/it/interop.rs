@@ -421,9 +421,13 @@ fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
     assert_eq!(hosts.len(), 6);
 }
 
-/// Starts a service whose environment says `USER` and `LOGNAME` as given (`""`: nothing).
+/// Starts a service whose environment says `USER` and `LOGNAME` as given (`""`: nothing),
+/// and no `USERNAME`.
 fn service_run_by(name: &str, user: &str, logname: &str) -> Service {
-    Service::start_env(name, &[("USER", user), ("LOGNAME", logname)])
+    Service::start_env(
+        name,
+        &[("USER", user), ("LOGNAME", logname), ("USERNAME", "")],
+    )
 }
 
 /// The username the import gave the one block of `config`.
@@ -864,12 +868,12 @@ pub(crate) fn host_for_login(service: &Service, sshd: &Sshd, passphrase: Option<
 
 /// Writes the private key from `connect` as a 0600 file, as the desktop app does.
 pub(crate) fn write_identity(sshd: &Sshd, credentials: &Value) -> std::path::PathBuf {
-    use std::os::unix::fs::OpenOptionsExt;
+    use crate::support::WithMode;
     let path = sshd.dir.join("identity");
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
+        .with_mode(0o600)
         .open(&path)
         .expect("create identity file");
     std::io::Write::write_all(
@@ -927,11 +931,11 @@ fn ssh_logs_in_with_a_passphrase_protected_key_and_the_passphrase_from_connect()
     // ssh asks SSH_ASKPASS for the passphrase; the script answers what connect gave.
     let askpass = sshd.dir.join("askpass");
     {
-        use std::os::unix::fs::OpenOptionsExt;
+        use crate::support::WithMode;
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o700)
+            .with_mode(0o700)
             .open(&askpass)
             .expect("create askpass");
         std::io::Write::write_all(

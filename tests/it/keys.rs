@@ -6,7 +6,6 @@
 use std::fs::{self, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::mpsc;
@@ -19,7 +18,7 @@ use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
 use crate::support::{
     contains_bytes, field_names, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
-    EVENT_DEADLINE,
+    WithMode, EVENT_DEADLINE,
 };
 
 /// The comment every ssh-keygen key of these tests carries.
@@ -82,7 +81,7 @@ fn write_private(path: &Path, bytes: &[u8]) {
         .create(true)
         .truncate(true)
         .write(true)
-        .mode(0o600)
+        .with_mode(0o600)
         .open(path)
         .unwrap();
     file.write_all(bytes).unwrap();

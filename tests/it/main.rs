@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+/// The SSH agent is served on Unix only (README, Platforms).
+#[cfg(unix)]
 mod agent;
 mod changes;
 mod groups;
@@ -14,6 +16,7 @@ mod keys;
 mod known_hosts;
 mod limits;
 mod memory;
+mod platform;
 mod process;
 mod readme;
 mod revisions;

@@ -4,9 +4,10 @@
 //! and Reliability).
 
 use std::fs;
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+#[cfg(unix)]
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc::RecvTimeoutError;
 
 use serde_json::json;
@@ -33,6 +34,7 @@ fn stopped_data_dir(name: &str, setup: impl FnOnce(&Service)) -> std::path::Path
     data_dir
 }
 
+#[cfg(unix)]
 fn mode_of(path: &Path) -> u32 {
     fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
@@ -131,6 +133,9 @@ fn second_instance_on_the_same_data_dir_exits_1_before_opening_the_database_whil
     assert_eq!(first.get("/api/hosts").expect(200)["total"], 1);
 }
 
+/// Unix: signals; Windows' Ctrl+C is checked by `scripts/test`'s Wine stage (README,
+/// Platforms).
+#[cfg(unix)]
 #[test]
 fn sigterm_exits_zero() {
     let mut service = Service::start("sigterm");
@@ -139,10 +144,11 @@ fn sigterm_exits_zero() {
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
 
+#[cfg(unix)]
 #[test]
 fn sigint_exits_zero() {
     let mut service = Service::start("sigint");
-    Command::new("kill")
+    std::process::Command::new("kill")
         .arg("-INT")
         .arg(service.child.id().to_string())
         .status()
@@ -162,6 +168,8 @@ fn exit_with_parent_shuts_down_when_stdin_closes() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// Unix: on Windows every test service watches its stdin (tests/it/support).
+#[cfg(unix)]
 #[test]
 fn without_exit_with_parent_closing_stdin_changes_nothing() {
     let mut service = Service::start("no-parent-watch");
@@ -174,6 +182,8 @@ fn without_exit_with_parent_closing_stdin_changes_nothing() {
     assert_one_shutdown(&service, "signal");
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn data_dir_is_0700_and_database_files_are_0600() {
     let service = Service::start("modes");
@@ -188,6 +198,8 @@ fn data_dir_is_0700_and_database_files_are_0600() {
     }
 }
 
+/// Linux (README, Platforms; Windows' default is in tests/it/platform.rs).
+#[cfg(all(unix, not(target_os = "macos")))]
 #[test]
 fn default_data_dir_is_under_xdg_data_home() {
     let xdg = fresh_dir("xdg");
@@ -329,6 +341,8 @@ fn restart_keeps_the_schema_and_serves_again() {
 
 // ---- the data dir and the database file (README, Command line) ------------------------
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn an_existing_shared_data_dir_is_refused_and_keeps_its_mode() {
     let dir = fresh_dir("shared-dir").join("data");
@@ -347,6 +361,8 @@ fn an_existing_shared_data_dir_is_refused_and_keeps_its_mode() {
     );
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn an_existing_group_readable_data_dir_is_refused() {
     let dir = fresh_dir("group-dir").join("data");
@@ -358,6 +374,8 @@ fn an_existing_group_readable_data_dir_is_refused() {
     assert_eq!(mode_of(&dir), 0o750);
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn an_existing_read_only_data_dir_is_refused_and_keeps_its_mode() {
     let dir = fresh_dir("read-only-dir").join("data");
@@ -378,6 +396,8 @@ fn an_existing_read_only_data_dir_is_refused_and_keeps_its_mode() {
     );
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn an_existing_data_dir_of_another_user_is_refused() {
     // As root, a fresh dir handed to nobody; as anyone else, `/` (root's).
@@ -400,6 +420,8 @@ fn an_existing_data_dir_of_another_user_is_refused() {
     );
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn an_existing_private_data_dir_of_ours_is_used_as_it_is() {
     let dir = fresh_dir("own-dir").join("data");
@@ -416,6 +438,8 @@ fn an_existing_private_data_dir_of_ours_is_used_as_it_is() {
     assert_eq!(mode_of(&dir), 0o700);
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn a_missing_data_dir_and_its_missing_parents_are_created_0700() {
     let base = fresh_dir("nested-dir");
@@ -431,6 +455,8 @@ fn a_missing_data_dir_and_its_missing_parents_are_created_0700() {
     assert_eq!((mode_of(&dir), mode_of(&base.join("a"))), (0o700, 0o700));
 }
 
+/// Unix: modes, owners and symbolic links (README, Platforms).
+#[cfg(unix)]
 #[test]
 fn a_symlinked_database_file_is_refused_and_its_target_keeps_its_mode() {
     let base = fresh_dir("db-link");

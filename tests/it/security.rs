@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 use crate::support::{fresh_dir, run_expecting_refusal, run_until_exit, Service};
 
@@ -199,7 +198,7 @@ fn token_file_token_is_required() {
     let path = dir.join("token");
     let token = "a-token-of-at-least-thirty-two-characters";
     fs::write(&path, format!("{token}\nignored second line\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    crate::support::set_mode(&path, 0o600);
     let service = Service::start_args("token-file-svc", &["--token-file", path.to_str().unwrap()]);
     assert_eq!(
         service.stdout_head.len(),

@@ -3,6 +3,11 @@
 //!
 //! `Service` kills and reaps its child on drop, also when a test panics, and prints the
 //! child's stderr when the test failed.
+//!
+//! On Windows (the Windows build under Wine in `scripts/test`), a test cannot send a signal
+//! without unsafe code, so a service is stopped as a launching app stops it there (README,
+//! Platforms): it runs with `--exit-with-parent` unless the test closes its stdin itself,
+//! and `terminate` closes its stdin.
 
 #![allow(dead_code)]
 
@@ -48,6 +53,37 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).expect("create test dir");
     dir
+}
+
+/// `OpenOptions::mode` where files have modes (Unix): ssh refuses a private key that others
+/// may read, and runs only an executable askpass script. Windows files have no mode.
+pub trait WithMode {
+    fn with_mode(&mut self, mode: u32) -> &mut Self;
+}
+
+#[cfg(unix)]
+impl WithMode for fs::OpenOptions {
+    fn with_mode(&mut self, mode: u32) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::mode(self, mode)
+    }
+}
+
+#[cfg(not(unix))]
+impl WithMode for fs::OpenOptions {
+    fn with_mode(&mut self, _mode: u32) -> &mut Self {
+        self
+    }
+}
+
+/// Sets a file's mode where files have modes (Unix); nothing on Windows.
+pub fn set_mode(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("set mode");
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
 }
 
 /// One running service.
@@ -153,6 +189,12 @@ impl Service {
                 command
             }
         };
+        if cfg!(windows)
+            && !options.close_stdin
+            && !options.args.iter().any(|arg| arg == "--exit-with-parent")
+        {
+            command.arg("--exit-with-parent");
+        }
         command
             .env("RUST_LOG", "debug")
             // The agent's socket goes into the data dir, under target/, unless a test sets
@@ -306,12 +348,17 @@ impl Service {
         String::from_utf8_lossy(&out).into_owned()
     }
 
-    /// Sends SIGTERM and waits up to `deadline` for the exit.
+    /// Sends SIGTERM (on Windows: closes stdin, see the module's doc) and waits up to
+    /// `deadline` for the exit.
     pub fn terminate(&mut self, deadline: Duration) -> Option<ExitStatus> {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
+        if cfg!(windows) {
+            drop(self.stdin.take());
+        } else {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status();
+        }
         self.wait_exit(deadline)
     }
 

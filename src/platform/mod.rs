@@ -1,0 +1,197 @@
+//! Every difference between the operating systems the service runs on (README, Platforms):
+//! the default data dir, making and checking the data dir and the database's files, a file's
+//! identity for the clean-close record, stdin as a file, the shutdown signals, and the SSH
+//! agent's endpoint. The rest of the code calls these and holds no `cfg` of its own (only
+//! tests of Unix-only rules, such as file modes, are compiled for Unix alone).
+//!
+//! Invariants: `unix.rs` (Linux, macOS and the other Unix systems) and `windows.rs` offer
+//! the same items with the same signatures, listed once in the `pub use` below, so a
+//! missing item fails the build of that platform; the pure rule of the default data dir
+//! takes the platform as a value, so every platform's rule is unit-tested on any machine;
+//! nothing here depends on `/proc`.
+
+#[cfg_attr(unix, path = "unix.rs")]
+#[cfg_attr(windows, path = "windows.rs")]
+mod os;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub use crate::platform::os::{
+    bind_agent, create_private_dir, create_private_dirs, file_identity, is_open_to_others,
+    is_socket, make_private, narrow_private_dir, open_private, refuse_data_dir, same_owner,
+    stdin_file, watch_signals, AgentListener, AgentStream, DirRefusal, AGENT_UNAVAILABLE,
+    MAX_SOCKET_PATH_BYTES,
+};
+
+/// Which rule picks the default data dir (README, Platforms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    dead_code,
+    reason = "a build constructs its own platform's variant; the unit tests construct each"
+)]
+pub enum System {
+    /// Linux and the other Unix systems: the XDG base directories.
+    Xdg,
+    MacOs,
+    Windows,
+}
+
+/// The platform this build runs on.
+#[cfg(target_os = "macos")]
+pub const SYSTEM: System = System::MacOs;
+#[cfg(windows)]
+pub const SYSTEM: System = System::Windows;
+#[cfg(not(any(target_os = "macos", windows)))]
+pub const SYSTEM: System = System::Xdg;
+
+/// The data dir without `--data-dir` (README, Platforms), from the environment `env`:
+/// - Linux: `$XDG_DATA_HOME/host-manager`, else `$HOME/.local/share/host-manager` (XDG says
+///   a relative `XDG_DATA_HOME` is invalid and must be ignored);
+/// - macOS: `$HOME/Library/Application Support/host-manager`, where Apple puts an app's data;
+/// - Windows: `%LOCALAPPDATA%\host-manager`, under the user's profile and not roamed.
+///
+/// The error names the variable and says to pass `--data-dir`.
+pub fn default_data_dir(system: System, env: &HashMap<String, String>) -> Result<PathBuf, String> {
+    let var = |name: &str| env.get(name).filter(|value| !value.is_empty());
+    match system {
+        System::Xdg => {
+            if let Some(xdg) = var("XDG_DATA_HOME").filter(|dir| dir.starts_with('/')) {
+                return Ok(PathBuf::from(format!(
+                    "{}/host-manager",
+                    xdg.trim_end_matches('/')
+                )));
+            }
+            match var("HOME") {
+                Some(home) => Ok(PathBuf::from(format!(
+                    "{}/.local/share/host-manager",
+                    home.trim_end_matches('/')
+                ))),
+                None => Err("neither XDG_DATA_HOME nor HOME is set; pass --data-dir".into()),
+            }
+        }
+        System::MacOs => match var("HOME") {
+            Some(home) => Ok(PathBuf::from(format!(
+                "{}/Library/Application Support/host-manager",
+                home.trim_end_matches('/')
+            ))),
+            None => Err("HOME is not set; pass --data-dir".into()),
+        },
+        System::Windows => match var("LOCALAPPDATA").filter(|dir| windows_absolute(dir)) {
+            Some(local) => Ok(PathBuf::from(format!(
+                "{}\\host-manager",
+                local.trim_end_matches(['\\', '/'])
+            ))),
+            None => Err(
+                "LOCALAPPDATA is not set to an absolute path (C:\\Users\\NAME\\AppData\\Local); \
+                 pass --data-dir"
+                    .into(),
+            ),
+        },
+    }
+}
+
+/// `C:\…` (or `C:/…`) or a UNC path `\\server\share\…`: a relative `LOCALAPPDATA` would put
+/// the secrets wherever the service happened to start.
+fn windows_absolute(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    let drive = bytes.len() >= 3
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1] == b':'
+        && matches!(bytes[2], b'\\' | b'/');
+    drive || path.starts_with("\\\\")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    use crate::platform::{default_data_dir, System};
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn linux_uses_an_absolute_xdg_data_home_with_or_without_a_trailing_slash() {
+        for xdg in ["/x", "/x/"] {
+            let dir =
+                default_data_dir(System::Xdg, &env(&[("XDG_DATA_HOME", xdg), ("HOME", "/h")]));
+            assert_eq!(dir.unwrap().to_str(), Some("/x/host-manager"), "{xdg}");
+        }
+    }
+
+    #[test]
+    fn linux_ignores_a_relative_xdg_data_home_and_falls_back_to_home() {
+        let dir = default_data_dir(
+            System::Xdg,
+            &env(&[("XDG_DATA_HOME", "x"), ("HOME", "/h/")]),
+        );
+        assert_eq!(dir.unwrap(), PathBuf::from("/h/.local/share/host-manager"));
+    }
+
+    #[test]
+    fn linux_without_xdg_data_home_or_home_asks_for_data_dir() {
+        let err = default_data_dir(System::Xdg, &env(&[("HOME", "")])).unwrap_err();
+        assert!(err.contains("--data-dir"), "{err}");
+    }
+
+    #[test]
+    fn macos_uses_application_support_under_home_and_ignores_xdg() {
+        let dir = default_data_dir(
+            System::MacOs,
+            &env(&[("XDG_DATA_HOME", "/x"), ("HOME", "/Users/ann")]),
+        );
+        assert_eq!(
+            dir.unwrap(),
+            PathBuf::from("/Users/ann/Library/Application Support/host-manager")
+        );
+    }
+
+    #[test]
+    fn macos_without_home_asks_for_data_dir() {
+        let err = default_data_dir(System::MacOs, &env(&[])).unwrap_err();
+        assert_eq!(err, "HOME is not set; pass --data-dir");
+    }
+
+    #[test]
+    fn windows_uses_local_app_data_with_or_without_a_trailing_backslash() {
+        for local in [
+            "C:\\Users\\ann\\AppData\\Local",
+            "C:\\Users\\ann\\AppData\\Local\\",
+        ] {
+            let dir = default_data_dir(System::Windows, &env(&[("LOCALAPPDATA", local)]));
+            assert_eq!(
+                dir.unwrap(),
+                PathBuf::from("C:\\Users\\ann\\AppData\\Local\\host-manager"),
+                "{local}"
+            );
+        }
+    }
+
+    #[test]
+    fn windows_accepts_a_unc_local_app_data() {
+        let dir = default_data_dir(System::Windows, &env(&[("LOCALAPPDATA", "\\\\srv\\ann")]));
+        assert_eq!(dir.unwrap(), PathBuf::from("\\\\srv\\ann\\host-manager"));
+    }
+
+    #[test]
+    fn windows_refuses_a_missing_or_relative_local_app_data_and_ignores_home() {
+        for pairs in [
+            &[("HOME", "/h")][..],
+            &[("LOCALAPPDATA", "AppData\\Local")][..],
+            &[("LOCALAPPDATA", "C:")][..],
+        ] {
+            let err = default_data_dir(System::Windows, &env(pairs)).unwrap_err();
+            assert!(
+                err.contains("LOCALAPPDATA") && err.contains("--data-dir"),
+                "{err}"
+            );
+        }
+    }
+}
