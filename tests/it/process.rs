@@ -13,8 +13,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use serde_json::json;
 
 use crate::support::{
-    assert_one_shutdown, fresh_dir, run_expecting_refusal, run_until_exit, Options, Service,
-    EVENT_DEADLINE,
+    fresh_dir, run_expecting_refusal, run_until_exit, Options, Service, EVENT_DEADLINE,
 };
 
 /// A data dir with a stopped service's database in it: `setup` ran against it first, then
@@ -179,7 +178,7 @@ fn without_exit_with_parent_closing_stdin_changes_nothing() {
     // none.
     let status = service.terminate(EVENT_DEADLINE).expect("stopped");
     assert_eq!(status.code(), Some(0));
-    assert_one_shutdown(&service, "signal");
+    crate::support::assert_one_shutdown(&service, "signal");
 }
 
 /// Unix: modes, owners and symbolic links (README, Platforms).
