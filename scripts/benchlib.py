@@ -318,17 +318,21 @@ class Client:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         self.headers = {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json"}
 
-    def timed(self, method, path, body=None, expect=200, raw=False):
-        """Returns (milliseconds, answer bytes); a status other than `expect` ends the run.
-        `raw`: `body` is bytes sent as they are, not a value to encode as JSON."""
+    def send(self, method, path, body=None, raw=False):
+        """Returns (milliseconds, status, answer bytes). `raw`: `body` is bytes sent as they
+        are, not a value to encode as JSON."""
         payload = body if raw else (json.dumps(body) if body is not None else None)
         started = time.perf_counter()
         self.conn.request(method, path, body=payload, headers=self.headers)
         response = self.conn.getresponse()
         data = response.read()
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.status != expect:
-            fail(f"{method} {path} answered {response.status}: {data[:300]!r}")
+        return (time.perf_counter() - started) * 1000, response.status, data
+
+    def timed(self, method, path, body=None, expect=200, raw=False):
+        """Returns (milliseconds, answer bytes); a status other than `expect` ends the run."""
+        elapsed, status, data = self.send(method, path, body, raw)
+        if status != expect:
+            fail(f"{method} {path} answered {status}: {data[:300]!r}")
         return elapsed, data
 
     def json(self, method, path, body=None, expect=200):
