@@ -17,15 +17,6 @@ import time
 import benchlib
 from benchlib import HEALTH, median, read_response
 
-NAME = "abuse"
-HELP = "1,000 hostile sockets (idle, slow heads, slow bodies) against a normal client's latency"
-SMOKE = ["30", "2"]
-
-
-def add_arguments(parser):
-    parser.add_argument("sockets", nargs="?", type=int, default=1000, help="hostile sockets (default 1000)")
-    parser.add_argument("duration", nargs="?", type=int, default=20, help="seconds (default 20)")
-
 
 def run(args, profile, smoke=False):
     sockets, duration = args.sockets, args.duration

@@ -16,15 +16,8 @@ import time
 import benchlib
 from benchlib import HEALTH, median, read_response, timed
 
-NAME = "burst"
-HELP = "the worst first response of connection bursts (pooled, 16 at once, after stalled uploads)"
-SMOKE = ["1", "1", "1", "--idle", "0.2"]
 
-
-def add_arguments(parser):
-    parser.add_argument("rounds_a", nargs="?", type=int, default=100, help="rounds of case (a) (default 100)")
-    parser.add_argument("rounds_b", nargs="?", type=int, default=20, help="rounds of case (b) (default 20)")
-    parser.add_argument("rounds_c", nargs="?", type=int, default=20, help="rounds of case (c) (default 20)")
+def add_options(parser):
     parser.add_argument("--idle", type=float, default=5.5,
                         help="seconds of silence before each round of (a) and (b) (default 5.5: past the "
                              "old server's 5 s accept restart, the moment its bursts stalled)")

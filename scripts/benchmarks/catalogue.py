@@ -243,18 +243,13 @@ class Catalogue:
             single, loaded = self.measure(port, path_health)
             self.http_row("http", "GET /api/health", single, loaded, ">= 0.8x nginx req/s",
                           loaded["rps"] >= 0.8 * self.ref["rps"])
-        if "list" in self.wanted:
-            self.run_list_pages(port)
-            self.run_random_pages(port)
-        if "search" in self.wanted:
-            self.run_searches(port)
-            self.run_first_searches(port)
-        if "groups" in self.wanted:
-            self.run_groups(port)
-            self.run_groups_after_change(port)
-        if "write" in self.wanted:
-            self.run_writes(port)
-            self.run_list_after_write(port)
+        for section, parts in [("list", [self.run_list_pages, self.run_random_pages]),
+                               ("search", [self.run_searches, self.run_first_searches]),
+                               ("groups", [self.run_groups, self.run_groups_after_change]),
+                               ("write", [self.run_writes, self.run_list_after_write])]:
+            if section in self.wanted:
+                for part in parts:
+                    part(port)
 
     def run_list_pages(self, port):
         """Page 1 and a deep page of every sort, asked again and again."""
@@ -533,9 +528,9 @@ class Catalogue:
                        f"{mib(idle, 'VmRSS'):.1f} MiB")
         self.plain_row("memory", "RSS once the first list is answered (the list in memory), no other request yet",
                        "/proc/PID/status", f"{mib(listed, 'VmRSS'):.1f} MiB")
+        peak = mib(end, "VmHWM")
         self.plain_row("memory", f"peak RSS over the whole run (VmHWM; {end['Threads']} threads at the end)",
-                       "/proc/PID/status", f"{mib(end, 'VmHWM'):.1f} MiB " + verdict(mib(end, 'VmHWM') * 2**20 < limit * 1e6),
-                       f"< {limit} MB")
+                       "/proc/PID/status", f"{peak:.1f} MiB " + verdict(peak * 2**20 < limit * 1e6), f"< {limit} MB")
         self.plain_row("memory", "reference server peak RSS (VmHWM)", "/proc/PID/status",
                        f"{mib(ref_status, 'VmHWM'):.1f} MiB")
         self.note_headline("RSS with the list in memory: MiB", f"{mib(listed, 'VmRSS'):.1f}")

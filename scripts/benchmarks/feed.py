@@ -24,21 +24,14 @@ import time
 import benchlib
 from benchlib import median, percentile, request
 
-NAME = "feed"
-HELP = "the change feed: 64 waiting readers against a 65th client, and the delivery after a write"
-SMOKE = ["4", "100"]
 PACE = 0.02
 ROUNDS = 5
-
-
-def add_arguments(parser):
-    parser.add_argument("waiters", nargs="?", type=int, default=64, help="readers on the feed (default 64)")
-    parser.add_argument("requests", nargs="?", type=int, default=2000, help="reads per case (default 2000)")
 
 
 def run(args, profile, smoke=False):
     waiters, requests = args.waiters, args.requests
     writes = max(requests // 4, 50)
+    settle = 0.2 if smoke else 1.0  # seconds for the service to take in the readers' requests
     load = benchlib.loadavg()
     with benchlib.Service(benchlib.build(profile)) as service:
         sock = service.connect(timeout=60)
@@ -52,14 +45,14 @@ def run(args, profile, smoke=False):
         for _ in range(ROUNDS):
             reads_alone += _latencies(sock, "GET", host_path, requests // ROUNDS)
             writes_alone += _latencies(sock, "PUT", host_path, writes // ROUNDS, lambda i: {"notes": f"a{i}"})
-            readers = _start_readers(service, waiters, _newest(sock))
+            readers = _start_readers(service, waiters, _newest(sock), settle)
             threads, rss, descriptors = service.status()
             reads_held += _latencies(sock, "GET", host_path, requests // ROUNDS)
             writes_followed += _latencies(sock, "PUT", host_path, writes // ROUNDS, lambda i: {"notes": f"b{i}"})
             _stop_readers(readers, sock, host_path)
 
-        many, many_missing = _delivery(service, sock, host_path, waiters, writes)
-        one, one_missing = _delivery(service, sock, host_path, 1, writes)
+        many, many_missing = _delivery(service, sock, host_path, waiters, writes, settle)
+        one, one_missing = _delivery(service, sock, host_path, 1, writes, settle)
         sock.close()
 
     def row(name, alone, loaded):
@@ -113,14 +106,14 @@ class _Reader(threading.Thread):
             self.since = page["next"]
 
 
-def _start_readers(service, count, since):
+def _start_readers(service, count, since, settle):
     readers = [_Reader(service, since) for _ in range(count)]
     for reader in readers:
         reader.start()
     for reader in readers:
         reader.asked.wait(30)
     # Each reader has sent its request; give the service a moment to take them all in.
-    time.sleep(1.0)
+    time.sleep(settle)
     return readers
 
 
@@ -139,11 +132,11 @@ def _newest(sock):
     return request(sock, "GET", "/api/changes")["next"]
 
 
-def _delivery(service, sock, host_path, count, writes):
+def _delivery(service, sock, host_path, count, writes, settle):
     """Latencies (ms) of every (write, reader) pair for `count` readers, and how many of the
     pairs never arrived within 30 s."""
     since = _newest(sock)
-    readers = _start_readers(service, count, since)
+    readers = _start_readers(service, count, since, settle)
     answered = []
     for index in range(writes):
         request(sock, "PUT", host_path, {"notes": f"delivery {index}"})

@@ -18,15 +18,6 @@ import benchlib
 from benchlib import Client
 from benchmarks import seed
 
-NAME = "interop"
-HELP = "ssh-config import, re-import and export of 4,000 Host blocks"
-SMOKE = ["100"]
-
-
-def add_arguments(parser):
-    parser.add_argument("blocks", nargs="?", type=int, default=4000,
-                        help="Host blocks (default 4000; the body must stay under 1 MiB)")
-
 
 def run(args, profile, smoke=False):
     blocks = args.blocks

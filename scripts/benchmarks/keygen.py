@@ -13,25 +13,7 @@ import tempfile
 
 import benchlib
 from benchlib import Client, median
-
-NAME = "keygen"
-HELP = "POST /api/keys: generation of every type and size, and imports"
-SMOKE = ["1"]
-GENERATED = [
-    ("generate ed25519", {"type": "ed25519"}),
-    ("generate ecdsa 256", {"type": "ecdsa", "bits": 256}),
-    ("generate ecdsa 384", {"type": "ecdsa", "bits": 384}),
-    ("generate ecdsa 521", {"type": "ecdsa", "bits": 521}),
-    ("generate rsa 2048", {"type": "rsa", "bits": 2048}),
-    ("generate rsa 3072", {"type": "rsa", "bits": 3072}),
-    ("generate rsa 4096", {"type": "rsa", "bits": 4096}),
-    ("generate ed25519 + passphrase", {"type": "ed25519", "passphrase": "bench pass"}),
-]
-
-
-def add_arguments(parser):
-    parser.add_argument("runs", nargs="?", type=int, default=5,
-                        help="requests per row (default 5; RSA-4096 alone takes seconds per run)")
+from benchmarks import seed
 
 
 def run(args, profile, smoke=False):
@@ -39,7 +21,8 @@ def run(args, profile, smoke=False):
     benchlib.need("ssh-keygen", "openssh-client")
     folder = benchlib.scratch()
     # Smoke: the slow RSA generations (seconds each) only at their smallest size.
-    generated = [row for row in GENERATED if not (smoke and row[0] in ("generate rsa 3072", "generate rsa 4096"))]
+    generated = [(f"generate {label}", body) for label, body in seed.KEY_TYPES
+                 if not (smoke and label in ("rsa 3072", "rsa 4096"))]
     with benchlib.Service(benchlib.build(profile)) as service:
         client = Client(service.port, timeout=300)
 

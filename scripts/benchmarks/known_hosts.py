@@ -14,7 +14,6 @@ happens.
 import base64
 import hashlib
 import hmac
-import json
 import os
 import subprocess
 import time
@@ -22,15 +21,6 @@ import time
 import benchlib
 from benchlib import Client, median
 from benchmarks import seed
-
-NAME = "known-hosts"
-HELP = "known_hosts import, verify, list and export at 1,000 hosts and 500 entries"
-SMOKE = ["50", "20"]
-
-
-def add_arguments(parser):
-    parser.add_argument("hosts", nargs="?", type=int, default=1000, help="catalogue hosts (default 1000)")
-    parser.add_argument("entries", nargs="?", type=int, default=500, help="known_hosts entries (default 500)")
 
 
 def run(args, profile, smoke=False):

@@ -15,13 +15,8 @@ import os
 import benchlib
 from benchlib import Client, median
 
-NAME = "scrub"
-HELP = "writes that scrub removed secrets next to ordinary writes"
-SMOKE = ["10"]
 
-
-def add_arguments(parser):
-    parser.add_argument("count", nargs="?", type=int, default=300, help="requests of each kind (default 300)")
+def add_options(parser):
     parser.add_argument("binaries", nargs="*",
                         help="binaries to measure one after the other (default: the one built here)")
 

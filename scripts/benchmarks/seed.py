@@ -42,6 +42,19 @@ def tags_of(n):
     return [ENVS[(n // 10) % 4], ROLES[n % 10], f"team-{n % 40:02d}"]
 
 
+# Every key type and size the service generates, as (label, POST /api/keys body).
+KEY_TYPES = [
+    ("ed25519", {"type": "ed25519"}),
+    ("ecdsa P-256", {"type": "ecdsa", "bits": 256}),
+    ("ecdsa P-384", {"type": "ecdsa", "bits": 384}),
+    ("ecdsa P-521", {"type": "ecdsa", "bits": 521}),
+    ("rsa 2048", {"type": "rsa", "bits": 2048}),
+    ("rsa 3072", {"type": "rsa", "bits": 3072}),
+    ("rsa 4096", {"type": "rsa", "bits": 4096}),
+    ("ed25519, passphrase stored", {"type": "ed25519", "passphrase": "bench passphrase"}),
+]
+
+
 def create_keys(port, specs):
     """POST /api/keys for each (name, body); returns the answers in order."""
     return [benchlib.call(port, "POST", "/api/keys", dict(body, name=name), 201, timeout=300)
