@@ -123,6 +123,7 @@ class Catalogue:
         self.headline = {}  # label -> {hosts: figure}, for the growth table
         self.ref = {}       # nginx's figures, the ceiling of every ratio
         self.group_ids = []
+        self.seeded = False
 
     # ------------------------------------------------------------ the run
 
@@ -150,7 +151,7 @@ class Catalogue:
 
     def run_size(self):
         """Seeds a catalogue of `hosts` hosts and measures the wanted sections on it."""
-        seeded = self.needs_seed()
+        seeded = self.seeded = self.needs_seed()
         if seeded:
             benchlib.log(f"{self.hosts:,} hosts: seeding ...")
             self.group_ids, note = seed.catalogue(self.bin, self.data_dir, self.hosts, self.groups, self.keys)
@@ -568,16 +569,20 @@ class Catalogue:
         print(f"host-manager benchmarks: `{benchlib.command_line(ENV)}`")
         print(f"machine: {cores} cores ({benchlib.cpu_model()}), {self.profile} build; load average "
               f"{loads[0]} at start, {loads[1]} at end (other builds share the machine)")
-        print(f"data: {', '.join(f'{size:,}' for size in self.sizes)} hosts, {self.groups:,} groups, {self.keys} keys; "
-              f"wrk {self.seconds} s at -t2 -c16 (throughput) and {self.lat_seconds} s at -t1 -c1 (latency); "
-              f"wrk and the service share the {cores} cores")
+        if self.seeded:
+            print(f"data: {', '.join(f'{size:,}' for size in self.sizes)} hosts, {self.groups:,} groups, "
+                  f"{self.keys} keys; wrk {self.seconds} s at -t2 -c16 (throughput) and {self.lat_seconds} s at "
+                  f"-t1 -c1 (latency); wrk and the service share the {cores} cores")
         header = ("what", "tool", "p50 ms", "p99 ms", "req/s (16 conn)", "p99 ms (16 conn)",
                   "req/s vs nginx", "goal", "result")
         for size, table in tables + ([("footprint", self.rows)] if self.rows else []):
             if not table:
                 continue
             print()
-            print(f"{size:,} hosts:" if isinstance(size, int) else "footprint:")
+            if isinstance(size, int):
+                print(f"{size:,} hosts:" if self.seeded else "no seeded catalogue:")
+            else:
+                print("footprint:")
             print()
             print("| " + " | ".join(header) + " |")
             print("|" + "|".join("---" for _ in header) + "|")
