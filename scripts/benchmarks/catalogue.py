@@ -99,6 +99,8 @@ def verdict(ok):
 
 
 class Catalogue:
+    """One catalogue run: the wanted sections on each catalogue size, then the tables."""
+
     def __init__(self, wanted, args, profile, smoke):
         self.wanted, self.args, self.profile, self.smoke = wanted, args, profile, smoke
         env = os.environ.get
