@@ -3,6 +3,12 @@
 //! Two steps, as in ripgrep: `RawArgs` is what was typed; `Config` is what the service
 //! runs with. Every error names the flag. Parsing touches nothing on disk, so `--help` and
 //! `--version` work anywhere (README, Command line).
+//!
+//! Invariants: the environment is read once, at start-up (`main` hands it in as a map, and
+//! takes only `RUST_LOG` from it for the logger): nothing reads a variable per request;
+//! `USAGE` is what the README's Command line section shows, word for word
+//! (tests/it/readme.rs); the `HOST_MANAGER_TEST_*` variables only shorten what tests
+//! exercise and are not in `--help`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,6 +16,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::model::validate::MAX_USERNAME_CHARS;
 use crate::platform;
 
 pub const USAGE: &str = "\
@@ -31,7 +38,8 @@ Options:
   --allow-origin ORIGIN Let web pages from ORIGIN (scheme://host[:port]) call the API with CORS;
                         repeatable. Requests from any other Origin are refused
   --token-file FILE     Require `Authorization: Bearer <token>` on every request but health; the
-                        token is the file's first line (at least 32 characters)
+                        token is the file's first line: at least 32 visible ASCII characters
+                        (`!` to `~`; no space, tab or control character)
   --generate-token      Like --token-file with a random token, printed as SERVICE_TOKEN=<token>
                         on stdout before the SERVICE_PORT line
   --exit-with-parent    Shut down when stdin reaches end of file (the launching process went away)
@@ -52,6 +60,9 @@ Options:
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
   XDG_RUNTIME_DIR       Where the SSH agent's socket goes (an absolute path; else the data dir)
+  USER, LOGNAME, USERNAME
+                        The user an imported ssh_config Host block without User gets: the first
+                        one set, read at start (USERNAME is Windows') [default: root]
 ";
 
 /// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
@@ -90,6 +101,10 @@ pub struct Config {
     pub http_overrides: HttpOverrides,
     /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
     pub agent: Option<AgentConfig>,
+    /// The username an imported `Host` block without `User` gets: the login name of the
+    /// user the service runs as (`$USER`, else `$LOGNAME`, else Windows' `%USERNAME%`, else
+    /// `root`), which is what `ssh` itself would use. Read once here, never per request.
+    pub import_user: String,
     /// Test-only bounds of the change log, the connection history and the feed's wait
     /// (README, Development): tests reach a trim with a few writes, and generated requests
     /// (scripts/schemathesis) do not each wait 30 s.
@@ -318,8 +333,21 @@ impl Config {
                 true => None,
                 false => Some(AgentConfig::from_env(env)?),
             },
+            import_user: import_user(env),
         })
     }
+}
+
+/// `$USER`, else `$LOGNAME`, else `%USERNAME%`, trimmed, when it could be a username (1-100
+/// characters); else `root`.
+fn import_user(env: &HashMap<String, String>) -> String {
+    ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .filter_map(|name| env.get(*name))
+        .map(|user| user.trim())
+        .find(|user| !user.is_empty() && user.chars().count() <= MAX_USERNAME_CHARS)
+        .unwrap_or("root")
+        .to_owned()
 }
 
 impl AgentConfig {
@@ -369,7 +397,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use crate::config::{Command, Config, MAX_AUTO_LOCK_SECONDS};
+    use crate::config::{Command, Config, TokenSource, MAX_AUTO_LOCK_SECONDS};
     use crate::platform;
 
     /// Windows' default data dir comes from it, as Linux's comes from `HOME`.
@@ -404,6 +432,32 @@ mod tests {
         assert_eq!(config.bind.to_string(), "127.0.0.1");
         let expected = platform::default_data_dir(platform::SYSTEM, &owned(&env)).unwrap();
         assert_eq!(config.data_dir, expected);
+    }
+
+    #[test]
+    fn import_user_is_user_else_logname_else_username_else_root() {
+        let user = |env: &[(&str, &str)]| {
+            let mut env = env.to_vec();
+            env.push(("HOME", "/h"));
+            run(&[], &env).unwrap().import_user
+        };
+        assert_eq!(user(&[("USER", " ann "), ("LOGNAME", "bob")]), "ann");
+        assert_eq!(user(&[("USER", " "), ("LOGNAME", "bob")]), "bob");
+        assert_eq!(user(&[("LOGNAME", "bob")]), "bob");
+        assert_eq!(user(&[("USERNAME", "carol")]), "carol");
+        assert_eq!(user(&[]), "root");
+    }
+
+    #[test]
+    fn import_user_of_100_chars_is_taken_and_101_falls_back() {
+        let env_of = |name: &str| [("HOME", "/h".to_owned()), ("USER", name.to_owned())];
+        let user = |name: &str| {
+            let env = env_of(name);
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            run(&[], &env).unwrap().import_user
+        };
+        assert_eq!(user(&"u".repeat(100)), "u".repeat(100));
+        assert_eq!(user(&"u".repeat(101)), "root");
     }
 
     #[test]
@@ -450,12 +504,19 @@ mod tests {
             .contains("--allow-remote"));
         let no_token = run(&["--bind", "0.0.0.0", "--allow-remote"], &home).unwrap_err();
         assert!(no_token.contains("--generate-token"), "{no_token}");
-        assert!(run(
+        let remote = run(
             &["--bind", "0.0.0.0", "--allow-remote", "--generate-token"],
-            &home
+            &home,
         )
-        .is_ok());
-        assert!(run(&["--bind", "::1"], &home).is_ok());
+        .unwrap();
+        assert_eq!(
+            (remote.bind.to_string(), remote.token),
+            ("0.0.0.0".to_owned(), TokenSource::Generate)
+        );
+        assert_eq!(
+            run(&["--bind", "::1"], &home).unwrap().bind.to_string(),
+            "::1"
+        );
     }
 
     #[test]

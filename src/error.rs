@@ -282,6 +282,17 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// The one way a broken rule of `model/` reaches a client: 400 `VALIDATION_ERROR` whose
+/// details name the field and the rule (README, "Error codes"). Handlers just use `?`.
+impl From<crate::model::validate::Invalid> for ApiError {
+    fn from(err: crate::model::validate::Invalid) -> ApiError {
+        ApiError::Validation {
+            field: err.field,
+            rule: err.rule,
+        }
+    }
+}
+
 impl From<crate::store::StoreError> for ApiError {
     fn from(err: crate::store::StoreError) -> ApiError {
         match err {

@@ -3,7 +3,12 @@
 //!
 //! `cargo test fuzz` runs `FUZZ_ITERATIONS` requests (default 20,000, a few seconds);
 //! `scripts/fuzz` runs a million. The seed is printed, so a failure can be replayed with
-//! `FUZZ_SEED`.
+//! `FUZZ_SEED`. The seeded generator (`Rng`) and those two settings (`settings`) serve the
+//! other fuzz and property tests too (the agent's parser, the known_hosts parser, the group
+//! tree).
+//!
+//! Invariants: compiled for tests only; deterministic for a seed (its own xorshift, no
+//! clock, no OS randomness); leaves no file behind (in-memory database).
 
 use std::panic::{self, AssertUnwindSafe};
 
@@ -16,23 +21,46 @@ use crate::state::AppState;
 use crate::vault::{DataKey, Vault};
 
 /// xorshift64*: small, fast, and enough to spread inputs; no crate needed.
-struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// A generator from `seed` (any value: the state is never zero).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, bound: usize) -> usize {
+    /// A number in `0..bound` (0 when `bound` is 0).
+    pub fn below(&mut self, bound: usize) -> usize {
         (self.next() % bound.max(1) as u64) as usize
     }
 
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    /// One of `items`, which must not be empty.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+
+    /// One of `items`, `None` when there is none.
+    pub fn pick_any<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        items.get(self.below(items.len()))
+    }
+}
+
+/// How many inputs a fuzz test runs and from which seed: `FUZZ_ITERATIONS` (default
+/// 20,000; `scripts/fuzz` runs a million) and `FUZZ_SEED` (else `default_seed`). Both are
+/// printed with `what`, so a failure can be replayed.
+pub fn settings(what: &str, default_seed: u64) -> (u64, u64) {
+    let number = |name: &str| std::env::var(name).ok().and_then(|text| text.parse().ok());
+    let iterations = number("FUZZ_ITERATIONS").unwrap_or(20_000);
+    let seed = number("FUZZ_SEED").unwrap_or(default_seed);
+    eprintln!("{what} fuzz: {iterations} inputs, FUZZ_SEED={seed}");
+    (iterations, seed)
 }
 
 /// Every route, with ids filled in per request. The vault's password, unlock and lock
@@ -226,17 +254,9 @@ fn state() -> AppState {
 
 #[test]
 fn no_request_panics_or_answers_500() {
-    let iterations: u64 = std::env::var("FUZZ_ITERATIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(20_000);
-    let seed: u64 = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0x5EED_CAFE);
-    eprintln!("fuzz: {iterations} requests, FUZZ_SEED={seed}");
+    let (iterations, seed) = settings("request", 0x5EED_CAFE);
     let state = state();
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     // Ids seen in 2xx bodies, so later requests hit real rows as well as unknown ones.
     let mut ids = vec![
         "00000000-0000-4000-8000-000000000000".to_string(),

@@ -233,6 +233,9 @@ mod tests {
         Gate::new(vec!["http://app.local:3000".into()], None)
     }
 
+    /// Served, with no CORS headers (no Origin was sent).
+    const SERVE: Pass = Pass::Serve { cors_origin: None };
+
     #[test]
     fn loopback_hosts_with_and_without_port_pass() {
         for host in [
@@ -243,7 +246,11 @@ mod tests {
             "[::1]",
             "[::1]:65535",
         ] {
-            assert!(open_gate().check(&facts(vec![host])).is_ok(), "{host}");
+            assert_eq!(
+                open_gate().check(&facts(vec![host])).unwrap(),
+                SERVE,
+                "{host}"
+            );
         }
     }
 
@@ -265,17 +272,19 @@ mod tests {
 
     #[test]
     fn missing_host_is_refused_on_http_1_1_only() {
-        assert!(open_gate().check(&facts(vec![])).is_err());
+        let err = open_gate().check(&facts(vec![])).unwrap_err();
+        assert_eq!(err.code(), "FORBIDDEN");
         let mut old = facts(vec![]);
         old.http_1_0 = true;
-        assert!(open_gate().check(&old).is_ok());
+        assert_eq!(open_gate().check(&old).unwrap(), SERVE);
     }
 
     #[test]
     fn two_host_headers_are_refused() {
-        assert!(open_gate()
+        let err = open_gate()
             .check(&facts(vec!["localhost", "localhost"]))
-            .is_err());
+            .unwrap_err();
+        assert_eq!(err.code(), "FORBIDDEN");
     }
 
     #[test]
@@ -298,9 +307,9 @@ mod tests {
     fn cross_site_fetch_without_origin_is_refused() {
         let mut request = facts(vec!["localhost"]);
         request.fetch_site = Some("cross-site");
-        assert!(open_gate().check(&request).is_err());
+        assert_eq!(open_gate().check(&request).unwrap_err().code(), "FORBIDDEN");
         request.fetch_site = Some("none");
-        assert!(open_gate().check(&request).is_ok());
+        assert_eq!(open_gate().check(&request).unwrap(), SERVE);
     }
 
     #[test]
@@ -331,10 +340,10 @@ mod tests {
         assert_eq!(gate.check(&request).unwrap_err().code(), "UNAUTHORIZED");
         let right = format!("Bearer {token}");
         request.authorizations = vec![&right];
-        assert!(gate.check(&request).is_ok());
+        assert_eq!(gate.check(&request).unwrap(), SERVE);
         let mut health = facts(vec!["localhost"]);
         health.path = "/api/health";
-        assert!(gate.check(&health).is_ok());
+        assert_eq!(gate.check(&health).unwrap(), SERVE);
     }
 
     #[test]
@@ -345,7 +354,7 @@ mod tests {
             let value = format!("{scheme} {token}");
             let mut request = facts(vec!["localhost"]);
             request.authorizations = vec![&value];
-            assert!(gate.check(&request).is_ok(), "{scheme}");
+            assert_eq!(gate.check(&request).unwrap(), SERVE, "{scheme}");
         }
     }
 

@@ -3,6 +3,10 @@
 //! The `resolve` match reads like the API's summary table; it is the only route table:
 //! the `Allow` header of a 405 is derived from it, so the two cannot drift apart.
 //! Order of checks (README, Vault): routing first, then the vault gate.
+//!
+//! Invariants: no handler checks the vault lock itself; `ROUTES` lists exactly the routes of
+//! `resolve` (the OpenAPI document and the README's examples are tested against it); no
+//! httparse and no SQL here.
 
 use crate::api::{self, Method, Reply, Req};
 use crate::error::ApiError;

@@ -2,19 +2,20 @@
 //!
 //! Lock order when both are needed: vault first, then db; the group tree only under the db
 //! lock (api::groups `list`). Config is read-only after start-up. Besides the mutexes it
-//! holds the places for slow work (`Slots`: key derivations, delayed wrong-password answers,
-//! bcrypt checks, RSA generations), the wrong-password streak, two counters for
+//! holds the places for slow work (`Slots`, the one capped counter of the service: key
+//! derivations, delayed wrong-password answers, bcrypt checks, RSA generations; the SSH agent
+//! caps its connections with one too), the wrong-password streak, two counters for
 //! `--auto-lock` (the last-activity clock and the requests in flight), and the SSH agent's
 //! share (its socket and the sign requests waiting for approval). The master password check
 //! lives here, so that `POST /api/vault/unlock` and the agent's `UNLOCK` share one guess
 //! throttle.
 //!
-//! Invariants: a `Slot` or an `Activity` is given back when it drops, also when a panic
-//! unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex only to
-//! count); a vault with a request in flight is never auto-locked.
+//! Invariants: a `Slot`, `SharedSlot` or `Activity` is given back when it drops, also when a
+//! panic unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex
+//! only to count); a vault with a request in flight is never auto-locked.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -87,6 +88,11 @@ pub struct Slots {
 /// One place of a `Slots`, held until dropped.
 #[must_use = "the place is given back as soon as the slot drops"]
 pub struct Slot<'a>(&'a Slots);
+
+/// One place of a shared `Slots`, held until dropped: it can go to another thread (an
+/// accepted connection's).
+#[must_use = "the place is given back as soon as the slot drops"]
+pub struct SharedSlot(Arc<Slots>);
 
 /// A request counted as activity for `--auto-lock` while it lives.
 #[must_use = "the request stops counting as soon as this drops"]
@@ -344,12 +350,13 @@ impl Slots {
 
     /// A place now, or `None` when every place is taken or others are waiting for one.
     pub fn try_take(&self) -> Option<Slot<'_>> {
-        let mut queue = self.queue();
-        if queue.running >= self.cap || queue.serving != queue.next_ticket {
-            return None;
-        }
-        queue.running += 1;
-        Some(Slot(self))
+        self.admit().then(|| Slot(self))
+    }
+
+    /// `try_take` for a `Slots` shared between threads: the place can outlive this call's
+    /// borrow (a connection's thread holds it).
+    pub fn try_take_shared(self: &Arc<Slots>) -> Option<SharedSlot> {
+        self.admit().then(|| SharedSlot(Arc::clone(self)))
     }
 
     /// A place, waiting for one in arrival order when all are taken. Never refused.
@@ -376,6 +383,23 @@ impl Slots {
         self.queue().running
     }
 
+    /// Counts one more place taken, unless every place is taken or others wait for one.
+    fn admit(&self) -> bool {
+        let mut queue = self.queue();
+        if queue.running >= self.cap || queue.serving != queue.next_ticket {
+            return false;
+        }
+        queue.running += 1;
+        true
+    }
+
+    fn give_back(&self) {
+        let mut queue = self.queue();
+        queue.running -= 1;
+        drop(queue);
+        self.changed.notify_all();
+    }
+
     /// The counters, recovering from a poisoned lock: they are only ever changed by whole
     /// statements that cannot panic half-way.
     fn queue(&self) -> MutexGuard<'_, Queue> {
@@ -387,10 +411,13 @@ impl Slots {
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        let mut queue = self.0.queue();
-        queue.running -= 1;
-        drop(queue);
-        self.0.changed.notify_all();
+        self.0.give_back();
+    }
+}
+
+impl Drop for SharedSlot {
+    fn drop(&mut self) {
+        self.0.give_back();
     }
 }
 
@@ -479,6 +506,20 @@ mod tests {
         assert!(slots.try_take().is_some());
         drop(second);
         assert_eq!(slots.running(), 0);
+    }
+
+    #[test]
+    fn a_shared_place_counts_against_the_cap_until_it_drops_on_another_thread() {
+        let slots = Arc::new(Slots::new(1));
+        let place = slots.try_take_shared().unwrap();
+        assert!(slots.try_take_shared().is_none(), "the one place is taken");
+        assert!(
+            slots.try_take().is_none(),
+            "borrowed and shared places are one count"
+        );
+        thread::spawn(move || drop(place)).join().unwrap();
+        assert_eq!(slots.running(), 0);
+        assert!(slots.try_take_shared().is_some());
     }
 
     /// Polls until `waiting` threads wait in `slots`' queue, or fails after a minute.

@@ -13,7 +13,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -128,15 +127,8 @@ impl crate::agent::connection::Link for AgentStream {
 
 /// Accepts for ever (the process exits at shutdown); each connection gets a thread.
 fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
-    /// Counts one connection until it drops, also when its thread unwinds.
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-
-    let open = Arc::new(AtomicUsize::new(0));
+    // A place per connection, given back when its thread ends (also by unwinding).
+    let places = Arc::new(crate::state::Slots::new(MAX_CONNECTIONS));
     loop {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -147,16 +139,10 @@ fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
                 continue;
             }
         };
-        let admitted = open
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |count| {
-                (count < MAX_CONNECTIONS).then_some(count + 1)
-            })
-            .is_ok();
-        if !admitted {
+        let Some(place) = places.try_take_shared() else {
             log::warn!("agent: {MAX_CONNECTIONS} connections open; closed a new one");
             continue;
-        }
-        let counted = Counted(Arc::clone(&open));
+        };
         if let Err(err) = stream.set_write_timeout(Some(WRITE_TIMEOUT)) {
             log::warn!("agent: dropped a connection that could not be set up: {err}");
             continue;
@@ -165,7 +151,7 @@ fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
         let spawned = std::thread::Builder::new()
             .name("agent-connection".into())
             .spawn(move || {
-                let _counted = counted;
+                let _place = place;
                 crate::agent::connection::serve(&state, stream, MESSAGE_TIMEOUT);
             });
         if let Err(err) = spawned {

@@ -344,6 +344,7 @@ mod tests {
         userauth_session_id, Constraints, Malformed, NewIdentity, Request, SessionBind,
         MAX_MESSAGE_BYTES,
     };
+    use crate::fuzz::Rng;
 
     fn string(bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -611,21 +612,6 @@ mod tests {
     }
 
     /// xorshift64*, as src/fuzz.rs: seeded, so a failure replays with `FUZZ_SEED`.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn below(&mut self, bound: usize) -> usize {
-            (self.next() % bound.max(1) as u64) as usize
-        }
-    }
-
     /// Well-formed messages of every type the parser reads, as seeds for mutation.
     fn seeds() -> Vec<Vec<u8>> {
         let key = ed25519_key();
@@ -686,18 +672,10 @@ mod tests {
     /// printed so a failure replays with `FUZZ_SEED`.
     #[test]
     fn parser_never_panics_on_seeded_random_messages() {
-        let iterations: usize = std::env::var("FUZZ_ITERATIONS")
-            .ok()
-            .and_then(|text| text.parse().ok())
-            .unwrap_or(20_000);
-        let seed: u64 = std::env::var("FUZZ_SEED")
-            .ok()
-            .and_then(|text| text.parse().ok())
-            .unwrap_or(0x5eed_a9e7);
-        eprintln!("agent parser fuzz: {iterations} messages, seed {seed}");
+        let (iterations, seed) = crate::fuzz::settings("agent parser", 0x5eed_a9e7);
         let seeds = seeds();
-        let mut rng = Rng(seed.max(1));
-        let (mut parsed, mut refused) = (0usize, 0usize);
+        let mut rng = Rng::new(seed);
+        let (mut parsed, mut refused) = (0u64, 0u64);
         for _ in 0..iterations {
             let bytes = input(&mut rng, &seeds);
             let mut header = [0u8; 4];

@@ -10,18 +10,19 @@
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::agent::approvals::{Outcome, PendingView};
 use crate::agent::proto::{self, NewIdentity, Request, SessionBind};
 use crate::model::agent::{AgentPolicy, Confirm, Forwarded, Reason, Verdict};
-use crate::model::key::{comment_from_key_file, KeyName};
+use crate::model::key::comment_from_key_file;
 use crate::model::known_hosts::{lookup_name, Marker};
+use crate::model::name::Name;
 use crate::sshkey::{self, HostKey, RsaHash};
 use crate::state::AppState;
 use crate::store::agent::AgentKey;
 use crate::store::audit;
-use crate::store::{self, keys::NewKeyRow, StoreError};
+use crate::store::{self, keys::NewKey, StoreError};
 use crate::vault::{SealContext, Secret, VaultError};
 
 /// Bindings one connection may make, as OpenSSH's own agent: a client binds once per hop of
@@ -484,10 +485,9 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
             true => Confirm::Always,
             false => existing.policy.confirm,
         };
-        let now = store::now_timestamp();
         return state
             .db
-            .write(|tx| store::agent::offer(tx, &existing.id, confirm, &now))
+            .write(|tx| store::agent::offer(tx, &existing.id, confirm))
             .map(|()| log::info!("agent: key {} offered again (ssh-add)", existing.name))
             .map_err(|err| log::error!("agent: cannot offer the key again: {err}"));
     }
@@ -505,13 +505,10 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
         )
     }
     .map_err(|err| log::warn!("agent: cannot seal the added key: {err}"))?;
-    let now = store::now_timestamp();
     let stored = state.db.write(|tx| {
         let name = free_name(tx, &comment, &key.info.fingerprint)?;
-        let row = NewKeyRow {
+        let row = NewKey {
             id: &id,
-            name: name.text(),
-            name_key: name.key(),
             key_type: key.info.key_type,
             public_key: &key.info.public_key,
             fingerprint: &key.info.fingerprint,
@@ -519,9 +516,8 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
             has_passphrase: false,
             sealed_private_key: &sealed,
             sealed_passphrase: None,
-            created_at: &now,
         };
-        let stored = store::keys::insert(tx, &row)?;
+        let stored = store::keys::insert(tx, &name, &row)?;
         let detail = json!({"key_id": stored.id, "fingerprint": stored.fingerprint,
                             "key_type": stored.key_type});
         audit::append(tx, audit::AGENT_KEY_ADDED, &stored.name, &detail)?;
@@ -553,23 +549,11 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
 /// The name an added key gets, as the ssh-config import names keys: its comment, made
 /// unique with ` (2)`, ` (3)`, ...; `ssh-add <fingerprint>` when the comment is empty or not
 /// a valid name (fingerprints are unique among keys).
-fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<KeyName, StoreError> {
-    let parse = |text: String| KeyName::parse(Some(&Value::String(text))).ok();
-    if let Some(first) = parse(comment.to_owned()) {
-        let mut name = first;
-        let mut n = 2;
-        loop {
-            if !store::keys::name_taken(conn, name.text(), "")? {
-                return Ok(name);
-            }
-            match parse(format!("{} ({n})", comment)) {
-                Some(next) => name = next,
-                None => break,
-            }
-            n += 1;
-        }
+fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<Name, StoreError> {
+    if let Some(name) = store::keys::free_name(conn, comment)? {
+        return Ok(name);
     }
-    parse(format!("ssh-add {fingerprint}"))
+    store::keys::free_name(conn, &format!("ssh-add {fingerprint}"))?
         .ok_or_else(|| StoreError::Sqlite("cannot name an added key".into()))
 }
 
@@ -579,9 +563,8 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
     let Some(key) = find_key(state, key_blob) else {
         return Err(());
     };
-    let now = store::now_timestamp();
     let disabled = state.db.write(|tx| {
-        let disabled = store::agent::disable(tx, &key.id, &now)?;
+        let disabled = store::agent::disable(tx, &key.id)?;
         if disabled {
             let detail = json!({"key_ids": [key.id], "fingerprints": [key.fingerprint]});
             audit::append(tx, audit::AGENT_KEYS_DISABLED, &key.name, &detail)?;
@@ -603,9 +586,8 @@ fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
 
 /// `REMOVE_ALL_IDENTITIES` (`ssh-add -D`): the agent stops offering every key.
 fn remove_all(state: &AppState) -> Result<(), ()> {
-    let now = store::now_timestamp();
     let disabled = state.db.write(|tx| {
-        let count = store::agent::disable_all(tx, &now)?;
+        let count = store::agent::disable_all(tx)?;
         if count > 0 {
             audit::append(
                 tx,

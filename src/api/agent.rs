@@ -4,14 +4,13 @@
 //! Invariants: nothing here opens a secret or reaches the socket; a decision only wakes the
 //! agent's waiting request, which does the signing itself.
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::approvals::PendingView;
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
+use crate::model::ssh_config::ExportAgent;
 use crate::state::AppState;
 use crate::store;
 
@@ -110,13 +109,6 @@ pub fn decide(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     }
     log::info!("agent: sign request {id} decided: {decision}");
     Reply::json(200, &DecisionView { id, decision })
-}
-
-/// What an `?agent=true` ssh-config export needs: the socket, and the ids of the keys the
-/// agent serves.
-pub struct ExportAgent {
-    pub socket: String,
-    pub key_ids: HashSet<String>,
 }
 
 /// The key a host authenticates with, as `connect ?agent=true` hands it out: its public

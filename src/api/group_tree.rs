@@ -280,19 +280,20 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::api::group_tree::GroupTree;
-    use crate::model::group::{GroupName, GroupPatch, NewGroup};
+    use crate::model::group::{GroupPatch, NewGroup};
+    use crate::model::name::Name;
     use crate::store::{self, Db, StoreError};
 
     const NOW: &str = "2024-01-01T00:00:00.000Z";
 
     fn add(db: &Db, id: &str, name: &str, parent: Option<&str>) {
         let group = NewGroup {
-            name: GroupName::parse(name).unwrap(),
+            name: Name::from_text(name).unwrap(),
             parent_id: parent.map(str::to_owned),
             color: String::new(),
             icon: String::new(),
         };
-        db.write(|tx| store::groups::insert(tx, id, &group, NOW))
+        db.write(|tx| store::groups::insert(tx, id, &group))
             .unwrap();
     }
 
@@ -339,10 +340,10 @@ mod tests {
         host_in(&db, 2, "a");
         assert_renders_the_sql_tree(&db, &mut tree);
         let rename = GroupPatch {
-            name: Some(GroupName::parse("aaa").unwrap()),
+            name: Some(Name::from_text("aaa").unwrap()),
             ..GroupPatch::default()
         };
-        db.write(|tx| store::groups::update(tx, "d", &rename, NOW))
+        db.write(|tx| store::groups::update(tx, "d", &rename))
             .unwrap();
         assert_renders_the_sql_tree(&db, &mut tree);
         let to_top = GroupPatch {
@@ -350,14 +351,14 @@ mod tests {
             color: Some("#112233".into()),
             ..GroupPatch::default()
         };
-        db.write(|tx| store::groups::update(tx, "c", &to_top, NOW))
+        db.write(|tx| store::groups::update(tx, "c", &to_top))
             .unwrap();
         host_in(&db, 3, "c");
         assert_renders_the_sql_tree(&db, &mut tree);
-        db.write(|tx| store::groups::delete(tx, "c", NOW)).unwrap();
+        db.write(|tx| store::groups::delete(tx, "c")).unwrap();
         add(&db, "f", "Foxtrot \"quoted\"", Some("e"));
         assert_renders_the_sql_tree(&db, &mut tree);
-        db.write(|tx| store::groups::delete(tx, "a", NOW)).unwrap();
+        db.write(|tx| store::groups::delete(tx, "a")).unwrap();
         assert_renders_the_sql_tree(&db, &mut tree);
     }
 

@@ -6,6 +6,10 @@
 //! unknown fields are ignored. Writes to one group check its `If-Match` or body `revision`
 //! after the group is found and before anything moves (412, README "Revisions and
 //! If-Match"); single-group answers carry the revision as the `ETag`.
+//!
+//! Invariants: bodies become `model::group` values before any store call; a write to one
+//! group runs in one transaction (precondition, placement, write, read back); no SQL text and
+//! no time chosen here (the store stamps its rows).
 
 use serde_json::{Map, Value};
 
@@ -13,7 +17,7 @@ use crate::api::group_tree::GroupTree;
 use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::model::group::{parse_color, parse_icon, GroupName, GroupPatch, GroupView, NewGroup};
+use crate::model::group::{GroupPatch, GroupView, NewGroup};
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
@@ -38,11 +42,10 @@ pub fn list(state: &AppState) -> Result<Reply, ApiError> {
 /// `POST /api/groups` → 201 with the new group.
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
-    let group = new_group(&body)?;
+    let group = NewGroup::from_json(&body)?;
     let id = crate::vault::new_id();
-    let now = store::now_timestamp();
     let view = state.db.write(|tx| {
-        match store::groups::insert(tx, &id, &group, &now)? {
+        match store::groups::insert(tx, &id, &group)? {
             Placement::Placed => {}
             Placement::TooDeep => return Err(too_deep_for_parent()),
             Placement::UnderItself => {
@@ -63,7 +66,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// `PUT /api/groups/:id`: a partial update; a `parent_id` moves the group as `move` does.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
-    let patch = group_patch(&body)?;
+    let patch = GroupPatch::from_json(&body)?;
     let precondition = Precondition::with_body(req, &body)?;
     apply(state, id, &patch, &precondition)
 }
@@ -71,11 +74,10 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
 /// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
 pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let precondition = Precondition::of(req)?;
-    let now = store::now_timestamp();
     state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
         precondition.check(Revised::Group, current)?;
-        Ok::<_, ApiError>(store::groups::delete(tx, id, &now)?)
+        Ok::<_, ApiError>(store::groups::delete(tx, id)?)
     })?;
     Ok(Reply::no_content())
 }
@@ -83,17 +85,7 @@ pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
 /// `PUT /api/groups/:id/move` with `{ parent_id }`: `null` or `""` for the top level.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body = req.json::<Map<String, Value>>()?;
-    // A move names its destination: a missing parent_id is a mistake, not "top level".
-    let Some(parent) = body.get("parent_id") else {
-        return Err(ApiError::validation(
-            "parent_id",
-            "is required: a group id, or null or \"\" for the top level",
-        ));
-    };
-    let patch = GroupPatch {
-        parent_id: Some(parent_field(parent)?),
-        ..GroupPatch::default()
-    };
+    let patch = GroupPatch::move_from_json(&body)?;
     let precondition = Precondition::with_body(req, &body)?;
     apply(state, id, &patch, &precondition)
 }
@@ -105,11 +97,10 @@ fn apply(
     patch: &GroupPatch,
     precondition: &Precondition,
 ) -> Result<Reply, ApiError> {
-    let now = store::now_timestamp();
     let view = state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
         precondition.check(Revised::Group, current)?;
-        match store::groups::update(tx, id, patch, &now)? {
+        match store::groups::update(tx, id, patch)? {
             Placement::Placed => {}
             // README, Groups: under itself or a descendant is INVALID_MOVE.
             Placement::UnderItself => {
@@ -132,75 +123,6 @@ fn apply(
 /// A single group (with its subtree) as an answer, with its revision as the `ETag`.
 fn group_reply(status: u16, view: &GroupView) -> Result<Reply, ApiError> {
     Ok(Reply::json(status, view)?.with_header("ETag", etag(view.revision)))
-}
-
-fn new_group(body: &Map<String, Value>) -> Result<NewGroup, ApiError> {
-    let name = match body.get("name") {
-        Some(value) => name_field(value)?,
-        None => return Err(ApiError::validation("name", "is required")),
-    };
-    Ok(NewGroup {
-        name,
-        parent_id: body
-            .get("parent_id")
-            .map(parent_field)
-            .transpose()?
-            .flatten(),
-        color: text_field(body, "color", parse_color)?.unwrap_or_default(),
-        icon: text_field(body, "icon", parse_icon)?.unwrap_or_default(),
-    })
-}
-
-fn group_patch(body: &Map<String, Value>) -> Result<GroupPatch, ApiError> {
-    Ok(GroupPatch {
-        name: body.get("name").map(name_field).transpose()?,
-        parent_id: body.get("parent_id").map(parent_field).transpose()?,
-        color: text_field(body, "color", parse_color)?,
-        icon: text_field(body, "icon", parse_icon)?,
-    })
-}
-
-fn name_field(value: &Value) -> Result<GroupName, ApiError> {
-    match value {
-        Value::String(text) => {
-            GroupName::parse(text).map_err(|rule| ApiError::validation("name", rule))
-        }
-        _ => Err(ApiError::validation(
-            "name",
-            "must be a string of 1-100 characters",
-        )),
-    }
-}
-
-/// `null` and `""` mean the top level (README, Groups); any other string is a group id,
-/// looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
-fn parent_field(value: &Value) -> Result<Option<String>, ApiError> {
-    match value {
-        Value::Null => Ok(None),
-        Value::String(text) if text.is_empty() => Ok(None),
-        Value::String(text) => Ok(Some(text.clone())),
-        _ => Err(ApiError::validation(
-            "parent_id",
-            "must be a group id string, or null or \"\" for the top level",
-        )),
-    }
-}
-
-/// An optional text field checked by `parse`: absent is `None` (unchanged on update),
-/// `null` is the same as `""` (none).
-fn text_field(
-    body: &Map<String, Value>,
-    field: &str,
-    parse: fn(&str) -> Result<String, &'static str>,
-) -> Result<Option<String>, ApiError> {
-    match body.get(field) {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(String::new())),
-        Some(Value::String(text)) => parse(text)
-            .map(Some)
-            .map_err(|rule| ApiError::validation(field, rule)),
-        Some(_) => Err(ApiError::validation(field, "must be a string")),
-    }
 }
 
 fn too_deep_for_parent() -> ApiError {

@@ -1,4 +1,7 @@
 //! `GET /api/health`: liveness and the vault state, answered even while the vault is locked.
+//!
+//! Invariants: never touches the database (a health check must answer while a long write
+//! holds it) and never counts as activity for `--auto-lock`; answers no secret and no path.
 
 use serde::Serialize;
 

@@ -22,7 +22,7 @@ use crate::model::host::{
 };
 use crate::model::host_query::HostQuery;
 use crate::model::interop::{self, ChainVerdict};
-use crate::model::validate::{self, Invalid};
+use crate::model::validate;
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
@@ -117,7 +117,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let (password_field, password) = take_password(&mut body)?;
-    let host = NewHost::from_json(&body, password_field).map_err(invalid)?;
+    let host = NewHost::from_json(&body, password_field)?;
     let id = crate::vault::new_id();
     let sealed = match (host.auth.password, password) {
         (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
@@ -144,7 +144,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         let current = store::hosts::by_id(tx, id)?;
         precondition?.check(Revised::Host, current.revision)?;
         let (patch, sealed) = checked?;
-        let change = patch.apply(&current).map_err(invalid)?;
+        let change = patch.apply(&current)?;
         if patch.jump_host_ids.is_some() {
             let chain = &change.host.jump_host_ids;
             judge_chain(store::interop::judge_chain(tx, Some(id), chain)?)?;
@@ -197,7 +197,7 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let precondition = Precondition::with_body(req, &body);
     let group_id = match body.get("group_id") {
         None => Ok(None),
-        Some(value) => validate::optional_id("group_id", value).map_err(invalid),
+        Some(value) => validate::optional_id("group_id", value).map_err(ApiError::from),
     };
     let host = state.db.write(|tx| {
         let current = store::hosts::by_id(tx, id)?;
@@ -255,16 +255,13 @@ fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
 
 /// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
 /// is 400 `INVALID_JUMP_CHAIN`.
-pub fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
+fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
+    let Some(details) = verdict.details() else {
+        return Ok(());
+    };
     match verdict {
-        ChainVerdict::Fine => Ok(()),
-        ChainVerdict::UnknownHop(id) => Err(ApiError::JumpHostNotFound(format!(
-            "jump_host_ids: no host has the id {id}"
-        ))),
-        ChainVerdict::Invalid(problem) => Err(ApiError::InvalidJumpChain(format!(
-            "jump_host_ids: {}",
-            problem.0
-        ))),
+        ChainVerdict::UnknownHop(_) => Err(ApiError::JumpHostNotFound(details)),
+        _ => Err(ApiError::InvalidJumpChain(details)),
     }
 }
 
@@ -320,11 +317,6 @@ fn proxy_jump(route: &[Host]) -> Result<Option<String>, ApiError> {
     Ok(Some(hops.join(",")))
 }
 
-/// A validation failure of a body field as the API's error.
-fn invalid(err: Invalid) -> ApiError {
-    ApiError::validation(&err.field, err.rule)
-}
-
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
 /// was. The API: the password is a string, and the empty string is allowed.
 fn take_password(
@@ -352,7 +344,7 @@ fn check_patch(
     id: &str,
 ) -> Result<(HostPatch, Option<Vec<u8>>), ApiError> {
     let (password_field, password) = take_password(body)?;
-    let patch = HostPatch::from_json(body, password_field).map_err(invalid)?;
+    let patch = HostPatch::from_json(body, password_field)?;
     let sealed = match password {
         Some(password) => Some(seal_password(state, id, &password)?),
         None => None,
@@ -532,20 +524,14 @@ mod tests {
         state
             .db
             .write(|tx| {
-                let row = store::keys::NewKeyRow {
-                    id,
-                    name: id,
-                    name_key: id,
-                    key_type: "ssh-ed25519",
-                    public_key: "ssh-ed25519 AAAA",
-                    fingerprint: id,
-                    comment: "",
+                let name = crate::model::name::Name::from_text(id).unwrap();
+                let row = store::keys::NewKey {
                     has_passphrase: passphrase.is_some(),
                     sealed_private_key: &private_key,
                     sealed_passphrase: passphrase.as_deref(),
-                    created_at: "2024-01-01T00:00:00.000Z",
+                    ..store::keys::NewKey::for_tests(id, id)
                 };
-                store::keys::insert(tx, &row)
+                store::keys::insert(tx, &name, &row)
             })
             .unwrap();
     }

@@ -9,8 +9,6 @@
 //! `AppState::bcrypt_checks`); beyond them the answer is 503 `BUSY`, so other requests keep
 //! being answered.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -18,36 +16,30 @@ use serde_json::{Map, Value};
 use crate::api::revision::{etag, Precondition};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::model::key::{self, Invalid, KeyName, KeyPatch, KeySpec, KeyView};
+use crate::model::key::{self, KeyPatch, KeySpec, KeyView};
+use crate::model::name::Name;
 use crate::sshkey::{self, ImportError, OpenSshKey};
 use crate::state::AppState;
 use crate::store::changes::Revised;
-use crate::store::{self, keys::KeyUpdate, keys::NewKeyRow};
+use crate::store::{self, keys::KeyUpdate, keys::NewKey};
 use crate::vault::{SealContext, Secret};
 
 /// `POST /api/keys`: imports when the body has `private_key`, generates otherwise: of the
 /// given `type`, else ed25519 (README, "Keys").
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: KeyInput = req.json()?;
-    let name = KeyName::parse(input.name.as_ref()).map_err(invalid)?;
-    let comment = input
-        .comment
-        .as_ref()
-        .map(key::comment)
-        .transpose()
-        .map_err(invalid)?;
+    let name = Name::required(input.name.as_ref())?;
+    let comment = input.comment.as_ref().map(key::comment).transpose()?;
     let passphrase = passphrase(input.passphrase)?;
     let private_key = private_key(input.private_key)?;
     let spec = match (&private_key, &input.key_type) {
         (Some(_), _) => None,
-        (None, Some(key_type)) => {
-            Some(KeySpec::parse(key_type, input.bits.as_ref()).map_err(invalid)?)
-        }
+        (None, Some(key_type)) => Some(KeySpec::parse(key_type, input.bits.as_ref())?),
         // ed25519 is the default type, as with `ssh-keygen` without `-t`.
-        (None, None) => Some(
-            KeySpec::parse(&Value::String("ed25519".into()), input.bits.as_ref())
-                .map_err(invalid)?,
-        ),
+        (None, None) => Some(KeySpec::parse(
+            &Value::String("ed25519".into()),
+            input.bits.as_ref(),
+        )?),
     };
     // Refuse a taken name before seconds of work; the insert checks again.
     if state
@@ -65,11 +57,8 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let id = crate::vault::new_id();
     let (sealed_private_key, sealed_passphrase) = seal(state, &id, &made.key, passphrase)?;
-    let now = store::now_timestamp();
-    let row = NewKeyRow {
+    let row = NewKey {
         id: &id,
-        name: name.text(),
-        name_key: name.key(),
         key_type: made.key.info.key_type,
         public_key: &made.key.info.public_key,
         fingerprint: &made.key.info.fingerprint,
@@ -77,9 +66,8 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         has_passphrase: made.key.encrypted,
         sealed_private_key: &sealed_private_key,
         sealed_passphrase: sealed_passphrase.as_deref(),
-        created_at: &now,
     };
-    let stored = state.db.write(|tx| store::keys::insert(tx, &row))?;
+    let stored = state.db.write(|tx| store::keys::insert(tx, &name, &row))?;
     key_reply(201, &stored)
 }
 
@@ -103,25 +91,17 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// `PUT /api/keys/:id` (extension): `name`, `comment` and the SSH agent's policy `agent`.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
-    let patch = KeyPatch::parse(&body).map_err(invalid)?;
+    let patch = KeyPatch::parse(&body)?;
     let precondition = Precondition::with_body(req, &body)?;
     let key = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
         precondition.check(Revised::Key, current.revision)?;
-        let (name, name_key) = match &patch.name {
-            Some(name) => (name.text().to_owned(), name.key().to_owned()),
-            None => (current.name.clone(), current.name.to_lowercase()),
-        };
-        let comment = patch.comment.as_deref().unwrap_or(&current.comment);
         if let Some(agent) = patch.agent {
             store::agent::set_policy(tx, id, &current.agent.patched(agent))?;
         }
-        let updated_at = later_than(&current.updated_at);
         let update = KeyUpdate {
-            name: &name,
-            name_key: &name_key,
-            comment,
-            updated_at: &updated_at,
+            name: patch.name.as_ref(),
+            comment: patch.comment.as_deref(),
         };
         Ok::<_, ApiError>(store::keys::update(tx, id, &update)?)
     })?;
@@ -270,30 +250,13 @@ fn passphrase(value: Option<&RawValue>) -> Result<Option<Secret>, ApiError> {
     }
 }
 
-fn invalid(err: Invalid) -> ApiError {
-    ApiError::validation(err.field, err.rule)
-}
-
-/// Now, or 1 ms after `previous` when the clock has not moved past it: `updated_at`
-/// changes on every successful update (README, "Keys").
-fn later_than(previous: &str) -> String {
-    let now = store::now_timestamp();
-    if now.as_str() > previous {
-        return now;
-    }
-    match humantime::parse_rfc3339(previous) {
-        Ok(time) => humantime::format_rfc3339_millis(time + Duration::from_millis(1)).to_string(),
-        Err(_) => now,
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
     use zeroize::Zeroizing;
 
-    use crate::api::keys::{create, later_than};
+    use crate::api::keys::create;
     use crate::api::{Method, Req};
     use crate::error::ApiError;
     use crate::model::key::KeySpec;
@@ -378,19 +341,5 @@ mod tests {
         let reply = create(&state, &import_body("a", &encrypted, Some("pass"))).unwrap();
         assert_eq!(reply.status, 201);
         assert_eq!(state.bcrypt_checks.running(), 0);
-    }
-
-    #[test]
-    fn later_than_a_future_timestamp_is_one_millisecond_after_it() {
-        assert_eq!(
-            later_than("2999-01-01T00:00:00.000Z"),
-            "2999-01-01T00:00:00.001Z"
-        );
-    }
-
-    #[test]
-    fn later_than_a_past_timestamp_is_now() {
-        let stamp = later_than("2000-01-01T00:00:00.000Z");
-        assert!(stamp.as_str() > "2020", "{stamp}");
     }
 }

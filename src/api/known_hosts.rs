@@ -20,12 +20,12 @@ use crate::model::host::Host;
 use crate::model::known_hosts::{
     self, HostToken, KnownKey, Marker, Parsed, Presented, Status, HASH_MAGIC,
 };
-use crate::model::validate::{self, Invalid};
+use crate::model::validate;
 use crate::sshkey::{self, HostKey};
 use crate::state::AppState;
-use crate::store;
 use crate::store::audit;
-use crate::store::known_hosts::{Alert, KnownHost, NewKnownHost};
+use crate::store::known_hosts::{KnownHost, NewKnownHost};
+use crate::store::{self, Ending};
 
 /// `GET /api/known-hosts[?hostname=&port=|host_id=]`: `{items}`, oldest first.
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -119,7 +119,7 @@ pub fn accept(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let target = Target::from_json(&body)?;
     let replace = match body.get("replace") {
         None | Some(Value::Null) => false,
-        Some(value) => validate::boolean("replace", value).map_err(invalid)?,
+        Some(value) => validate::boolean("replace", value)?,
     };
     let (key, certificate) = sshkey::presented_key(&target.public_key, &target.hostname)
         .map_err(|rule| ApiError::validation("public_key", rule))?;
@@ -154,21 +154,12 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let dry_run = match body.get("dry_run") {
         None | Some(Value::Null) => false,
-        Some(value) => validate::boolean("dry_run", value).map_err(invalid)?,
+        Some(value) => validate::boolean("dry_run", value)?,
     };
     let lines = read_lines(text);
-    let outcome = state.db.write(|tx| {
-        let answer = import_in(tx, &lines, dry_run)?;
-        match dry_run {
-            // A dry run takes the same steps and rolls them back.
-            true => Err(Rollback::DryRun(answer)),
-            false => Ok(answer),
-        }
-    });
-    let answer = match outcome {
-        Ok(answer) | Err(Rollback::DryRun(answer)) => answer,
-        Err(Rollback::Failed(err)) => return Err(err),
-    };
+    let answer = state.db.write_ending(Ending::dry_run_if(dry_run), |tx| {
+        import_in(tx, &lines, dry_run)
+    })?;
     Reply::json(200, &answer)
 }
 
@@ -270,18 +261,6 @@ struct CheckedLine {
     key: HostKey,
 }
 
-/// How the import transaction ends without committing.
-enum Rollback {
-    DryRun(ImportAnswer),
-    Failed(ApiError),
-}
-
-impl From<store::StoreError> for Rollback {
-    fn from(err: store::StoreError) -> Rollback {
-        Rollback::Failed(err.into())
-    }
-}
-
 #[derive(Serialize)]
 struct KnownHostList<'a> {
     items: Vec<KnownHostView<'a>>,
@@ -355,9 +334,9 @@ struct KnownHostView<'a> {
 
 impl Target {
     fn from_json(body: &Map<String, Value>) -> Result<Target, ApiError> {
-        let hostname = known_hosts::hostname(body.get("hostname")).map_err(invalid)?;
-        let port = known_hosts::port(body.get("port")).map_err(invalid)?;
-        let public_key = known_hosts::public_key(body.get("public_key")).map_err(invalid)?;
+        let hostname = known_hosts::hostname(body.get("hostname"))?;
+        let port = known_hosts::port(body.get("port"))?;
+        let public_key = known_hosts::public_key(body.get("public_key"))?;
         Ok(Target {
             name: known_hosts::lookup_name(&hostname, port),
             hostname,
@@ -407,7 +386,6 @@ fn record_verdict(
     presented: &Presented,
     matching: &[KnownHost],
 ) -> Result<(), ApiError> {
-    let now = store::now_timestamp();
     let vouching = |entry: &&KnownHost| match status {
         Status::Trusted => {
             entry.marker == Marker::None && entry.fingerprint == presented.fingerprint
@@ -422,16 +400,16 @@ fn record_verdict(
         _ => false,
     };
     for entry in matching.iter().filter(vouching) {
-        store::known_hosts::touch(conn, &entry.id, &now)?;
+        store::known_hosts::touch(conn, &entry.id)?;
     }
     if status.blocks_connect() {
-        let alert = Alert {
+        store::known_hosts::record_alert(
+            conn,
+            name,
             status,
-            key_type: presented.key_type.clone(),
-            fingerprint: presented.fingerprint.clone(),
-            at: now,
-        };
-        store::known_hosts::record_alert(conn, name, &alert)?;
+            &presented.key_type,
+            &presented.fingerprint,
+        )?;
     }
     Ok(())
 }
@@ -453,10 +431,9 @@ fn accept_in(
     let status = known_hosts::judge(&presented, &known_keys(&matching));
     refuse(status, replace, target, key, &matching)?;
     store::known_hosts::clear_alert(conn, &target.name)?;
-    let now = store::now_timestamp();
     let accepted = match status {
-        Status::Trusted => confirm(conn, target, key, &matching, &now)?,
-        _ => record(conn, target, key, status, &matching, &now)?,
+        Status::Trusted => confirm(conn, target, key, &matching)?,
+        _ => record(conn, target, key, status, &matching)?,
     };
     Ok((status, accepted))
 }
@@ -498,13 +475,12 @@ fn confirm(
     target: &Target,
     key: &HostKey,
     matching: &[KnownHost],
-    now: &str,
 ) -> Result<Accepted, ApiError> {
     let vouching = matching
         .iter()
         .find(|entry| entry.marker == Marker::None && entry.fingerprint == key.fingerprint)
         .ok_or_else(|| ApiError::internal("a trusted verdict without its entry"))?;
-    store::known_hosts::touch(conn, &vouching.id, now)?;
+    store::known_hosts::touch(conn, &vouching.id)?;
     let detail = json!({"id": vouching.id, "key_type": key.key_type,
                         "fingerprint": key.fingerprint, "already_trusted": true});
     audit::append(conn, audit::HOST_KEY_ACCEPTED, &target.name, &detail)?;
@@ -524,7 +500,6 @@ fn record(
     key: &HostKey,
     status: Status,
     matching: &[KnownHost],
-    now: &str,
 ) -> Result<Accepted, ApiError> {
     let replacing = status == Status::Changed;
     let replaced: Vec<KnownHost> = match replacing {
@@ -548,7 +523,7 @@ fn record(
         comment: "",
         source: if replacing { "replace" } else { "accept" },
     };
-    let (id, _) = store::known_hosts::insert(conn, &crate::vault::new_id(), &new, now)?;
+    let (id, _) = store::known_hosts::insert(conn, &crate::vault::new_id(), &new)?;
     let (event, detail) = match replacing {
         true => (
             audit::HOST_KEY_REPLACED,
@@ -622,12 +597,11 @@ fn import_in(
     conn: &store::Conn,
     lines: &[Result<CheckedLine, RefusedLine>],
     dry_run: bool,
-) -> Result<ImportAnswer, Rollback> {
+) -> Result<ImportAnswer, ApiError> {
     let mut answer = ImportAnswer {
         dry_run,
         ..ImportAnswer::default()
     };
-    let now = store::now_timestamp();
     for line in lines {
         let checked = match line {
             Ok(checked) => checked,
@@ -652,7 +626,7 @@ fn import_in(
                 comment: &checked.line.comment,
                 source: "import",
             };
-            match store::known_hosts::insert(conn, &crate::vault::new_id(), &new, &now)?.1 {
+            match store::known_hosts::insert(conn, &crate::vault::new_id(), &new)?.1 {
                 true => answer.added += 1,
                 false => answer.unchanged += 1,
             }
@@ -766,8 +740,4 @@ fn view<'a>(entry: &'a KnownHost, names: &[(String, &str)]) -> KnownHostView<'a>
                 .collect()
         },
     }
-}
-
-fn invalid(err: Invalid) -> ApiError {
-    ApiError::validation(&err.field, err.rule)
 }

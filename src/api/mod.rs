@@ -213,7 +213,7 @@ impl Reply {
         }
     }
 
-    /// A 200 plain-text reply (the config export).
+    /// A 200 plain-text reply (the config exports).
     pub fn text(body: String) -> Reply {
         Reply {
             status: 200,

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::key::Invalid;
+use crate::model::validate::Invalid;
 
 /// When a signature needs the user's approval (outside forwarding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -1,19 +1,16 @@
-//! Groups as stored, validated and shown: name, color and icon rules, the sibling-name keys,
-//! and the " (2)" renaming that makes a clashing name free again.
+//! Groups as stored, validated and shown: the create and update bodies (name, parent,
+//! color and icon rules).
 //!
-//! Invariants: pure values and rules, no I/O; a `GroupName` always holds a trimmed name of
-//! 1-100 characters, its lowercase sort key and its caseless match key (model::fold), so
-//! nothing unvalidated reaches the store. Siblings clash by the match key, never by the
-//! lowercase.
-
-use std::collections::HashSet;
+//! Invariants: pure values and rules, no I/O; a `NewGroup` or `GroupPatch` holds only
+//! checked values (names are `model::name::Name`, so siblings clash by the caseless match
+//! key, never by the lowercase), so nothing unvalidated reaches the store; a refusal is an
+//! `Invalid` naming the field.
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
-use crate::model::fold;
-
-/// README, Groups: a group name is 1-100 characters after trimming.
-pub const NAME_MAX_CHARS: usize = 100;
+use crate::model::name::Name;
+use crate::model::validate::{self, Invalid};
 
 /// README, Groups: an icon is a short identifier, `[a-z0-9_-]{1,64}`.
 pub const ICON_MAX_CHARS: usize = 64;
@@ -39,18 +36,10 @@ pub struct Group {
     pub revision: i64,
 }
 
-/// A validated name: trimmed, 1-100 characters, with its sort key and its match key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupName {
-    text: String,
-    key: String,
-    fold_key: String,
-}
-
 /// A validated create request.
 #[derive(Clone, Debug)]
 pub struct NewGroup {
-    pub name: GroupName,
+    pub name: Name,
     /// `None` for a top-level group.
     pub parent_id: Option<String>,
     pub color: String,
@@ -60,7 +49,7 @@ pub struct NewGroup {
 /// A validated partial update: `None` leaves a field as it is.
 #[derive(Clone, Debug, Default)]
 pub struct GroupPatch {
-    pub name: Option<GroupName>,
+    pub name: Option<Name>,
     /// `Some(None)` moves the group to the top level.
     pub parent_id: Option<Option<String>>,
     pub color: Option<String>,
@@ -85,207 +74,189 @@ pub struct GroupView {
     pub children: Vec<GroupView>,
 }
 
-impl GroupName {
-    /// Trims `raw` and checks its length in characters (not bytes). The error is the rule.
-    pub fn parse(raw: &str) -> Result<GroupName, &'static str> {
-        let text = raw.trim();
-        // README, Groups: name 1-100 chars after trimming.
-        if text.is_empty() {
-            return Err("must not be empty (after trimming spaces)");
-        }
-        if text.chars().count() > NAME_MAX_CHARS {
-            return Err("must be at most 100 characters (after trimming spaces)");
-        }
-        Ok(GroupName {
-            text: text.to_owned(),
-            key: name_key(text),
-            fold_key: fold::key(text),
+impl NewGroup {
+    /// Checks a create body (README, Groups): `name` is required; `parent_id` `null` or
+    /// `""` (or absent) is the top level; `color` and `icon` `null` are `""` (none).
+    /// Unknown fields are ignored.
+    pub fn from_json(body: &Map<String, Value>) -> Result<NewGroup, Invalid> {
+        Ok(NewGroup {
+            name: Name::required(body.get("name"))?,
+            parent_id: body.get("parent_id").map(parent).transpose()?.flatten(),
+            color: text_field(body, "color", validate::color)?.unwrap_or_default(),
+            icon: text_field(body, "icon", icon)?.unwrap_or_default(),
+        })
+    }
+}
+
+impl GroupPatch {
+    /// Checks an update body: every field optional; a `parent_id` moves the group.
+    pub fn from_json(body: &Map<String, Value>) -> Result<GroupPatch, Invalid> {
+        Ok(GroupPatch {
+            name: body.get("name").map(Name::parse).transpose()?,
+            parent_id: body.get("parent_id").map(parent).transpose()?,
+            color: text_field(body, "color", validate::color)?,
+            icon: text_field(body, "icon", icon)?,
         })
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// The lowercase key siblings are sorted by.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The caseless match key siblings must not share (README, Groups).
-    pub fn fold_key(&self) -> &str {
-        &self.fold_key
+    /// Checks a move body: `parent_id` is required (a forgotten field must not move a group
+    /// to the top level); `null` or `""` is the top level.
+    pub fn move_from_json(body: &Map<String, Value>) -> Result<GroupPatch, Invalid> {
+        let Some(value) = body.get("parent_id") else {
+            return Err(Invalid::new(
+                "parent_id",
+                "is required: a group id, or null or \"\" for the top level",
+            ));
+        };
+        Ok(GroupPatch {
+            parent_id: Some(parent(value)?),
+            ..GroupPatch::default()
+        })
     }
 }
 
-/// The sort key of a trimmed name: Rust's full Unicode lowercase, which SQLite's NOCASE
-/// (ASCII only) cannot give.
-pub fn name_key(name: &str) -> String {
-    name.trim().to_lowercase()
-}
-
-/// Checks a color: `#RRGGBB` in hex digits of either case, or `""` for none. The error is
-/// the rule.
-pub fn parse_color(raw: &str) -> Result<String, &'static str> {
-    // README, Groups: color `#RRGGBB`; "" means no color.
-    let valid = raw.is_empty()
-        || (raw.len() == 7
-            && raw.starts_with('#')
-            && raw[1..].bytes().all(|byte| byte.is_ascii_hexdigit()));
-    if !valid {
-        return Err("must be a color of the form #RRGGBB (hex digits), or \"\" for none");
+/// README, Groups: an icon is `[a-z0-9_-]{1,64}`, or `""` for none.
+pub fn icon(value: &Value) -> Result<String, Invalid> {
+    match value {
+        Value::String(text) if is_icon(text) => Ok(text.clone()),
+        _ => Err(Invalid::new(
+            "icon",
+            "must be 1-64 characters of a-z, 0-9, _ and -, or \"\" for none",
+        )),
     }
-    Ok(raw.to_owned())
 }
 
-/// Checks an icon name: `[a-z0-9_-]{1,64}`, or `""` for none. The error is the rule.
-pub fn parse_icon(raw: &str) -> Result<String, &'static str> {
-    // README, Groups: icon `[a-z0-9_-]{1,64}`; "" means no icon.
-    let valid = raw.len() <= ICON_MAX_CHARS
-        && raw
+/// `parent_id`: `null` and `""` are the top level (README, Groups); any other string is a
+/// group id, looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
+fn parent(value: &Value) -> Result<Option<String>, Invalid> {
+    validate::optional_id("parent_id", value)
+}
+
+fn is_icon(text: &str) -> bool {
+    text.len() <= ICON_MAX_CHARS
+        && text
             .bytes()
-            .all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'));
-    if !valid {
-        return Err("must be 1-64 characters of a-z, 0-9, _ and -, or \"\" for none");
-    }
-    Ok(raw.to_owned())
+            .all(|byte| matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))
 }
 
-/// The name a group takes when `name` clashes at its new place: `name (2)`, `name (3)`, ...,
-/// the first whose match key is not in `taken` (README, Groups). When the suffix would push
-/// the name past 100 characters, the end of the name is cut so the result is exactly 100 or
-/// fewer characters and still ends in the suffix.
-pub fn free_name(name: &str, taken: &HashSet<String>) -> GroupName {
-    let free = fold::free_name(name, NAME_MAX_CHARS, taken);
-    match GroupName::parse(&free) {
-        Ok(parsed) => parsed,
-        // A name of 1-100 characters plus a suffix, cut to 100: always valid.
-        Err(_) => GroupName {
-            key: name_key(&free),
-            fold_key: fold::key(&free),
-            text: free,
-        },
+/// An optional text field checked by `check`: absent is `None` (unchanged on update),
+/// `null` is the same as `""` (none).
+fn text_field(
+    body: &Map<String, Value>,
+    field: &str,
+    check: fn(&Value) -> Result<String, Invalid>,
+) -> Result<Option<String>, Invalid> {
+    match body.get(field) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(String::new())),
+        Some(value) => check(value).map(Some),
     }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::HashSet;
+    use serde_json::{json, Map, Value};
 
-    use crate::model::group::{
-        free_name, name_key, parse_color, parse_icon, GroupName, NAME_MAX_CHARS,
-    };
+    use crate::model::group::{icon, GroupPatch, NewGroup};
 
-    fn taken(keys: &[&str]) -> HashSet<String> {
-        keys.iter().map(|key| key.to_string()).collect()
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    /// The field a refused create body names.
+    fn refused(body: Value) -> String {
+        NewGroup::from_json(&object(body)).unwrap_err().field
     }
 
     #[test]
-    fn name_of_100_multibyte_chars_is_accepted() {
-        let name = "é".repeat(100);
-        assert_eq!(name.len(), 200, "two bytes per char");
-        assert_eq!(GroupName::parse(&name).unwrap().as_str(), name);
+    fn create_needs_a_name_and_defaults_the_rest() {
+        assert_eq!(refused(json!({})), "name");
+        assert_eq!(refused(json!({"name": null})), "name");
+        let group = NewGroup::from_json(&object(json!({"name": " Web "}))).unwrap();
+        assert_eq!(group.name.as_str(), "Web");
+        assert_eq!(group.parent_id, None);
+        assert_eq!((group.color.as_str(), group.icon.as_str()), ("", ""));
     }
 
     #[test]
-    fn name_of_101_chars_is_rejected() {
-        assert!(GroupName::parse(&"a".repeat(101)).is_err());
+    fn create_with_null_or_empty_parent_is_top_level_and_a_number_is_refused() {
+        for parent in [json!(null), json!("")] {
+            let body = object(json!({"name": "g", "parent_id": parent}));
+            assert_eq!(NewGroup::from_json(&body).unwrap().parent_id, None);
+        }
+        assert_eq!(refused(json!({"name": "g", "parent_id": 5})), "parent_id");
     }
 
     #[test]
-    fn name_is_trimmed_before_counting() {
-        let padded = format!("  {}  ", "a".repeat(100));
-        assert_eq!(GroupName::parse(&padded).unwrap().as_str(), "a".repeat(100));
-    }
-
-    #[test]
-    fn name_of_only_spaces_is_rejected() {
-        assert!(GroupName::parse(" \t ").is_err());
-        assert!(GroupName::parse("").is_err());
-    }
-
-    #[test]
-    fn name_key_folds_unicode_case() {
-        assert_eq!(GroupName::parse(" ÄBC ").unwrap().key(), "äbc");
-        assert_eq!(name_key("Prod"), name_key("pROD"));
-    }
-
-    #[test]
-    fn names_that_differ_only_by_case_folding_or_composition_share_a_match_key() {
-        for (one, other) in [
-            ("Straße", "STRASSE"),
-            ("ſsh", "SSH"),
-            ("ıstanbul", "ISTANBUL"),
-            ("Caf\u{e9}", "Cafe\u{301}"),
+    fn color_accepts_hex_of_either_case_empty_and_null() {
+        for (color, stored) in [
+            (json!("#a1B2c3"), "#a1B2c3"),
+            (json!(""), ""),
+            (json!(null), ""),
         ] {
-            let (one, other) = (
-                GroupName::parse(one).unwrap(),
-                GroupName::parse(other).unwrap(),
-            );
-            assert_eq!(one.fold_key(), other.fold_key(), "{one:?} {other:?}");
-            assert_ne!(one.as_str(), other.as_str(), "stored names stay as given");
+            let body = object(json!({"name": "g", "color": color}));
+            assert_eq!(NewGroup::from_json(&body).unwrap().color, stored);
         }
     }
 
     #[test]
-    fn color_accepts_hex_of_either_case_and_empty() {
-        assert_eq!(parse_color("#a1B2c3").unwrap(), "#a1B2c3");
-        assert_eq!(parse_color("").unwrap(), "");
-    }
-
-    #[test]
-    fn color_rejects_wrong_length_missing_hash_and_non_hex() {
+    fn color_rejects_wrong_length_missing_hash_non_hex_and_non_strings() {
         for bad in [
-            "#12345", "#1234567", "123456", "#12345g", "#ééé", " #123456",
+            json!("#12345"),
+            json!("#1234567"),
+            json!("123456"),
+            json!("#12345g"),
+            json!("#ééé"),
+            json!(" #123456"),
+            json!(7),
         ] {
-            assert!(parse_color(bad).is_err(), "{bad}");
+            assert_eq!(
+                refused(json!({"name": "g", "color": bad})),
+                "color",
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn icon_accepts_64_chars_and_empty() {
-        assert!(parse_icon(&"a".repeat(64)).is_ok());
-        assert!(parse_icon("server_rack-2").is_ok());
-        assert!(parse_icon("").is_ok());
+        assert_eq!(icon(&json!("a".repeat(64))).unwrap(), "a".repeat(64));
+        assert_eq!(icon(&json!("server_rack-2")).unwrap(), "server_rack-2");
+        assert_eq!(icon(&json!("")).unwrap(), "");
     }
 
     #[test]
-    fn icon_rejects_65_chars_uppercase_and_spaces() {
-        for bad in ["a".repeat(65), "Server".into(), "a b".into(), "ä".into()] {
-            assert!(parse_icon(&bad).is_err(), "{bad}");
+    fn icon_rejects_65_chars_uppercase_spaces_and_non_strings() {
+        for bad in [
+            json!("a".repeat(65)),
+            json!("Server"),
+            json!("a b"),
+            json!("ä"),
+            json!(1),
+        ] {
+            assert_eq!(icon(&bad).unwrap_err().field, "icon", "{bad}");
         }
     }
 
     #[test]
-    fn free_name_skips_numbers_whose_name_clashes_caselessly() {
-        assert_eq!(
-            free_name("Straße", &taken(&["strasse", "strasse (2)"])).as_str(),
-            "Straße (3)"
-        );
+    fn patch_leaves_absent_fields_and_clears_null_ones() {
+        let patch = GroupPatch::from_json(&object(json!({"color": null}))).unwrap();
+        assert_eq!(patch.name, None);
+        assert_eq!(patch.parent_id, None);
+        assert_eq!(patch.color.as_deref(), Some(""));
+        assert_eq!(patch.icon, None);
+        let patch = GroupPatch::from_json(&object(json!({"parent_id": null}))).unwrap();
+        assert_eq!(patch.parent_id, Some(None), "null moves to the top level");
     }
 
     #[test]
-    fn free_name_appends_the_first_free_number() {
-        assert_eq!(free_name("Web", &taken(&["web"])).as_str(), "Web (2)");
-        assert_eq!(
-            free_name("Web", &taken(&["web", "web (2)", "web (3)"])).as_str(),
-            "Web (4)"
-        );
-    }
-
-    #[test]
-    fn free_name_keeps_100_chars_by_cutting_the_name() {
-        let long = "x".repeat(100);
-        let renamed = free_name(&long, &taken(&[&long]));
-        assert_eq!(renamed.as_str().chars().count(), NAME_MAX_CHARS);
-        assert!(renamed.as_str().ends_with("x (2)"), "{}", renamed.as_str());
-    }
-
-    #[test]
-    fn free_name_does_not_leave_a_double_space_when_cutting() {
-        let name = format!("{} tail", "y".repeat(95));
-        let renamed = free_name(&name, &taken(&[&name_key(&name)]));
-        assert_eq!(renamed.as_str(), format!("{} (2)", "y".repeat(95)));
+    fn move_without_parent_id_is_refused_and_null_is_the_top_level() {
+        let err = GroupPatch::move_from_json(&Map::new()).unwrap_err();
+        assert_eq!(err.field, "parent_id");
+        let patch = GroupPatch::move_from_json(&object(json!({"parent_id": null}))).unwrap();
+        assert_eq!(patch.parent_id, Some(None));
+        let patch = GroupPatch::move_from_json(&object(json!({"parent_id": "p"}))).unwrap();
+        assert_eq!(patch.parent_id, Some(Some("p".into())));
     }
 }

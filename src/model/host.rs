@@ -9,9 +9,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::model::interop;
-use crate::model::validate::{self, Invalid, MAX_NAME_CHARS};
+use crate::model::name::{self, Name};
+use crate::model::validate::{self, Invalid};
 
-/// How a host authenticates (spec: Host auth).
+/// How a host authenticates (README, Hosts: `auth`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthType {
     Password,
@@ -247,7 +248,7 @@ impl NewHost {
         body: &Map<String, Value>,
         password: PasswordField,
     ) -> Result<NewHost, Invalid> {
-        let name = validate::trimmed_text("name", required(body, "name")?, MAX_NAME_CHARS)?;
+        let name = Name::parse(required(body, "name")?)?.into_string();
         let hostname = validate::hostname(required(body, "hostname")?)?;
         let port = validate::port(required(body, "port")?)?;
         let username = validate::username(required(body, "username")?)?;
@@ -257,7 +258,7 @@ impl NewHost {
         }
         let auth = resolve_auth(&auth, None)?;
         Ok(NewHost {
-            name_key: name_key(&name),
+            name_key: name::sort_key(&name),
             name,
             hostname,
             port,
@@ -287,9 +288,7 @@ impl HostPatch {
         password: PasswordField,
     ) -> Result<HostPatch, Invalid> {
         Ok(HostPatch {
-            name: present(body, "name", |v| {
-                validate::trimmed_text("name", v, MAX_NAME_CHARS)
-            })?,
+            name: present(body, "name", |v| Name::parse(v).map(Name::into_string))?,
             hostname: present(body, "hostname", validate::hostname)?,
             port: present(body, "port", validate::port)?,
             username: present(body, "username", validate::username)?,
@@ -380,7 +379,7 @@ impl HostPatch {
             revision: current.revision,
         };
         Ok(HostChange {
-            name_key: name_key(&host.name),
+            name_key: name::sort_key(&host.name),
             host,
             order,
             password: auth.password,
@@ -440,11 +439,6 @@ pub fn resolve_auth(
         key_id,
         password,
     })
-}
-
-/// The case-insensitive sort and compare key of a (trimmed) name (style: `name_key`).
-pub fn name_key(name: &str) -> String {
-    name.to_lowercase()
 }
 
 /// The value of a field a create requires: missing and `null` are both "is required".

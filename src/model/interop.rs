@@ -41,6 +41,18 @@ pub enum ChainVerdict {
     Invalid(ChainProblem),
 }
 
+impl ChainVerdict {
+    /// Why the chain cannot be stored, naming the field (the `details` of the refusal:
+    /// 404 `HOST_NOT_FOUND` or 400 `INVALID_JUMP_CHAIN`); `None` when it can.
+    pub fn details(&self) -> Option<String> {
+        match self {
+            ChainVerdict::Fine => None,
+            ChainVerdict::UnknownHop(id) => Some(format!("jump_host_ids: no host has the id {id}")),
+            ChainVerdict::Invalid(problem) => Some(format!("jump_host_ids: {}", problem.0)),
+        }
+    }
+}
+
 /// `jump_host_ids`: an array of host id strings; `null` is the empty chain. At most
 /// `MAX_JUMP_HOPS` ids; whether they exist and form no loop is judged later.
 pub fn jump_host_ids(value: &Value) -> Result<Vec<String>, Invalid> {
@@ -353,8 +365,11 @@ mod tests {
     fn ssh_option_length_edge() {
         let at_limit = format!("SetEnv A={}", "x".repeat(MAX_SSH_OPTION_CHARS - 9));
         assert_eq!(at_limit.chars().count(), MAX_SSH_OPTION_CHARS);
-        assert!(ssh_option(&at_limit).is_ok());
-        assert!(ssh_option(&format!("{at_limit}x")).is_err());
+        assert_eq!(ssh_option(&at_limit).unwrap(), at_limit);
+        assert_eq!(
+            ssh_option(&format!("{at_limit}x")).unwrap_err(),
+            format!("must be at most {MAX_SSH_OPTION_CHARS} characters")
+        );
     }
 
     #[test]

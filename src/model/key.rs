@@ -1,19 +1,17 @@
-//! SSH keys as stored, validated and shown: name and comment rules, the generation spec
-//! (`type` and `bits`), and the view that never carries a secret.
+//! SSH keys as stored, validated and shown: the comment rule, the generation spec (`type`
+//! and `bits`), the update body, and the view that never carries a secret. Names follow
+//! `model::name`.
 //!
 //! Invariants: pure values and rules, no I/O and no key material (private keys and
 //! passphrases stay in `vault::Secret` in the api layer); an `Invalid` names the field and
 //! the rule and never echoes the value, which could be a secret pasted into the wrong field.
 
-use std::fmt;
-
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::agent::{AgentPatch, AgentPolicy};
-
-/// README, Keys (and Hosts for names): a key name is 1-100 characters after trimming.
-pub const NAME_MAX_CHARS: usize = 100;
+use crate::model::name::Name;
+use crate::model::validate::Invalid;
 
 /// A comment ends up on an `authorized_keys` line: one line, short enough to read.
 pub const COMMENT_MAX_CHARS: usize = 255;
@@ -62,13 +60,6 @@ pub struct KeyView {
     pub revision: i64,
 }
 
-/// A validated name: trimmed, 1-100 characters, with its case-insensitive key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeyName {
-    text: String,
-    key: String,
-}
-
 /// An ECDSA curve, named by its size in bits as the API's `bits` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Curve {
@@ -89,16 +80,9 @@ pub enum KeySpec {
 /// A validated `PUT /api/keys/:id`: `None` leaves a field as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyPatch {
-    pub name: Option<KeyName>,
+    pub name: Option<Name>,
     pub comment: Option<String>,
     pub agent: Option<AgentPatch>,
-}
-
-/// A broken rule: which field, and what the rule is. Carries no input value.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Invalid {
-    pub field: &'static str,
-    pub rule: String,
 }
 
 impl Key {
@@ -116,42 +100,6 @@ impl Key {
             agent: self.agent,
             revision: self.revision,
         }
-    }
-}
-
-impl KeyName {
-    /// README, Keys: `name` is required, a string of 1-100 characters once trimmed.
-    pub fn parse(value: Option<&Value>) -> Result<KeyName, Invalid> {
-        let rule = || {
-            format!(
-                "is required: a string of 1 to {NAME_MAX_CHARS} characters \
-                 (surrounding spaces are trimmed)"
-            )
-        };
-        let Some(Value::String(text)) = value else {
-            return Err(Invalid::new("name", rule()));
-        };
-        let trimmed = text.trim();
-        let chars = trimmed.chars().count();
-        if chars == 0 || chars > NAME_MAX_CHARS {
-            return Err(Invalid::new("name", rule()));
-        }
-        Ok(KeyName {
-            text: trimmed.to_owned(),
-            // The sort key; uniqueness compares the caseless match key of the name
-            // (model::fold, computed by store::keys), which also equates Straße and STRASSE.
-            key: trimmed.to_lowercase(),
-        })
-    }
-
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// What keys are sorted by (`keys.name_key`). Uniqueness compares `model::fold::key` of
-    /// the name, which store::keys derives from this or from the name alike.
-    pub fn key(&self) -> &str {
-        &self.key
     }
 }
 
@@ -199,14 +147,14 @@ impl KeyPatch {
         for field in ["private_key", "passphrase", "bits"] {
             if body.get(field).is_some_and(|value| !value.is_null()) {
                 return Err(Invalid::new(
-                    field_name(field),
+                    field,
                     "cannot be changed; import or generate a new key instead",
                 ));
             }
         }
         let name = match body.get("name") {
             None => None,
-            Some(value) => Some(KeyName::parse(Some(value))?),
+            Some(value) => Some(Name::parse(value)?),
         };
         let comment = match body.get("comment") {
             None => None,
@@ -223,23 +171,6 @@ impl KeyPatch {
         })
     }
 }
-
-impl Invalid {
-    pub fn new(field: &'static str, rule: impl Into<String>) -> Invalid {
-        Invalid {
-            field,
-            rule: rule.into(),
-        }
-    }
-}
-
-impl fmt::Display for Invalid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.rule)
-    }
-}
-
-impl std::error::Error for Invalid {}
 
 /// A `comment` from a request: a string of at most 255 characters once trimmed, with no
 /// control characters (it must stay on one `authorized_keys` line); `null` is `""`.
@@ -303,22 +234,13 @@ fn bits_in(bits: Option<&Value>, allowed: &[usize], key_type: &str) -> Result<us
         })
 }
 
-/// The static name of a refused field (`Invalid` carries `&'static str`).
-fn field_name(field: &str) -> &'static str {
-    match field {
-        "private_key" => "private_key",
-        "passphrase" => "passphrase",
-        _ => "bits",
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::{json, Value};
 
     use crate::model::key::{
-        comment, comment_from_key_file, public_line, Curve, KeyName, KeyPatch, KeySpec,
+        comment, comment_from_key_file, public_line, Curve, KeyPatch, KeySpec,
     };
 
     fn spec(value: Value) -> Result<KeySpec, String> {
@@ -327,32 +249,6 @@ mod tests {
 
     fn patch(value: Value) -> Result<KeyPatch, String> {
         KeyPatch::parse(value.as_object().unwrap()).map_err(|err| err.to_string())
-    }
-
-    #[test]
-    fn name_of_100_characters_is_accepted_after_trimming() {
-        let name = KeyName::parse(Some(&json!(format!("  {}  ", "é".repeat(100))))).unwrap();
-        assert_eq!(name.text(), "é".repeat(100));
-    }
-
-    #[test]
-    fn name_of_101_characters_is_rejected() {
-        let err = KeyName::parse(Some(&json!("x".repeat(101)))).unwrap_err();
-        assert_eq!(err.field, "name");
-    }
-
-    #[test]
-    fn blank_missing_or_non_string_name_is_rejected() {
-        for value in [json!("   "), json!(""), json!(5), Value::Null] {
-            assert!(KeyName::parse(Some(&value)).is_err(), "{value}");
-        }
-        assert!(KeyName::parse(None).is_err());
-    }
-
-    #[test]
-    fn name_key_is_the_unicode_lowercase_of_the_trimmed_name() {
-        let name = KeyName::parse(Some(&json!(" Ünïcode KEY "))).unwrap();
-        assert_eq!(name.key(), "ünïcode key");
     }
 
     #[test]
@@ -449,7 +345,7 @@ mod tests {
             "type": "ssh-rsa", "private_key": null
         }))
         .unwrap();
-        assert_eq!(patch.name.unwrap().text(), "New");
+        assert_eq!(patch.name.unwrap().as_str(), "New");
         assert_eq!(patch.comment.as_deref(), Some("c"));
     }
 

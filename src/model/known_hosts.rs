@@ -721,28 +721,12 @@ mod tests {
         assert_eq!(judge(&cert, &revoked_ca), Status::Revoked);
     }
 
-    /// xorshift64*, as the request fuzzer uses: seeded, no crate.
-    fn next(state: &mut u64) -> u64 {
-        *state ^= *state >> 12;
-        *state ^= *state << 25;
-        *state ^= *state >> 27;
-        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
     /// The README's "Host keys (known_hosts)": the parser and the pattern matcher never
     /// panic. `FUZZ_ITERATIONS` inputs (default 20,000; `scripts/fuzz` runs a million)
     /// built from pieces of real lines, spliced, cut and sprinkled with random bytes.
     #[test]
     fn known_hosts_parser_never_panics_on_seeded_random_text() {
-        let iterations: u64 = std::env::var("FUZZ_ITERATIONS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(20_000);
-        let seed: u64 = std::env::var("FUZZ_SEED")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0x5EED_CAFE);
-        eprintln!("known_hosts fuzz: {iterations} inputs, FUZZ_SEED={seed}");
+        let (iterations, seed) = crate::fuzz::settings("known_hosts", 0x5EED_CAFE);
         let pieces: [&str; 24] = [
             "@cert-authority",
             "@revoked",
@@ -769,15 +753,13 @@ mod tests {
             "[h]:2222",
             "example.com",
         ];
-        let mut state = seed | 1;
+        let mut rng = crate::fuzz::Rng::new(seed);
         for iteration in 0..iterations {
             let mut text = String::new();
-            for _ in 0..next(&mut state) % 24 {
-                match next(&mut state) % 8 {
-                    0 => {
-                        text.push(char::from_u32((next(&mut state) % 0x250) as u32).unwrap_or('x'))
-                    }
-                    _ => text.push_str(pieces[(next(&mut state) % 24) as usize]),
+            for _ in 0..rng.below(24) {
+                match rng.below(8) {
+                    0 => text.push(char::from_u32(rng.below(0x250) as u32).unwrap_or('x')),
+                    _ => text.push_str(rng.pick::<&str>(&pieces)),
                 }
             }
             let outcome = panic::catch_unwind(|| {

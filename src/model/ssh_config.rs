@@ -5,9 +5,11 @@
 //! the writer never emits a line break from a value, so a host's fields can never open a
 //! new block in the exported file.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use crate::model::validate::{self, MAX_NAME_CHARS, MAX_USERNAME_CHARS};
+use crate::model::host::{AuthType, Host};
+use crate::model::name::MAX_NAME_CHARS;
+use crate::model::validate::{self, MAX_USERNAME_CHARS};
 
 /// The comment the export writes above each `Host` line so an import gets the name back:
 /// `# host-manager name: <name>`.
@@ -98,6 +100,14 @@ pub struct HostBlock {
 pub enum Outcome {
     Host(HostBlock),
     Skipped { block: String, reason: String },
+}
+
+/// What an `?agent=true` export needs: the SSH agent's socket, and the ids of the keys the
+/// agent serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportAgent {
+    pub socket: String,
+    pub key_ids: HashSet<String>,
 }
 
 /// A host as the export writes it.
@@ -232,6 +242,60 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
     }
     taken.insert(alias.clone());
     alias
+}
+
+/// The export of `members` plus every host their chains pass through. Aliases are given
+/// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
+/// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
+/// point at it.
+pub fn export(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> String {
+    let mut taken = HashSet::new();
+    let aliases: HashMap<&str, String> = all
+        .iter()
+        .map(|host| (host.id.as_str(), alias_for(&host.name, &mut taken)))
+        .collect();
+    let by_id: HashMap<&str, &Host> = all.iter().map(|host| (host.id.as_str(), host)).collect();
+    let mut included: HashSet<&str> = HashSet::new();
+    let mut stack: Vec<&str> = members.iter().map(|host| host.id.as_str()).collect();
+    while let Some(id) = stack.pop() {
+        if !included.insert(id) {
+            continue;
+        }
+        if let Some(host) = by_id.get(id) {
+            stack.extend(host.jump_host_ids.iter().map(String::as_str));
+        }
+    }
+    let hosts: Vec<ExportHost> = all
+        .iter()
+        .filter(|host| included.contains(host.id.as_str()))
+        .map(|host| ExportHost {
+            alias: aliases.get(host.id.as_str()).cloned().unwrap_or_default(),
+            name: host.name.clone(),
+            hostname: host.hostname.clone(),
+            port: host.port,
+            username: host.username.clone(),
+            key_id: match host.auth_type {
+                AuthType::Key => host.key_id.clone(),
+                AuthType::Password | AuthType::Agent => None,
+            },
+            identity_agent: agent
+                .filter(|agent| {
+                    host.auth_type == AuthType::Key
+                        && host
+                            .key_id
+                            .as_ref()
+                            .is_some_and(|id| agent.key_ids.contains(id))
+                })
+                .map(|agent| agent.socket.clone()),
+            proxy_jump: host
+                .jump_host_ids
+                .iter()
+                .filter_map(|id| aliases.get(id.as_str()).cloned())
+                .collect(),
+            options: host.ssh_options.clone(),
+        })
+        .collect();
+    render(&hosts)
 }
 
 /// The exported config text: a header, then one block per host in the given order.

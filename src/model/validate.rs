@@ -1,4 +1,6 @@
-//! Field rules shared by the host endpoints: pure checks from JSON values to typed values.
+//! Field rules: pure checks from JSON values to typed values, and `Invalid`, the one error
+//! every rule of `model/` answers with (the api layer turns it into 400 `VALIDATION_ERROR`,
+//! in `error.rs`).
 //!
 //! Invariants: no I/O; an `Invalid` names the field and the rule and never echoes the value
 //! (it could be a password pasted into the wrong field). Lengths count characters (Unicode
@@ -9,8 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-/// README, Hosts and its limits: name and username 1-100 characters.
-pub const MAX_NAME_CHARS: usize = 100;
+/// README, Hosts and its limits: a username is 1-100 characters.
 pub const MAX_USERNAME_CHARS: usize = 100;
 /// RFC 1123 / RFC 1035: at most 253 characters (without the optional trailing dot) and
 /// labels of 1-63 characters.
@@ -30,7 +31,8 @@ pub const USERNAME_REFUSED: &[char] = &[
     '\'', '`', '"', ';', '&', '<', '>', '|', '(', ')', '{', '}', '@', ',', ':', '/',
 ];
 
-/// A broken rule: which field, and what the rule is. Carries no input value.
+/// A broken rule: which field (a body field, `tags[3]`, or a query parameter), and what the
+/// rule is. Carries no input value.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Invalid {
     pub field: String,
@@ -293,44 +295,56 @@ mod tests {
     }
 
     #[test]
-    fn name_of_100_chars_is_accepted() {
-        let name = "é".repeat(100);
-        assert_eq!(trimmed_text("name", &json!(name), 100).unwrap(), name);
+    fn text_of_max_chars_is_accepted_and_one_more_is_rejected_naming_the_field() {
+        let text = "é".repeat(100);
+        assert_eq!(trimmed_text("field", &json!(text), 100).unwrap(), text);
+        let err = trimmed_text("field", &json!("x".repeat(101)), 100).unwrap_err();
+        assert_eq!(err.field, "field");
     }
 
     #[test]
-    fn name_of_101_chars_is_rejected() {
-        let err = trimmed_text("name", &json!("x".repeat(101)), 100).unwrap_err();
-        assert_eq!(err.field, "name");
-    }
-
-    #[test]
-    fn name_counts_chars_not_bytes() {
+    fn text_length_counts_chars_not_bytes() {
         // 100 three-byte characters: 300 bytes, still 100 characters.
-        assert!(trimmed_text("name", &json!("€".repeat(100)), 100).is_ok());
-        assert!(trimmed_text("name", &json!("€".repeat(101)), 100).is_err());
+        assert_eq!(
+            trimmed_text("field", &json!("€".repeat(100)), 100).unwrap(),
+            "€".repeat(100)
+        );
+        assert_eq!(
+            trimmed_text("field", &json!("€".repeat(101)), 100)
+                .unwrap_err()
+                .field,
+            "field"
+        );
     }
 
     #[test]
-    fn name_is_trimmed_before_counting() {
+    fn text_is_trimmed_before_counting() {
         let padded = format!("  {}  ", "x".repeat(100));
         assert_eq!(
-            trimmed_text("name", &json!(padded), 100).unwrap(),
+            trimmed_text("field", &json!(padded), 100).unwrap(),
             "x".repeat(100)
         );
     }
 
     #[test]
-    fn name_of_one_char_is_accepted_and_blank_is_rejected() {
-        assert_eq!(trimmed_text("name", &json!("a"), 100).unwrap(), "a");
-        assert!(trimmed_text("name", &json!(""), 100).is_err());
-        assert!(trimmed_text("name", &json!("   "), 100).is_err());
+    fn text_of_one_char_is_accepted_and_blank_is_rejected() {
+        assert_eq!(trimmed_text("field", &json!("a"), 100).unwrap(), "a");
+        for blank in ["", "   "] {
+            assert_eq!(
+                trimmed_text("field", &json!(blank), 100).unwrap_err().field,
+                "field"
+            );
+        }
     }
 
     #[test]
-    fn name_that_is_not_a_string_is_rejected() {
+    fn text_that_is_not_a_string_is_rejected() {
         for value in [json!(null), json!(5), json!(["a"]), json!({"a": 1})] {
-            assert!(trimmed_text("name", &value, 100).is_err(), "{value}");
+            assert_eq!(
+                trimmed_text("field", &value, 100).unwrap_err().field,
+                "field",
+                "{value}"
+            );
         }
     }
 
@@ -546,7 +560,7 @@ mod tests {
 
     #[test]
     fn tag_of_64_chars_is_accepted_and_65_rejected() {
-        assert!(tags(&json!(["t".repeat(64)])).is_ok());
+        assert_eq!(tags(&json!(["t".repeat(64)])).unwrap(), ["t".repeat(64)]);
         let err = tags(&json!(["ok", "t".repeat(65)])).unwrap_err();
         assert_eq!(err, Invalid::new("tags[1]", err.rule.clone()));
     }
@@ -578,8 +592,14 @@ mod tests {
 
     #[test]
     fn notes_of_10000_chars_are_accepted_and_10001_rejected() {
-        assert!(notes(&json!("ü".repeat(10_000))).is_ok());
-        assert!(notes(&json!("n".repeat(10_001))).is_err());
+        assert_eq!(
+            notes(&json!("ü".repeat(10_000))).unwrap(),
+            "ü".repeat(10_000)
+        );
+        assert_eq!(
+            notes(&json!("n".repeat(10_001))).unwrap_err().field,
+            "notes"
+        );
         assert_eq!(notes(&json!("")).unwrap(), "");
     }
 

@@ -8,7 +8,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::agent::{AgentPolicy, Confirm};
-use crate::store::StoreError;
+use crate::store::{now_timestamp, StoreError};
 
 /// Keys the agent lists: enabled, and signable without a question. By name, as the keys
 /// list, so `ssh-add -l` and the app show them in the same order.
@@ -107,10 +107,10 @@ pub fn set_policy(conn: &Connection, id: &str, policy: &AgentPolicy) -> Result<(
 
 /// `ssh-add` of a key already stored: the agent offers it again, with `confirm` (an edit:
 /// `updated_at` moves, so the change feed and the key's revision see it).
-pub fn offer(conn: &Connection, id: &str, confirm: Confirm, now: &str) -> Result<(), StoreError> {
+pub fn offer(conn: &Connection, id: &str, confirm: Confirm) -> Result<(), StoreError> {
     match conn
         .prepare_cached(OFFER)?
-        .execute(params![id, confirm.as_str(), now])?
+        .execute(params![id, confirm.as_str(), now_timestamp()])?
     {
         0 => Err(StoreError::KeyNotFound),
         _ => Ok(()),
@@ -119,14 +119,19 @@ pub fn offer(conn: &Connection, id: &str, confirm: Confirm, now: &str) -> Result
 
 /// `ssh-add -d`: the agent stops offering key `id`; it stays in the vault. True when it was
 /// offered until now.
-pub fn disable(conn: &Connection, id: &str, now: &str) -> Result<bool, StoreError> {
-    Ok(conn.prepare_cached(DISABLE)?.execute(params![id, now])? > 0)
+pub fn disable(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(DISABLE)?
+        .execute(params![id, now_timestamp()])?
+        > 0)
 }
 
 /// `ssh-add -D`: the agent stops offering every key; they stay in the vault. The number of
 /// keys that were offered.
-pub fn disable_all(conn: &Connection, now: &str) -> Result<usize, StoreError> {
-    Ok(conn.prepare_cached(DISABLE_ALL)?.execute([now])?)
+pub fn disable_all(conn: &Connection) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached(DISABLE_ALL)?
+        .execute([now_timestamp()])?)
 }
 
 fn agent_key_from_row(row: &Row<'_>) -> rusqlite::Result<AgentKey> {
@@ -148,29 +153,23 @@ fn agent_key_from_row(row: &Row<'_>) -> rusqlite::Result<AgentKey> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::model::agent::{AgentPolicy, Confirm, Forwarded};
+    use crate::model::name::Name;
     use crate::store::agent::{by_fingerprint, disable, disable_all, secrets, served, set_policy};
-    use crate::store::keys::{self, NewKeyRow};
+    use crate::store::keys::{self, NewKey};
     use crate::store::{open_in_memory, Db, StoreError};
 
     /// Stores a key `id` named `name`; encrypted when `encrypted`, with a stored passphrase
     /// when `passphrase`.
     fn store(db: &Db, id: &str, name: &str, encrypted: bool, passphrase: bool) {
         let fingerprint = format!("SHA256:{id}");
-        let name_key = name.to_lowercase();
-        let row = NewKeyRow {
-            id,
-            name,
-            name_key: &name_key,
-            key_type: "ssh-ed25519",
-            public_key: "ssh-ed25519 AAAA",
-            fingerprint: &fingerprint,
-            comment: "",
+        let name = Name::from_text(name).unwrap();
+        let row = NewKey {
             has_passphrase: encrypted,
             sealed_private_key: b"sealed-key",
             sealed_passphrase: passphrase.then_some(&b"sealed-pass"[..]),
-            created_at: "2026-01-01T00:00:00.000Z",
+            ..NewKey::for_tests(id, &fingerprint)
         };
-        db.write(|tx| keys::insert(tx, &row)).unwrap();
+        db.write(|tx| keys::insert(tx, &name, &row)).unwrap();
     }
 
     fn served_names(db: &Db) -> Vec<String> {
@@ -209,17 +208,19 @@ mod tests {
         let db = open_in_memory().unwrap();
         store(&db, "1", "a", false, false);
         store(&db, "2", "b", false, false);
-        let now = "2026-02-01T00:00:00.000Z";
-        assert!(db.write(|tx| disable(tx, "1", now)).unwrap());
-        assert!(
-            !db.write(|tx| disable(tx, "1", now)).unwrap(),
-            "already off"
-        );
+        let long_ago = "2000-01-01T00:00:00.000Z";
+        db.write(|tx| {
+            tx.execute("UPDATE keys SET updated_at = ?1", [long_ago])?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        assert!(db.write(|tx| disable(tx, "1")).unwrap());
+        assert!(!db.write(|tx| disable(tx, "1")).unwrap(), "already off");
         assert_eq!(served_names(&db), ["b"]);
         let key = db.read(|conn| keys::by_id(conn, "1")).unwrap();
         assert!(!key.agent.enabled);
-        assert_eq!(key.updated_at, now);
-        assert_eq!(db.write(|tx| disable_all(tx, now)).unwrap(), 1);
+        assert!(key.updated_at.as_str() > long_ago, "a disable is an edit");
+        assert_eq!(db.write(|tx| disable_all(tx)).unwrap(), 1);
         assert!(served_names(&db).is_empty());
         assert_eq!(db.read(keys::list).unwrap().len(), 2);
     }

@@ -13,9 +13,10 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::model::fold;
-use crate::model::group::{free_name, Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+use crate::model::group::{Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+use crate::model::name::Name;
 use crate::model::tree;
-use crate::store::StoreError;
+use crate::store::{now_timestamp, StoreError};
 
 const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
      updated_at, revision FROM groups";
@@ -187,12 +188,7 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Group, StoreError> {
 
 /// Inserts a new group `id`. Errors: `GroupNotFound` for an unknown parent, `DuplicateName`
 /// for a sibling with the same name; `TooDeep` when the parent is at `MAX_DEPTH`.
-pub fn insert(
-    conn: &Connection,
-    id: &str,
-    group: &NewGroup,
-    now: &str,
-) -> Result<Placement, StoreError> {
+pub fn insert(conn: &Connection, id: &str, group: &NewGroup) -> Result<Placement, StoreError> {
     if let Some(parent) = group.parent_id.as_deref() {
         by_id(conn, parent)?;
         let (parent_depth, _) = walk_ancestors(conn, parent, id)?;
@@ -212,7 +208,7 @@ pub fn insert(
             group.name.fold_key(),
             group.color,
             group.icon,
-            now
+            now_timestamp()
         ],
     )?;
     Ok(Placement::Placed)
@@ -221,12 +217,7 @@ pub fn insert(
 /// Applies `patch` to group `id`; a new `parent_id` moves it, with the same checks as a move.
 /// Errors in this order: `GroupNotFound` (the group, then the new parent), then the
 /// placement (`UnderItself`, `TooDeep`), then `DuplicateName` at the destination.
-pub fn update(
-    conn: &Connection,
-    id: &str,
-    patch: &GroupPatch,
-    now: &str,
-) -> Result<Placement, StoreError> {
+pub fn update(conn: &Connection, id: &str, patch: &GroupPatch) -> Result<Placement, StoreError> {
     let current = by_id(conn, id)?;
     let parent_id = match &patch.parent_id {
         Some(parent_id) => parent_id.clone(),
@@ -252,7 +243,16 @@ pub fn update(
     let icon = patch.icon.as_deref().unwrap_or(&current.icon);
     conn.execute(
         UPDATE_GROUP,
-        params![id, parent_id, name, name_key, fold_key, color, icon, now],
+        params![
+            id,
+            parent_id,
+            name,
+            name_key,
+            fold_key,
+            color,
+            icon,
+            now_timestamp()
+        ],
     )?;
     Ok(Placement::Placed)
 }
@@ -261,7 +261,8 @@ pub fn update(
 /// ungrouped / top-level). A child whose name clashes at the destination is renamed
 /// `name (2)`, `name (3)`, ... Every moved row gets `updated_at = now`.
 /// Must run inside the caller's transaction: it defers foreign keys until that commit.
-pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> {
+pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    let now = now_timestamp();
     let group = by_id(conn, id)?;
     let destination = group.parent_id.as_deref();
     let children = query_groups(conn, SELECT_CHILDREN, params![id])?;
@@ -283,7 +284,7 @@ pub fn delete(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> 
     for ((child, clashes), fold_key) in children.iter().zip(clashes).zip(child_keys) {
         // README, Groups: a child whose name clashes at the destination gets " (2)", ...
         let (name, name_key, fold_key) = if clashes {
-            let renamed = free_name(&child.name, &taken);
+            let renamed = Name::free(&child.name, &taken);
             taken.insert(renamed.fold_key().to_owned());
             (
                 renamed.as_str().to_owned(),
@@ -316,7 +317,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
         return Ok(0);
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = crate::store::now_timestamp();
+    let now = now_timestamp();
     for (id, parent, name) in &unkeyed {
         let key = fold::key(name);
         let clashes: bool = tx
@@ -326,7 +327,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
             tx.execute(SET_FOLD_KEY, params![id, key])?;
             continue;
         }
-        let renamed = free_name(name, &sibling_fold_keys(&tx, parent.as_deref())?);
+        let renamed = Name::free(name, &sibling_fold_keys(&tx, parent.as_deref())?);
         tx.execute(
             RENAME_UNKEYED,
             params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
@@ -463,41 +464,19 @@ mod tests {
 
     use rusqlite::params;
 
-    use crate::model::group::{GroupName, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+    use crate::fuzz::Rng;
+    use crate::model::group::{GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+    use crate::model::name::Name;
     use crate::store::groups::{self, Placement};
     use crate::store::{open_in_memory, Db, StoreError};
 
-    const NOW: &str = "2026-01-01T00:00:00.000Z";
-    const LATER: &str = "2026-01-02T00:00:00.000Z";
-
-    /// A small xorshift64 generator: the property test needs a seeded sequence, not a crate.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-
-        fn below(&mut self, bound: usize) -> usize {
-            (self.next() % bound as u64) as usize
-        }
-
-        fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-            if items.is_empty() {
-                return None;
-            }
-            items.get(self.below(items.len()))
-        }
-    }
+    /// Stamps long past, so that a stamp the store chooses is always later.
+    const NOW: &str = "2000-01-01T00:00:00.000Z";
+    const LATER: &str = "2000-01-02T00:00:00.000Z";
 
     fn new_group(name: &str, parent: Option<&str>) -> NewGroup {
         NewGroup {
-            name: GroupName::parse(name).unwrap(),
+            name: Name::from_text(name).unwrap(),
             parent_id: parent.map(str::to_owned),
             color: String::new(),
             icon: String::new(),
@@ -517,7 +496,7 @@ mod tests {
         parent: Option<&str>,
     ) -> Result<(String, Placement), StoreError> {
         let id = next_id();
-        let placement = db.write(|tx| groups::insert(tx, &id, &new_group(name, parent), NOW))?;
+        let placement = db.write(|tx| groups::insert(tx, &id, &new_group(name, parent)))?;
         Ok((id, placement))
     }
 
@@ -532,7 +511,7 @@ mod tests {
             parent_id: Some(parent.map(str::to_owned)),
             ..GroupPatch::default()
         };
-        db.write(|tx| groups::update(tx, id, &patch, LATER))
+        db.write(|tx| groups::update(tx, id, &patch))
     }
 
     fn add_host(db: &Db, id: &str, group: Option<&str>) {
@@ -620,7 +599,7 @@ mod tests {
         add_host(&db, "h-middle", Some(&middle));
         add_host(&db, "h-clashing", Some(&clashing));
 
-        db.write(|tx| groups::delete(tx, &middle, LATER)).unwrap();
+        db.write(|tx| groups::delete(tx, &middle)).unwrap();
 
         let rows = group_rows(&db);
         assert!(!rows.contains_key(&middle));
@@ -642,7 +621,7 @@ mod tests {
         let top = add(&db, "top", None);
         let child = add(&db, "child", Some(&top));
         add_host(&db, "h", Some(&top));
-        db.write(|tx| groups::delete(tx, &top, LATER)).unwrap();
+        db.write(|tx| groups::delete(tx, &top)).unwrap();
         assert_eq!(group_rows(&db)[&child].0, None);
         assert_eq!(host_groups(&db)["h"], None);
     }
@@ -652,7 +631,7 @@ mod tests {
         let db = open_in_memory().unwrap();
         let parent = add(&db, "Same", None);
         let child = add(&db, "same", Some(&parent));
-        db.write(|tx| groups::delete(tx, &parent, LATER)).unwrap();
+        db.write(|tx| groups::delete(tx, &parent)).unwrap();
         assert_eq!(
             group_rows(&db)[&child],
             (None, "same".into(), "same".into())
@@ -667,7 +646,7 @@ mod tests {
         add(&db, "a (2)", None);
         let clashing = add(&db, "a", Some(&middle));
         let sibling = add(&db, "A (3)", Some(&middle));
-        db.write(|tx| groups::delete(tx, &middle, LATER)).unwrap();
+        db.write(|tx| groups::delete(tx, &middle)).unwrap();
         let rows = group_rows(&db);
         assert_eq!(rows[&clashing].1, "a (4)");
         assert_eq!(rows[&sibling].1, "A (3)");
@@ -682,7 +661,13 @@ mod tests {
         let child = add(&db, "child", Some(&middle));
         add_host(&db, "h", Some(&middle));
         add_host(&db, "stays", Some(&other));
-        db.write(|tx| groups::delete(tx, &middle, LATER)).unwrap();
+        // Every row was last changed long ago, so the moved ones' new stamp stands out.
+        db.write(|tx| {
+            tx.execute("UPDATE groups SET updated_at = ?1", [NOW])?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        db.write(|tx| groups::delete(tx, &middle)).unwrap();
         let stamp = |sql: &str, id: &str| -> String {
             db.read(|conn| {
                 conn.query_row(sql, [id], |row| row.get(0))
@@ -692,8 +677,8 @@ mod tests {
         };
         let group_stamp = "SELECT updated_at FROM groups WHERE id = ?1";
         let host_stamp = "SELECT updated_at FROM hosts WHERE id = ?1";
-        assert_eq!(stamp(group_stamp, &child), LATER);
-        assert_eq!(stamp(host_stamp, "h"), LATER);
+        assert!(stamp(group_stamp, &child).as_str() > NOW);
+        assert!(stamp(host_stamp, "h").as_str() > NOW);
         assert_eq!(stamp(group_stamp, &other), NOW);
         assert_eq!(stamp(group_stamp, &top), NOW);
         assert_eq!(stamp(host_stamp, "stays"), NOW);
@@ -724,7 +709,7 @@ mod tests {
         assert_eq!(counts(&db), [(0, 2), (2, 2)]);
         delete_host(&db, "h1");
         assert_eq!(counts(&db), [(0, 1), (1, 1)]);
-        db.write(|tx| groups::delete(tx, &b, LATER)).unwrap();
+        db.write(|tx| groups::delete(tx, &b)).unwrap();
         assert_eq!(tree(&db)[0].host_count, 1, "h3 went up to a with its count");
         let leftover: i64 = db
             .read(|conn| {
@@ -821,7 +806,7 @@ mod tests {
         const NAMES: [&str; 8] = ["a", "A", "b", "Web", "web", "a (2)", "db", "É"];
         const HOSTS: usize = 60;
         let db = open_in_memory().unwrap();
-        let mut rng = XorShift(seed);
+        let mut rng = Rng::new(seed);
         for index in 0..HOSTS {
             add_host(&db, &format!("host-{index}"), None);
         }
@@ -836,17 +821,17 @@ mod tests {
             match rng.below(10) {
                 0..=3 => {
                     let name = NAMES[rng.below(NAMES.len())];
-                    let parent = rng.pick(&ids).filter(|_| rng.below(4) != 0).cloned();
+                    let parent = rng.pick_any(&ids).filter(|_| rng.below(4) != 0).cloned();
                     match try_add(&db, name, parent.as_deref()) {
                         Ok(_) | Err(StoreError::DuplicateName(_)) => {}
                         Err(err) => panic!("{context}: create failed: {err}"),
                     }
                 }
                 4..=5 => {
-                    let Some(id) = rng.pick(&ids).cloned() else {
+                    let Some(id) = rng.pick_any(&ids).cloned() else {
                         continue;
                     };
-                    let target = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    let target = rng.pick_any(&ids).filter(|_| rng.below(5) != 0).cloned();
                     let expect_under_itself = target
                         .as_deref()
                         .is_some_and(|target| is_ancestor_or_self(&rows, &id, target));
@@ -859,20 +844,20 @@ mod tests {
                     }
                 }
                 6 => {
-                    let Some(id) = rng.pick(&ids).cloned() else {
+                    let Some(id) = rng.pick_any(&ids).cloned() else {
                         continue;
                     };
                     let patch = GroupPatch {
-                        name: Some(GroupName::parse(NAMES[rng.below(NAMES.len())]).unwrap()),
+                        name: Some(Name::from_text(NAMES[rng.below(NAMES.len())]).unwrap()),
                         ..GroupPatch::default()
                     };
-                    match db.write(|tx| groups::update(tx, &id, &patch, LATER)) {
+                    match db.write(|tx| groups::update(tx, &id, &patch)) {
                         Ok(_) | Err(StoreError::DuplicateName(_)) => {}
                         Err(err) => panic!("{context}: rename failed: {err}"),
                     }
                 }
                 7..=8 => {
-                    let Some(id) = rng.pick(&ids).cloned() else {
+                    let Some(id) = rng.pick_any(&ids).cloned() else {
                         continue;
                     };
                     let parent = rows[&id].0.clone();
@@ -882,7 +867,7 @@ mod tests {
                         .map(|(child, _)| child)
                         .collect();
                     let hosts_before = host_groups(&db);
-                    db.write(|tx| groups::delete(tx, &id, LATER)).unwrap();
+                    db.write(|tx| groups::delete(tx, &id)).unwrap();
                     let after = group_rows(&db);
                     assert_eq!(after.len(), rows.len() - 1, "{context}");
                     for child in children {
@@ -901,7 +886,7 @@ mod tests {
                 _ => {
                     // Host moves and re-creations drive every count trigger.
                     let host = format!("host-{}", rng.below(HOSTS));
-                    let group = rng.pick(&ids).filter(|_| rng.below(5) != 0).cloned();
+                    let group = rng.pick_any(&ids).filter(|_| rng.below(5) != 0).cloned();
                     if rng.below(2) == 0 {
                         move_host(&db, &host, group.as_deref());
                     } else {
@@ -1069,15 +1054,14 @@ mod tests {
     #[test]
     fn a_sibling_name_equal_under_case_folding_is_a_duplicate() {
         let db = open_in_memory().unwrap();
-        db.write(|tx| groups::insert(tx, "a", &new_group("Straße", None), NOW))
+        db.write(|tx| groups::insert(tx, "a", &new_group("Straße", None)))
             .unwrap();
-        let clash = db.write(|tx| groups::insert(tx, "b", &new_group("STRASSE", None), NOW));
+        let clash = db.write(|tx| groups::insert(tx, "b", &new_group("STRASSE", None)));
         assert!(
             matches!(clash, Err(StoreError::DuplicateName(_))),
             "{clash:?}"
         );
-        let elsewhere =
-            db.write(|tx| groups::insert(tx, "c", &new_group("STRASSE", Some("a")), NOW));
+        let elsewhere = db.write(|tx| groups::insert(tx, "c", &new_group("STRASSE", Some("a"))));
         assert_eq!(elsewhere.unwrap(), Placement::Placed);
     }
 }

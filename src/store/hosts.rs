@@ -9,14 +9,13 @@
 //! the hosts by `seq`, then the tags of the whole page in one query.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::host::{AuthType, Host, HostChange, NewHost, OrderChange, PasswordAction};
 use crate::model::host_query::HostQuery;
 use crate::store::list_index::ListIndex;
-use crate::store::{now_timestamp, StoreError};
+use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
@@ -340,20 +339,6 @@ pub fn key_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
         .is_some())
 }
 
-/// A new `updated_at` strictly later than `previous`: now, or `previous` + 1 ms when the
-/// clock has not moved past it (two changes in one millisecond, or a clock stepped back).
-pub fn next_updated_at(previous: &str) -> String {
-    let now = SystemTime::now();
-    let floor = humantime::parse_rfc3339(previous)
-        .ok()
-        .and_then(|time| time.checked_add(Duration::from_millis(1)));
-    let chosen = match floor {
-        Some(floor) if floor > now => floor,
-        _ => now,
-    };
-    humantime::format_rfc3339_millis(chosen).to_string()
-}
-
 /// The hosts with these `seq`s, in the given order, with the given tags.
 pub fn rows_of_page(
     conn: &Connection,
@@ -462,13 +447,13 @@ fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreE
 #[cfg(test)]
 pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
     let group = crate::model::group::NewGroup {
-        name: crate::model::group::GroupName::parse(id)
-            .map_err(|rule| StoreError::Sqlite(rule.into()))?,
+        name: crate::model::name::Name::from_text(id)
+            .map_err(|err| StoreError::Sqlite(err.to_string()))?,
         parent_id: None,
         color: String::new(),
         icon: String::new(),
     };
-    crate::store::groups::insert(conn, id, &group, "2024-01-01T00:00:00.000Z")?;
+    crate::store::groups::insert(conn, id, &group)?;
     Ok(())
 }
 
@@ -482,8 +467,8 @@ mod tests {
     use crate::model::host::{NewHost, PasswordField};
     use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
     use crate::store::hosts::{
-        by_id, delete, insert, insert_group_for_tests, list, move_to, next_updated_at,
-        toggle_favorite, touch_last_used,
+        by_id, delete, insert, insert_group_for_tests, list, move_to, toggle_favorite,
+        touch_last_used,
     };
     use crate::store::list_index::ListIndex;
     use crate::store::{open_in_memory, StoreError};
@@ -508,14 +493,6 @@ mod tests {
                 .map(|(_, value)| *value)
         })
         .unwrap()
-    }
-
-    #[test]
-    fn next_updated_at_is_strictly_later_even_within_a_millisecond() {
-        let far_future = "2999-01-01T00:00:00.000Z";
-        assert_eq!(next_updated_at(far_future), "2999-01-01T00:00:00.001Z");
-        let now = crate::store::now_timestamp();
-        assert!(next_updated_at(&now) > now);
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! The OpenSSH host extensions in SQL: ProxyJump chains (`host_jumps`), kept
-//! directives (`host_ssh_options`), and the whole-catalogue reads export and import need.
+//! The OpenSSH host extensions in SQL: ProxyJump chains (`host_jumps`: write, judge against
+//! the stored chains, follow into a route, count users) and kept directives
+//! (`host_ssh_options`).
 //!
 //! Invariants: a chain is written only after the caller judged it (`model::interop`)
 //! inside the same transaction; the extensions of a page of hosts are read in one query
-//! per table, never one per host.
+//! per table, never one per host; whole-catalogue reads live in `store::catalogue`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,7 +12,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::model::host::Host;
 use crate::model::interop::{self, ChainVerdict};
-use crate::store::hosts::host_from_row;
 use crate::store::StoreError;
 
 const INSERT_JUMP: &str =
@@ -29,18 +29,6 @@ const SELECT_OPTIONS_OF: &str = "SELECT host_id, option FROM host_ssh_options \
 const COUNT_JUMP_USERS: &str =
     "SELECT count(DISTINCT host_id) FROM host_jumps WHERE jump_host_id = ?1";
 const HOST_EXISTS: &str = "SELECT 1 FROM hosts WHERE id = ?1";
-const SELECT_KEY_BY_FINGERPRINT: &str = "SELECT id FROM keys WHERE fingerprint = ?1";
-/// Every host, oldest first, and in the order they were added within one millisecond (`seq`):
-/// export aliases are given in this order, so they are stable.
-const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
-     password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at, revision FROM hosts ORDER BY created_at, seq";
-/// The hosts of group `?1` and of all its descendants, in the same order.
-const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
-     SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
-     SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
-     group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at, \
-     revision FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
 
 /// Fills `jump_host_ids` and `ssh_options` of every host in `hosts` (two queries in all).
 pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), StoreError> {
@@ -182,34 +170,4 @@ pub fn jump_users(conn: &Connection, host_id: &str) -> Result<u64, StoreError> {
         .prepare_cached(COUNT_JUMP_USERS)?
         .query_row([host_id], |row| row.get(0))?;
     Ok(u64::try_from(count).unwrap_or(0))
-}
-
-/// The id of the stored key with this fingerprint.
-pub fn key_by_fingerprint(
-    conn: &Connection,
-    fingerprint: &str,
-) -> Result<Option<String>, StoreError> {
-    Ok(conn
-        .prepare_cached(SELECT_KEY_BY_FINGERPRINT)?
-        .query_row([fingerprint], |row| row.get(0))
-        .optional()?)
-}
-
-/// Every host (or those of `group_id` and its descendants), oldest first, with chains and
-/// kept directives (tags are left empty: no caller needs them).
-pub fn all_hosts(conn: &Connection, group_id: Option<&str>) -> Result<Vec<Host>, StoreError> {
-    let mut statement = match group_id {
-        Some(_) => conn.prepare_cached(SELECT_HOSTS_UNDER_GROUP)?,
-        None => conn.prepare_cached(SELECT_ALL_HOSTS)?,
-    };
-    let mut rows = match group_id {
-        Some(group_id) => statement.query([group_id])?,
-        None => statement.query([])?,
-    };
-    let mut hosts = Vec::new();
-    while let Some(row) = rows.next()? {
-        hosts.push(host_from_row(row, 0)??);
-    }
-    fill_extensions(conn, &mut hosts)?;
-    Ok(hosts)
 }

@@ -15,8 +15,9 @@ use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::model::agent::AgentPolicy;
 use crate::model::fold;
-use crate::model::key::{Key, NAME_MAX_CHARS};
-use crate::store::StoreError;
+use crate::model::key::Key;
+use crate::model::name::{sort_key, Name};
+use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
@@ -27,6 +28,7 @@ const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comme
      revision FROM keys ORDER BY name_key, id";
 const NAME_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fold_key = ?1 AND id <> ?2)";
 const FINGERPRINT_TAKEN: &str = "SELECT EXISTS (SELECT 1 FROM keys WHERE fingerprint = ?1)";
+const SELECT_ID_BY_FINGERPRINT: &str = "SELECT id FROM keys WHERE fingerprint = ?1";
 const INSERT_KEY: &str = "INSERT INTO keys (id, name, name_key, fold_key, type, public_key, \
      fingerprint, comment, has_passphrase, private_key, passphrase, created_at, updated_at) \
      VALUES (?1, ?2, ?3, ?12, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
@@ -43,11 +45,10 @@ const RENAME_UNKEYED: &str =
 const HOSTS_USING_KEY: &str = "SELECT count(*) FROM hosts WHERE key_id = ?1";
 const DELETE_KEY: &str = "DELETE FROM keys WHERE id = ?1";
 
-/// A key to insert: validated fields and the vault's sealed bytes.
-pub struct NewKeyRow<'a> {
+/// A key to insert, but for its name: validated fields and the vault's sealed bytes.
+#[derive(Clone, Copy)]
+pub struct NewKey<'a> {
     pub id: &'a str,
-    pub name: &'a str,
-    pub name_key: &'a str,
     pub key_type: &'a str,
     /// `<algorithm> <base64>`, no comment.
     pub public_key: &'a str,
@@ -56,30 +57,44 @@ pub struct NewKeyRow<'a> {
     pub has_passphrase: bool,
     pub sealed_private_key: &'a [u8],
     pub sealed_passphrase: Option<&'a [u8]>,
-    pub created_at: &'a str,
 }
 
-/// The fields `PUT /api/keys/:id` may change, already merged with the stored ones.
+impl<'a> NewKey<'a> {
+    /// An unencrypted ed25519 key with made-up sealed bytes, for tests to adjust.
+    #[cfg(test)]
+    pub fn for_tests(id: &'a str, fingerprint: &'a str) -> NewKey<'a> {
+        NewKey {
+            id,
+            key_type: "ssh-ed25519",
+            public_key: "ssh-ed25519 AAAA",
+            fingerprint,
+            comment: "",
+            has_passphrase: false,
+            sealed_private_key: b"sealed",
+            sealed_passphrase: None,
+        }
+    }
+}
+
+/// The fields `PUT /api/keys/:id` may change: `None` keeps the stored value.
+#[derive(Default)]
 pub struct KeyUpdate<'a> {
-    pub name: &'a str,
-    pub name_key: &'a str,
-    pub comment: &'a str,
-    pub updated_at: &'a str,
+    pub name: Option<&'a Name>,
+    pub comment: Option<&'a str>,
 }
 
 /// Inserts a key. Errors: `DuplicateName` when another key has the name (compared
 /// case-insensitively), `DuplicateKey` when a key with the fingerprint is stored. The name
 /// is checked first.
-pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError> {
-    let fold_key = fold::key(key.name);
-    ensure_name_free(conn, &fold_key, key.id)?;
+pub fn insert(conn: &Connection, name: &Name, key: &NewKey<'_>) -> Result<Key, StoreError> {
+    ensure_name_free(conn, name.fold_key(), key.id)?;
     if fingerprint_taken(conn, key.fingerprint)? {
         return Err(StoreError::DuplicateKey);
     }
     conn.prepare_cached(INSERT_KEY)?.execute(params![
         key.id,
-        key.name,
-        key.name_key,
+        name.as_str(),
+        name.key(),
         key.key_type,
         key.public_key,
         key.fingerprint,
@@ -87,8 +102,8 @@ pub fn insert(conn: &Connection, key: &NewKeyRow<'_>) -> Result<Key, StoreError>
         key.has_passphrase,
         key.sealed_private_key,
         key.sealed_passphrase,
-        key.created_at,
-        fold_key,
+        now_timestamp(),
+        name.fold_key(),
     ])?;
     by_id(conn, key.id)
 }
@@ -116,6 +131,20 @@ pub fn name_taken(conn: &Connection, name: &str, except_id: &str) -> Result<bool
         .query_row(params![fold::key(name), except_id], |row| row.get(0))?)
 }
 
+/// The name for a key that comes without one of its own (an ssh_config import names it after
+/// its file, the agent's `ssh-add` after its comment): `wanted` trimmed, else the first free
+/// of `wanted (2)`, `wanted (3)`, ... (README, Keys). `None` when `wanted` breaks the name
+/// rule.
+pub fn free_name(conn: &Connection, wanted: &str) -> Result<Option<Name>, StoreError> {
+    let Ok(name) = Name::from_text(wanted) else {
+        return Ok(None);
+    };
+    if !name_taken(conn, name.as_str(), "")? {
+        return Ok(Some(name));
+    }
+    Ok(Some(Name::free(name.as_str(), &all_fold_keys(conn)?)))
+}
+
 /// True when a key with this fingerprint is stored.
 pub fn fingerprint_taken(conn: &Connection, fingerprint: &str) -> Result<bool, StoreError> {
     Ok(conn
@@ -123,17 +152,40 @@ pub fn fingerprint_taken(conn: &Connection, fingerprint: &str) -> Result<bool, S
         .query_row([fingerprint], |row| row.get(0))?)
 }
 
-/// Renames or re-comments a key. Errors: `KeyNotFound`, `DuplicateName`.
+/// The id of the stored key with this fingerprint.
+pub fn id_by_fingerprint(
+    conn: &Connection,
+    fingerprint: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(SELECT_ID_BY_FINGERPRINT)?
+        .query_row([fingerprint], |row| row.get(0))
+        .optional()?)
+}
+
+/// Renames or re-comments a key; `updated_at` moves past its previous value (README,
+/// Keys: it changes on every successful update). Errors: `KeyNotFound`, `DuplicateName`.
 pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key, StoreError> {
-    by_id(conn, id)?;
-    let fold_key = fold::key(update.name);
+    let current = by_id(conn, id)?;
+    let (name, name_key, fold_key) = match update.name {
+        Some(name) => (
+            name.as_str(),
+            name.key().to_owned(),
+            name.fold_key().to_owned(),
+        ),
+        None => (
+            current.name.as_str(),
+            sort_key(&current.name),
+            fold::key(&current.name),
+        ),
+    };
     ensure_name_free(conn, &fold_key, id)?;
     conn.prepare_cached(UPDATE_KEY)?.execute(params![
         id,
-        update.name,
-        update.name_key,
-        update.comment,
-        update.updated_at,
+        name,
+        name_key,
+        update.comment.unwrap_or(&current.comment),
+        next_updated_at(&current.updated_at),
         fold_key,
     ])?;
     by_id(conn, id)
@@ -166,36 +218,36 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
         return Ok(0);
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = crate::store::now_timestamp();
+    let now = now_timestamp();
     for (id, name) in &unkeyed {
         let key = fold::key(name);
         if !name_taken(&tx, &key, id)? {
             tx.execute(SET_FOLD_KEY, params![id, key])?;
             continue;
         }
-        let taken: HashSet<String> = tx
-            .prepare(SELECT_NAMES)?
-            .query_map([], |row| row.get::<_, String>(0))?
-            .map(|name| name.map(|name| fold::key(&name)))
-            .collect::<Result<_, _>>()?;
-        let renamed = fold::free_name(name, NAME_MAX_CHARS, &taken);
+        let renamed = Name::free(name, &all_fold_keys(&tx)?);
         tx.execute(
             RENAME_UNKEYED,
-            params![
-                id,
-                renamed,
-                renamed.to_lowercase(),
-                fold::key(&renamed),
-                now
-            ],
+            params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
         )?;
         log::warn!(
-            "key {id} renamed to \"{renamed}\": its name matches another key's when compared \
-             caselessly (README, Keys)"
+            "key {id} renamed to \"{}\": its name matches another key's when compared \
+             caselessly (README, Keys)",
+            renamed.as_str()
         );
     }
     tx.commit()?;
     Ok(unkeyed.len())
+}
+
+/// The match keys of every stored key's name (computed from the names: rows not keyed yet
+/// count too).
+fn all_fold_keys(conn: &Connection) -> Result<HashSet<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(SELECT_NAMES)?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .map(|name| name.map(|name| fold::key(&name)))
+        .collect::<Result<_, _>>()?)
 }
 
 fn ensure_name_free(conn: &Connection, fold_key: &str, id: &str) -> Result<(), StoreError> {
@@ -234,29 +286,27 @@ fn key_from_row(row: &Row<'_>) -> rusqlite::Result<Key> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::store::keys::{self, KeyUpdate, NewKeyRow};
+    use crate::model::key::Key;
+    use crate::model::name::Name;
+    use crate::store::keys::{self, KeyUpdate, NewKey};
     use crate::store::{open_in_memory, Db, StoreError};
 
-    fn row<'a>(id: &'a str, name: &'a str, fingerprint: &'a str) -> NewKeyRow<'a> {
-        NewKeyRow {
-            id,
-            name,
-            name_key: Box::leak(name.to_lowercase().into_boxed_str()),
-            key_type: "ssh-ed25519",
-            public_key: "ssh-ed25519 AAAA",
-            fingerprint,
-            comment: "",
-            has_passphrase: false,
-            sealed_private_key: b"sealed",
-            sealed_passphrase: None,
-            created_at: "2026-01-01T00:00:00.000Z",
-        }
+    /// A key `id` named `name` with this fingerprint.
+    fn row<'a>(id: &'a str, name: &str, fingerprint: &'a str) -> (Name, NewKey<'a>) {
+        (
+            Name::from_text(name).unwrap(),
+            NewKey::for_tests(id, fingerprint),
+        )
     }
 
-    fn db_with(rows: &[NewKeyRow<'_>]) -> Db {
+    fn insert(db: &Db, (name, key): &(Name, NewKey<'_>)) -> Result<Key, StoreError> {
+        db.write(|tx| keys::insert(tx, name, key))
+    }
+
+    fn db_with(rows: &[(Name, NewKey<'_>)]) -> Db {
         let db = open_in_memory().unwrap();
-        for key in rows {
-            db.write(|tx| keys::insert(tx, key)).unwrap();
+        for row in rows {
+            insert(&db, row).unwrap();
         }
         db
     }
@@ -280,9 +330,7 @@ mod tests {
     #[test]
     fn same_name_in_another_case_is_a_duplicate_name() {
         let db = db_with(&[row("1", "Work", "SHA256:a")]);
-        let err = db
-            .write(|tx| keys::insert(tx, &row("2", "WORK", "SHA256:b")))
-            .unwrap_err();
+        let err = insert(&db, &row("2", "WORK", "SHA256:b")).unwrap_err();
         assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");
     }
 
@@ -295,9 +343,7 @@ mod tests {
         for (id, name, fingerprint) in
             [("3", "STRASSE", "SHA256:c"), ("4", "CAF\u{c9}", "SHA256:d")]
         {
-            let err = db
-                .write(|tx| keys::insert(tx, &row(id, name, fingerprint)))
-                .unwrap_err();
+            let err = insert(&db, &row(id, name, fingerprint)).unwrap_err();
             assert!(matches!(err, StoreError::DuplicateName(_)), "{name}: {err}");
             // The early check api::keys makes with the lowercase agrees.
             let taken = db
@@ -305,8 +351,7 @@ mod tests {
                 .unwrap();
             assert!(taken, "{name}");
         }
-        db.write(|tx| keys::insert(tx, &row("5", "Strase", "SHA256:e")))
-            .unwrap();
+        insert(&db, &row("5", "Strase", "SHA256:e")).unwrap();
     }
 
     #[test]
@@ -336,34 +381,48 @@ mod tests {
     #[test]
     fn same_fingerprint_is_a_duplicate_key() {
         let db = db_with(&[row("1", "one", "SHA256:a")]);
-        let err = db
-            .write(|tx| keys::insert(tx, &row("2", "two", "SHA256:a")))
-            .unwrap_err();
+        let err = insert(&db, &row("2", "two", "SHA256:a")).unwrap_err();
         assert!(matches!(err, StoreError::DuplicateKey), "{err}");
     }
 
     #[test]
     fn renaming_a_key_to_its_own_name_in_another_case_is_allowed() {
         let db = db_with(&[row("1", "work", "SHA256:a")]);
+        let name = Name::from_text("WORK").unwrap();
         let update = KeyUpdate {
-            name: "WORK",
-            name_key: "work",
-            comment: "c",
-            updated_at: "2026-01-02T00:00:00.000Z",
+            name: Some(&name),
+            comment: Some("c"),
         };
         let key = db.write(|tx| keys::update(tx, "1", &update)).unwrap();
         assert_eq!((key.name.as_str(), key.comment.as_str()), ("WORK", "c"));
-        assert_eq!(key.updated_at, "2026-01-02T00:00:00.000Z");
+    }
+
+    #[test]
+    fn an_update_keeps_what_it_does_not_name_and_moves_updated_at_past_the_old_one() {
+        let db = db_with(&[row("1", "work", "SHA256:a")]);
+        // A stamp from the future: the update must still move past it.
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE keys SET comment = 'c', updated_at = '2999-01-01T00:00:00.000Z'",
+                [],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let key = db
+            .write(|tx| keys::update(tx, "1", &KeyUpdate::default()))
+            .unwrap();
+        assert_eq!((key.name.as_str(), key.comment.as_str()), ("work", "c"));
+        assert_eq!(key.updated_at, "2999-01-01T00:00:00.001Z");
     }
 
     #[test]
     fn renaming_onto_another_keys_name_is_a_duplicate_name() {
         let db = db_with(&[row("1", "one", "SHA256:a"), row("2", "two", "SHA256:b")]);
+        let name = Name::from_text("One").unwrap();
         let update = KeyUpdate {
-            name: "One",
-            name_key: "one",
-            comment: "",
-            updated_at: "2026-01-02T00:00:00.000Z",
+            name: Some(&name),
+            comment: None,
         };
         let err = db.write(|tx| keys::update(tx, "2", &update)).unwrap_err();
         assert!(matches!(err, StoreError::DuplicateName(_)), "{err}");

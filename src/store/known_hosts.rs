@@ -10,7 +10,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::known_hosts::{Marker, Status};
-use crate::store::StoreError;
+use crate::store::{now_timestamp, StoreError};
 
 const SELECT_ALL: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
      fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts ORDER BY seq";
@@ -105,7 +105,6 @@ pub fn insert(
     conn: &Connection,
     id: &str,
     entry: &NewKnownHost<'_>,
-    now: &str,
 ) -> Result<(String, bool), StoreError> {
     let existing: Option<String> = conn
         .prepare_cached(SELECT_SAME)?
@@ -128,7 +127,7 @@ pub fn insert(
         entry.marker.as_str(),
         entry.comment,
         entry.source,
-        now,
+        now_timestamp(),
     ])?;
     Ok((id.to_owned(), true))
 }
@@ -141,20 +140,28 @@ pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
     }
 }
 
-/// Sets `last_seen` of entry `id`.
-pub fn touch(conn: &Connection, id: &str, now: &str) -> Result<(), StoreError> {
-    conn.prepare_cached(TOUCH_ENTRY)?.execute([id, now])?;
+/// Sets `last_seen` of entry `id` to now.
+pub fn touch(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(TOUCH_ENTRY)?
+        .execute([id, &now_timestamp()])?;
     Ok(())
 }
 
-/// Records (or refreshes) a blocking verdict for lookup name `name`.
-pub fn record_alert(conn: &Connection, name: &str, alert: &Alert) -> Result<(), StoreError> {
+/// Records (or refreshes) a blocking verdict for lookup name `name`, made now about the
+/// presented key of `key_type` and `fingerprint`.
+pub fn record_alert(
+    conn: &Connection,
+    name: &str,
+    status: Status,
+    key_type: &str,
+    fingerprint: &str,
+) -> Result<(), StoreError> {
     conn.prepare_cached(UPSERT_ALERT)?.execute(params![
         name,
-        alert.status.as_str(),
-        alert.key_type,
-        alert.fingerprint,
-        alert.at
+        status.as_str(),
+        key_type,
+        fingerprint,
+        now_timestamp()
     ])?;
     Ok(())
 }
@@ -240,8 +247,8 @@ mod tests {
         let db = open_in_memory().unwrap();
         let (first, second) = db
             .write(|tx| {
-                let first = insert(tx, "a", &entry("h", false, false), "t")?;
-                let second = insert(tx, "b", &entry("h", false, false), "t")?;
+                let first = insert(tx, "a", &entry("h", false, false))?;
+                let second = insert(tx, "b", &entry("h", false, false))?;
                 Ok::<_, StoreError>((first, second))
             })
             .unwrap();
@@ -254,10 +261,10 @@ mod tests {
     fn candidates_are_the_exact_name_and_every_hashed_or_wildcard_entry() {
         let db = open_in_memory().unwrap();
         db.write(|tx| {
-            insert(tx, "exact", &entry("h", false, false), "t")?;
-            insert(tx, "other", &entry("g", false, false), "t")?;
-            insert(tx, "hashed", &entry("|1|a|b", true, false), "t")?;
-            insert(tx, "wild", &entry("*.corp", false, true), "t")?;
+            insert(tx, "exact", &entry("h", false, false))?;
+            insert(tx, "other", &entry("g", false, false))?;
+            insert(tx, "hashed", &entry("|1|a|b", true, false))?;
+            insert(tx, "wild", &entry("*.corp", false, true))?;
             Ok::<_, StoreError>(())
         })
         .unwrap();
@@ -273,24 +280,22 @@ mod tests {
     #[test]
     fn an_alert_is_recorded_refreshed_and_cleared() {
         let db = open_in_memory().unwrap();
-        let changed = Alert {
-            status: Status::Changed,
-            key_type: "ssh-ed25519".into(),
-            fingerprint: "SHA256:x".into(),
-            at: "t".into(),
-        };
-        let revoked = Alert {
-            status: Status::Revoked,
-            ..changed.clone()
-        };
+        let before = crate::store::now_timestamp();
         db.write(|tx| {
-            record_alert(tx, "[h]:2222", &changed)?;
-            record_alert(tx, "[h]:2222", &revoked)
+            record_alert(tx, "[h]:2222", Status::Changed, "ssh-ed25519", "SHA256:x")?;
+            record_alert(tx, "[h]:2222", Status::Revoked, "ssh-ed25519", "SHA256:y")
         })
         .unwrap();
+        let recorded = db.read(|conn| alert(conn, "[h]:2222")).unwrap().unwrap();
+        assert!(recorded.at >= before, "{} < {before}", recorded.at);
         assert_eq!(
-            db.read(|conn| alert(conn, "[h]:2222")).unwrap(),
-            Some(revoked)
+            recorded,
+            Alert {
+                status: Status::Revoked,
+                key_type: "ssh-ed25519".into(),
+                fingerprint: "SHA256:y".into(),
+                at: recorded.at.clone(),
+            }
         );
         assert_eq!(db.read(|conn| alert(conn, "h")).unwrap(), None);
         assert!(db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());

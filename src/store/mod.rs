@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod catalogue;
 pub mod changes;
 pub mod files;
 pub mod groups;
@@ -22,6 +23,7 @@ pub mod list_index;
 pub mod migrate;
 pub mod scrub;
 pub mod search_text;
+pub mod ssh_config_import;
 pub mod vault_meta;
 
 use std::fmt;
@@ -110,6 +112,24 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+/// How a `Db::write_ending` ends once its work succeeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Commit,
+    /// A dry run: the same steps, rolled back.
+    RollBack,
+}
+
+impl Ending {
+    /// `RollBack` for a request's `dry_run: true`, else `Commit`.
+    pub fn dry_run_if(dry_run: bool) -> Ending {
+        match dry_run {
+            true => Ending::RollBack,
+            false => Ending::Commit,
+        }
+    }
+}
+
 /// The one connection, behind a mutex. Handlers reach SQL only through `read`, `read_list`
 /// and `write`.
 pub struct Db {
@@ -161,11 +181,26 @@ impl Db {
         &self,
         work: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
+        self.write_ending(Ending::Commit, work)
+    }
+
+    /// `write`, ended as `ending` says: a dry run (`Ending::RollBack`) takes the very same
+    /// steps, answers what they found, and rolls them all back (README: the imports'
+    /// `dry_run`).
+    pub fn write_ending<T, E: From<StoreError>>(
+        &self,
+        ending: Ending,
+        work: impl FnOnce(&Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         let value = work(&tx)?;
+        if ending == Ending::RollBack {
+            // Dropped without a commit: nothing was written, so nothing to scrub or tell.
+            return Ok(value);
+        }
         // A hint for the feed, read where it cannot be stale; without it the feed reads the
         // log itself, so a failure here does not fail the write.
         let latest = changes::latest(&tx).ok();
@@ -302,9 +337,25 @@ pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
-/// `Z` (README, Common behaviour).
+/// `Z` (README, Common behaviour). The store chooses every stamp it writes: callers never
+/// pass one in.
 pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// A new `updated_at` strictly later than `previous`: now, or `previous` + 1 ms when the
+/// clock has not moved past it (two changes in one millisecond, or a clock stepped back), so
+/// that `updated_at` changes on every update (README, Hosts and Keys).
+pub fn next_updated_at(previous: &str) -> String {
+    let now = SystemTime::now();
+    let floor = humantime::parse_rfc3339(previous)
+        .ok()
+        .and_then(|time| time.checked_add(Duration::from_millis(1)));
+    let chosen = match floor {
+        Some(floor) if floor > now => floor,
+        _ => now,
+    };
+    humantime::format_rfc3339_millis(chosen).to_string()
 }
 
 /// The connection pragmas, each with its reason. Called once per connection.
@@ -355,9 +406,53 @@ mod tests {
     }
 
     #[test]
+    fn a_rolled_back_write_answers_its_value_and_leaves_nothing_behind() {
+        use crate::store::{Ending, StoreError};
+        let db = open_in_memory().unwrap();
+        let insert = |tx: &rusqlite::Transaction<'_>| {
+            tx.execute(
+                "INSERT INTO groups (id, name, name_key, created_at, updated_at)
+                 VALUES ('g', 'g', 'g', 'now', 'now')",
+                [],
+            )?;
+            let count: i64 = tx.query_row("SELECT count(*) FROM groups", [], |row| row.get(0))?;
+            Ok::<_, StoreError>(count)
+        };
+        assert_eq!(db.write_ending(Ending::RollBack, insert).unwrap(), 1);
+        let count = |conn: &rusqlite::Connection| {
+            conn.query_row("SELECT count(*) FROM groups", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map_err(StoreError::from)
+        };
+        assert_eq!(db.read(count).unwrap(), 0, "rolled back");
+        assert_eq!(db.write_ending(Ending::Commit, insert).unwrap(), 1);
+        assert_eq!(db.read(count).unwrap(), 1, "committed");
+    }
+
+    #[test]
     fn timestamps_are_rfc3339_utc_with_millis() {
         let stamp = crate::store::now_timestamp();
         assert_eq!(stamp.len(), "2026-01-01T00:00:00.000Z".len(), "{stamp}");
         assert!(stamp.ends_with('Z'));
+    }
+
+    #[test]
+    fn next_updated_at_is_one_millisecond_after_a_future_stamp() {
+        let far_future = "2999-01-01T00:00:00.000Z";
+        assert_eq!(
+            crate::store::next_updated_at(far_future),
+            "2999-01-01T00:00:00.001Z"
+        );
+    }
+
+    #[test]
+    fn next_updated_at_is_now_after_a_past_stamp_and_later_than_now_within_a_millisecond() {
+        let before = crate::store::now_timestamp();
+        let stamp = crate::store::next_updated_at("2000-01-01T00:00:00.000Z");
+        assert!(stamp >= before, "{stamp} < {before}");
+        assert!(stamp.as_str() < "2999-01-01T00:00:00.000Z", "{stamp}");
+        let now = crate::store::now_timestamp();
+        assert!(crate::store::next_updated_at(&now) > now);
     }
 }

@@ -1,5 +1,9 @@
 //! The vault's one row: the KDF header (when a master password is set) and the data key
-//! (raw, or sealed under the password-derived key). The store never interprets them.
+//! (raw, or sealed under the password-derived key).
+//!
+//! Invariants: the store never interprets the bytes (the vault does) and never knows whether
+//! the vault is locked; the header and the key are written in one statement, so a crash
+//! never leaves a header beside the other password's key.
 
 use rusqlite::{params, Connection, OptionalExtension};
 

@@ -314,7 +314,8 @@ mod tests {
         let data_key = DataKey::generate();
         let key = header.derive(b"pw");
         let wrapped = key.seal_data_key(&header, &data_key);
-        assert!(key.open_data_key(&header, &wrapped).is_ok());
+        let opened = key.open_data_key(&header, &wrapped).unwrap();
+        assert_eq!(opened.expose(), data_key.expose(), "untouched, it opens");
         // Layout: version(1) ‖ nonce(12) ‖ ciphertext(32) ‖ tag(16).
         assert_eq!(wrapped.len(), 1 + 12 + 32 + 16);
         for (index, part) in [

@@ -5,8 +5,8 @@
 //! password re-wraps only the data key, and no secret is re-encrypted (README, "The vault's
 //! threat model").
 //!
-//! Invariants: the only module that uses aes-gcm, pbkdf2 or sha2; never runs SQL (main and
-//! `api::vault` move the stored bytes, through the `persist` callbacks below); never logs,
+//! Invariants: the only module that uses aes-gcm, pbkdf2 or sha2; never runs SQL (lifecycle
+//! and `api::vault` move the stored bytes, through the `persist` callbacks below); never logs,
 //! formats or returns a secret; each state change is one assignment at the end, so a panic
 //! or an error half-way leaves the previous state; the data key is wiped when the state
 //! that holds it is replaced (lock) or dropped. PBKDF2 never runs inside a `Vault` method:
@@ -296,6 +296,21 @@ mod tests {
         Some(vault)
     }
 
+    /// Asserts that of the two test passwords `old` and `new`, the stored vault opens with
+    /// `password` alone, and the secret `sealed` reads back; the vault it opened.
+    #[track_caller]
+    fn only_opener(db: &Db, password: &str, sealed: &[u8]) -> Vault {
+        for other in ["old", "new"].iter().filter(|other| **other != password) {
+            assert!(restart_and_unlock(db, other).is_none(), "{other} opens too");
+        }
+        let reopened = restart_and_unlock(db, password).expect("the password opens");
+        assert_eq!(
+            reopened.open(PLACE, sealed).unwrap().expose(),
+            b"server-secret"
+        );
+        reopened
+    }
+
     /// A database holding a vault with master password `old` and one sealed secret.
     fn vault_with_password(old: &str) -> (Db, Vault, Vec<u8>) {
         let db = open_in_memory().unwrap();
@@ -313,11 +328,7 @@ mod tests {
     fn setting_a_password_locks_the_next_start_and_the_password_opens_it() {
         let (db, vault, sealed) = vault_with_password("old");
         assert!(vault.has_password() && !vault.is_locked());
-        let reopened = restart_and_unlock(&db, "old").unwrap();
-        assert_eq!(
-            reopened.open(PLACE, &sealed).unwrap().expose(),
-            b"server-secret"
-        );
+        only_opener(&db, "old", &sealed);
     }
 
     #[test]
@@ -372,12 +383,7 @@ mod tests {
             vault.open(PLACE, &sealed).unwrap().expose(),
             b"server-secret"
         );
-        assert!(restart_and_unlock(&db, "old").is_none());
-        let reopened = restart_and_unlock(&db, "new").unwrap();
-        assert_eq!(
-            reopened.open(PLACE, &sealed).unwrap().expose(),
-            b"server-secret"
-        );
+        only_opener(&db, "new", &sealed);
     }
 
     #[test]
@@ -393,12 +399,7 @@ mod tests {
             .map_err(|err| VaultError::Malformed(err.to_string()))
         });
         assert!(crashed.is_err());
-        assert!(restart_and_unlock(&db, "new").is_none());
-        let reopened = restart_and_unlock(&db, "old").unwrap();
-        assert_eq!(
-            reopened.open(PLACE, &sealed).unwrap().expose(),
-            b"server-secret"
-        );
+        let reopened = only_opener(&db, "old", &sealed);
         // The running vault kept its state too: the old wrapped key, still unlocked.
         assert!(vault.password_is(reopened.wrapped_key()));
     }
@@ -412,12 +413,7 @@ mod tests {
             Err(VaultError::Malformed("simulated crash after commit".into()))
         });
         assert!(crashed.is_err());
-        assert!(restart_and_unlock(&db, "old").is_none());
-        let reopened = restart_and_unlock(&db, "new").unwrap();
-        assert_eq!(
-            reopened.open(PLACE, &sealed).unwrap().expose(),
-            b"server-secret"
-        );
+        only_opener(&db, "new", &sealed);
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! table, row id and field, so a ciphertext copied to another row or field fails to open.
 //! A fresh random 96-bit nonce per seal: with random nonces, one key stays safe for about
 //! 2^32 seals, far beyond a host catalogue's lifetime of edits.
+//!
+//! Invariants: never reuses a nonce on purpose (each comes from `vault::random_bytes`); the
+//! data key is wiped on drop and its `Debug` is masked; a failed open names no byte of the
+//! key, the plaintext or the ciphertext.
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::interop::{assert_logged_in, current_user, Sshd};
-use crate::support::{fresh_dir, wait_until, Options, Service};
+use crate::support::{fresh_dir, host_body, id_of, vault_audit, wait_until, Options, Service};
 
 /// Generous: a condition polled for this long never holds by luck of timing.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -24,6 +24,24 @@ fn socket(service: &Service) -> PathBuf {
     let status = service.get("/api/agent").expect(200);
     assert_eq!(status["enabled"], true, "{status}");
     PathBuf::from(status["socket"].as_str().expect("socket path"))
+}
+
+/// What a login through the agent needs, around `service`: a throwaway sshd, the agent's
+/// socket, and a work dir for the files the desktop app would write (named after `name`).
+fn rig(service: Service, name: &str) -> (Sshd, Service, PathBuf, PathBuf) {
+    let sshd = Sshd::start(&format!("{name}-sshd"));
+    let socket = socket(&service);
+    (sshd, service, socket, fresh_dir(&format!("{name}-work")))
+}
+
+/// A host `h` that authenticates with `key`; its id.
+fn key_host(service: &Service, key: &Value) -> String {
+    let auth = json!({"auth": {"type": "key", "key_id": key["id"]}});
+    id_of(
+        &service
+            .post("/api/hosts", &host_body("h", "h.example.com", auth))
+            .expect(201),
+    )
 }
 
 /// `ssh-add ARGS` against `socket`, with no terminal and no askpass.
@@ -130,31 +148,14 @@ fn host_for(service: &Service, sshd: &Sshd, key: &Value) -> String {
 /// `ssh` to the local sshd through the agent at `socket`, offering only the key whose
 /// public half is in `public_file` (as the agent export sets it up), running `echo hello`.
 fn ssh_via_agent(sshd: &Sshd, socket: &Path, public_file: &Path) -> Command {
-    let mut command = Command::new("ssh");
+    let agent = format!("IdentityAgent={}", socket.display());
+    let mut command = sshd.ssh(
+        &current_user(),
+        public_file,
+        &["-o", &agent, "-o", "BatchMode=yes"],
+    );
     command
-        .args(["-F", "/dev/null", "-i"])
-        .arg(public_file)
-        .arg("-o")
-        .arg(format!("IdentityAgent={}", socket.display()))
-        .args([
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-o",
-            "PreferredAuthentications=publickey",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "ConnectTimeout=10",
-            "-p",
-        ])
-        .arg(sshd.port.to_string())
-        .arg(format!("{}@127.0.0.1", current_user()))
         .args(["echo", "hello"])
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env_remove("SSH_AUTH_SOCK");
@@ -310,10 +311,7 @@ fn ssh_add_lists_the_enabled_keys_with_the_fingerprints_ssh_keygen_prints() {
 
 #[test]
 fn ssh_logs_in_through_the_agent_with_every_key_type_and_no_private_key_file() {
-    let sshd = Sshd::start("agent-login-sshd");
-    let service = Service::start("agent-login");
-    let socket = socket(&service);
-    let work = fresh_dir("agent-login-work");
+    let (sshd, service, socket, work) = rig(Service::start("agent-login"), "agent-login");
     let keys: Vec<Value> = [
         json!({"name": "ed", "type": "ed25519"}),
         json!({"name": "p256", "type": "ecdsa", "bits": 256}),
@@ -367,10 +365,7 @@ fn ssh_logs_in_through_the_agent_with_every_key_type_and_no_private_key_file() {
 
 #[test]
 fn the_agent_export_logs_in_with_ssh_and_only_the_public_key_file_written() {
-    let sshd = Sshd::start("agent-export-sshd");
-    let service = Service::start("agent-export");
-    let socket = socket(&service);
-    let work = fresh_dir("agent-export-work");
+    let (sshd, service, socket, work) = rig(Service::start("agent-export"), "agent-export");
     let key = generate(&service, json!({"name": "deploy", "type": "ed25519"}));
     sshd.authorize(key["public_key"].as_str().unwrap());
     host_for(&service, &sshd, &key);
@@ -506,10 +501,7 @@ fn ssh_add_with_a_lifetime_is_refused_and_with_confirm_sets_confirm_always() {
 
 #[test]
 fn after_the_vault_locks_ssh_add_lists_none_and_a_login_fails_until_ssh_add_x_unlocks() {
-    let sshd = Sshd::start("agent-lock-sshd");
-    let service = Service::start("agent-lock");
-    let socket = socket(&service);
-    let work = fresh_dir("agent-lock-work");
+    let (sshd, service, socket, work) = rig(Service::start("agent-lock"), "agent-lock");
     set_password(&service, "correct horse");
     let key = generate(&service, json!({"name": "ed", "type": "ed25519"}));
     sshd.authorize(key["public_key"].as_str().unwrap());
@@ -562,10 +554,7 @@ fn ssh_add_x_without_a_master_password_is_refused_and_the_vault_stays_open() {
 
 #[test]
 fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_denial() {
-    let sshd = Sshd::start("agent-confirm-sshd");
-    let service = Service::start("agent-confirm");
-    let socket = socket(&service);
-    let work = fresh_dir("agent-confirm-work");
+    let (sshd, service, socket, work) = rig(Service::start("agent-confirm"), "agent-confirm");
     let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
     set_policy(&service, &key, json!({"confirm": "always"}));
     sshd.authorize(key["public_key"].as_str().unwrap());
@@ -660,19 +649,11 @@ fn a_confirm_always_key_logs_in_only_after_the_approval_call_and_not_after_a_den
 
 #[test]
 fn an_undecided_request_fails_at_the_approval_timeout_and_ssh_does_not_hang() {
-    let sshd = Sshd::start("agent-timeout-sshd");
-    let service = Service::start_with(
+    let service = Service::start_env(
         "agent-timeout",
-        Options {
-            env: vec![(
-                "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS".into(),
-                "300".into(),
-            )],
-            ..Options::default()
-        },
+        &[("HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS", "300")],
     );
-    let socket = socket(&service);
-    let work = fresh_dir("agent-timeout-work");
+    let (sshd, service, socket, work) = rig(service, "agent-timeout");
     let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
     set_policy(&service, &key, json!({"confirm": "always"}));
     sshd.authorize(key["public_key"].as_str().unwrap());
@@ -693,10 +674,7 @@ fn an_undecided_request_fails_at_the_approval_timeout_and_ssh_does_not_hang() {
 
 #[test]
 fn once_per_host_asks_once_per_server_until_the_vault_locks() {
-    let sshd = Sshd::start("agent-once-sshd");
-    let service = Service::start("agent-once");
-    let socket = socket(&service);
-    let work = fresh_dir("agent-once-work");
+    let (sshd, service, socket, work) = rig(Service::start("agent-once"), "agent-once");
     set_password(&service, "correct horse");
     let key = generate(&service, json!({"name": "once", "type": "ed25519"}));
     set_policy(&service, &key, json!({"confirm": "once_per_host"}));
@@ -729,10 +707,7 @@ fn once_per_host_asks_once_per_server_until_the_vault_locks() {
 
 #[test]
 fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
-    let sshd = Sshd::start("agent-forward-sshd");
-    let service = Service::start("agent-forward");
-    let socket = socket(&service);
-    let work = fresh_dir("agent-forward-work");
+    let (sshd, service, socket, work) = rig(Service::start("agent-forward"), "agent-forward");
     let login_key = generate(&service, json!({"name": "login", "type": "ed25519"}));
     let allowed = generate(&service, json!({"name": "allowed", "type": "ed25519"}));
     set_policy(&service, &allowed, json!({"forwarded": "allow"}));
@@ -751,25 +726,14 @@ fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
          {dir}/message >/dev/null 2>&1 && echo signed-$k || echo refused-$k; rm -f {dir}/message.sig; done",
         dir = work.display()
     );
-    let output = Command::new("ssh")
-        .args(["-F", "/dev/null", "-A", "-i"])
-        .arg(work.join("login.pub"))
-        .args([
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-o",
-            "BatchMode=yes",
-            "-p",
-        ])
-        .arg(sshd.port.to_string())
-        .arg(format!("{}@127.0.0.1", current_user()))
+    let output = sshd
+        .ssh(
+            &current_user(),
+            &work.join("login.pub"),
+            &["-A", "-o", "BatchMode=yes"],
+        )
         .arg(remote)
         .env("SSH_AUTH_SOCK", &socket)
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -850,6 +814,36 @@ fn a_message_of_256_kib_is_answered_and_one_byte_more_closes_only_its_connection
 }
 
 #[test]
+fn a_65th_agent_connection_is_closed_and_a_place_frees_when_a_connection_ends() {
+    let service = Service::start("agent-connection-cap");
+    let socket = socket(&service);
+    // 64 connections, each answered: each holds its place while it stays open.
+    let mut open: Vec<UnixStream> = (0..64).map(|_| connect_socket(&socket)).collect();
+    for stream in &mut open {
+        assert_eq!(exchange(stream, &[11]), Some(vec![12, 0, 0, 0, 0]));
+    }
+    let mut refused = connect_socket(&socket);
+    assert!(
+        closed(&mut refused),
+        "the 65th connection is closed at once"
+    );
+    assert!(
+        service.stderr().contains("64 connections open"),
+        "the refusal is logged"
+    );
+    drop(open.pop());
+    // The ended connection's thread gives its place back once it reads end of file.
+    let served = wait_until(DEADLINE, || {
+        let mut next = connect_socket(&socket);
+        exchange(&mut next, &[11]) == Some(vec![12, 0, 0, 0, 0])
+    });
+    assert!(
+        served,
+        "a place freed by an ended connection is taken again"
+    );
+}
+
+#[test]
 fn a_malformed_message_closes_its_connection_and_an_unknown_one_is_a_failure() {
     let service = Service::start("agent-malformed");
     let socket = socket(&service);
@@ -886,15 +880,9 @@ fn a_malformed_message_closes_its_connection_and_an_unknown_one_is_a_failure() {
 #[test]
 fn the_socket_is_0600_in_a_0700_directory_under_xdg_runtime_dir_and_removed_at_shutdown() {
     let runtime = fresh_dir("agent-runtime");
-    let mut service = Service::start_with(
+    let mut service = Service::start_env(
         "agent-runtime",
-        Options {
-            env: vec![(
-                "XDG_RUNTIME_DIR".into(),
-                runtime.to_string_lossy().into_owned(),
-            )],
-            ..Options::default()
-        },
+        &[("XDG_RUNTIME_DIR", &runtime.to_string_lossy())],
     );
     let socket = socket(&service);
     assert_eq!(
@@ -929,14 +917,8 @@ fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
     );
     assert!(!service.data_dir.join("agent.sock").exists());
     let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
-    let host = service
-        .post(
-            "/api/hosts",
-            &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
-                    "auth": {"type": "key", "key_id": key["id"]}}),
-        )
-        .expect(201);
-    let path = format!("/api/hosts/{}/connect", host["id"].as_str().unwrap());
+    let host = key_host(&service, &key);
+    let path = format!("/api/hosts/{host}/connect");
     service
         .post(&format!("{path}?agent=true"), &json!({}))
         .assert_error(409, "AGENT_UNAVAILABLE");
@@ -965,21 +947,9 @@ fn connect_via_the_agent_is_409_for_a_disabled_key_or_an_unstored_passphrase() {
     assert!(status.success());
     let encrypted = import(&service, "encrypted", &locked_key);
     for (key, why) in [(&key, "agent.enabled"), (&encrypted, "passphrase")] {
-        let host = service
-            .post(
-                "/api/hosts",
-                &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
-                        "auth": {"type": "key", "key_id": key["id"]}}),
-            )
-            .expect(201);
+        let host = key_host(&service, key);
         let error = service
-            .post(
-                &format!(
-                    "/api/hosts/{}/connect?agent=true",
-                    host["id"].as_str().unwrap()
-                ),
-                &json!({}),
-            )
+            .post(&format!("/api/hosts/{host}/connect?agent=true"), &json!({}))
             .assert_error(409, "AGENT_UNAVAILABLE");
         assert!(error["details"].as_str().unwrap().contains(why), "{error}");
     }
@@ -990,14 +960,8 @@ fn connect_via_the_agent_is_409_for_a_disabled_key_or_an_unstored_passphrase() {
 #[test]
 fn connect_agent_parameter_other_than_true_or_false_is_400() {
     let service = Service::start("agent-connect-param");
-    let host = service
-        .post(
-            "/api/hosts",
-            &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
-                    "auth": {"type": "agent"}}),
-        )
-        .expect(201);
-    let path = format!("/api/hosts/{}/connect", host["id"].as_str().unwrap());
+    let host = service.new_host("h");
+    let path = format!("/api/hosts/{host}/connect");
     service
         .post(&format!("{path}?agent=yes"), &json!({}))
         .assert_error(400, "VALIDATION_ERROR");
@@ -1103,20 +1067,6 @@ fn feed_after(service: &Service, mut since: i64) -> Vec<(String, String)> {
         }
         since = page["next"].as_i64().unwrap();
     }
-}
-
-/// The audit log's vault entries, oldest first: `(event, detail)`.
-fn vault_audit(service: &Service) -> Vec<(String, Value)> {
-    let page = service.get("/api/audit?limit=1000").expect(200);
-    let mut entries: Vec<(String, Value)> = page["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|entry| entry["subject"] == "vault")
-        .map(|entry| (entry["event"].as_str().unwrap().to_owned(), detail(entry)))
-        .collect();
-    entries.reverse();
-    entries
 }
 
 #[test]

@@ -11,28 +11,17 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{fresh_dir, wait_until, Client, Options, Service};
+use crate::support::{
+    field_names, fresh_dir, id_of, wait_until, Client, Options, Service, EVENT_DEADLINE,
+};
 
 /// What a waiting reader asks for: long enough that a timeout is never mistaken for a
-/// write's answer, shorter than the harness's 20 s socket timeout.
+/// write's answer, shorter than the harness's socket timeout (`IO_TIMEOUT`).
 const WAIT: &str = "15";
 
 /// How long the test waits for the reader to report an entry. Generous: the reader is woken
 /// within milliseconds.
 const REPORT_DEADLINE: Duration = Duration::from_secs(60);
-
-fn start_with_env(name: &str, env: &[(&str, &str)]) -> Service {
-    Service::start_with(
-        name,
-        Options {
-            env: env
-                .iter()
-                .map(|(key, value)| (key.to_string(), value.to_string()))
-                .collect(),
-            ..Options::default()
-        },
-    )
-}
 
 /// How many times a feed request started to wait (a debug line each; tests run with
 /// `RUST_LOG=debug`). Polled before acting on a waiting request.
@@ -78,24 +67,6 @@ fn entries(page: &Value) -> Vec<(String, String, String)> {
 
 fn entry(kind: &str, id: &str, op: &str) -> (String, String, String) {
     (kind.to_owned(), id.to_owned(), op.to_owned())
-}
-
-fn id_of(value: &Value) -> String {
-    value["id"].as_str().unwrap().to_owned()
-}
-
-fn new_group(service: &Service, name: &str) -> String {
-    id_of(
-        &service
-            .post("/api/groups", &json!({"name": name}))
-            .expect(201),
-    )
-}
-
-fn new_host(service: &Service, name: &str) -> String {
-    let body = json!({"name": name, "hostname": "h.example.com", "port": 22, "username": "u",
-        "auth": {"type": "agent"}});
-    id_of(&service.post("/api/hosts", &body).expect(201))
 }
 
 /// A reader on its own keep-alive connection that follows the feed from `since` with long
@@ -147,9 +118,9 @@ fn a_waiting_client_receives_every_change_of_hosts_groups_and_keys_in_order() {
         }
     };
 
-    let parent = new_group(&service, "parent");
+    let parent = service.new_group("parent");
     step(entry("group", &parent, "created"));
-    let child = new_group(&service, "child");
+    let child = service.new_group("child");
     step(entry("group", &child, "created"));
     service
         .put(
@@ -223,14 +194,11 @@ fn a_waiting_client_receives_every_change_of_hosts_groups_and_keys_in_order() {
     let consecutive: Vec<i64> = (start + 1..=start + WRITES as i64).collect();
     assert_eq!(seqs, consecutive, "one entry per write, in commit order");
     for item in items {
-        let mut fields: Vec<&str> = item
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        fields.sort_unstable();
-        assert_eq!(fields, ["at", "id", "kind", "op", "seq"], "{item}");
+        assert_eq!(
+            field_names(item),
+            ["at", "id", "kind", "op", "seq"],
+            "{item}"
+        );
         let at = item["at"].as_str().unwrap();
         assert_eq!(at.len(), "2026-01-01T00:00:00.000Z".len(), "{at}");
         assert!(at.ends_with('Z'), "{at}");
@@ -241,7 +209,7 @@ fn a_waiting_client_receives_every_change_of_hosts_groups_and_keys_in_order() {
 fn a_request_without_since_starts_at_the_newest_entry() {
     let service = Service::start("changes-no-since");
     assert_eq!(newest(&service), 0);
-    let group = new_group(&service, "g");
+    let group = service.new_group("g");
     assert_eq!(newest(&service), 1);
     let all = feed(&service, "since=0");
     assert_eq!(entries(&all), [entry("group", &group, "created")]);
@@ -255,7 +223,7 @@ fn a_request_without_since_starts_at_the_newest_entry() {
 fn a_page_holds_limit_entries_and_next_continues_it() {
     let service = Service::start("changes-limit");
     for name in ["a", "b", "c"] {
-        new_group(&service, name);
+        service.new_group(name);
     }
     let first = feed(&service, "since=0&limit=2");
     assert_eq!(first["items"].as_array().unwrap().len(), 2);
@@ -297,11 +265,11 @@ fn feed_parameters_that_are_not_plain_digits_or_a_zero_limit_are_400() {
 #[test]
 fn a_wait_of_30_and_of_31_seconds_are_both_accepted_and_run_out_with_nothing_new() {
     // The wait is capped at 50 ms here (a test-only override), so both run out at once.
-    let service = start_with_env(
+    let service = Service::start_env(
         "changes-wait",
         &[("HOST_MANAGER_TEST_FEED_MAX_WAIT_MS", "50")],
     );
-    new_group(&service, "g");
+    service.new_group("g");
     for wait in ["30", "31"] {
         let page = feed(&service, &format!("since=1&wait={wait}"));
         assert_eq!(
@@ -320,18 +288,18 @@ fn seq_keeps_growing_across_a_restart_and_a_cursor_from_before_reads_on() {
         ..Options::default()
     };
     let mut first = Service::start_with("changes-restart-1", options());
-    let before = new_group(&first, "before");
+    let before = first.new_group("before");
     let cursor = newest(&first);
     assert_eq!(
         entries(&feed(&first, "since=0")),
         [entry("group", &before, "created")]
     );
-    let status = first.terminate(Duration::from_secs(10)).expect("stops");
+    let status = first.terminate(EVENT_DEADLINE).expect("stops");
     assert!(status.success(), "{status:?}");
 
     let second = Service::start_with("changes-restart-2", options());
     assert_eq!(newest(&second), cursor);
-    let after = new_group(&second, "after");
+    let after = second.new_group("after");
     let page = feed(&second, &format!("since={cursor}"));
     assert_eq!(entries(&page), [entry("group", &after, "created")]);
     assert_eq!(page["reset"], false);
@@ -340,26 +308,26 @@ fn seq_keeps_growing_across_a_restart_and_a_cursor_from_before_reads_on() {
 
 #[test]
 fn seq_is_never_given_twice_even_after_its_entry_was_trimmed() {
-    let service = start_with_env(
+    let service = Service::start_env(
         "changes-no-reuse",
         &[("HOST_MANAGER_TEST_CHANGES_KEPT", "1")],
     );
     for name in ["a", "b", "c"] {
-        new_group(&service, name);
+        service.new_group(name);
     }
     // Only the newest entry is kept; the next one still gets the next number.
     let cursor = newest(&service);
     assert_eq!(cursor, 3);
-    new_group(&service, "d");
+    service.new_group("d");
     let page = feed(&service, "since=3");
     assert_eq!(page["items"][0]["seq"], 4);
 }
 
 #[test]
 fn a_reader_behind_the_trim_is_reset_and_one_at_the_trim_reads_on() {
-    let service = start_with_env("changes-trim", &[("HOST_MANAGER_TEST_CHANGES_KEPT", "3")]);
+    let service = Service::start_env("changes-trim", &[("HOST_MANAGER_TEST_CHANGES_KEPT", "3")]);
     let groups: Vec<String> = (0..5)
-        .map(|n| new_group(&service, &format!("g{n}")))
+        .map(|n| service.new_group(&format!("g{n}")))
         .collect();
     // Entries 1 and 2 were trimmed; 3, 4 and 5 are kept.
     let at_trim = feed(&service, "since=2");
@@ -382,7 +350,7 @@ fn a_reader_behind_the_trim_is_reset_and_one_at_the_trim_reads_on() {
 #[test]
 fn a_cursor_at_the_newest_seq_is_followed_and_one_past_it_is_reset() {
     let service = Service::start("changes-future");
-    new_group(&service, "g");
+    service.new_group("g");
     assert_eq!(
         feed(&service, "since=1"),
         json!({"items": [], "next": 1, "reset": false})
@@ -396,7 +364,7 @@ fn a_cursor_at_the_newest_seq_is_followed_and_one_past_it_is_reset() {
 #[test]
 fn deleting_a_group_logs_the_group_and_every_host_and_child_it_moves_up() {
     let service = Service::start("changes-group-delete");
-    let parent = new_group(&service, "parent");
+    let parent = service.new_group("parent");
     let child = service
         .post(
             "/api/groups",
@@ -486,7 +454,7 @@ fn known_hosts_entries_are_logged_when_added_and_deleted() {
 #[test]
 fn a_connect_is_a_history_entry_of_its_host() {
     let service = Service::start("changes-connect");
-    let host = new_host(&service, "h");
+    let host = service.new_host("h");
     let cursor = newest(&service);
     service
         .request("POST", &format!("/api/hosts/{host}/connect"), None)
@@ -550,7 +518,7 @@ fn a_waiting_reader_gets_the_lock_entry_then_401_until_an_unlock_it_then_reads()
     service
         .post("/api/vault/unlock", &json!({"password": "pw"}))
         .expect(200);
-    let host = new_host(&service, "after the unlock");
+    let host = service.new_host("after the unlock");
     assert_eq!(
         entries(&feed(&service, &format!("since={lock_seq}"))),
         [

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
-use crate::support::{wait_until, Service, EVENT_DEADLINE};
+use crate::support::{id_of, wait_until, Service, EVENT_DEADLINE};
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -20,10 +20,6 @@ fn create(service: &Service, name: &str, parent: Option<&str>) -> Value {
 
 fn create_id(service: &Service, name: &str, parent: Option<&str>) -> String {
     id_of(&create(service, name, parent))
-}
-
-fn id_of(group: &Value) -> String {
-    group["id"].as_str().unwrap().to_owned()
 }
 
 fn group(service: &Service, id: &str) -> Value {

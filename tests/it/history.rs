@@ -4,20 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{Options, Service};
-
-fn start_with_env(name: &str, env: &[(&str, &str)]) -> Service {
-    Service::start_with(
-        name,
-        Options {
-            env: env
-                .iter()
-                .map(|(key, value)| (key.to_string(), value.to_string()))
-                .collect(),
-            ..Options::default()
-        },
-    )
-}
+use crate::support::Service;
 
 fn new_host(service: &Service, name: &str, password: &str) -> String {
     let body = json!({"name": name, "hostname": format!("{name}.example.com"), "port": 2222,
@@ -161,7 +148,7 @@ fn deleting_a_host_deletes_its_history() {
 
 #[test]
 fn history_at_its_bound_keeps_every_entry_and_one_more_drops_the_oldest() {
-    let service = start_with_env("history-bound", &[("HOST_MANAGER_TEST_HISTORY_KEPT", "3")]);
+    let service = Service::start_env("history-bound", &[("HOST_MANAGER_TEST_HISTORY_KEPT", "3")]);
     let hosts: Vec<String> = ["a", "b", "c", "d"]
         .iter()
         .map(|name| new_host(&service, name, "pw"))

@@ -1,5 +1,5 @@
 //! `/api/hosts`: shapes, validation edges, filters, sorts, paging, favorite, move, connect
-//! and secrets at rest (spec: Host; README, Hosts), all over HTTP against the binary.
+//! and secrets at rest (README, Hosts), all over HTTP against the binary.
 
 use std::collections::HashSet;
 use std::fs;
@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Service};
+use crate::support::{
+    contains_bytes, fresh_dir, host_body, id_of, leak_forms, read_all_files, Options, Service,
+    EVENT_DEADLINE,
+};
 
 const GROUP_A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const GROUP_B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -16,25 +19,11 @@ const UNKNOWN: &str = "dddddddd-0000-4000-8000-000000000004";
 
 /// A valid create body; `extra` fields are merged in (and may override).
 fn host(name: &str, extra: Value) -> Value {
-    let mut body = json!({
-        "name": name,
-        "hostname": "web.example.com",
-        "port": 22,
-        "username": "root",
-        "auth": {"type": "agent"}
-    });
-    for (key, value) in extra.as_object().expect("extra is an object") {
-        body[key] = value.clone();
-    }
-    body
+    host_body(name, "web.example.com", extra)
 }
 
 fn create(service: &Service, body: &Value) -> Value {
     service.post("/api/hosts", body).expect(201)
-}
-
-fn id_of(host: &Value) -> String {
-    host["id"].as_str().expect("id").to_owned()
 }
 
 /// Asserts a create with `body` is refused and the details name `field`.
@@ -64,7 +53,7 @@ fn start_with_rows(name: &str, groups: &[&str], keys: &[&str]) -> Service {
         ..Options::default()
     };
     let mut first = Service::start_with(name, options());
-    let status = first.terminate(Duration::from_secs(10)).expect("stops");
+    let status = first.terminate(EVENT_DEADLINE).expect("stops");
     assert!(status.success(), "{status:?}");
     let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
     let now = "2024-01-01T00:00:00.000Z";

@@ -4,21 +4,13 @@
 
 use serde_json::{json, Value};
 
-use crate::support::Service;
+use crate::support::{host_body, Service};
 
-/// A valid create body named `name`; `extra` fields are merged in (and may override).
+/// A valid create body named `name`, at `<name>.example.com`; `extra` fields are merged in
+/// (and may override).
 fn host(name: &str, extra: Value) -> Value {
-    let mut body = json!({
-        "name": name,
-        "hostname": format!("{}.example.com", name.to_lowercase()),
-        "port": 22,
-        "username": "root",
-        "auth": {"type": "agent"}
-    });
-    for (key, value) in extra.as_object().expect("extra is an object") {
-        body[key] = value.clone();
-    }
-    body
+    let hostname = format!("{}.example.com", name.to_lowercase());
+    host_body(name, &hostname, extra)
 }
 
 fn create(service: &Service, name: &str, extra: Value) -> String {
@@ -183,8 +175,16 @@ fn deleting_a_host_with_a_chain_drops_its_chain() {
     let service = Service::start("interop-delete-chain");
     let a = create(&service, "A", json!({}));
     let b = create(&service, "B", json!({"jump_host_ids": [a]}));
+    // While B's chain names A, A cannot go.
+    service
+        .delete(&format!("/api/hosts/{a}"))
+        .assert_error(409, "HOST_IN_USE");
     service.delete(&format!("/api/hosts/{b}")).expect(204);
+    // B's chain went with B: A is nobody's hop any more.
     service.delete(&format!("/api/hosts/{a}")).expect(204);
+    service
+        .get(&format!("/api/hosts/{a}"))
+        .assert_error(404, "HOST_NOT_FOUND");
 }
 
 #[test]
@@ -419,6 +419,40 @@ fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
         .get("/api/export/ssh-config?group=dddddddd-0000-4000-8000-000000000004")
         .assert_error(404, "GROUP_NOT_FOUND");
     assert_eq!(hosts.len(), 6);
+}
+
+/// Starts a service whose environment says `USER` and `LOGNAME` as given (`""`: nothing),
+/// and no `USERNAME`.
+fn service_run_by(name: &str, user: &str, logname: &str) -> Service {
+    Service::start_env(
+        name,
+        &[("USER", user), ("LOGNAME", logname), ("USERNAME", "")],
+    )
+}
+
+/// The username the import gave the one block of `config`.
+fn imported_username(service: &Service, config: &str) -> Value {
+    let answer = service
+        .post("/api/import/ssh-config", &json!({"config": config}))
+        .expect(200);
+    let id = answer["created"][0]["id"]
+        .as_str()
+        .expect("created")
+        .to_owned();
+    service.get(&format!("/api/hosts/{id}")).expect(200)["username"].clone()
+}
+
+#[test]
+fn block_without_user_gets_user_then_logname_then_root_from_the_start_environment() {
+    let config = "Host plain\n HostName plain.example.com\n";
+    let by_user = service_run_by("interop-user-user", "ann", "bob");
+    assert_eq!(imported_username(&by_user, config), "ann");
+    let by_logname = service_run_by("interop-user-logname", "", "bob");
+    assert_eq!(imported_username(&by_logname, config), "bob");
+    let by_nobody = service_run_by("interop-user-root", "", "");
+    assert_eq!(imported_username(&by_nobody, config), "root");
+    let given = "Host given\n HostName given.example.com\n User carol\n";
+    assert_eq!(imported_username(&by_user, given), "carol", "User wins");
 }
 
 #[test]
@@ -689,6 +723,41 @@ pub(crate) struct Sshd {
 }
 
 impl Sshd {
+    /// `ssh` to this server as `user` with `identity` alone (`-i`, `IdentitiesOnly`), no
+    /// known-hosts file and no config file, `options` (such as `-o BatchMode=yes`) added
+    /// before the destination; the caller adds the remote command. stdin is closed.
+    pub(crate) fn ssh(
+        &self,
+        user: &str,
+        identity: &std::path::Path,
+        options: &[&str],
+    ) -> std::process::Command {
+        let mut command = std::process::Command::new("ssh");
+        command
+            .args(["-F", "/dev/null", "-i"])
+            .arg(identity)
+            .args([
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                "PreferredAuthentications=publickey",
+                "-o",
+                // A deadline for a hang, not a measure: the local sshd answers in
+                // milliseconds.
+                "ConnectTimeout=60",
+            ])
+            .args(options)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg(format!("{user}@127.0.0.1"))
+            .stdin(std::process::Stdio::null());
+        command
+    }
+
     pub(crate) fn start(name: &str) -> Sshd {
         let sshd = std::path::Path::new("/usr/sbin/sshd");
         assert!(
@@ -825,33 +894,9 @@ fn ssh_login(
     identity: &std::path::Path,
     options: &[&str],
 ) -> std::process::Command {
-    let mut command = std::process::Command::new("ssh");
-    command
-        .args(["-F", "/dev/null", "-i"])
-        .arg(identity)
-        .args([
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "PreferredAuthentications=publickey",
-            "-o",
-            // A deadline for a hang, not a measure: the local sshd answers in milliseconds.
-            "ConnectTimeout=60",
-        ])
-        .args(options)
-        .arg("-p")
-        .arg(sshd.port.to_string())
-        .arg(format!(
-            "{}@127.0.0.1",
-            credentials["username"].as_str().expect("username")
-        ))
-        .args(["echo", "hello"])
-        .stdin(std::process::Stdio::null())
-        .env_remove("SSH_AUTH_SOCK");
+    let user = credentials["username"].as_str().expect("username");
+    let mut command = sshd.ssh(user, identity, options);
+    command.args(["echo", "hello"]).env_remove("SSH_AUTH_SOCK");
     command
 }
 

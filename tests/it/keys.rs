@@ -17,8 +17,8 @@ use ssh_key::private::{KeypairData, RsaKeypair};
 use ssh_key::{Cipher, Kdf, LineEnding, Mpint, PrivateKey};
 
 use crate::support::{
-    contains_bytes, fresh_dir, leak_forms, read_all_files, Options, Response, Service, WithMode,
-    EVENT_DEADLINE,
+    contains_bytes, field_names, fresh_dir, leak_forms, read_all_files, Options, Response, Service,
+    WithMode, EVENT_DEADLINE,
 };
 
 /// The comment every ssh-keygen key of these tests carries.
@@ -98,15 +98,8 @@ fn import(service: &Service, name: &str, text: &str, passphrase: Option<&str>) -
 /// Asserts the Key object's shape: exactly its fields, none of them a secret.
 #[track_caller]
 fn assert_key_shape(key: &Value) {
-    let mut fields: Vec<&str> = key
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    fields.sort_unstable();
     assert_eq!(
-        fields,
+        field_names(key),
         [
             "agent",
             "comment",
@@ -673,7 +666,7 @@ fn health_and_key_list_answer_while_a_4096_bit_key_is_generated() {
 }
 
 /// POSTs `body` on a socket that waits as long as the answer takes (the harness's client
-/// gives up after 20 s; RSA-4096 in a debug build on a busy machine can take longer), and
+/// gives up after `IO_TIMEOUT`; RSA-4096 in a debug build on a busy machine can take longer), and
 /// returns the status and JSON body.
 fn post_without_timeout(addr: &str, path: &str, body: &Value) -> (u16, Value) {
     post_closing(patient_stream(addr), path, body)

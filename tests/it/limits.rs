@@ -2,19 +2,17 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{wait_until, Options, Service};
+use crate::support::{wait_until, Options, Service, EVENT_DEADLINE, IO_TIMEOUT};
 
 const TWO_MIB: usize = 2 * 1024 * 1024;
 
-/// A raw connection to the service that gives up reading after 10 s.
+/// A raw connection to the service that gives up reading after `IO_TIMEOUT` (a hang fails
+/// the test instead of stalling the suite).
 fn connect(service: &Service) -> TcpStream {
     let stream = TcpStream::connect(service.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     stream
 }
 
@@ -230,16 +228,19 @@ fn after_a_flood_past_ulimit_64_the_service_answers_again() {
         },
     );
     assert_eq!(service.get("/api/health").status, 200);
-    // Hold more sockets than the process has descriptors, so accept() fails.
+    // Hold more sockets than the process has descriptors, until accept() has failed.
     let flood: Vec<TcpStream> = (0..150)
         .filter_map(|_| TcpStream::connect(service.addr()).ok())
         .collect();
-    thread::sleep(Duration::from_millis(300));
+    let exhausted = wait_until(EVENT_DEADLINE, || {
+        service.stderr().contains("accept failed")
+    });
+    assert!(exhausted, "the flood did exhaust descriptors");
     drop(flood);
-    let recovered = wait_until(Duration::from_secs(10), || {
+    let recovered = wait_until(EVENT_DEADLINE, || {
         TcpStream::connect(service.addr())
             .and_then(|mut stream| {
-                stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+                stream.set_read_timeout(Some(EVENT_DEADLINE))?;
                 stream.write_all(
                     b"GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                 )?;
@@ -253,10 +254,6 @@ fn after_a_flood_past_ulimit_64_the_service_answers_again() {
         recovered,
         "service did not answer again after the flood; stderr:\n{}",
         service.stderr()
-    );
-    assert!(
-        service.stderr().contains("accept failed"),
-        "the flood did exhaust descriptors"
     );
 }
 
@@ -285,11 +282,22 @@ fn head_request_gets_headers_without_a_body() {
     );
 }
 
-/// The one timing assert kept on purpose. A page of 50 hosts is far over 1 KB, so if
-/// headers and body went out in two writes, Nagle plus the client's delayed ACK would add
-/// about 40 ms to every keep-alive request (baselines.md §2): 20 requests >= 800 ms.
+/// Keep-alive answers are not held back by Nagle's algorithm meeting the client's delayed
+/// ACK: were a response's head and body sent in two writes without `TCP_NODELAY`, the body
+/// would wait for the ACK of the head, which the client delays by about 40 ms, on every
+/// keep-alive request (a page of 50 hosts is far over 1 KB, and its answer must come in one
+/// write).
+///
+/// The one wall-time bound kept on purpose, because the fault is nothing but time: no byte
+/// and no order of events differs. It is made generous instead: 100 requests would take at
+/// least 4 s with the fault (100 x 40 ms), and take well under a tenth of a second each
+/// without it even on two loaded cores, so the bound of 2 s (half the fault's cost) sits far
+/// from both.
 #[test]
-fn twenty_keepalive_requests_for_a_page_of_50_hosts_take_well_under_800ms() {
+fn a_hundred_keepalive_pages_of_50_hosts_are_not_delayed_by_nagle_and_delayed_acks() {
+    const REQUESTS: u32 = 100;
+    /// The least the fault adds to each keep-alive request: Linux's delayed ACK timer.
+    const DELAYED_ACK: Duration = Duration::from_millis(40);
     let service = Service::start("keepalive-hosts-page");
     let mut client = service.client();
     for n in 0..50 {
@@ -303,7 +311,7 @@ fn twenty_keepalive_requests_for_a_page_of_50_hosts_take_well_under_800ms() {
         );
     }
     let started = Instant::now();
-    for _ in 0..20 {
+    for _ in 0..REQUESTS {
         let response = client.request("GET", "/api/hosts?per_page=50", None);
         assert_eq!(response.status, 200);
         assert!(response.body.len() > 2048, "{} bytes", response.body.len());
@@ -311,8 +319,8 @@ fn twenty_keepalive_requests_for_a_page_of_50_hosts_take_well_under_800ms() {
     }
     let elapsed = started.elapsed();
     assert!(
-        elapsed < Duration::from_millis(800),
-        "20 keep-alive pages took {elapsed:?}"
+        elapsed < DELAYED_ACK * REQUESTS / 2,
+        "{REQUESTS} keep-alive pages took {elapsed:?}"
     );
 }
 

@@ -178,13 +178,7 @@ fn without_exit_with_parent_closing_stdin_changes_nothing() {
     // none.
     let status = service.terminate(EVENT_DEADLINE).expect("stopped");
     assert_eq!(status.code(), Some(0));
-    let stderr = service.stderr();
-    assert_eq!(
-        stderr.matches("shutting down").collect::<Vec<_>>(),
-        ["shutting down"],
-        "{stderr}"
-    );
-    assert!(stderr.contains("shutting down (signal)"), "{stderr}");
+    crate::support::assert_one_shutdown(&service, "signal");
 }
 
 /// Unix: modes, owners and symbolic links (README, Platforms).

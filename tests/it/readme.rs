@@ -1,6 +1,7 @@
 //! The README's API section runs: every ` ```sh ` block between `## API` and the next `## `
 //! heading is run in order against one live instance, and every `curl` line must answer
-//! the status its trailing `# -> NNN` comment states (2xx when it has none).
+//! the status its trailing `# -> NNN` comment states (2xx when it has none). The
+//! `## Command line` block is `host-manager --help` word for word.
 //!
 //! All blocks run, in order, as one `bash` script with `set -euo pipefail` and `PORT`
 //! exported, so a line may capture an id into a variable that later lines and blocks use.
@@ -11,7 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::Service;
+use crate::support::{Service, BIN};
 
 /// Shell prelude: `check STATUS WHERE CURL_ARGS...`. STATUS is a glob (`201`, `2??`).
 const PRELUDE: &str = r#"set -euo pipefail
@@ -203,4 +204,35 @@ fn every_documented_endpoint_has_a_curl_example() {
             operation.1
         );
     }
+}
+
+/// The ` ```text ` block right under `## Command line`.
+fn command_line_block(readme: &str) -> &str {
+    let opening = "## Command line\n\n```text\n";
+    let start = readme
+        .find(opening)
+        .expect("a Command line section with a text block")
+        + opening.len();
+    let length = readme[start..].find("```\n").expect("the block ends");
+    &readme[start..start + length]
+}
+
+#[test]
+fn the_command_line_section_is_the_help_text_word_for_word() {
+    let output = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    let readme = readme();
+    let block = command_line_block(&readme);
+    let differing = help
+        .lines()
+        .zip(block.lines())
+        .position(|(help, readme)| help != readme);
+    assert_eq!(
+        (differing, help.lines().count()),
+        (None, block.lines().count()),
+        "README's Command line block differs from --help (first differing line, then the \
+         line counts):\n--help:\n{help}\nREADME:\n{block}"
+    );
+    assert_eq!(block, help);
 }

@@ -7,33 +7,7 @@ use std::thread;
 
 use serde_json::{json, Value};
 
-use crate::support::{Options, Response, Service};
-
-fn id_of(value: &Value) -> String {
-    value["id"].as_str().unwrap().to_owned()
-}
-
-fn new_host(service: &Service, name: &str) -> String {
-    let body = json!({"name": name, "hostname": "h.example.com", "port": 22, "username": "u",
-        "auth": {"type": "agent"}});
-    id_of(&service.post("/api/hosts", &body).expect(201))
-}
-
-fn new_group(service: &Service, name: &str) -> String {
-    id_of(
-        &service
-            .post("/api/groups", &json!({"name": name}))
-            .expect(201),
-    )
-}
-
-fn new_key(service: &Service, name: &str) -> String {
-    id_of(
-        &service
-            .post("/api/keys", &json!({"name": name, "type": "ed25519"}))
-            .expect(201),
-    )
-}
+use crate::support::{host_body, id_of, Options, Response, Service};
 
 /// A request with an `If-Match` header (and a JSON body when given).
 fn with_if_match(
@@ -74,11 +48,7 @@ fn assert_stale(response: &Response, resource: &str, current: i64) {
 fn every_host_group_and_key_answer_carries_its_revision_and_etag() {
     let service = Service::start("revisions-shapes");
     let host = service
-        .post(
-            "/api/hosts",
-            &json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
-                "auth": {"type": "agent"}}),
-        )
+        .post("/api/hosts", &host_body("h", "h.example.com", json!({})))
         .expect(201);
     let id = id_of(&host);
     assert_eq!(host["revision"], 1);
@@ -127,7 +97,7 @@ fn every_host_group_and_key_answer_carries_its_revision_and_etag() {
 #[test]
 fn connect_leaves_the_revision_alone() {
     let service = Service::start("revisions-connect");
-    let id = new_host(&service, "h");
+    let id = service.new_host("h");
     let answer = service
         .request("POST", &format!("/api/hosts/{id}/connect"), None)
         .expect(200);
@@ -138,7 +108,7 @@ fn connect_leaves_the_revision_alone() {
 #[test]
 fn deleting_a_group_bumps_the_revision_of_each_host_and_child_it_moves() {
     let service = Service::start("revisions-group-delete");
-    let parent = new_group(&service, "parent");
+    let parent = service.new_group("parent");
     let child = id_of(
         &service
             .post(
@@ -164,7 +134,7 @@ fn deleting_a_group_bumps_the_revision_of_each_host_and_child_it_moves() {
 #[test]
 fn two_clients_putting_the_same_host_with_if_match_one_wins_and_one_gets_412() {
     let service = Service::start("revisions-lost-update");
-    let id = new_host(&service, "original");
+    let id = service.new_host("original");
     let path = format!("/api/hosts/{id}");
     // Both clients read the host: the same revision.
     let read_a = service.get(&path);
@@ -245,7 +215,7 @@ fn stale_then_current(
 #[test]
 fn host_writes_with_the_current_revision_pass_and_with_the_one_before_get_412() {
     let service = Service::start("revisions-host-writes");
-    let id = new_host(&service, "h");
+    let id = service.new_host("h");
     let item = format!("/api/hosts/{id}");
     service.put(&item, &json!({"port": 23})).expect(200);
     let put = stale_then_current(
@@ -276,7 +246,7 @@ fn host_writes_with_the_current_revision_pass_and_with_the_one_before_get_412() 
 #[test]
 fn group_writes_with_the_current_revision_pass_and_with_the_one_before_get_412() {
     let service = Service::start("revisions-group-writes");
-    let id = new_group(&service, "g");
+    let id = service.new_group("g");
     let item = format!("/api/groups/{id}");
     service.put(&item, &json!({"color": "#112233"})).expect(200);
     let put = stale_then_current(
@@ -304,7 +274,7 @@ fn group_writes_with_the_current_revision_pass_and_with_the_one_before_get_412()
 #[test]
 fn key_writes_with_the_current_revision_pass_and_with_the_one_before_get_412() {
     let service = Service::start("revisions-key-writes");
-    let id = new_key(&service, "k");
+    let id = service.new_key("k");
     let item = format!("/api/keys/{id}");
     service.put(&item, &json!({"comment": "one"})).expect(200);
     let put = stale_then_current(
@@ -323,9 +293,9 @@ fn key_writes_with_the_current_revision_pass_and_with_the_one_before_get_412() {
 #[test]
 fn a_body_revision_works_like_if_match() {
     let service = Service::start("revisions-body");
-    let host = new_host(&service, "h");
-    let group = new_group(&service, "g");
-    let key = new_key(&service, "k");
+    let host = service.new_host("h");
+    let group = service.new_group("g");
+    let key = service.new_key("k");
     for (path, resource, body) in [
         (format!("/api/hosts/{host}"), "host", json!({"port": 2})),
         (
@@ -356,7 +326,7 @@ fn a_body_revision_works_like_if_match() {
 #[test]
 fn a_body_revision_of_1_is_accepted_and_0_or_not_an_integer_is_400() {
     let service = Service::start("revisions-body-edges");
-    let host = new_host(&service, "h");
+    let host = service.new_host("h");
     let path = format!("/api/hosts/{host}");
     for bad in [json!(0), json!(-1), json!(1.5), json!("1"), json!(true)] {
         let error = service
@@ -378,7 +348,7 @@ fn a_body_revision_of_1_is_accepted_and_0_or_not_an_integer_is_400() {
 #[test]
 fn writes_without_a_precondition_behave_as_before() {
     let service = Service::start("revisions-none");
-    let host = new_host(&service, "h");
+    let host = service.new_host("h");
     let path = format!("/api/hosts/{host}");
     for port in [2, 3, 4] {
         service.put(&path, &json!({"port": port})).expect(200);
@@ -390,7 +360,7 @@ fn writes_without_a_precondition_behave_as_before() {
 #[test]
 fn if_match_star_a_list_or_a_weak_tag_are_read_as_rfc_9110_says() {
     let service = Service::start("revisions-if-match-forms");
-    let host = new_host(&service, "h");
+    let host = service.new_host("h");
     let path = format!("/api/hosts/{host}");
     let put = |if_match: &str| {
         with_if_match(
@@ -422,7 +392,7 @@ fn an_unknown_host_is_404_before_its_precondition_and_a_stale_one_412_before_the
     with_if_match(&service, "PUT", unknown, "\"1\"", Some(&json!({"port": 0})))
         .assert_error(404, "HOST_NOT_FOUND");
     with_if_match(&service, "DELETE", unknown, "\"1\"", None).assert_error(404, "HOST_NOT_FOUND");
-    let host = new_host(&service, "h");
+    let host = service.new_host("h");
     let path = format!("/api/hosts/{host}");
     let stale = with_if_match(&service, "PUT", &path, "\"7\"", Some(&json!({"port": 0})));
     assert_stale(&stale, "host", 1);

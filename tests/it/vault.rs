@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::{
-    contains_bytes, fresh_dir, leak_forms, read_all_files, run_expecting_refusal, wait_until,
-    Client, Options, Response, Service, EVENT_DEADLINE,
+    assert_one_shutdown, contains_bytes, fresh_dir, leak_forms, read_all_files,
+    run_expecting_refusal, wait_until, Client, Options, Response, Service, EVENT_DEADLINE,
 };
 
 /// A uuid that names no resource.
@@ -465,16 +465,7 @@ fn vault_password_stdin_and_exit_with_parent_work_together() {
     drop(service.stdin.take());
     let status = service.wait_exit(EVENT_DEADLINE).expect("exited");
     assert_eq!(status.code(), Some(0));
-    let stderr = service.stderr();
-    assert_eq!(
-        stderr.matches("shutting down").collect::<Vec<_>>(),
-        ["shutting down"],
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("shutting down (stdin closed (--exit-with-parent))"),
-        "{stderr}"
-    );
+    assert_one_shutdown(&service, "stdin closed (--exit-with-parent)");
 }
 
 /// `--auto-lock 1` with its idle time made 300 ms for the test

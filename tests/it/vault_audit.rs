@@ -4,26 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{wait_until, Service};
-
-/// The audit log's vault entries, oldest first: `(event, detail)`.
-fn vault_entries(service: &Service) -> Vec<(String, Value)> {
-    let page = service.get("/api/audit?limit=1000").expect(200);
-    let mut entries: Vec<(String, Value)> = page["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|entry| entry["subject"] == "vault")
-        .map(|entry| {
-            (
-                entry["event"].as_str().unwrap().to_owned(),
-                entry["detail"].clone(),
-            )
-        })
-        .collect();
-    entries.reverse();
-    entries
-}
+use crate::support::{vault_audit, wait_until, Service};
 
 fn entry(event: &str, detail: Value) -> (String, Value) {
     (event.to_owned(), detail)
@@ -62,7 +43,7 @@ fn set_lock_unlock_change_and_remove_are_audited_in_order_without_a_secret() {
         )
         .expect(200);
     assert_eq!(
-        vault_entries(&service),
+        vault_audit(&service),
         [
             entry("vault.password_set", json!({})),
             entry("vault.locked", json!({"by": "request"})),
@@ -98,7 +79,7 @@ fn wrong_passwords_are_audited_at_the_1st_and_2nd_failure_not_the_3rd_and_a_righ
     service
         .post("/api/vault/unlock", &json!({"password": "right"}))
         .expect(200);
-    let after_three = vault_entries(&service);
+    let after_three = vault_audit(&service);
     assert_eq!(
         after_three[2..],
         [
@@ -115,7 +96,7 @@ fn wrong_passwords_are_audited_at_the_1st_and_2nd_failure_not_the_3rd_and_a_righ
             &json!({"current_password": guess, "new_password": "x"}),
         )
         .assert_error(401, "INVALID_PASSWORD");
-    let last = vault_entries(&service).pop().unwrap();
+    let last = vault_audit(&service).pop().unwrap();
     assert_eq!(
         last,
         entry(
@@ -140,7 +121,7 @@ fn the_fourth_wrong_password_of_a_streak_is_audited() {
             )
             .assert_error(401, "INVALID_PASSWORD");
     }
-    let counts: Vec<Value> = vault_entries(&service)
+    let counts: Vec<Value> = vault_audit(&service)
         .into_iter()
         .filter(|(event, _)| event == "vault.password_check_failed")
         .map(|(_, detail)| detail["consecutive_failures"].clone())
@@ -162,7 +143,7 @@ fn an_auto_lock_is_audited_as_such() {
         .post("/api/vault/unlock", &json!({"password": "pw"}))
         .expect(200);
     assert_eq!(
-        vault_entries(&service)[1],
+        vault_audit(&service)[1],
         entry("vault.locked", json!({"by": "auto-lock"}))
     );
 }

@@ -132,6 +132,21 @@ impl Service {
         )
     }
 
+    /// Starts the binary with `env` added to its environment (a `HOST_MANAGER_TEST_*`
+    /// timeout, `XDG_RUNTIME_DIR`, ...).
+    pub fn start_env(name: &str, env: &[(&str, &str)]) -> Service {
+        Service::start_with(
+            name,
+            Options {
+                env: env
+                    .iter()
+                    .map(|(key, value)| (key.to_string(), value.to_string()))
+                    .collect(),
+                ..Options::default()
+            },
+        )
+    }
+
     pub fn start_with(name: &str, options: Options<'_>) -> Service {
         match Service::try_start(name, options) {
             Ok(service) => service,
@@ -242,6 +257,27 @@ impl Service {
                 }
             }
         }
+    }
+
+    /// Creates a host `name` (agent auth) and returns its id.
+    pub fn new_host(&self, name: &str) -> String {
+        let body = host_body(name, "h.example.com", serde_json::json!({}));
+        id_of(&self.post("/api/hosts", &body).expect(201))
+    }
+
+    /// Creates a top-level group `name` and returns its id.
+    pub fn new_group(&self, name: &str) -> String {
+        id_of(
+            &self
+                .post("/api/groups", &serde_json::json!({ "name": name }))
+                .expect(201),
+        )
+    }
+
+    /// Generates an ed25519 key `name` and returns its id.
+    pub fn new_key(&self, name: &str) -> String {
+        let body = serde_json::json!({"name": name, "type": "ed25519"});
+        id_of(&self.post("/api/keys", &body).expect(201))
     }
 
     pub fn stderr(&self) -> String {
@@ -591,6 +627,72 @@ pub fn run_expecting_refusal(name: &str, data_dir: &Path, args: &[&str]) -> (Exi
 }
 
 /// Polls `condition` every 20 ms until it holds or `deadline` passes.
+/// The `id` of a created resource's answer.
+pub fn id_of(resource: &Value) -> String {
+    resource["id"].as_str().expect("an id").to_owned()
+}
+
+/// A valid host create body for `name` at `hostname` (port 22, user `root`, agent auth);
+/// `extra` fields are merged in and may override.
+pub fn host_body(name: &str, hostname: &str, extra: Value) -> Value {
+    let mut body = serde_json::json!({
+        "name": name,
+        "hostname": hostname,
+        "port": 22,
+        "username": "root",
+        "auth": {"type": "agent"}
+    });
+    for (key, value) in extra.as_object().expect("extra is an object") {
+        body[key] = value.clone();
+    }
+    body
+}
+
+/// The names of `object`'s fields, sorted: an answer's shape.
+pub fn field_names(object: &Value) -> Vec<&str> {
+    let mut names: Vec<&str> = object
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// Asserts that the service logged exactly one shutdown, and that it says `reason` (the
+/// signal, stdin closing, ...).
+#[track_caller]
+pub fn assert_one_shutdown(service: &Service, reason: &str) {
+    let stderr = service.stderr();
+    assert_eq!(
+        stderr.matches("shutting down").collect::<Vec<_>>(),
+        ["shutting down"],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("shutting down ({reason})")),
+        "{stderr}"
+    );
+}
+
+/// The audit log's vault entries, oldest first: `(event, detail)`.
+pub fn vault_audit(service: &Service) -> Vec<(String, Value)> {
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let mut entries: Vec<(String, Value)> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|entry| entry["subject"] == "vault")
+        .map(|entry| {
+            let event = entry["event"].as_str().expect("an event").to_owned();
+            (event, entry["detail"].clone())
+        })
+        .collect();
+    entries.reverse();
+    entries
+}
+
 pub fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + deadline;
     while Instant::now() < until {

@@ -1,0 +1,86 @@
+//! Whole-catalogue reads: every host (or the hosts of a group and its descendants) with its
+//! jump chain and kept directives, in a stable order, for the `~/.ssh/config` export and
+//! import.
+//!
+//! Invariants: read-only; hosts come oldest first (then in insertion order within one
+//! millisecond), so export aliases given in this order are stable; one query for the rows
+//! and one per extension table, never one per host; tags are left empty (no caller needs
+//! them).
+
+use rusqlite::Connection;
+
+use crate::model::host::Host;
+use crate::store::hosts::host_from_row;
+use crate::store::interop::fill_extensions;
+use crate::store::StoreError;
+
+/// Every host, oldest first, and in the order they were added within one millisecond (`seq`).
+const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
+     password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
+     updated_at, last_used_at, revision FROM hosts ORDER BY created_at, seq";
+/// The hosts of group `?1` and of all its descendants, in the same order.
+const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
+     SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
+     SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
+     group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at, \
+     revision FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
+
+/// Every host, oldest first, with chains and kept directives.
+pub fn all_hosts(conn: &Connection) -> Result<Vec<Host>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_ALL_HOSTS)?;
+    let rows = statement.query([])?;
+    hosts_from(conn, rows)
+}
+
+/// The hosts of `group_id` and of every group below it, oldest first, with chains and kept
+/// directives.
+pub fn hosts_under_group(conn: &Connection, group_id: &str) -> Result<Vec<Host>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_HOSTS_UNDER_GROUP)?;
+    let rows = statement.query([group_id])?;
+    hosts_from(conn, rows)
+}
+
+fn hosts_from(conn: &Connection, mut rows: rusqlite::Rows<'_>) -> Result<Vec<Host>, StoreError> {
+    let mut hosts = Vec::new();
+    while let Some(row) = rows.next()? {
+        hosts.push(host_from_row(row, 0)??);
+    }
+    fill_extensions(conn, &mut hosts)?;
+    Ok(hosts)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::store::catalogue::{all_hosts, hosts_under_group};
+    use crate::store::{open_in_memory, StoreError};
+
+    #[test]
+    fn all_hosts_come_oldest_first_then_in_insertion_order_with_their_chains() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            tx.execute_batch(
+                "INSERT INTO groups (id, name, name_key, created_at, updated_at)
+                     VALUES ('top', 'top', 'top', '1', '1'), ('other', 'other', 'other', '1', '1');
+                 INSERT INTO groups (id, parent_id, name, name_key, created_at, updated_at)
+                     VALUES ('below', 'top', 'below', 'below', '1', '1');
+                 INSERT INTO hosts (id, name, name_key, hostname, port, username, auth_type,
+                     group_id, created_at, updated_at) VALUES
+                     ('late', 'late', 'late', 'l.example', 22, 'u', 'agent', 'top', '2', '2'),
+                     ('b', 'b', 'b', 'b.example', 22, 'u', 'agent', 'below', '1', '1'),
+                     ('a', 'a', 'a', 'a.example', 22, 'u', 'agent', 'other', '1', '1'),
+                     ('free', 'free', 'free', 'f.example', 22, 'u', 'agent', NULL, '1', '1');
+                 INSERT INTO host_jumps (host_id, position, jump_host_id) VALUES ('b', 0, 'a');",
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let all = db.read(all_hosts).unwrap();
+        let ids: Vec<&str> = all.iter().map(|host| host.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "free", "late"]);
+        assert_eq!(all[0].jump_host_ids, ["a"]);
+        let under = db.read(|conn| hosts_under_group(conn, "top")).unwrap();
+        let ids: Vec<&str> = under.iter().map(|host| host.id.as_str()).collect();
+        assert_eq!(ids, ["b", "late"], "the group and its descendants only");
+    }
+}
