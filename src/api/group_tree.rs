@@ -77,7 +77,7 @@ impl GroupTree {
         Ok(())
     }
 
-    /// The spec's `{ items: [Group] }` body, with `count`'s direct host counts and their
+    /// The `{ items: [Group] }` body (README, Groups), with `count`'s direct host counts and their
     /// sums over each subtree.
     pub fn render(&self, count: impl Fn(&str) -> u64) -> Vec<u8> {
         let shape = self.shape.as_deref().unwrap_or_default();
