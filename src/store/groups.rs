@@ -16,7 +16,7 @@ use crate::model::fold;
 use crate::model::group::{Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
 use crate::model::name::Name;
 use crate::model::tree;
-use crate::store::{now_timestamp, StoreError};
+use crate::store::{key_or_rename, now_timestamp, StoreError};
 
 const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
      updated_at, revision FROM groups";
@@ -319,24 +319,20 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = now_timestamp();
     for (id, parent, name) in &unkeyed {
-        let key = fold::key(name);
-        let clashes: bool = tx
-            .prepare_cached(SIBLING_NAME_TAKEN)?
-            .query_row(params![parent, key, id], |row| row.get(0))?;
-        if !clashes {
-            tx.execute(SET_FOLD_KEY, params![id, key])?;
-            continue;
+        let taken = |key: &str| -> Result<bool, StoreError> {
+            Ok(tx
+                .prepare_cached(SIBLING_NAME_TAKEN)?
+                .query_row(params![parent, key, id], |row| row.get(0))?)
+        };
+        let scope = || sibling_fold_keys(&tx, parent.as_deref());
+        let step = [SET_FOLD_KEY, RENAME_UNKEYED];
+        if let Some(renamed) = key_or_rename(&tx, step, id, name, &now, taken, scope)? {
+            log::warn!(
+                "group {id} renamed to \"{}\": its name matches a sibling's when compared \
+                 caselessly (README, Groups)",
+                renamed.as_str()
+            );
         }
-        let renamed = Name::free(name, &sibling_fold_keys(&tx, parent.as_deref())?);
-        tx.execute(
-            RENAME_UNKEYED,
-            params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
-        )?;
-        log::warn!(
-            "group {id} renamed to \"{}\": its name matches a sibling's when compared \
-             caselessly (README, Groups)",
-            renamed.as_str()
-        );
     }
     tx.commit()?;
     Ok(unkeyed.len())

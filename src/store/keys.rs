@@ -17,7 +17,7 @@ use crate::model::agent::AgentPolicy;
 use crate::model::fold;
 use crate::model::key::Key;
 use crate::model::name::{sort_key, Name};
-use crate::store::{next_updated_at, now_timestamp, StoreError};
+use crate::store::{key_or_rename, next_updated_at, now_timestamp, StoreError};
 
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
@@ -220,21 +220,16 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = now_timestamp();
     for (id, name) in &unkeyed {
-        let key = fold::key(name);
-        if !name_taken(&tx, &key, id)? {
-            tx.execute(SET_FOLD_KEY, params![id, key])?;
-            continue;
+        let taken = |key: &str| name_taken(&tx, key, id);
+        let scope = || all_fold_keys(&tx);
+        let step = [SET_FOLD_KEY, RENAME_UNKEYED];
+        if let Some(renamed) = key_or_rename(&tx, step, id, name, &now, taken, scope)? {
+            log::warn!(
+                "key {id} renamed to \"{}\": its name matches another key's when compared \
+                 caselessly (README, Keys)",
+                renamed.as_str()
+            );
         }
-        let renamed = Name::free(name, &all_fold_keys(&tx)?);
-        tx.execute(
-            RENAME_UNKEYED,
-            params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
-        )?;
-        log::warn!(
-            "key {id} renamed to \"{}\": its name matches another key's when compared \
-             caselessly (README, Keys)",
-            renamed.as_str()
-        );
     }
     tx.commit()?;
     Ok(unkeyed.len())

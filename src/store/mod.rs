@@ -336,6 +336,33 @@ pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The one step of giving a stored name its match key (sql/0005_fold_keys.sql), for groups
+/// and keys alike: `set_key` (`?1` id, `?2` key) when `taken` says no other name in the row's
+/// scope has that key; else `rename` (`?1` id, `?2` name, `?3` name_key, `?4` fold_key, `?5`
+/// updated_at) to the first free `name (N)` among `scope_keys`, which is returned so the
+/// caller can log it.
+pub(crate) fn key_or_rename(
+    conn: &Connection,
+    [set_key, rename]: [&str; 2],
+    id: &str,
+    name: &str,
+    now: &str,
+    taken: impl FnOnce(&str) -> Result<bool, StoreError>,
+    scope_keys: impl FnOnce() -> Result<std::collections::HashSet<String>, StoreError>,
+) -> Result<Option<crate::model::name::Name>, StoreError> {
+    let key = crate::model::fold::key(name);
+    if !taken(&key)? {
+        conn.execute(set_key, rusqlite::params![id, key])?;
+        return Ok(None);
+    }
+    let renamed = crate::model::name::Name::free(name, &scope_keys()?);
+    conn.execute(
+        rename,
+        rusqlite::params![id, renamed.as_str(), renamed.key(), renamed.fold_key(), now],
+    )?;
+    Ok(Some(renamed))
+}
+
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
 /// `Z` (README, Common behaviour). The store chooses every stamp it writes: callers never
 /// pass one in.
