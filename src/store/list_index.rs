@@ -2,8 +2,9 @@
 //!
 //! Each filter becomes a set of hosts, a bitmap over slots: a group or a tag through its
 //! member list, `favorite` through its bitmap, a search through one scan of the search text
-//! (store::search_text). The sets intersect; the page walks the sort's kept order testing
-//! the set, from the nearer end, or ranks a small set by its members' places in the order.
+//! (store::search_text; the sets of the last few terms are kept until the next change). The
+//! sets intersect; the page walks the sort's kept order from the nearer end, a block of 64
+//! at a time, or ranks a small set by its members' places in the order.
 //!
 //! Invariants: the list's order is defined here alone (`Keys::cmp`; README, API: Hosts,
 //! "List"). Nothing is answered from a state older than the connection's: each use first
@@ -48,13 +49,11 @@ const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags OR
 const SELECT_TAGS_OF: &str = "SELECT host_seq, position, tag FROM main.host_tags \
      WHERE host_seq = ?1";
 
-/// Up to this many changed hosts are moved one at a time in each order (two binary searches
-/// and two shifts of the order's tail each); the rest of a larger batch (an import, a burst
-/// of creates) is taken out of each order in one pass and merged back in another.
-const MOVE_ONE_BY_ONE: usize = 16;
-/// A set of at most 1/`RANK_SHARE` of the hosts is ranked (a lookup per member) rather
-/// than walked (a test per host passed, up to half of them).
+/// A set of at most 1/`RANK_SHARE` of the hosts is ranked (a lookup per member, at a
+/// random place) rather than walked (a test per host passed, in order, up to half of them).
 const RANK_SHARE: usize = 8;
+/// The sets of this many search terms are kept, until the next change.
+const KEPT_SEARCHES: usize = 8;
 const SORTS: [Sort; 4] = [
     Sort::Name,
     Sort::Hostname,
@@ -112,9 +111,11 @@ struct Hosts {
     tag_garbage: usize,
     tags: Members,
     /// Per sort (in `SORTS` order) every live slot ascending, and each slot's place in it,
-    /// valid below the place where a move last shifted the order.
+    /// valid below the second number.
     orders: Vec<Vec<u32>>,
     ranks: Vec<(Vec<u32>, usize)>,
+    /// The last search terms asked and their sets, the newest last.
+    searches: Vec<(String, Bits)>,
 }
 
 /// What the sorts compare, by slot.
@@ -139,6 +140,9 @@ struct Members {
 /// A set of slots.
 #[derive(Clone, Default)]
 struct Bits(Vec<u64>);
+
+/// A page's `seq`s with their tags, and the number of hosts matching.
+pub type Page = (Vec<(i64, Vec<String>)>, u64);
 
 impl ListIndex {
     /// The `seq`s of `query`'s page in order, each with its tags, and how many hosts match.
@@ -205,9 +209,6 @@ impl ListIndex {
     }
 }
 
-/// A page's `seq`s with their tags, and the number of hosts matching.
-pub type Page = (Vec<(i64, Vec<String>)>, u64);
-
 impl Hosts {
     /// Every host and tag, and the orders sorted from them.
     fn read(conn: &Connection, data_version: i64) -> Result<Hosts, StoreError> {
@@ -227,11 +228,8 @@ impl Hosts {
         hosts.read_tags(conn, None)?;
         let keys = &hosts.keys;
         let sorted = SORTS.iter().map(|sort| {
-            let mut keyed: Vec<_> = hosts
-                .live
-                .ones()
-                .map(|slot| (keys.prefix(*sort, slot), slot))
-                .collect();
+            let live = hosts.live.ones();
+            let mut keyed: Vec<_> = live.map(|slot| (keys.prefix(*sort, slot), slot)).collect();
             // The prefix settles most comparisons, so the sort mostly reads one array.
             keyed.sort_unstable_by(|(x, a), (y, b)| x.cmp(y).then_with(|| keys.cmp(*sort, *a, *b)));
             keyed.into_iter().map(|(_, slot)| slot).collect()
@@ -242,110 +240,98 @@ impl Hosts {
     }
 
     /// Applies the logged changes. False: read everything again instead (a host between
-    /// known `seq`s, never seen; an order at odds with the keys; garbage).
+    /// known `seq`s, never seen; an order at odds with the keys; mostly garbage).
     fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
+        self.searches.clear();
         let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
+        let mut changed = Vec::new();
         let mut rows = statement.query([])?;
-        let (mut changed, mut out, mut into) = (0, Bits::default(), Vec::new());
         while let Some(row) = rows.next()? {
-            let seq: i64 = row.get(0)?;
+            match self.slot_of(row.get(0)?) {
+                Some(slot) => changed.push(slot),
+                None => return Ok(false),
+            }
+        }
+        drop(rows);
+        // Each changed host's places, found by the keys before any of them changes.
+        let mut places = vec![Vec::new(); SORTS.len()];
+        let was_live: Vec<u32> = changed
+            .iter()
+            .copied()
+            .filter(|slot| self.live.contains(*slot))
+            .collect();
+        for (at, sort) in SORTS.iter().enumerate() {
+            for slot in &was_live {
+                let found =
+                    self.orders[at].binary_search_by(|probe| self.keys.cmp(*sort, *probe, *slot));
+                let Ok(place) = found else { return Ok(false) };
+                places[at].push(place);
+            }
+        }
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let seq = row.get(0)?;
             let host = Some(row).filter(|row| !matches!(row.get_ref(1), Ok(ValueRef::Null)));
-            let Some(slot) = self.slot_of(seq) else {
-                return Ok(false);
-            };
-            changed += 1;
-            // A move, a favorite or a tag leaves every sort key as it was, and so the host's
-            // places: shifting four orders costs about 3 ms at a million hosts.
-            let live = self.live.contains(slot);
-            let stays = match host {
-                Some(row) if live => self.keeps_place(slot, row)?,
-                _ => false,
-            };
-            let one_by_one = changed <= MOVE_ONE_BY_ONE;
-            if live && !stays && one_by_one && !self.move_in_orders(slot, Step::Out) {
-                return Ok(false);
-            }
-            if live && !stays && !one_by_one {
-                out.insert(slot);
-            }
+            let slot = self.slot_of(seq).ok_or_else(|| too_large("slots"))?;
             self.write(slot, host)?;
-            if host.is_some() && !stays && one_by_one && !self.move_in_orders(slot, Step::In) {
-                return Ok(false);
-            }
-            if host.is_some() && !stays && !one_by_one {
-                into.push(slot);
-            }
             if host.is_none() || !self.read_tags(conn, Some(seq))? {
                 self.set_tags(slot, &[])?;
             }
         }
-        if changed > MOVE_ONE_BY_ONE && !self.merge_into_orders(&out, &mut into) {
-            return Ok(false);
+        let mut into: Vec<u32> = changed
+            .iter()
+            .copied()
+            .filter(|slot| self.live.contains(*slot))
+            .collect();
+        let same = into == was_live && was_live.len() == changed.len();
+        for (at, places) in places.iter_mut().enumerate() {
+            places.sort_unstable();
+            if !self.reorder(at, places, &mut into, same) {
+                return Ok(false);
+            }
         }
         Ok(self.tag_garbage <= self.tag_lists.len() / 2 && !self.keys.text.wasteful())
     }
 
-    /// Takes the slots of `out` out of every order in one pass and merges `into` in at its
-    /// places by the current keys. False when an order did not hold every slot of `out`, or
-    /// already held one of `into`.
-    fn merge_into_orders(&mut self, out: &Bits, into: &mut [u32]) -> bool {
-        let leaving = out.count();
-        for (at, sort) in SORTS.iter().enumerate() {
-            let (keys, order) = (&self.keys, &mut self.orders[at]);
-            let before = order.len();
-            order.retain(|slot| !out.contains(*slot));
-            if order.len() + leaving != before {
+    /// Takes the slots at `places` out of order `at` and merges `into` in at their places
+    /// by the current keys, in one pass; nothing moves when the same hosts changed (`same`)
+    /// and each still sits between its neighbours (a host moved, renamed in another order's
+    /// key). False when the order was at odds with the keys.
+    fn reorder(&mut self, at: usize, places: &[usize], into: &mut [u32], same: bool) -> bool {
+        let (sort, keys, order) = (SORTS[at], &self.keys, &mut self.orders[at]);
+        let before = |a: u32, b: u32| keys.cmp(sort, a, b).is_lt();
+        let sits = |place: usize| {
+            (place == 0 || before(order[place - 1], order[place]))
+                && order
+                    .get(place + 1)
+                    .is_none_or(|next| before(order[place], *next))
+        };
+        if same && places.iter().all(|place| sits(*place)) {
+            return true;
+        }
+        let mut rest = Vec::with_capacity(order.len());
+        let mut from = 0;
+        for place in places {
+            rest.extend_from_slice(&order[from..*place]);
+            from = place + 1;
+        }
+        rest.extend_from_slice(&order[from..]);
+        into.sort_unstable_by(|a, b| keys.cmp(sort, *a, *b));
+        let mut first = places.first().copied().unwrap_or(usize::MAX);
+        let (mut merged, mut tail) = (Vec::with_capacity(rest.len() + into.len()), &rest[..]);
+        for slot in into.iter() {
+            let place = tail.partition_point(|probe| before(*probe, *slot));
+            if tail.get(place) == Some(slot) {
                 return false;
             }
-            into.sort_unstable_by(|a, b| keys.cmp(*sort, *a, *b));
-            let mut merged = Vec::with_capacity(order.len() + into.len());
-            let mut rest = order.as_slice();
-            for slot in into.iter() {
-                let place = rest.partition_point(|probe| keys.cmp(*sort, *probe, *slot).is_lt());
-                if rest.get(place) == Some(slot) {
-                    return false;
-                }
-                merged.extend_from_slice(&rest[..place]);
-                merged.push(*slot);
-                rest = &rest[place..];
-            }
-            merged.extend_from_slice(rest);
-            *order = merged;
-            // Every place may have moved: the rank array is filled again when next needed.
-            self.ranks[at].1 = 0;
+            merged.extend_from_slice(&tail[..place]);
+            first = first.min(merged.len());
+            merged.push(*slot);
+            tail = &tail[place..];
         }
-        true
-    }
-
-    /// Whether `row` (columns as `write` reads them) holds the slot's sort keys as they are.
-    fn keeps_place(&self, slot: u32, row: &Row<'_>) -> Result<bool, StoreError> {
-        let (keys, index) = (&self.keys, slot as usize);
-        Ok(keys.ids[index] == id_key(column_text(Some(row), 1)?)
-            && keys.created[index] == time_key(column_text(Some(row), 4)?).unwrap_or(UNREADABLE)
-            && keys.last_used[index] == time_key(column_text(Some(row), 5)?).unwrap_or(NEVER)
-            && keys.text.name(slot) == column_text(Some(row), 2)?.as_bytes()
-            && keys.text.hostname(slot) == column_text(Some(row), 3)?.to_lowercase().as_bytes())
-    }
-
-    /// Takes the slot out of every order, or puts it in, at its place by its current keys.
-    /// False when it is not there, or already is.
-    fn move_in_orders(&mut self, slot: u32, step: Step) -> bool {
-        for (at, sort) in SORTS.iter().enumerate() {
-            let order = &mut self.orders[at];
-            let found = order.binary_search_by(|probe| self.keys.cmp(*sort, *probe, slot));
-            let place = match (found, step) {
-                (Ok(place), Step::Out) => {
-                    order.remove(place);
-                    place
-                }
-                (Err(place), Step::In) => {
-                    order.insert(place, slot);
-                    place
-                }
-                _ => return false,
-            };
-            self.ranks[at].1 = self.ranks[at].1.min(place);
-        }
+        merged.extend_from_slice(tail);
+        *order = merged;
+        self.ranks[at].1 = self.ranks[at].1.min(first);
         true
     }
 
@@ -456,7 +442,7 @@ impl Hosts {
     }
 
     /// The hosts `query`'s filters keep; `None` when it has none.
-    fn matching(&self, query: &HostQuery) -> Option<Bits> {
+    fn matching(&mut self, query: &HostQuery) -> Option<Bits> {
         let slots = self.seqs.len();
         let group = query.group.as_ref().map(|group| match group {
             GroupFilter::Ungrouped => Bits::of(slots, self.groups.of("")),
@@ -477,11 +463,25 @@ impl Hosts {
         let search = query
             .search
             .as_ref()
-            .map(|term| Bits(self.keys.text.scan(term.to_lowercase().as_bytes(), slots)));
+            .map(|term| self.searched(term.to_lowercase()));
         let mut sets = [group, tag, favorite, search].into_iter().flatten();
         let mut set = sets.next()?;
         sets.for_each(|other| set.and(&other));
         Some(set)
+    }
+
+    /// The set of a search term: kept from an earlier request, or scanned and kept.
+    fn searched(&mut self, term: String) -> Bits {
+        let kept = self.searches.iter().position(|(asked, _)| *asked == term);
+        let found = match kept {
+            Some(at) => self.searches.remove(at).1,
+            None => Bits(self.keys.text.scan(term.as_bytes(), self.seqs.len())),
+        };
+        if self.searches.len() == KEPT_SEARCHES {
+            self.searches.remove(0);
+        }
+        self.searches.push((term, found.clone()));
+        found
     }
 
     /// The slots of the page at `offset` (below the total), `limit` of them, in the order
@@ -493,7 +493,7 @@ impl Hosts {
         limit: usize,
         set: Option<&Bits>,
     ) -> Vec<u32> {
-        let (at, slots, direction) = (sort_at(query.sort), self.seqs.len(), query.direction);
+        let (at, slots) = (sort_at(query.sort), self.seqs.len());
         let (order, len) = (&self.orders[at], self.orders[at].len());
         // Hosts with a key come first in both directions: only never-used ones have none.
         let keyed = match query.sort {
@@ -502,54 +502,90 @@ impl Hosts {
             }
             Sort::Name | Sort::Hostname | Sort::CreatedAt => len,
         };
-        // The ascending place of the host shown at `shown`, and back (its own inverse).
-        let place = |shown: usize| match direction {
-            Direction::Asc => shown,
-            Direction::Desc if shown < keyed => keyed - 1 - shown,
-            Direction::Desc => keyed + len - 1 - shown,
-        };
+        let desc = query.direction == Direction::Desc;
         let count = set.map_or(len, Bits::count);
-        let kept = |shown: &usize| set.is_none_or(|set| set.contains(order[place(*shown)]));
-        let mut shown: Vec<usize> = match set {
-            None => (offset..offset + limit).collect(),
-            Some(set) if count <= len / RANK_SHARE => {
-                let (ranks, ranked) = &mut self.ranks[at];
-                ranks.resize(slots, 0);
-                for (rank, slot) in order.iter().enumerate().skip(*ranked) {
-                    ranks[*slot as usize] = rank as u32;
-                }
-                *ranked = len;
-                let mut shown: Vec<usize> = set
-                    .ones()
-                    .map(|slot| place(ranks[slot as usize] as usize))
-                    .collect();
-                shown.select_nth_unstable(offset);
-                shown.drain(..offset);
-                let last = limit.min(shown.len() - 1);
-                shown.select_nth_unstable(last);
-                shown.truncate(limit);
-                shown
+        let Some(set) = set.filter(|_| count <= len / RANK_SHARE) else {
+            // The order as shown: ascending, or each of its two parts backwards.
+            let (with, without) = order.split_at(keyed);
+            let shown = match desc {
+                true => [(with, true), (without, true)],
+                false => [(order.as_slice(), false), (&[][..], false)],
+            };
+            if offset <= count - offset - limit {
+                return walk(shown, set, offset, limit);
             }
-            _ if offset <= count - offset - limit => {
-                (0..len).filter(kept).skip(offset).take(limit).collect()
-            }
-            _ => (0..len)
-                .rev()
-                .filter(kept)
-                .skip(count - offset - limit)
-                .take(limit)
-                .collect(),
+            let [(first, one), (second, two)] = shown;
+            let mut page = walk(
+                [(second, !two), (first, !one)],
+                set,
+                count - offset - limit,
+                limit,
+            );
+            page.reverse();
+            return page;
         };
+        // The ascending place of the host shown at `shown`, and back (its own inverse).
+        let place = |shown: usize| match (desc, shown < keyed) {
+            (false, _) => shown,
+            (true, true) => keyed - 1 - shown,
+            (true, false) => keyed + len - 1 - shown,
+        };
+        let (ranks, ranked) = &mut self.ranks[at];
+        ranks.resize(slots, 0);
+        for (rank, slot) in order.iter().enumerate().skip(*ranked) {
+            ranks[*slot as usize] = rank as u32;
+        }
+        *ranked = len;
+        let mut shown: Vec<usize> = set
+            .ones()
+            .map(|slot| place(ranks[slot as usize] as usize))
+            .collect();
+        shown.select_nth_unstable(offset);
+        shown.drain(..offset);
+        let last = limit.min(shown.len() - 1);
+        shown.select_nth_unstable(last);
+        shown.truncate(limit);
         shown.sort_unstable();
         shown.into_iter().map(|shown| order[place(shown)]).collect()
     }
 }
 
-/// Out of the orders, or into them.
-#[derive(Clone, Copy)]
-enum Step {
-    Out,
-    In,
+/// The slots of `parts`, in turn and each forwards or backwards (`true`), that `set` holds
+/// (all without one): `limit` of them after the first `skip`. A block of 64 is passed by
+/// its count alone, a sum without branches.
+fn walk(parts: [(&[u32], bool); 2], set: Option<&Bits>, mut skip: usize, limit: usize) -> Vec<u32> {
+    let mut page = Vec::with_capacity(limit);
+    let holds = |slot: &&u32| set.is_none_or(|set| set.contains(**slot));
+    for (part, backwards) in parts {
+        let blocks: Box<dyn Iterator<Item = &[u32]>> = match backwards {
+            true => Box::new(part.rchunks(64)),
+            false => Box::new(part.chunks(64)),
+        };
+        for block in blocks {
+            let count = set.map_or(block.len(), |set| {
+                block.iter().map(|slot| set.bit(*slot)).sum()
+            });
+            if skip >= count {
+                skip -= count;
+                continue;
+            }
+            let slots: Box<dyn Iterator<Item = &u32>> = match backwards {
+                true => Box::new(block.iter().rev()),
+                false => Box::new(block.iter()),
+            };
+            let wanted = limit - page.len();
+            page.extend(
+                slots
+                    .filter(holds)
+                    .skip(std::mem::take(&mut skip))
+                    .take(wanted),
+            );
+            if page.len() == limit {
+                return page;
+            }
+        }
+    }
+    page
 }
 
 impl Keys {
@@ -616,9 +652,13 @@ impl Members {
 
 impl Bits {
     fn of(slots: usize, members: &[u32]) -> Bits {
-        let mut set = Bits(vec![0; slots.div_ceil(64)]);
-        members.iter().for_each(|slot| set.insert(*slot));
-        set
+        let mut words = vec![0u64; slots.div_ceil(64)];
+        for slot in members {
+            if let Some(word) = words.get_mut(*slot as usize / 64) {
+                *word |= 1 << (slot % 64);
+            }
+        }
+        Bits(words)
     }
 
     fn insert(&mut self, slot: u32) {
@@ -635,9 +675,15 @@ impl Bits {
         }
     }
 
+    /// 1 when the set holds `slot`, else 0.
+    fn bit(&self, slot: u32) -> usize {
+        self.0
+            .get(slot as usize / 64)
+            .map_or(0, |word| (word >> (slot % 64)) as usize & 1)
+    }
+
     fn contains(&self, slot: u32) -> bool {
-        let word = self.0.get(slot as usize / 64);
-        word.is_some_and(|word| word & (1 << (slot % 64)) != 0)
+        self.bit(slot) == 1
     }
 
     fn count(&self) -> usize {
