@@ -1,47 +1,36 @@
 //! The search text: every host's `name_key` and lowercased hostname in one buffer, scanned
-//! for a term at close to memory speed (README, API: Hosts, "List": a case-insensitive
-//! substring of name or hostname).
+//! for a term (README, API: Hosts, "List": a case-insensitive substring of name or hostname;
+//! "How the host list is answered": why a scan).
 //!
 //! Invariants: a slot's text is its name, `END`, its hostname, `END`, and UTF-8 never holds
 //! `END`, so a match never spans the two fields nor two hosts; the buffer holds no secret;
 //! positions fit in u32 (`put` refuses to grow the buffer past 4 GiB).
 
-use std::ops::Range;
-
 /// The texts of every slot, each a segment of one buffer.
 #[derive(Default)]
 pub struct SearchText {
     buffer: Vec<u8>,
-    /// In buffer order; a replaced or removed text's segment stays, with no slot.
-    segments: Vec<Segment>,
+    /// Each segment's start and slot, in buffer order; a replaced text keeps its segment.
+    segments: Vec<(u32, u32)>,
     /// Each slot's segment, or `NONE`.
     segment_of: Vec<u32>,
-    /// For each `BLOCK` bytes of the buffer, the segment holding the first one.
+    /// For each `BLOCK` bytes of the buffer, the segment holding the first.
     block_segment: Vec<u32>,
     /// Bytes of `buffer` no slot owns any more.
     garbage: usize,
-}
-
-/// A slot's text: from `start` up to the next segment's start (or the buffer's end).
-#[derive(Clone, Copy)]
-struct Segment {
-    start: u32,
-    slot: u32,
 }
 
 /// The buffer would pass 4 GiB.
 #[derive(Debug)]
 pub struct TooLarge;
 
-/// No segment, or no slot.
+/// No segment, or no slot (that of a replaced or removed text's segment).
 const NONE: u32 = u32::MAX;
 /// Ends each field: a byte UTF-8 never holds.
 const END: u8 = 0xFF;
-/// Candidates are found this many at a time: a plain loop over a fixed block, which the
-/// compiler turns into vector compares (SSE2 on x86-64) with no `unsafe` and no crate.
+/// Candidates are found this many bytes at a time.
 const BLOCK: usize = 64;
-/// From this many bytes of text a scan runs on two threads. Below it one thread is done
-/// before a second, waiting for a busy core, would help.
+/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads.
 const PARALLEL_FROM: usize = 16 << 20;
 
 impl SearchText {
@@ -61,37 +50,30 @@ impl SearchText {
             return Ok(());
         }
         self.remove(slot);
-        let start = u32::try_from(self.buffer.len()).map_err(|_| TooLarge)?;
-        u32::try_from(self.buffer.len() + name_key.len() + hostname.len() + 2)
-            .map_err(|_| TooLarge)?;
+        let (start, index) = (self.buffer.len(), self.segments.len() as u32);
+        let end = start + name_key.len() + hostname.len() + 2;
+        u32::try_from(end).map_err(|_| TooLarge)?;
         if name_key.is_empty() && hostname.is_empty() {
             return Ok(());
         }
-        if self.segment_of.len() <= slot as usize {
-            self.segment_of.resize(slot as usize + 1, NONE);
-        }
-        self.segment_of[slot as usize] = self.segments.len() as u32;
-        self.segments.push(Segment { start, slot });
-        for field in [name_key, hostname] {
-            self.buffer.extend_from_slice(field.as_bytes());
-            self.buffer.push(END);
-        }
-        let blocks = self.buffer.len().div_ceil(BLOCK);
-        self.block_segment
-            .resize(blocks, self.segments.len() as u32 - 1);
+        let slots = self.segment_of.len().max(slot as usize + 1);
+        self.segment_of.resize(slots, NONE);
+        self.segment_of[slot as usize] = index;
+        self.segments.push((start as u32, slot));
+        let text = name_key.bytes().chain([END]).chain(hostname.bytes());
+        self.buffer.extend(text.chain([END]));
+        self.block_segment.resize(end.div_ceil(BLOCK), index);
         Ok(())
     }
 
     /// Drops the slot's text.
     pub fn remove(&mut self, slot: u32) {
-        let Some(index) = self.segment_of.get_mut(slot as usize) else {
-            return;
-        };
-        let old = std::mem::replace(index, NONE) as usize;
-        let end = self.end(old);
-        if let Some(segment) = self.segments.get_mut(old) {
-            segment.slot = NONE;
-            self.garbage += end - segment.start as usize;
+        let index = self.segment_of.get_mut(slot as usize);
+        let old = index.map_or(NONE, |index| std::mem::replace(index, NONE)) as usize;
+        let end = self.start(old + 1);
+        if let Some((start, slot)) = self.segments.get_mut(old) {
+            *slot = NONE;
+            self.garbage += end - *start as usize;
         }
     }
 
@@ -101,43 +83,35 @@ impl SearchText {
         self.scan_from(needle, slots, PARALLEL_FROM)
     }
 
-    /// `scan`, on two threads from `parallel_from` bytes of text.
+    /// `scan`, from `parallel_from` bytes of text with the second half on a thread of its
+    /// own (or on this one, if that thread cannot start or fails).
     fn scan_from(&self, needle: &[u8], slots: usize, parallel_from: usize) -> Vec<u64> {
-        let (count, middle) = (self.segments.len(), self.segments.len() / 2);
-        if self.buffer.len() < parallel_from {
-            return self.scan_part(needle, slots, 0..count);
+        let scan = |from, until| self.scan_part(needle, slots, from, until);
+        let (end, middle) = (self.buffer.len(), self.start(self.segments.len() / 2));
+        if end < parallel_from {
+            return scan(0, end);
         }
-        // The second half on a thread of its own; one that cannot start, or fails, leaves
-        // its half to this thread.
-        let (mut found, second) = std::thread::scope(|scope| {
-            let other = std::thread::Builder::new()
-                .name("search-scan".into())
-                .spawn_scoped(scope, || self.scan_part(needle, slots, middle..count));
-            let first = self.scan_part(needle, slots, 0..middle);
-            (first, other.ok().and_then(|thread| thread.join().ok()))
-        });
-        let second = second.unwrap_or_else(|| self.scan_part(needle, slots, middle..count));
-        found
-            .iter_mut()
-            .zip(second)
-            .for_each(|(word, more)| *word |= more);
-        found
+        std::thread::scope(|scope| {
+            let second = std::thread::Builder::new().spawn_scoped(scope, || scan(middle, end));
+            let mut found = scan(0, middle);
+            let second = second.ok().and_then(|thread| thread.join().ok());
+            let second = second.unwrap_or_else(|| scan(middle, end));
+            for (word, more) in found.iter_mut().zip(second) {
+                *word |= more;
+            }
+            found
+        })
     }
 
-    /// `scan` over the segments in `part`. Candidates are the positions holding the
-    /// needle's first byte with its last byte at the right distance, found a block at a
-    /// time; each is compared in full and mapped to its segment, and a segment that matched
-    /// is skipped to its end.
-    fn scan_part(&self, needle: &[u8], slots: usize, part: Range<usize>) -> Vec<u64> {
+    /// `scan` over the texts from byte `from` until byte `until`. Candidates (the needle's first and
+    /// last bytes at their distance) are found a block at a time; each is compared in full
+    /// and mapped to its text, whose other candidates are skipped.
+    fn scan_part(&self, needle: &[u8], slots: usize, from: usize, until: usize) -> Vec<u64> {
         let mut found = vec![0u64; slots.div_ceil(64)];
-        let (Some(&first), Some(&last), Some(from)) =
-            (needle.first(), needle.last(), self.segments.get(part.start))
-        else {
+        let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
             return found;
         };
-        let until = self.segments.get(part.end);
-        let text = &self.buffer[..until.map_or(self.buffer.len(), |next| next.start as usize)];
-        let (tail, mut segment, mut position) = (needle.len() - 1, part.start, from.start as usize);
+        let (text, tail, mut position) = (&self.buffer[..until], needle.len() - 1, from);
         while position + tail < text.len() {
             let block = position;
             let window = |from: usize| text.get(from..from + BLOCK)?.try_into().ok();
@@ -152,57 +126,48 @@ impl SearchText {
             while candidates != 0 {
                 let at = block + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;
-                // The first and last bytes are checked already.
                 if needle.len() > 2 && text[at + 1..at + tail] != needle[1..tail] {
                     continue;
                 }
-                segment = segment.max(self.block_segment[at / BLOCK] as usize);
-                while self
-                    .segments
-                    .get(segment + 1)
-                    .is_some_and(|next| next.start as usize <= at)
-                {
-                    segment += 1;
-                }
-                // A removed text's `NONE` is past the bitmap.
-                let slot = self.segments[segment].slot as usize;
+                let mut segment = self.block_segment[at / BLOCK] as usize;
+                let ahead = self.segments[segment + 1..].iter();
+                segment += ahead.take_while(|(start, _)| *start as usize <= at).count();
+                // `NONE`, a replaced text's slot, is past the bitmap.
+                let slot = self.segments[segment].1 as usize;
                 if let Some(word) = found.get_mut(slot / 64) {
                     *word |= 1 << (slot % 64);
                 }
-                match self.end(segment) - block {
-                    skip if skip >= BLOCK => (position, candidates) = (block + skip, 0),
-                    skip => candidates &= u64::MAX << skip,
-                }
+                let skip = self.start(segment + 1) - block;
+                // Later candidates in this text add nothing.
+                candidates &= u64::MAX.checked_shl(skip as u32).unwrap_or(0);
+                position = position.max(block + skip);
             }
         }
         found
     }
 
-    /// True once most of the buffer is text no slot owns any more: the list then reads
-    /// everything again, which lays the buffer out afresh.
+    /// True once most of the buffer is unowned text (the list then reads everything again).
     pub fn wasteful(&self) -> bool {
         self.garbage > self.buffer.len() / 2
     }
 
     /// Field `index` (0 the name, 1 the hostname) of the slot's text, or empty.
     fn field(&self, slot: u32, index: usize) -> &[u8] {
-        let text = self.segment_of.get(slot as usize).and_then(|&segment| {
-            let start = self.segments.get(segment as usize)?.start as usize;
-            Some(&self.buffer[start..self.end(segment as usize)])
-        });
-        let mut fields = text.unwrap_or_default().split(|byte| *byte == END);
+        let segment = *self.segment_of.get(slot as usize).unwrap_or(&NONE) as usize;
+        let text = &self.buffer[self.start(segment)..self.start(segment + 1)];
+        let mut fields = text.split(|byte| *byte == END);
         fields.nth(index).unwrap_or_default()
     }
 
-    /// Where segment `index` ends: the next one's start, or the buffer's end.
-    fn end(&self, index: usize) -> usize {
-        self.segments
-            .get(index + 1)
-            .map_or(self.buffer.len(), |next| next.start as usize)
+    /// Where segment `index` starts; past the last one, the buffer's end.
+    fn start(&self, index: usize) -> usize {
+        let start = self.segments.get(index).map(|(start, _)| *start as usize);
+        start.unwrap_or(self.buffer.len())
     }
 }
 
-/// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`. Plain loops over a fixed block, which compile to vector compares.
+/// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`. Plain loops over fixed
+/// arrays, which the compiler turns into vector compares: no `unsafe`, no crate.
 fn block_candidates(firsts: &[u8; BLOCK], lasts: &[u8; BLOCK], first: u8, last: u8) -> u64 {
     let mut hits = [0u8; BLOCK];
     for ((hit, a), b) in hits.iter_mut().zip(firsts).zip(lasts) {
@@ -284,7 +249,7 @@ mod tests {
             text.put(slot, &name, &hostname).unwrap();
             hosts.push((name, hostname));
         }
-        let middle = text.segments[text.segments.len() / 2].slot as usize;
+        let middle = text.segments[text.segments.len() / 2].1 as usize;
         let at_split = hosts[middle].0.clone();
         for needle in ["7", "st-1", "h97.", "xyz", &at_split] {
             let expected = contains(&hosts, needle);
