@@ -103,9 +103,9 @@ impl SearchText {
         })
     }
 
-    /// `scan` over the texts from byte `from` until byte `until`. Candidates (the needle's first and
-    /// last bytes at their distance) are found a block at a time; each is compared in full
-    /// and mapped to its text, whose other candidates are skipped.
+    /// `scan` over the texts from byte `from` until byte `until`. Candidates (the needle's
+    /// first and last bytes at their distance) are found a block at a time; each is compared
+    /// in full and mapped to its text, whose other candidates are skipped.
     fn scan_part(&self, needle: &[u8], slots: usize, from: usize, until: usize) -> Vec<u64> {
         let mut found = vec![0u64; slots.div_ceil(64)];
         let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
@@ -126,6 +126,7 @@ impl SearchText {
             while candidates != 0 {
                 let at = block + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;
+                // The first and last bytes are checked already.
                 if needle.len() > 2 && text[at + 1..at + tail] != needle[1..tail] {
                     continue;
                 }
