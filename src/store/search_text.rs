@@ -1,166 +1,125 @@
 //! The search text: every host's `name_key` and lowercased hostname in one buffer, scanned
-//! for a term at close to memory speed (README, API: Hosts, "List": a case-insensitive
-//! substring of name or hostname).
+//! for a term (README, API: Hosts, "List": a case-insensitive substring of name or hostname;
+//! "How the host list is answered": why a scan).
 //!
-//! Invariants: a match never spans the name and the hostname, nor two hosts; the buffer
-//! holds no secret; positions fit in u32 (`put` refuses to grow the buffer past 4 GiB).
-
-use std::ops::Range;
+//! Invariants: a slot's text is its name, `END`, its hostname, `END`, and UTF-8 never holds
+//! `END`, so a match never spans the two fields nor two hosts; the buffer holds no secret;
+//! positions fit in u32 (`put` refuses to grow the buffer past 4 GiB).
 
 /// The texts of every slot, each a segment of one buffer.
 #[derive(Default)]
 pub struct SearchText {
     buffer: Vec<u8>,
-    /// In buffer order; a replaced or deleted text's segment stays, with no slot.
-    segments: Vec<Segment>,
+    /// Each segment's start and slot, in buffer order; a replaced text keeps its segment.
+    segments: Vec<(u32, u32)>,
     /// Each slot's segment, or `NONE`.
     segment_of: Vec<u32>,
+    /// For each `BLOCK` bytes of the buffer, the segment holding the first.
+    block_segment: Vec<u32>,
     /// Bytes of `buffer` no slot owns any more.
     garbage: usize,
-}
-
-/// A slot's text: its `name_key` from `start` to `name_end`, then its hostname up to the
-/// next segment's start (or the buffer's end).
-#[derive(Clone, Copy)]
-struct Segment {
-    start: u32,
-    name_end: u32,
-    slot: u32,
 }
 
 /// The buffer would pass 4 GiB.
 #[derive(Debug)]
 pub struct TooLarge;
 
-/// No segment, or no slot.
+/// No segment, or no slot (that of a replaced or removed text's segment).
 const NONE: u32 = u32::MAX;
-/// Candidates are found this many at a time: a plain loop over a fixed block, which the
-/// compiler turns into vector compares (SSE2 on x86-64) with no `unsafe` and no crate.
+/// Ends each field: a byte UTF-8 never holds.
+const END: u8 = 0xFF;
+/// Candidates are found this many bytes at a time.
 const BLOCK: usize = 64;
-/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads. Below it
-/// one thread takes under a millisecond, while a thread that must wait for a busy core
-/// costs milliseconds.
+/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads.
 const PARALLEL_FROM: usize = 16 << 20;
 
 impl SearchText {
     /// The slot's `name_key` (empty without a text).
     pub fn name(&self, slot: u32) -> &[u8] {
-        self.text(slot)
-            .map_or(&[], |(text, name_len)| &text[..name_len])
+        self.field(slot, 0)
     }
 
     /// The slot's lowercased hostname (empty without a text).
     pub fn hostname(&self, slot: u32) -> &[u8] {
-        self.text(slot)
-            .map_or(&[], |(text, name_len)| &text[name_len..])
+        self.field(slot, 1)
     }
 
     /// Sets the slot's text, unless it is that already; an empty one takes no segment.
     pub fn put(&mut self, slot: u32, name_key: &str, hostname: &str) -> Result<(), TooLarge> {
-        let new = [name_key.as_bytes(), hostname.as_bytes()];
-        if self
-            .text(slot)
-            .is_some_and(|(text, len)| [&text[..len], &text[len..]] == new)
-        {
+        if self.name(slot) == name_key.as_bytes() && self.hostname(slot) == hostname.as_bytes() {
             return Ok(());
         }
         self.remove(slot);
-        let start = u32::try_from(self.buffer.len()).map_err(|_| TooLarge)?;
-        u32::try_from(self.buffer.len() + name_key.len() + hostname.len()).map_err(|_| TooLarge)?;
+        let (start, index) = (self.buffer.len(), self.segments.len() as u32);
+        let end = start + name_key.len() + hostname.len() + 2;
+        u32::try_from(end).map_err(|_| TooLarge)?;
         if name_key.is_empty() && hostname.is_empty() {
             return Ok(());
         }
-        self.buffer.extend_from_slice(name_key.as_bytes());
-        self.buffer.extend_from_slice(hostname.as_bytes());
-        if self.segment_of.len() <= slot as usize {
-            self.segment_of.resize(slot as usize + 1, NONE);
-        }
-        self.segment_of[slot as usize] = self.segments.len() as u32;
-        let name_end = start + name_key.len() as u32;
-        self.segments.push(Segment {
-            start,
-            name_end,
-            slot,
-        });
+        let slots = self.segment_of.len().max(slot as usize + 1);
+        self.segment_of.resize(slots, NONE);
+        self.segment_of[slot as usize] = index;
+        self.segments.push((start as u32, slot));
+        let text = name_key.bytes().chain([END]).chain(hostname.bytes());
+        self.buffer.extend(text.chain([END]));
+        self.block_segment.resize(end.div_ceil(BLOCK), index);
         Ok(())
     }
 
     /// Drops the slot's text.
     pub fn remove(&mut self, slot: u32) {
-        let Some(index) = self.segment_of.get_mut(slot as usize) else {
-            return;
-        };
-        let old = std::mem::replace(index, NONE) as usize;
-        let end = self.end(old);
-        if let Some(segment) = self.segments.get_mut(old) {
-            segment.slot = NONE;
-            self.garbage += end - segment.start as usize;
+        let index = self.segment_of.get_mut(slot as usize);
+        let old = index.map_or(NONE, |index| std::mem::replace(index, NONE)) as usize;
+        let end = self.start(old + 1);
+        if let Some((start, slot)) = self.segments.get_mut(old) {
+            *slot = NONE;
+            self.garbage += end - *start as usize;
         }
     }
 
     /// The slots whose name or hostname contains `needle`, as a bitmap over `slots` slots
     /// (bit `s % 64` of word `s / 64`).
     pub fn scan(&self, needle: &[u8], slots: usize) -> Vec<u64> {
-        let (count, middle) = (self.segments.len(), self.segments.len() / 2);
-        if self.buffer.len() < PARALLEL_FROM {
-            return self.scan_part(needle, slots, 0..count);
-        }
-        // The second half on a thread of its own; one that cannot start, or fails, leaves
-        // its half to this thread.
-        let (mut found, second) = std::thread::scope(|scope| {
-            let other = std::thread::Builder::new()
-                .name("search-scan".into())
-                .spawn_scoped(scope, || self.scan_part(needle, slots, middle..count));
-            let first = self.scan_part(needle, slots, 0..middle);
-            (first, other.ok().and_then(|thread| thread.join().ok()))
-        });
-        let second = second.unwrap_or_else(|| self.scan_part(needle, slots, middle..count));
-        found
-            .iter_mut()
-            .zip(second)
-            .for_each(|(word, more)| *word |= more);
-        found
+        self.scan_from(needle, slots, PARALLEL_FROM)
     }
 
-    /// `scan` over the segments in `part`. Candidates are the positions holding the
-    /// needle's first byte with its last byte at the right distance, found a block at a
-    /// time; each is compared in full and mapped to its segment, and a segment that matched
-    /// is skipped to its end.
-    fn scan_part(&self, needle: &[u8], slots: usize, part: Range<usize>) -> Vec<u64> {
+    /// `scan`, from `parallel_from` bytes of text with the second half on a thread of its
+    /// own (or on this one, if that thread cannot start or fails).
+    fn scan_from(&self, needle: &[u8], slots: usize, parallel_from: usize) -> Vec<u64> {
+        let scan = |from, until| self.scan_part(needle, slots, from, until);
+        let (end, middle) = (self.buffer.len(), self.start(self.segments.len() / 2));
+        if end < parallel_from {
+            return scan(0, end);
+        }
+        std::thread::scope(|scope| {
+            let second = std::thread::Builder::new().spawn_scoped(scope, || scan(middle, end));
+            let mut found = scan(0, middle);
+            let second = second.ok().and_then(|thread| thread.join().ok());
+            let second = second.unwrap_or_else(|| scan(middle, end));
+            for (word, more) in found.iter_mut().zip(second) {
+                *word |= more;
+            }
+            found
+        })
+    }
+
+    /// `scan` over the texts from byte `from` until byte `until`. Candidates (the needle's
+    /// first and last bytes at their distance) are found a block at a time; each is compared
+    /// in full and mapped to its text, whose other candidates are skipped.
+    fn scan_part(&self, needle: &[u8], slots: usize, from: usize, until: usize) -> Vec<u64> {
         let mut found = vec![0u64; slots.div_ceil(64)];
         let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
             return found;
         };
-        let until = self
-            .segments
-            .get(part.end)
-            .map_or(self.buffer.len(), |next| next.start as usize);
-        let Some(limit) = self
-            .buffer
-            .len()
-            .checked_sub(needle.len())
-            .map(|limit| limit.min(until.saturating_sub(1)))
-        else {
-            return found;
-        };
-        let tail = needle.len() - 1;
-        let mut segment = part.start;
-        let mut position = self
-            .segments
-            .get(segment)
-            .map_or(usize::MAX, |first| first.start as usize);
-        while position <= limit {
+        let (text, tail, mut position) = (&self.buffer[..until], needle.len() - 1, from);
+        while position + tail < text.len() {
             let block = position;
-            let mut candidates = match block + BLOCK - 1 <= limit {
-                true => block_candidates(
-                    &self.buffer[block..],
-                    &self.buffer[block + tail..],
-                    first,
-                    last,
-                ),
-                false => (block..=limit).fold(0, |mask, at| {
-                    let candidate = self.buffer[at] == first && self.buffer[at + tail] == last;
-                    mask | u64::from(candidate) << (at - block)
+            let window = |from: usize| text.get(from..from + BLOCK)?.try_into().ok();
+            let mut candidates = match (window(block), window(block + tail)) {
+                (Some(firsts), Some(lasts)) => block_candidates(firsts, lasts, first, last),
+                // The last block: fewer than `BLOCK` positions.
+                _ => (block..text.len() - tail).fold(0, |mask, at| {
+                    mask | u64::from(text[at] == first && text[at + tail] == last) << (at - block)
                 }),
             };
             position = block + BLOCK;
@@ -168,68 +127,51 @@ impl SearchText {
                 let at = block + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;
                 // The first and last bytes are checked already.
-                if needle.len() > 2 && self.buffer[at + 1..at + tail] != needle[1..tail] {
+                if needle.len() > 2 && text[at + 1..at + tail] != needle[1..tail] {
                     continue;
                 }
-                // The segment holding `at`: searched forward, doubling the step.
-                let mut step = 1;
-                while self
-                    .segments
-                    .get(segment + step)
-                    .is_some_and(|next| next.start as usize <= at)
-                {
-                    segment += step;
-                    step *= 2;
+                let mut segment = self.block_segment[at / BLOCK] as usize;
+                let ahead = self.segments[segment + 1..].iter();
+                segment += ahead.take_while(|(start, _)| *start as usize <= at).count();
+                // `NONE`, a replaced text's slot, is past the bitmap.
+                let slot = self.segments[segment].1 as usize;
+                if let Some(word) = found.get_mut(slot / 64) {
+                    *word |= 1 << (slot % 64);
                 }
-                let ahead = &self.segments[segment..(segment + step).min(self.segments.len())];
-                segment += ahead.partition_point(|next| next.start as usize <= at) - 1;
-                let (found_in, end) = (self.segments[segment], self.end(segment));
-                let name_end = found_in.name_end as usize;
-                // One byte cannot straddle the fields; a longer match may.
-                let within =
-                    at + needle.len() <= name_end || (at >= name_end && at + needle.len() <= end);
-                if !within && found_in.slot != NONE {
-                    continue;
-                }
-                if let Some(word) = found.get_mut(found_in.slot as usize / 64) {
-                    *word |= 1 << (found_in.slot % 64);
-                }
-                match end - block {
-                    skip if skip >= BLOCK => (position, candidates) = (end, 0),
-                    skip => candidates &= u64::MAX << skip,
-                }
+                let skip = self.start(segment + 1) - block;
+                // Later candidates in this text add nothing.
+                candidates &= u64::MAX.checked_shl(skip as u32).unwrap_or(0);
+                position = position.max(block + skip);
             }
         }
         found
     }
 
-    /// True once most of the buffer is text no slot owns any more: the list then reads
-    /// everything again, which lays the buffer out afresh.
+    /// True once most of the buffer is unowned text (the list then reads everything again).
     pub fn wasteful(&self) -> bool {
         self.garbage > self.buffer.len() / 2
     }
 
-    /// The slot's text and the length of its name.
-    fn text(&self, slot: u32) -> Option<(&[u8], usize)> {
-        let index = *self.segment_of.get(slot as usize)? as usize;
-        let segment = self.segments.get(index)?;
-        let text = &self.buffer[segment.start as usize..self.end(index)];
-        Some((text, (segment.name_end - segment.start) as usize))
+    /// Field `index` (0 the name, 1 the hostname) of the slot's text, or empty.
+    fn field(&self, slot: u32, index: usize) -> &[u8] {
+        let segment = *self.segment_of.get(slot as usize).unwrap_or(&NONE) as usize;
+        let text = &self.buffer[self.start(segment)..self.start(segment + 1)];
+        let mut fields = text.split(|byte| *byte == END);
+        fields.nth(index).unwrap_or_default()
     }
 
-    /// Where segment `index` ends: the next one's start, or the buffer's end.
-    fn end(&self, index: usize) -> usize {
-        self.segments
-            .get(index + 1)
-            .map_or(self.buffer.len(), |next| next.start as usize)
+    /// Where segment `index` starts; past the last one, the buffer's end.
+    fn start(&self, index: usize) -> usize {
+        let start = self.segments.get(index).map(|(start, _)| *start as usize);
+        start.unwrap_or(self.buffer.len())
     }
 }
 
-/// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`, for the first `BLOCK`
-/// bytes of each. Plain loops over a fixed block, which compile to vector compares.
-fn block_candidates(firsts: &[u8], lasts: &[u8], first: u8, last: u8) -> u64 {
+/// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`. Plain loops over fixed
+/// arrays, which the compiler turns into vector compares: no `unsafe`, no crate.
+fn block_candidates(firsts: &[u8; BLOCK], lasts: &[u8; BLOCK], first: u8, last: u8) -> u64 {
     let mut hits = [0u8; BLOCK];
-    for ((hit, a), b) in hits.iter_mut().zip(&firsts[..BLOCK]).zip(&lasts[..BLOCK]) {
+    for ((hit, a), b) in hits.iter_mut().zip(firsts).zip(lasts) {
         *hit = u8::from(*a == first) & u8::from(*b == last);
     }
     let mut words = [0u64; BLOCK / 8];
@@ -253,7 +195,12 @@ mod tests {
     use crate::store::search_text::SearchText;
 
     fn found(text: &SearchText, needle: &str) -> Vec<u32> {
-        let words = text.scan(needle.as_bytes(), text.segment_of.len());
+        found_from(text, needle, super::PARALLEL_FROM)
+    }
+
+    /// What the scan finds, on two threads from `parallel_from` bytes of text.
+    fn found_from(text: &SearchText, needle: &str, parallel_from: usize) -> Vec<u32> {
+        let words = text.scan_from(needle.as_bytes(), text.segment_of.len(), parallel_from);
         let slots = (0..words.len() as u32 * 64)
             .filter(|slot| words[*slot as usize / 64] & (1 << (slot % 64)) != 0);
         slots.collect()
@@ -291,24 +238,86 @@ mod tests {
         }
     }
 
-    /// From `PARALLEL_FROM` bytes the scan runs in two halves on two threads, and finds
-    /// exactly what a plain `contains` finds, at the split too.
+    /// From its threshold the scan runs in two halves on two threads, and finds exactly
+    /// what a plain `contains` finds, at the split too.
     #[test]
     fn a_scan_on_two_threads_finds_what_contains_finds() {
         let mut text = SearchText::default();
         let mut hosts = Vec::new();
-        let mut slot = 0;
-        while text.buffer.len() < crate::store::search_text::PARALLEL_FROM + 1000 {
+        for slot in 0..3000 {
             let name = format!("host-{slot}");
             let hostname = format!("h{}.example.com", slot % 977);
             text.put(slot, &name, &hostname).unwrap();
             hosts.push((name, hostname));
-            slot += 1;
         }
-        let middle = text.segments[text.segments.len() / 2].slot as usize;
+        let middle = text.segments[text.segments.len() / 2].1 as usize;
         let at_split = hosts[middle].0.clone();
         for needle in ["7", "st-1", "h97.", "xyz", &at_split] {
-            assert_eq!(found(&text, needle), contains(&hosts, needle), "{needle:?}");
+            let expected = contains(&hosts, needle);
+            assert_eq!(found_from(&text, needle, 0), expected, "{needle:?}");
+        }
+    }
+
+    /// A fixed-seed xorshift, for random texts and needles.
+    struct Random(u64);
+
+    impl Random {
+        fn below(&mut self, bound: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % bound as u64) as usize
+        }
+
+        /// Up to `most` characters, ASCII and multi-byte UTF-8, from a small alphabet so
+        /// that needles often match.
+        fn text(&mut self, most: usize) -> String {
+            const PIECES: [&str; 8] = ["a", "b", "-", ".", "7", "ä", "€", "𝄞"];
+            let len = self.below(most + 1);
+            (0..len).map(|_| PIECES[self.below(PIECES.len())]).collect()
+        }
+    }
+
+    /// After random puts and removes of random texts (empty fields, multi-byte UTF-8, texts
+    /// longer than a block), random needles, half of them cut from the texts, find on one
+    /// thread and on two exactly what `contains` finds.
+    #[test]
+    fn a_scan_finds_what_contains_finds_after_random_puts_and_removes_on_one_and_two_threads() {
+        let mut random = Random(0x2545_f491_4f6c_dd1d);
+        let mut text = SearchText::default();
+        let mut hosts = vec![(String::new(), String::new()); 150];
+        for _ in 0..60 {
+            for _ in 0..40 {
+                let slot = random.below(hosts.len());
+                let most = [3, 12, 90][random.below(3)];
+                hosts[slot] = match random.below(5) {
+                    0 => Default::default(),
+                    _ => (random.text(most), random.text(most)),
+                };
+                // A cleared host: removed, or given an empty text.
+                let (name, hostname) = &hosts[slot];
+                if name.len() + hostname.len() == 0 && random.below(2) == 0 {
+                    text.remove(slot as u32);
+                } else {
+                    text.put(slot as u32, name, hostname).unwrap();
+                }
+            }
+            for _ in 0..30 {
+                let (name, hostname) = &hosts[random.below(hosts.len())];
+                let field: Vec<char> = [name, hostname][random.below(2)].chars().collect();
+                let (from, len) = (random.below(field.len() + 1), random.below(70) + 1);
+                let mut needle: String = field.iter().skip(from).take(len).collect();
+                if needle.is_empty() || random.below(2) == 0 {
+                    needle = random.text(len).chars().chain(['a']).collect();
+                }
+                let expected = contains(&hosts, &needle);
+                assert_eq!(
+                    found_from(&text, &needle, usize::MAX),
+                    expected,
+                    "{needle:?}"
+                );
+                assert_eq!(found_from(&text, &needle, 0), expected, "{needle:?}");
+            }
         }
     }
 
