@@ -293,10 +293,11 @@ impl Hosts {
         Ok(self.tag_garbage <= self.tag_lists.len() / 2 && !self.keys.text.wasteful())
     }
 
-    /// Takes the slots at `places` out of order `at` and merges `into` in at their places
-    /// by the current keys, in one pass; nothing moves when the same hosts changed (`same`)
-    /// and each still sits between its neighbours (a host moved, renamed in another order's
-    /// key). False when the order was at odds with the keys.
+    /// Takes the slots at `places` (ascending) out of order `at` and merges `into` in at
+    /// their places by the current keys, moving each stretch between two of them once, in
+    /// place; nothing moves when the same hosts changed (`same`) and each still sits between
+    /// its neighbours (a host moved, or renamed in another order's key). False when the order
+    /// was at odds with the keys.
     fn reorder(&mut self, at: usize, places: &[usize], into: &mut [u32], same: bool) -> bool {
         let (sort, keys, order) = (SORTS[at], &self.keys, &mut self.orders[at]);
         let before = |a: u32, b: u32| keys.cmp(sort, a, b).is_lt();
@@ -309,29 +310,28 @@ impl Hosts {
         if same && places.iter().all(|place| sits(*place)) {
             return true;
         }
-        let mut rest = Vec::with_capacity(order.len());
-        let mut from = 0;
-        for place in places {
-            rest.extend_from_slice(&order[from..*place]);
-            from = place + 1;
+        let mut kept = places.first().copied().unwrap_or(order.len());
+        let first = kept;
+        for (index, place) in places.iter().enumerate() {
+            let next = places.get(index + 1).copied().unwrap_or(order.len());
+            order.copy_within(place + 1..next, kept);
+            kept += next - place - 1;
         }
-        rest.extend_from_slice(&order[from..]);
+        order.truncate(kept);
+        // From the back: each slot of `into` lands after the stretch of larger ones.
         into.sort_unstable_by(|a, b| keys.cmp(sort, *a, *b));
-        let mut first = places.first().copied().unwrap_or(usize::MAX);
-        let (mut merged, mut tail) = (Vec::with_capacity(rest.len() + into.len()), &rest[..]);
-        for slot in into.iter() {
-            let place = tail.partition_point(|probe| before(*probe, *slot));
-            if tail.get(place) == Some(slot) {
+        order.resize(kept + into.len(), NONE);
+        let mut unread = kept;
+        for (index, slot) in into.iter().enumerate().rev() {
+            let place = order[..unread].partition_point(|probe| before(*probe, *slot));
+            if order[..unread].get(place) == Some(slot) {
                 return false;
             }
-            merged.extend_from_slice(&tail[..place]);
-            first = first.min(merged.len());
-            merged.push(*slot);
-            tail = &tail[place..];
+            order.copy_within(place..unread, place + index + 1);
+            order[place + index] = *slot;
+            unread = place;
         }
-        merged.extend_from_slice(tail);
-        *order = merged;
-        self.ranks[at].1 = self.ranks[at].1.min(first);
+        self.ranks[at].1 = self.ranks[at].1.min(first).min(unread);
         true
     }
 
@@ -651,13 +651,15 @@ impl Members {
 }
 
 impl Bits {
+    /// The set of `members`, ascending: each word is filled in a register, then stored.
     fn of(slots: usize, members: &[u32]) -> Bits {
         let mut words = vec![0u64; slots.div_ceil(64)];
-        for slot in members {
-            if let Some(word) = words.get_mut(*slot as usize / 64) {
-                *word |= 1 << (slot % 64);
-            }
-        }
+        let mut chunks = members.chunk_by(|a, b| a / 64 == b / 64);
+        chunks.try_for_each(|chunk| {
+            let word = chunk.iter().fold(0, |word, slot| word | 1 << (slot % 64));
+            *words.get_mut(chunk[0] as usize / 64)? |= word;
+            Some(())
+        });
         Bits(words)
     }
 

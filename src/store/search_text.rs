@@ -30,8 +30,6 @@ const NONE: u32 = u32::MAX;
 const END: u8 = 0xFF;
 /// Candidates are found this many bytes at a time.
 const BLOCK: usize = 64;
-/// From this many bytes of text (about 400,000 hosts) a scan runs on two threads.
-const PARALLEL_FROM: usize = 16 << 20;
 
 impl SearchText {
     /// The slot's `name_key` (empty without a text).
@@ -78,40 +76,16 @@ impl SearchText {
     }
 
     /// The slots whose name or hostname contains `needle`, as a bitmap over `slots` slots
-    /// (bit `s % 64` of word `s / 64`).
+    /// (bit `s % 64` of word `s / 64`), from one scan on this thread (README, "How the host
+    /// list is answered": why one). Candidates (the needle's first and last bytes at their
+    /// distance) are found a block at a time; each is compared in full and mapped to its
+    /// text, whose other candidates are skipped.
     pub fn scan(&self, needle: &[u8], slots: usize) -> Vec<u64> {
-        self.scan_from(needle, slots, PARALLEL_FROM)
-    }
-
-    /// `scan`, from `parallel_from` bytes of text with the second half on a thread of its
-    /// own (or on this one, if that thread cannot start or fails).
-    fn scan_from(&self, needle: &[u8], slots: usize, parallel_from: usize) -> Vec<u64> {
-        let scan = |from, until| self.scan_part(needle, slots, from, until);
-        let (end, middle) = (self.buffer.len(), self.start(self.segments.len() / 2));
-        if end < parallel_from {
-            return scan(0, end);
-        }
-        std::thread::scope(|scope| {
-            let second = std::thread::Builder::new().spawn_scoped(scope, || scan(middle, end));
-            let mut found = scan(0, middle);
-            let second = second.ok().and_then(|thread| thread.join().ok());
-            let second = second.unwrap_or_else(|| scan(middle, end));
-            for (word, more) in found.iter_mut().zip(second) {
-                *word |= more;
-            }
-            found
-        })
-    }
-
-    /// `scan` over the texts from byte `from` until byte `until`. Candidates (the needle's
-    /// first and last bytes at their distance) are found a block at a time; each is compared
-    /// in full and mapped to its text, whose other candidates are skipped.
-    fn scan_part(&self, needle: &[u8], slots: usize, from: usize, until: usize) -> Vec<u64> {
         let mut found = vec![0u64; slots.div_ceil(64)];
         let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
             return found;
         };
-        let (text, tail, mut position) = (&self.buffer[..until], needle.len() - 1, from);
+        let (text, tail, mut position) = (&self.buffer, needle.len() - 1, 0);
         while position + tail < text.len() {
             let block = position;
             let window = |from: usize| text.get(from..from + BLOCK)?.try_into().ok();
@@ -194,13 +168,9 @@ fn block_candidates(firsts: &[u8; BLOCK], lasts: &[u8; BLOCK], first: u8, last: 
 mod tests {
     use crate::store::search_text::SearchText;
 
+    /// What the scan finds, as slots.
     fn found(text: &SearchText, needle: &str) -> Vec<u32> {
-        found_from(text, needle, super::PARALLEL_FROM)
-    }
-
-    /// What the scan finds, on two threads from `parallel_from` bytes of text.
-    fn found_from(text: &SearchText, needle: &str, parallel_from: usize) -> Vec<u32> {
-        let words = text.scan_from(needle.as_bytes(), text.segment_of.len(), parallel_from);
+        let words = text.scan(needle.as_bytes(), text.segment_of.len());
         let slots = (0..words.len() as u32 * 64)
             .filter(|slot| words[*slot as usize / 64] & (1 << (slot % 64)) != 0);
         slots.collect()
@@ -238,26 +208,6 @@ mod tests {
         }
     }
 
-    /// From its threshold the scan runs in two halves on two threads, and finds exactly
-    /// what a plain `contains` finds, at the split too.
-    #[test]
-    fn a_scan_on_two_threads_finds_what_contains_finds() {
-        let mut text = SearchText::default();
-        let mut hosts = Vec::new();
-        for slot in 0..3000 {
-            let name = format!("host-{slot}");
-            let hostname = format!("h{}.example.com", slot % 977);
-            text.put(slot, &name, &hostname).unwrap();
-            hosts.push((name, hostname));
-        }
-        let middle = text.segments[text.segments.len() / 2].1 as usize;
-        let at_split = hosts[middle].0.clone();
-        for needle in ["7", "st-1", "h97.", "xyz", &at_split] {
-            let expected = contains(&hosts, needle);
-            assert_eq!(found_from(&text, needle, 0), expected, "{needle:?}");
-        }
-    }
-
     /// A fixed-seed xorshift, for random texts and needles.
     struct Random(u64);
 
@@ -279,10 +229,10 @@ mod tests {
     }
 
     /// After random puts and removes of random texts (empty fields, multi-byte UTF-8, texts
-    /// longer than a block), random needles, half of them cut from the texts, find on one
-    /// thread and on two exactly what `contains` finds.
+    /// longer than a block), random needles, half of them cut from the texts, find exactly
+    /// what `contains` finds.
     #[test]
-    fn a_scan_finds_what_contains_finds_after_random_puts_and_removes_on_one_and_two_threads() {
+    fn a_scan_finds_what_contains_finds_after_random_puts_and_removes() {
         let mut random = Random(0x2545_f491_4f6c_dd1d);
         let mut text = SearchText::default();
         let mut hosts = vec![(String::new(), String::new()); 150];
@@ -310,13 +260,11 @@ mod tests {
                 if needle.is_empty() || random.below(2) == 0 {
                     needle = random.text(len).chars().chain(['a']).collect();
                 }
-                let expected = contains(&hosts, &needle);
                 assert_eq!(
-                    found_from(&text, &needle, usize::MAX),
-                    expected,
+                    found(&text, &needle),
+                    contains(&hosts, &needle),
                     "{needle:?}"
                 );
-                assert_eq!(found_from(&text, &needle, 0), expected, "{needle:?}");
             }
         }
     }
