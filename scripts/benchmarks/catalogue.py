@@ -114,6 +114,7 @@ class Catalogue:
         self.lat_seconds = max(1, self.seconds * 2 // 5)
         self.startup_runs = getattr(args, "runs", None) if "startup" in wanted and len(wanted) == 1 else None
         self.startup_runs = self.startup_runs or (3 if smoke else 20)
+        self.service = None  # the service being measured (its pid gives its CPU time)
         self.unlock_runs = getattr(args, "runs", None) if wanted == {"unlock"} else None
         self.unlock_runs = self.unlock_runs or (1 if smoke else 7)
         self.bin = benchlib.build(profile)
@@ -171,6 +172,7 @@ class Catalogue:
             return
         # Unlock alone reads no catalogue: a fresh data dir.
         with benchlib.Service(self.bin, data_dir=self.data_dir if seeded else None) as service:
+            self.service = service
             time.sleep(0.3)
             idle = service.proc_status()
             call(service.port, "GET", "/api/hosts?per_page=1")
@@ -195,7 +197,14 @@ class Catalogue:
         if self.smoke:  # one short run stands for both: smoke keeps the tool working, no more
             both = wrk(port, path, 1, 2, 1, script)
             return both, both
+        pid = self.service.pid if self.service and self.service.port == port else None
+        before = _cpu_ticks(pid)
         single = wrk(port, path, 1, 1, self.lat_seconds, script)
+        if pid:
+            # The service's own CPU time a request (user + system, clock ticks): what an
+            # answer costs the server, apart from the loopback and wrk sharing the cores.
+            ticks = _cpu_ticks(pid) - before
+            single["cpu"] = ticks * 1000 / os.sysconf("SC_CLK_TCK") / max(1, single["requests"])
         loaded = wrk(port, path, load_threads, load_connections, self.seconds, script)
         return single, loaded
 
@@ -205,6 +214,8 @@ class Catalogue:
         if failed:
             ok = False
             goal += f" ({failed})"
+        if "cpu" in single:
+            label += f"; server CPU {single['cpu']:.3f} ms a request"
         self.rows.append((section, label, tool, f"{single['p50']:.3f}", f"{single['p99']:.3f}",
                           f"{loaded['rps']:,.0f}", f"{loaded['p99']:.2f}", ratio, goal,
                           verdict(ok) if ok is not None else ""))
@@ -605,6 +616,15 @@ class Catalogue:
               "wrk -t2 -c16 keep-alive (POST with 8 writers: -t2 -c8, and its p50/p99 are under that load).")
         for note in self.notes:
             print(note)
+
+
+def _cpu_ticks(pid):
+    """User and system CPU time of process `pid` so far, in clock ticks (0 without one)."""
+    if not pid:
+        return 0
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def _cargo(args):
