@@ -798,12 +798,12 @@ mod tests {
         }
     }
 
-    /// A batch of changed hosts within `MOVE_ONE_BY_ONE` (16) is moved host by host, a
-    /// larger one (17) is merged into the orders in one pass; either way every filter, sort,
-    /// direction and page answers what plain SQL answers.
+    /// A batch of changed hosts of any size (creates, deletes, uses and renames mixed) is
+    /// patched into every order in one pass; one of 1, 16, 17 or 56 changes, every filter,
+    /// sort, direction and page answers what plain SQL answers.
     #[test]
-    fn batches_of_16_and_17_changed_hosts_list_what_plain_sql_lists() {
-        for batch in [16, 17] {
+    fn batches_of_1_to_56_changed_hosts_list_what_plain_sql_lists() {
+        for batch in [1, 16, 17, 56] {
             let db = varied_catalogue();
             assert_list_matches_the_oracle(&db, &[]);
             db.write(|tx| {
@@ -830,6 +830,56 @@ mod tests {
                 assert_list_matches_the_oracle(&db, pairs);
             }
         }
+    }
+
+    /// A search term's set is kept between requests but never past a change: a term asked
+    /// before a rename, a delete or a create answers the new state the next time.
+    #[test]
+    fn a_kept_search_answers_what_changed_after_it_was_asked() {
+        let db = varied_catalogue();
+        let found = |term: &str| -> Vec<String> {
+            let (hosts, _) = db
+                .read_list(|conn, index| list(conn, index, &query(&[("search", term)])))
+                .unwrap();
+            let mut ids: Vec<String> = hosts.into_iter().map(|host| host.id).collect();
+            ids.sort();
+            ids
+        };
+        let before = found("zebra");
+        assert!(before.is_empty(), "{before:?}");
+        assert_eq!(found("zebra"), before, "asked again, unchanged");
+        db.write(|tx| {
+            tx.execute(
+                "UPDATE hosts SET name = 'Zebra', name_key = 'zebra' WHERE id = ?1",
+                [id_of(3)],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        assert_eq!(
+            found("zebra"),
+            vec![id_of(3)],
+            "a rename after the term was asked"
+        );
+        db.write(|tx| {
+            insert(
+                tx,
+                &id_of(3000),
+                &new_host("zebra-2", "z.example", json!({})),
+                None,
+            )?;
+            delete(tx, &id_of(3))
+        })
+        .unwrap();
+        assert_eq!(found("zebra"), vec![id_of(3000)], "a create and a delete");
+        for _ in 0..10 {
+            found(&format!("other-term-{}", found("zebra").len()));
+        }
+        assert_eq!(
+            found("zebra"),
+            vec![id_of(3000)],
+            "after more terms than are kept"
+        );
     }
 
     /// The memory follows every kind of change made after it was read, through the store
