@@ -204,7 +204,7 @@ impl Service {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(fs::File::create(&stderr_path).expect("create stderr log"));
-        let mut child = command.spawn().expect("spawn host-manager");
+        let mut child = spawn(&mut command);
         let mut stdin = child.stdin.take();
         if let (Some(bytes), Some(pipe)) = (options.stdin, stdin.as_mut()) {
             pipe.write_all(bytes).expect("write stdin");
@@ -767,4 +767,24 @@ fn base64_helper_matches_known_encodings() {
     assert_eq!(base64(b"fooba", b"+/"), "Zm9vYmE=");
     assert_eq!(base64(b"foob", b"+/"), "Zm9vYg==");
     assert_eq!(base64(&[0xfb, 0xff], b"-_"), "-_8=");
+}
+
+/// Starts the command. Under Wine, creating a Windows process now and then fails with
+/// ERROR_INTERNAL_ERROR (1359) before the program runs at all; such a start is tried again,
+/// twice at most. Any other failure, and any failure on Unix, fails the test at once.
+fn spawn(command: &mut Command) -> Child {
+    const WINE_INTERNAL_ERROR: i32 = 1359;
+    let mut retries = 0;
+    loop {
+        match command.spawn() {
+            Err(err)
+                if cfg!(windows)
+                    && err.raw_os_error() == Some(WINE_INTERNAL_ERROR)
+                    && retries < 2 =>
+            {
+                retries += 1;
+            }
+            started => return started.expect("spawn host-manager"),
+        }
+    }
 }
