@@ -832,10 +832,11 @@ mod tests {
         }
     }
 
-    /// A search term's set is kept between requests but never past a change: a term asked
-    /// before a rename, a delete or a create answers the new state the next time.
+    /// A tag's or a search term's set is kept between requests but never past a change: a
+    /// tag asked before a retag, a term asked before a rename, a delete or a create answer
+    /// the new state the next time.
     #[test]
-    fn a_kept_search_answers_what_changed_after_it_was_asked() {
+    fn a_kept_tag_or_search_answers_what_changed_after_it_was_asked() {
         let db = varied_catalogue();
         let found = |term: &str| -> Vec<String> {
             let (hosts, _) = db
@@ -879,6 +880,27 @@ mod tests {
             found("zebra"),
             vec![id_of(3000)],
             "after more terms than are kept"
+        );
+        let tagged = |tag: &str| -> Vec<String> {
+            let (hosts, _) = db
+                .read_list(|conn, index| list(conn, index, &query(&[("tag", tag)])))
+                .unwrap();
+            hosts.into_iter().map(|host| host.id).collect()
+        };
+        assert!(tagged("zebra-tag").is_empty());
+        db.write(|tx| {
+            tx.execute(
+                "INSERT INTO host_tags (host_seq, tag, position) \
+                 SELECT seq, 'zebra-tag', 99 FROM hosts WHERE id = ?1",
+                [id_of(5)],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        assert_eq!(
+            tagged("zebra-tag"),
+            vec![id_of(5)],
+            "a tag added after it was asked"
         );
     }
 

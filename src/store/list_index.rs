@@ -13,6 +13,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
@@ -52,8 +53,12 @@ const SELECT_TAGS_OF: &str = "SELECT host_seq, position, tag FROM main.host_tags
 /// A set of at most 1/`RANK_SHARE` of the hosts is ranked (a lookup per member, at a
 /// random place) rather than walked (a test per host passed, in order, up to half of them).
 const RANK_SHARE: usize = 8;
-/// The sets of this many search terms are kept, until the next change.
-const KEPT_SEARCHES: usize = 8;
+/// The sets of this many tags and search terms are kept, until the next change.
+const KEPT_SETS: usize = 16;
+/// From this many hosts (every size in unit tests, so the oracle tests cover it) a walk
+/// passes whole eighths of an order by their members' count, from bitmaps of each eighth's
+/// slots built when first needed after a change (README, "How the host list is answered").
+const EIGHTHS_FROM: usize = if cfg!(test) { 1 } else { 1 << 18 };
 const SORTS: [Sort; 4] = [
     Sort::Name,
     Sort::Hostname,
@@ -114,8 +119,17 @@ struct Hosts {
     /// valid below the second number.
     orders: Vec<Vec<u32>>,
     ranks: Vec<(Vec<u32>, usize)>,
-    /// The last search terms asked and their sets, the newest last.
-    searches: Vec<(String, Bits)>,
+    /// Per sort, the slots of each eighth of its order (empty until a walk needs them).
+    eighths: Vec<Vec<Bits>>,
+    /// The last tags and search terms asked and their sets, the newest last.
+    kept: Vec<(Kept, Bits)>,
+}
+
+/// What a kept set is the set of.
+#[derive(PartialEq)]
+enum Kept {
+    Tag(String),
+    Search(String),
 }
 
 /// What the sorts compare, by slot.
@@ -236,13 +250,14 @@ impl Hosts {
         });
         hosts.orders = sorted.collect();
         hosts.ranks = SORTS.iter().map(|_| (Vec::new(), 0)).collect();
+        hosts.eighths = SORTS.iter().map(|_| Vec::new()).collect();
         Ok(hosts)
     }
 
     /// Applies the logged changes. False: read everything again instead (a host between
     /// known `seq`s, never seen; an order at odds with the keys; mostly garbage).
     fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
-        self.searches.clear();
+        self.kept.clear();
         let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
         let mut changed = Vec::new();
         let mut rows = statement.query([])?;
@@ -332,6 +347,7 @@ impl Hosts {
             unread = place;
         }
         self.ranks[at].1 = self.ranks[at].1.min(first).min(unread);
+        self.eighths[at].clear();
         true
     }
 
@@ -451,7 +467,7 @@ impl Hosts {
         let tag = query
             .tag
             .as_ref()
-            .map(|tag| Bits::of(slots, self.tags.of(tag)));
+            .map(|tag| self.kept(Kept::Tag(tag.clone())));
         let favorite = query.favorite.map(|favorite| {
             let mut set = self.live.clone();
             match favorite {
@@ -460,27 +476,29 @@ impl Hosts {
             }
             set
         });
-        let search = query
-            .search
-            .as_ref()
-            .map(|term| self.searched(term.to_lowercase()));
+        let search = query.search.as_ref();
+        let search = search.map(|term| self.kept(Kept::Search(term.to_lowercase())));
         let mut sets = [group, tag, favorite, search].into_iter().flatten();
         let mut set = sets.next()?;
         sets.for_each(|other| set.and(&other));
         Some(set)
     }
 
-    /// The set of a search term: kept from an earlier request, or scanned and kept.
-    fn searched(&mut self, term: String) -> Bits {
-        let kept = self.searches.iter().position(|(asked, _)| *asked == term);
-        let found = match kept {
-            Some(at) => self.searches.remove(at).1,
-            None => Bits(self.keys.text.scan(term.as_bytes(), self.seqs.len())),
+    /// The set of a tag (from its members) or a search term (from a scan): kept from an
+    /// earlier request, or made and kept.
+    fn kept(&mut self, what: Kept) -> Bits {
+        let kept = self.kept.iter().position(|(asked, _)| *asked == what);
+        let found = match (kept, &what) {
+            (Some(at), _) => self.kept.remove(at).1,
+            (None, Kept::Tag(tag)) => Bits::of(self.seqs.len(), self.tags.of(tag)),
+            (None, Kept::Search(term)) => {
+                Bits(self.keys.text.scan(term.as_bytes(), self.seqs.len()))
+            }
         };
-        if self.searches.len() == KEPT_SEARCHES {
-            self.searches.remove(0);
+        if self.kept.len() == KEPT_SETS {
+            self.kept.remove(0);
         }
-        self.searches.push((term, found.clone()));
+        self.kept.push((what, found.clone()));
         found
     }
 
@@ -505,22 +523,30 @@ impl Hosts {
         let desc = query.direction == Direction::Desc;
         let count = set.map_or(len, Bits::count);
         let Some(set) = set.filter(|_| count <= len / RANK_SHARE) else {
+            let eighths = &mut self.eighths[at];
+            if set.is_some() && len >= EIGHTHS_FROM && eighths.is_empty() {
+                let part = len.div_ceil(8);
+                *eighths = vec![Bits(vec![0; slots.div_ceil(64)]); len.div_ceil(part)];
+                for (place, slot) in order.iter().enumerate() {
+                    eighths[place / part].insert(*slot);
+                }
+            }
+            let walk = Walk {
+                order,
+                eighths,
+                set,
+                limit,
+            };
             // The order as shown: ascending, or each of its two parts backwards.
-            let (with, without) = order.split_at(keyed);
             let shown = match desc {
-                true => [(with, true), (without, true)],
-                false => [(order.as_slice(), false), (&[][..], false)],
+                true => [(0..keyed, true), (keyed..len, true)],
+                false => [(0..len, false), (len..len, false)],
             };
             if offset <= count - offset - limit {
-                return walk(shown, set, offset, limit);
+                return walk.page(shown, offset);
             }
             let [(first, one), (second, two)] = shown;
-            let mut page = walk(
-                [(second, !two), (first, !one)],
-                set,
-                count - offset - limit,
-                limit,
-            );
+            let mut page = walk.page([(second, !two), (first, !one)], count - offset - limit);
             page.reverse();
             return page;
         };
@@ -550,42 +576,75 @@ impl Hosts {
     }
 }
 
-/// The slots of `parts`, in turn and each forwards or backwards (`true`), that `set` holds
-/// (all without one): `limit` of them after the first `skip`. A block of 64 is passed by
-/// its count alone, a sum without branches.
-fn walk(parts: [(&[u32], bool); 2], set: Option<&Bits>, mut skip: usize, limit: usize) -> Vec<u32> {
-    let mut page = Vec::with_capacity(limit);
-    let holds = |slot: &&u32| set.is_none_or(|set| set.contains(**slot));
-    for (part, backwards) in parts {
-        let blocks: Box<dyn Iterator<Item = &[u32]>> = match backwards {
-            true => Box::new(part.rchunks(64)),
-            false => Box::new(part.chunks(64)),
-        };
-        for block in blocks {
-            let count = set.map_or(block.len(), |set| {
-                block.iter().map(|slot| set.bit(*slot)).sum()
-            });
-            if skip >= count {
-                skip -= count;
-                continue;
+/// A walk of an order for a page: `limit` slots that `set` holds (all without one).
+struct Walk<'a> {
+    order: &'a [u32],
+    /// The slots of each eighth of the order, or none.
+    eighths: &'a [Bits],
+    set: Option<&'a Bits>,
+    limit: usize,
+}
+
+impl Walk<'_> {
+    /// The page after the first `skip` slots of `parts` (places in the order, in turn, each
+    /// forwards or backwards: `true`). An eighth inside a part is passed by its count alone
+    /// (an AND and a count of bits), a block of 64 by its count (a sum without branches).
+    fn page(&self, parts: [(Range<usize>, bool); 2], mut skip: usize) -> Vec<u32> {
+        let mut page = Vec::with_capacity(self.limit);
+        // As `Hosts::page` cuts the eighths.
+        let part_len = self.order.len().div_ceil(8).max(1);
+        let holds = |slot: &&u32| self.set.is_none_or(|set| set.contains(**slot));
+        for (part, backwards) in parts {
+            // The part cut where eighths start, in the order walked.
+            let mut pieces = Vec::new();
+            let mut start = part.start;
+            while start < part.end {
+                let end = part.end.min((start / part_len + 1) * part_len);
+                pieces.push(start..end);
+                start = end;
             }
-            let slots: Box<dyn Iterator<Item = &u32>> = match backwards {
-                true => Box::new(block.iter().rev()),
-                false => Box::new(block.iter()),
-            };
-            let wanted = limit - page.len();
-            page.extend(
-                slots
-                    .filter(holds)
-                    .skip(std::mem::take(&mut skip))
-                    .take(wanted),
-            );
-            if page.len() == limit {
-                return page;
+            if backwards {
+                pieces.reverse();
+            }
+            for piece in pieces {
+                let eighth = self.eighths.get(piece.start / part_len);
+                let whole = piece.start % part_len == 0
+                    && (piece.end - piece.start == part_len || piece.end == self.order.len());
+                if let (Some(eighth), Some(set), true) = (eighth, self.set, whole && skip > 0) {
+                    let count = set.and_count(eighth);
+                    if skip >= count {
+                        skip -= count;
+                        continue;
+                    }
+                }
+                let slots = &self.order[piece];
+                let blocks: Box<dyn Iterator<Item = &[u32]>> = match backwards {
+                    true => Box::new(slots.rchunks(64)),
+                    false => Box::new(slots.chunks(64)),
+                };
+                for block in blocks {
+                    let count = self.set.map_or(block.len(), |set| {
+                        block.iter().map(|slot| set.bit(*slot)).sum()
+                    });
+                    if skip >= count {
+                        skip -= count;
+                        continue;
+                    }
+                    let slots: Box<dyn Iterator<Item = &u32>> = match backwards {
+                        true => Box::new(block.iter().rev()),
+                        false => Box::new(block.iter()),
+                    };
+                    let wanted = self.limit - page.len();
+                    let taken = slots.filter(holds).skip(std::mem::take(&mut skip));
+                    page.extend(taken.take(wanted));
+                    if page.len() == self.limit {
+                        return page;
+                    }
+                }
             }
         }
+        page
     }
-    page
 }
 
 impl Keys {
@@ -690,6 +749,16 @@ impl Bits {
 
     fn count(&self) -> usize {
         self.0.iter().map(|word| word.count_ones() as usize).sum()
+    }
+
+    /// The number of slots both sets hold.
+    fn and_count(&self, other: &Bits) -> usize {
+        let both = self
+            .0
+            .iter()
+            .zip(&other.0)
+            .map(|(a, b)| (a & b).count_ones());
+        both.map(|count| count as usize).sum()
     }
 
     fn and(&mut self, other: &Bits) {
