@@ -838,14 +838,16 @@ mod tests {
     #[test]
     fn a_kept_tag_or_search_answers_what_changed_after_it_was_asked() {
         let db = varied_catalogue();
-        let found = |term: &str| -> Vec<String> {
+        let ids = |filter: &str, value: &str| -> Vec<String> {
             let (hosts, _) = db
-                .read_list(|conn, index| list(conn, index, &query(&[("search", term)])))
+                .read_list(|conn, index| list(conn, index, &query(&[(filter, value)])))
                 .unwrap();
             let mut ids: Vec<String> = hosts.into_iter().map(|host| host.id).collect();
             ids.sort();
             ids
         };
+        let found = |term: &str| ids("search", term);
+        let tagged = |tag: &str| ids("tag", tag);
         let before = found("zebra");
         assert!(before.is_empty(), "{before:?}");
         assert_eq!(found("zebra"), before, "asked again, unchanged");
@@ -881,12 +883,6 @@ mod tests {
             vec![id_of(3000)],
             "after more terms than are kept"
         );
-        let tagged = |tag: &str| -> Vec<String> {
-            let (hosts, _) = db
-                .read_list(|conn, index| list(conn, index, &query(&[("tag", tag)])))
-                .unwrap();
-            hosts.into_iter().map(|host| host.id).collect()
-        };
         assert!(tagged("zebra-tag").is_empty());
         db.write(|tx| {
             tx.execute(

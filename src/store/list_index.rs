@@ -44,6 +44,8 @@ const SELECT_HOSTS: &str = "SELECT seq, id, name_key, hostname, created_at, last
 const SELECT_CHANGED_HOSTS: &str = "SELECT c.seq, h.id, h.name_key, h.hostname, h.created_at, \
      h.last_used_at, h.group_id, h.is_favorite FROM list_changed_hosts AS c \
      LEFT JOIN main.hosts AS h ON h.seq = c.seq ORDER BY c.seq";
+/// The changed hosts' `seq`s alone: where they sit is found before their rows are read.
+const SELECT_CHANGED_SEQS: &str = "SELECT seq FROM list_changed_hosts ORDER BY seq";
 const CLEAR_CHANGED_HOSTS: &str = "DELETE FROM list_changed_hosts";
 /// Tags by host (the primary key's order: no sort), of every host or of one.
 const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags ORDER BY host_seq";
@@ -258,16 +260,15 @@ impl Hosts {
     /// known `seq`s, never seen; an order at odds with the keys; mostly garbage).
     fn patch(&mut self, conn: &Connection) -> Result<bool, StoreError> {
         self.kept.clear();
-        let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
         let mut changed = Vec::new();
-        let mut rows = statement.query([])?;
+        let mut seqs = conn.prepare_cached(SELECT_CHANGED_SEQS)?;
+        let mut rows = seqs.query([])?;
         while let Some(row) = rows.next()? {
             match self.slot_of(row.get(0)?) {
                 Some(slot) => changed.push(slot),
                 None => return Ok(false),
             }
         }
-        drop(rows);
         // Each changed host's places, found by the keys before any of them changes.
         let mut places = vec![Vec::new(); SORTS.len()];
         let was_live: Vec<u32> = changed
@@ -283,6 +284,7 @@ impl Hosts {
                 places[at].push(place);
             }
         }
+        let mut statement = conn.prepare_cached(SELECT_CHANGED_HOSTS)?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
             let seq = row.get(0)?;
