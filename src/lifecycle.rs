@@ -26,6 +26,7 @@ use crate::config::{FeedOverrides, TokenSource};
 use crate::http::Shutdown;
 use crate::platform::{self, DirRefusal};
 use crate::state::AppState;
+use crate::store::hosts::read_unread_rows;
 use crate::store::{self, Db, StoreError};
 use crate::vault::{DataKey, Secret, Vault, VaultError, MAX_PASSWORD_BYTES};
 
@@ -328,7 +329,18 @@ pub fn warm_host_list(state: &Arc<AppState>) {
             let Some(state) = state.upgrade() else {
                 return;
             };
-            if let Err(err) = state.db.read_list(|conn, index| index.warm(conn)) {
+            let warmed = state
+                .db
+                .read_list(|conn, index| index.warm(conn))
+                .and_then(|()| {
+                    // The rows 1,024 at a time, a lock each, so requests are answered between.
+                    let mut from = 0;
+                    let mut read =
+                        |conn: &_, index: &mut _| read_unread_rows(conn, index, &mut from, 1024);
+                    while state.db.read_list(&mut read)? {}
+                    Ok(())
+                });
+            if let Err(err) = warmed {
                 log::warn!("cannot read the host list into memory yet: {err}");
             }
         });

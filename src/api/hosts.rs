@@ -11,6 +11,7 @@
 use std::io;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
@@ -29,10 +30,10 @@ use crate::store::changes::Revised;
 use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
-/// The API: list of hosts `{ items, total, page, per_page }`.
+/// The API: list of hosts `{ items, total, page, per_page }`, each item a `HostView`.
 #[derive(Serialize)]
-struct HostPage<'a> {
-    items: Vec<HostView<'a>>,
+struct HostPage {
+    items: Vec<Box<RawValue>>,
     total: u64,
     page: u64,
     per_page: u64,
@@ -102,11 +103,11 @@ enum Credentials {
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let query = HostQuery::parse(|name| req.query(name))
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
-    let (mut hosts, total) = state
+    let (items, total) = state
         .db
         .read_list(|conn, index| store::hosts::list(conn, index, &query))?;
     let page = HostPage {
-        items: hosts.iter_mut().map(|host| host.view()).collect(),
+        items,
         total,
         page: query.page,
         per_page: query.per_page,

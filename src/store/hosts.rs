@@ -5,16 +5,17 @@
 //! whether the vault is locked); every reference (group, key) is checked inside the caller's
 //! transaction before it is written; `updated_at` strictly increases on every change.
 //!
-//! The list's page is chosen in memory (store::list_index); this module reads its rows:
-//! the hosts by `seq`, then the tags of the whole page in one query.
+//! The list's page is chosen in memory (store::list_index); this module reads the rows the
+//! memory does not keep, by `seq` in one query, and renders them as the list shows them.
 
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::value::RawValue;
 
 use crate::model::host::{AuthType, Host, HostChange, NewHost, OrderChange, PasswordAction};
 use crate::model::host_query::HostQuery;
-use crate::store::list_index::ListIndex;
+use crate::store::list_index::{ListIndex, Listed};
 use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
@@ -303,22 +304,66 @@ pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, 
     }
 }
 
-/// One page of hosts, jump chains and kept options included, and the number of hosts
-/// matching the filters: the page's `seq`s from the list's memory, then its rows.
+/// One page of hosts as JSON (`Host::view`), jump chains and kept options included, and
+/// the number of hosts matching the filters: the page from the list's memory, then the rows
+/// it does not keep.
 pub fn list(
     conn: &Connection,
     index: &mut ListIndex,
     query: &HostQuery,
-) -> Result<(Vec<Host>, u64), StoreError> {
+) -> Result<(Vec<Box<RawValue>>, u64), StoreError> {
     let (page, total) = index.page(conn, query)?;
-    let mut hosts = rows_of_page(conn, page)?;
+    let mut read = read_rows(conn, index, &page)?.into_iter().peekable();
+    let rows = page.into_iter().filter_map(|listed| match listed {
+        Listed::Row(row) => Some(row),
+        Listed::Unread(seq, _) => read.next_if(|(read, _)| *read == seq).map(|(_, row)| row),
+    });
+    Ok((rows.collect(), total))
+}
+
+/// Reads the rows the list's memory does not keep yet, `limit` at a time from the first
+/// slot, from `*from` on (start-up, a lock at a time); false when none is left.
+pub fn read_unread_rows(
+    conn: &Connection,
+    index: &mut ListIndex,
+    from: &mut usize,
+    limit: usize,
+) -> Result<bool, StoreError> {
+    let (unread, next) = index.unread(conn, *from, limit)?;
+    read_rows(conn, index, &unread)?;
+    *from = next;
+    Ok(!unread.is_empty())
+}
+
+/// The rows of `page`'s unread hosts by `seq`, in its order, rendered; the memory keeps
+/// them.
+fn read_rows(
+    conn: &Connection,
+    index: &mut ListIndex,
+    page: &[Listed],
+) -> Result<Vec<(i64, Box<RawValue>)>, StoreError> {
+    let unread = page.iter().filter_map(|listed| match listed {
+        Listed::Row(_) => None,
+        Listed::Unread(seq, tags) => Some((*seq, tags.clone())),
+    });
+    let (seqs, mut hosts): (Vec<i64>, Vec<Host>) =
+        rows_of_page(conn, unread.collect())?.into_iter().unzip();
     let any: bool = conn
         .prepare_cached(ANY_EXTENSIONS)?
         .query_row([], |row| row.get(0))?;
     if any {
         crate::store::interop::fill_extensions(conn, &mut hosts)?;
     }
-    Ok((hosts, total))
+    let rendered = hosts
+        .iter()
+        .map(|host| serde_json::value::to_raw_value(&host.view()));
+    let rendered: Result<Vec<_>, _> = rendered.collect();
+    let rows: Vec<_> = seqs
+        .into_iter()
+        .zip(rendered.map_err(|err| StoreError::Sqlite(err.to_string()))?)
+        .collect();
+    index.keep(&rows);
+    Ok(rows)
 }
 
 /// True when a group with this id exists.
@@ -340,10 +385,10 @@ pub fn key_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
 }
 
 /// The hosts with these `seq`s, in the given order, with the given tags.
-pub fn rows_of_page(
+fn rows_of_page(
     conn: &Connection,
     page: Vec<(i64, Vec<String>)>,
-) -> Result<Vec<Host>, StoreError> {
+) -> Result<Vec<(i64, Host)>, StoreError> {
     if page.is_empty() {
         return Ok(Vec::new());
     }
@@ -359,7 +404,7 @@ pub fn rows_of_page(
     }
     let hosts = page.into_iter().filter_map(|(seq, tags)| {
         let host = rows.remove(&seq)?;
-        Some(Host { tags, ..host })
+        Some((seq, Host { tags, ..host }))
     });
     Ok(hosts.collect())
 }
@@ -559,9 +604,13 @@ mod tests {
         let (hosts, total) = db
             .read_list(|conn, index| list(conn, index, &query(&[])))
             .unwrap();
+        let hosts: Vec<Value> = hosts
+            .iter()
+            .map(|row| serde_json::from_str(row.get()).unwrap())
+            .collect();
         assert_eq!(total, 2);
-        assert_eq!(hosts[0].tags, vec!["z", "a", "m"]);
-        assert_eq!(hosts[1].tags, vec!["q"]);
+        assert_eq!(hosts[0]["tags"], json!(["z", "a", "m"]));
+        assert_eq!(hosts[1]["tags"], json!(["q"]));
     }
 
     #[test]
@@ -590,12 +639,10 @@ mod tests {
         })
         .unwrap();
         let found = |term: &str| -> HashSet<String> {
-            db.read_list(|conn, index| list(conn, index, &query(&[("search", term)])))
-                .unwrap()
-                .0
-                .into_iter()
-                .map(|host| host.id)
-                .collect()
+            let query = query(&[("search", term)]);
+            let ids =
+                db.read_list(|conn, index| Ok::<_, StoreError>(listed(conn, index, &query).0));
+            ids.unwrap().into_iter().collect()
         };
         let ids =
             |list: &[&str]| -> HashSet<String> { list.iter().map(|s| s.to_string()).collect() };
@@ -723,16 +770,35 @@ mod tests {
         (page.cloned().collect(), all.len() as u64)
     }
 
-    /// Asserts that `list` answers what the oracle does, tags included; returns the page's
-    /// size.
+    /// The ids of `query`'s page and the total, after asserting that each row the page
+    /// shows (kept in memory or read) is the host as `by_id` reads it now, whole.
+    fn listed(
+        conn: &rusqlite::Connection,
+        index: &mut ListIndex,
+        query: &HostQuery,
+    ) -> (Vec<String>, u64) {
+        let (rows, total) = list(conn, index, query).unwrap();
+        let ids = rows.iter().map(|row| {
+            let shown: Value = serde_json::from_str(row.get()).unwrap();
+            let id = shown["id"].as_str().unwrap().to_owned();
+            let now = serde_json::to_value(by_id(conn, &id).unwrap().view()).unwrap();
+            assert_eq!(shown, now, "a listed row is the host as it is now");
+            id
+        });
+        (ids.collect(), total)
+    }
+
+    /// Asserts that `list` answers what the oracle does, each row whole and as it is now,
+    /// with the rows kept in memory and without; returns the page's size.
     fn assert_list_matches_the_oracle(db: &crate::store::Db, pairs: &[(&str, &str)]) -> usize {
         let query = query(pairs);
         db.read_list(|conn, index| {
-            let (hosts, total) = list(conn, index, &query)?;
-            for host in &hosts {
-                assert_eq!(host.tags, by_id(conn, &host.id)?.tags, "{pairs:?}");
-            }
-            let ids: Vec<String> = hosts.into_iter().map(|host| host.id).collect();
+            let (ids, total) = listed(conn, index, &query);
+            let mut without_rows = ListIndex::keeping_rows_up_to(0);
+            assert_eq!(
+                listed(conn, &mut without_rows, &query),
+                (ids.clone(), total)
+            );
             let size = ids.len();
             assert_eq!((ids, total), oracle(conn, &query), "{pairs:?}");
             Ok::<_, StoreError>(size)
@@ -839,10 +905,10 @@ mod tests {
     fn a_kept_tag_or_search_answers_what_changed_after_it_was_asked() {
         let db = varied_catalogue();
         let ids = |filter: &str, value: &str| -> Vec<String> {
-            let (hosts, _) = db
-                .read_list(|conn, index| list(conn, index, &query(&[(filter, value)])))
-                .unwrap();
-            let mut ids: Vec<String> = hosts.into_iter().map(|host| host.id).collect();
+            let query = query(&[(filter, value)]);
+            let ids =
+                db.read_list(|conn, index| Ok::<_, StoreError>(listed(conn, index, &query).0));
+            let mut ids = ids.unwrap();
             ids.sort();
             ids
         };
@@ -928,6 +994,17 @@ mod tests {
             move_to(tx, &id_of(21), Some("g2"))?;
             toggle_favorite(tx, &id_of(22))?;
             tx.execute(
+                "UPDATE hosts SET notes = 'new notes', port = 2222, username = 'root', \
+                 color = '#ff0000', password = x'00', revision = revision + 1 WHERE id = ?1",
+                [id_of(23)],
+            )?;
+            crate::store::interop::write_jumps(tx, &id_of(24), &[id_of(25), id_of(26)])?;
+            crate::store::interop::write_options(
+                tx,
+                &id_of(25),
+                &["ServerAliveInterval 30".into()],
+            )?;
+            tx.execute(
                 "DELETE FROM host_tags WHERE tag = 'third' AND host_seq < 20",
                 [],
             )?;
@@ -966,6 +1043,12 @@ mod tests {
                 "UPDATE hosts SET hostname = 'web.other.example' WHERE id = ?1",
                 [id_of(30)],
             )?;
+            conn.execute(
+                "UPDATE hosts SET notes = 'by SQL' WHERE id = ?1",
+                [id_of(32)],
+            )?;
+            conn.execute("DELETE FROM host_jumps WHERE host_id = ?1", [id_of(24)])?;
+            conn.execute("UPDATE host_ssh_options SET option = 'Compression yes'", [])?;
             conn.execute(
                 "INSERT INTO host_tags (host_seq, tag, position) SELECT seq, 'rare', 9 \
                  FROM hosts WHERE id = ?1",
@@ -1100,8 +1183,7 @@ mod tests {
                 pairs.extend(filter);
                 let query = query(&pairs);
                 let ids = |index: &mut ListIndex, conn: &rusqlite::Connection| {
-                    let hosts = list(conn, index, &query).unwrap().0;
-                    hosts.into_iter().map(|host| host.id).collect::<Vec<_>>()
+                    listed(conn, index, &query).0
                 };
                 db.read_list(|conn, index| {
                     let patched = ids(index, conn);

@@ -17,30 +17,51 @@ use std::ops::Range;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
+use serde_json::value::RawValue;
 
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::search_text::SearchText;
 use crate::store::StoreError;
 
-/// The log the triggers fill: hosts added, deleted, or changed in a column or tag it reads.
+/// The log the triggers fill: hosts added, deleted, or changed in any column, tag, hop or
+/// kept option (each is in the host's row as the list shows it).
 const CREATE_CHANGE_LOG: &str = "
     CREATE TEMP TABLE IF NOT EXISTS list_changed_hosts (seq INTEGER PRIMARY KEY);
     CREATE TEMP TRIGGER IF NOT EXISTS list_host_added AFTER INSERT ON main.hosts
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (new.seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_host_deleted AFTER DELETE ON main.hosts
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq); END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_host_changed AFTER UPDATE OF seq, id, name_key,
-        hostname, created_at, last_used_at, group_id, is_favorite ON main.hosts
+    CREATE TEMP TRIGGER IF NOT EXISTS list_host_changed AFTER UPDATE ON main.hosts
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq), (new.seq); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_hop_added AFTER INSERT ON main.host_jumps
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts
+            SELECT seq FROM main.hosts WHERE id = new.host_id; END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_hop_dropped AFTER DELETE ON main.host_jumps
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts
+            SELECT seq FROM main.hosts WHERE id = old.host_id; END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_option_added AFTER INSERT ON main.host_ssh_options
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts
+            SELECT seq FROM main.hosts WHERE id = new.host_id; END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_option_dropped AFTER DELETE ON main.host_ssh_options
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts
+            SELECT seq FROM main.hosts WHERE id = old.host_id; END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_hop_changed AFTER UPDATE ON main.host_jumps
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts
+            SELECT seq FROM main.hosts WHERE id IN (old.host_id, new.host_id); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS list_option_changed AFTER UPDATE ON main.host_ssh_options
+        BEGIN INSERT OR IGNORE INTO list_changed_hosts
+            SELECT seq FROM main.hosts WHERE id IN (old.host_id, new.host_id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (new.host_seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_dropped AFTER DELETE ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_changed AFTER UPDATE ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq), (new.host_seq); END;";
-/// `Hosts::write` reads the columns after `seq`; a NULL `id` is a deleted host.
+/// `Hosts::write` reads the columns after `seq`; a NULL `id` is a deleted host. The last
+/// column is the bytes of the host's row as JSON, all but the tags, roughly.
 const SELECT_HOSTS: &str = "SELECT seq, id, name_key, hostname, created_at, last_used_at, \
-     group_id, is_favorite FROM main.hosts ORDER BY seq";
+     group_id, is_favorite, 360 + length(CAST(name || hostname || username || color || notes \
+     AS BLOB)) FROM main.hosts ORDER BY seq";
 const SELECT_CHANGED_HOSTS: &str = "SELECT c.seq, h.id, h.name_key, h.hostname, h.created_at, \
      h.last_used_at, h.group_id, h.is_favorite FROM list_changed_hosts AS c \
      LEFT JOIN main.hosts AS h ON h.seq = c.seq ORDER BY c.seq";
@@ -57,6 +78,9 @@ const SELECT_TAGS_OF: &str = "SELECT host_seq, position, tag FROM main.host_tags
 const RANK_SHARE: usize = 8;
 /// The sets of this many tags and search terms are kept, until the next change.
 const KEPT_SETS: usize = 16;
+/// The hosts' rows as JSON are kept while they take at most this many bytes (README,
+/// "How the host list is answered").
+const ROW_BYTES: usize = 64 << 20;
 /// From this many hosts (every size in unit tests, so the oracle tests cover it) a walk
 /// passes whole eighths of an order by their members' count, from bitmaps of each eighth's
 /// slots built when first needed after a change (README, "How the host list is answered").
@@ -92,11 +116,18 @@ pub fn changes(conn: &Connection) -> u64 {
 }
 
 /// The list's memory, beside the connection (`Db`); touched only under its lock.
-#[derive(Default)]
 pub struct ListIndex {
     hosts: Option<Hosts>,
     /// `changes` after the log was last emptied.
     changes_seen: u64,
+    /// At most this many bytes of rows as JSON are kept.
+    row_bytes: usize,
+}
+
+impl Default for ListIndex {
+    fn default() -> ListIndex {
+        ListIndex::keeping_rows_up_to(ROW_BYTES)
+    }
 }
 
 /// Every host by slot. Slots follow `seq` (SQLite gives a new host a `seq` above every
@@ -125,6 +156,11 @@ struct Hosts {
     eighths: Vec<Vec<Bits>>,
     /// The last tags and search terms asked and their sets, the newest last.
     kept: Vec<(Kept, Bits)>,
+    /// Each slot's row as the list shows it, once read (`None` again when it changes), and
+    /// their bytes; empty when they would pass the `ListIndex`'s bound.
+    rows: Vec<Option<Box<RawValue>>>,
+    row_bytes: usize,
+    keeps_rows: bool,
 }
 
 /// What a kept set is the set of.
@@ -157,11 +193,26 @@ struct Members {
 #[derive(Clone, Default)]
 struct Bits(Vec<u64>);
 
-/// A page's `seq`s with their tags, and the number of hosts matching.
-pub type Page = (Vec<(i64, Vec<String>)>, u64);
+/// A page's hosts in order, and the number of hosts matching.
+pub type Page = (Vec<Listed>, u64);
+
+/// A host of a page: its row as JSON, or its `seq` and tags for the rows still to read.
+pub enum Listed {
+    Row(Box<RawValue>),
+    Unread(i64, Vec<String>),
+}
 
 impl ListIndex {
-    /// The `seq`s of `query`'s page in order, each with its tags, and how many hosts match.
+    /// A memory that keeps the hosts' rows while they take at most `row_bytes`.
+    pub fn keeping_rows_up_to(row_bytes: usize) -> ListIndex {
+        ListIndex {
+            hosts: None,
+            changes_seen: 0,
+            row_bytes,
+        }
+    }
+
+    /// `query`'s page in order, and how many hosts match.
     pub fn page(&mut self, conn: &Connection, query: &HostQuery) -> Result<Page, StoreError> {
         let hosts = self.current(conn)?;
         let set = hosts.matching(query);
@@ -174,12 +225,53 @@ impl ListIndex {
         };
         let limit = usize::try_from(query.per_page).map_or(total, |limit| limit.min(total));
         let slots = hosts.page(query, offset, limit.min(total - offset), set.as_ref());
-        let page = slots.iter().map(|slot| {
-            let tags = hosts.tag_list(*slot).iter();
-            let tags = tags.map(|tag| hosts.tags.names[*tag as usize].clone());
-            (hosts.seqs[*slot as usize], tags.collect())
-        });
+        let page = slots.iter().map(|slot| hosts.listed(*slot));
         Ok((page.collect(), total as u64))
+    }
+
+    /// Up to `limit` live hosts from slot `from` on whose rows are not kept, and the slot
+    /// after the last; none when no row is kept.
+    pub fn unread(
+        &mut self,
+        conn: &Connection,
+        from: usize,
+        limit: usize,
+    ) -> Result<(Vec<Listed>, usize), StoreError> {
+        let hosts = self.current(conn)?;
+        let mut unread = Vec::new();
+        let mut slots = (from..hosts.seqs.len()).filter(|_| hosts.keeps_rows);
+        for slot in slots.by_ref() {
+            if hosts.live.contains(slot as u32) && hosts.rows.get(slot).is_some_and(Option::is_none)
+            {
+                unread.push(hosts.listed(slot as u32));
+                if unread.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok((unread, slots.next().unwrap_or(hosts.seqs.len())))
+    }
+
+    /// Keeps the rows just read for `seq`s (under the lock the page was found under).
+    pub fn keep(&mut self, rows: &[(i64, Box<RawValue>)]) {
+        let Some(hosts) = self.hosts.as_mut().filter(|hosts| hosts.keeps_rows) else {
+            return;
+        };
+        for (seq, row) in rows {
+            if let Some(kept) = hosts
+                .seqs
+                .binary_search(seq)
+                .ok()
+                .and_then(|slot| hosts.rows.get_mut(slot))
+            {
+                let old = kept.replace(row.clone());
+                hosts.row_bytes -= old.map_or(0, |old| old.get().len());
+                hosts.row_bytes += row.get().len();
+            }
+        }
+        if hosts.row_bytes > self.row_bytes {
+            (hosts.rows, hosts.row_bytes, hosts.keeps_rows) = (Vec::new(), 0, false);
+        }
     }
 
     /// The number of hosts directly in each group, by group id.
@@ -214,10 +306,10 @@ impl ListIndex {
                 true => hosts,
                 false => {
                     drop(hosts);
-                    Hosts::read(conn, version)?
+                    Hosts::read(conn, version, self.row_bytes)?
                 }
             },
-            None => Hosts::read(conn, version)?,
+            None => Hosts::read(conn, version, self.row_bytes)?,
         };
         conn.prepare_cached(CLEAR_CHANGED_HOSTS)?.execute([])?;
         self.changes_seen = changes(conn);
@@ -226,8 +318,9 @@ impl ListIndex {
 }
 
 impl Hosts {
-    /// Every host and tag, and the orders sorted from them.
-    fn read(conn: &Connection, data_version: i64) -> Result<Hosts, StoreError> {
+    /// Every host and tag, and the orders sorted from them; the rows are read when pages
+    /// show them, and kept when all of them would take at most `row_bytes`.
+    fn read(conn: &Connection, data_version: i64, row_bytes: usize) -> Result<Hosts, StoreError> {
         let mut hosts = Hosts {
             data_version,
             ..Hosts::default()
@@ -235,11 +328,17 @@ impl Hosts {
         hosts.groups.intern("");
         let mut statement = conn.prepare_cached(SELECT_HOSTS)?;
         let mut rows = statement.query([])?;
+        let mut bytes = 0;
         while let Some(row) = rows.next()? {
             let slot = hosts
                 .slot_of(row.get(0)?)
                 .ok_or_else(|| too_large("slots"))?;
             hosts.write(slot, Some(row))?;
+            bytes += row.get::<_, i64>(8)?;
+        }
+        hosts.keeps_rows = usize::try_from(bytes).is_ok_and(|bytes| bytes <= row_bytes);
+        if hosts.keeps_rows {
+            hosts.rows.resize(hosts.seqs.len(), None);
         }
         hosts.read_tags(conn, None)?;
         let keys = &hosts.keys;
@@ -291,6 +390,8 @@ impl Hosts {
             let host = Some(row).filter(|row| !matches!(row.get_ref(1), Ok(ValueRef::Null)));
             let slot = self.slot_of(seq).ok_or_else(|| too_large("slots"))?;
             self.write(slot, host)?;
+            let row = self.rows.get_mut(slot as usize).and_then(Option::take);
+            self.row_bytes -= row.map_or(0, |row| row.get().len());
             if host.is_none() || !self.read_tags(conn, Some(seq))? {
                 self.set_tags(slot, &[])?;
             }
@@ -403,6 +504,16 @@ impl Hosts {
         Ok(())
     }
 
+    /// A slot as a page lists it: its kept row, else its `seq` and tags.
+    fn listed(&self, slot: u32) -> Listed {
+        if let Some(Some(row)) = self.rows.get(slot as usize) {
+            return Listed::Row(row.clone());
+        }
+        let tags = self.tag_list(slot).iter();
+        let tags = tags.map(|tag| self.tags.names[*tag as usize].clone());
+        Listed::Unread(self.seqs[slot as usize], tags.collect())
+    }
+
     fn tag_list(&self, slot: u32) -> &[u32] {
         match self.tag_at.get(slot as usize).map(|at| *at as usize) {
             Some(at) if at != NONE as usize => {
@@ -426,6 +537,9 @@ impl Hosts {
         self.keys.last_used.push(NEVER);
         self.group_of.push(NONE);
         self.tag_at.push(NONE);
+        if self.keeps_rows {
+            self.rows.push(None);
+        }
         Some(slot)
     }
 
