@@ -864,6 +864,46 @@ mod tests {
         }
     }
 
+    /// The rows are kept while they take at most the memory's bound: hosts with long notes
+    /// that pass it drop every kept row, a catalogue over it keeps none from its first
+    /// read, and every page still answers what plain SQL answers, each row as it is now.
+    #[test]
+    fn rows_past_the_bound_are_not_kept_and_pages_stay_right() {
+        let db = varied_catalogue();
+        let everything = query(&[("per_page", "1000")]);
+        let mut index = ListIndex::keeping_rows_up_to(40_000);
+        let kept_after_a_list = |index: &mut ListIndex| {
+            db.read_list(|conn, _| {
+                let (ids, total) = listed(conn, index, &everything);
+                assert_eq!((ids, total), oracle(conn, &everything));
+                Ok::<_, StoreError>(index.kept_rows())
+            })
+            .unwrap()
+        };
+        assert_eq!(kept_after_a_list(&mut index), 60);
+        db.write(|tx| {
+            let notes = json!({"notes": "n".repeat(4_000)});
+            for n in 0..5 {
+                insert(
+                    tx,
+                    &id_of(100 + n),
+                    &new_host("long", "l", notes.clone()),
+                    None,
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        assert_eq!(kept_after_a_list(&mut index), 0);
+        assert_eq!(kept_after_a_list(&mut index), 0);
+        let mut fresh = ListIndex::keeping_rows_up_to(40_000);
+        assert_eq!(kept_after_a_list(&mut fresh), 0);
+        assert_eq!(
+            kept_after_a_list(&mut ListIndex::keeping_rows_up_to(60_000)),
+            65
+        );
+    }
+
     /// A batch of changed hosts of any size (creates, deletes, uses and renames mixed) is
     /// patched into every order in one pass; one of 1, 16, 17 or 56 changes, every filter,
     /// sort, direction and page answers what plain SQL answers.

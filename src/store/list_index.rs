@@ -252,6 +252,13 @@ impl ListIndex {
         Ok((unread, slots.next().unwrap_or(hosts.seqs.len())))
     }
 
+    /// How many rows are kept.
+    #[cfg(test)]
+    pub fn kept_rows(&self) -> usize {
+        let hosts = self.hosts.as_ref();
+        hosts.map_or(0, |hosts| hosts.rows.iter().flatten().count())
+    }
+
     /// Keeps the rows just read for `seq`s (under the lock the page was found under).
     pub fn keep(&mut self, rows: &[(i64, Box<RawValue>)]) {
         let Some(hosts) = self.hosts.as_mut().filter(|hosts| hosts.keeps_rows) else {

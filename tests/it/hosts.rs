@@ -1602,8 +1602,9 @@ fn bad_list_parameters_are_400() {
     }
 }
 
-/// The service keeps recent list pages, search sets and the group tree in memory;
-/// every kind of change shows in the very next identical request (nothing stale is answered).
+/// The service keeps search sets, the hosts' rows and the group tree in memory; every kind
+/// of change shows in the very next identical request, and every row a list shows is the
+/// host as `GET /api/hosts/:id` shows it (nothing stale is answered).
 #[test]
 fn repeated_list_queries_see_every_change_at_once() {
     let service = start_with_rows("list-kept-pages", &[GROUP_A], &[]);
@@ -1631,6 +1632,14 @@ fn repeated_list_queries_see_every_change_at_once() {
         let pages = read(service);
         // Asked twice: the second answer may come from memory, and must be the same.
         assert_eq!(pages, read(service));
+        for item in pages[0]["items"].as_array().unwrap() {
+            let path = format!("/api/hosts/{}", id_of(item));
+            assert_eq!(
+                *item,
+                service.get(&path).expect(200),
+                "a listed row is stale"
+            );
+        }
         pages
     };
     let mut before = snapshot(&service);
@@ -1665,6 +1674,24 @@ fn repeated_list_queries_see_every_change_at_once() {
                     .expect(200),
             )
         }),
+        Box::new(|s| {
+            let body =
+                json!({"notes": "new notes", "port": 2222, "username": "root", "color": "#00ff00"});
+            drop(s.put(&web_path, &body).expect(200));
+        }),
+        Box::new(|s| {
+            let auth = json!({"auth": {"type": "password", "password": "list-pw"}});
+            drop(s.put(&web_path, &auth).expect(200));
+        }),
+        Box::new(|s| {
+            let hops = json!({"jump_host_ids": [id_of(&db)]});
+            drop(s.put(&web_path, &hops).expect(200));
+        }),
+        Box::new(|s| {
+            let options = json!({"ssh_options": ["ServerAliveInterval 30"]});
+            drop(s.put(&web_path, &options).expect(200));
+        }),
+        Box::new(|s| drop(s.put(&web_path, &json!({"jump_host_ids": []})).expect(200))),
         Box::new(|s| drop(s.delete(&db_path).expect(204))),
         Box::new(|s| {
             drop(
