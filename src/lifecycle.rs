@@ -317,8 +317,12 @@ pub fn watch_idle(state: &Arc<AppState>) -> Result<(), StartError> {
     Ok(())
 }
 
+/// Between two batches of rows read into the list's memory at start-up.
+const WARM_PAUSE: Duration = Duration::from_millis(1);
+
 /// Reads the host list's memory on a thread of its own, after SERVICE_PORT: it costs time
 /// in proportion to the catalogue, and the port must come at once (README, Performance).
+/// Then the hosts' rows, when the memory keeps them, a batch a lock.
 /// Requests that need it meanwhile wait for the database lock the reading holds. Holds the
 /// state only weakly until it starts; a failure only leaves the reading to the first list.
 pub fn warm_host_list(state: &Arc<AppState>) {
@@ -337,7 +341,11 @@ pub fn warm_host_list(state: &Arc<AppState>) {
                     let mut from = 0;
                     let mut read =
                         |conn: &_, index: &mut _| read_unread_rows(conn, index, &mut from, 1024);
-                    while state.db.read_list(&mut read)? {}
+                    while state.db.read_list(&mut read)? {
+                        // A pause, so a request woken by the unlock takes the lock before the
+                        // next batch does (the mutex is not fair).
+                        thread::sleep(WARM_PAUSE);
+                    }
                     Ok(())
                 });
             if let Err(err) = warmed {

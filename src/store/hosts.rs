@@ -24,8 +24,8 @@ const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth
 const INSERT_HOST: &str = "INSERT INTO hosts (id, name, name_key, hostname, port, username, \
      auth_type, key_id, password, group_id, is_favorite, color, sort_order, notes, created_at, \
      updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)";
-/// Name and hostname are written only when they change: the list's search text
-/// (store::list_index) re-reads every host an UPDATE naming them touches.
+/// Name and hostname (with `name_key`) have an UPDATE of their own, run only when they
+/// change.
 const UPDATE_HOST: &str = "UPDATE hosts SET port = ?2, username = ?3, auth_type = ?4, \
      key_id = ?5, group_id = ?6, is_favorite = ?7, color = ?8, sort_order = ?9, notes = ?10, \
      updated_at = ?11 WHERE id = ?1";
