@@ -58,9 +58,10 @@ const CREATE_CHANGE_LOG: &str = "
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_changed AFTER UPDATE ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq), (new.host_seq); END;";
 /// `Hosts::write` reads the columns after `seq`; a NULL `id` is a deleted host. The last
-/// column is the bytes of the host's row as JSON, all but the tags, roughly.
+/// column is what keeping the host's row as JSON costs, roughly: its texts, and about 430
+/// bytes of JSON around them and 30 to keep it (tags, hops and options left out).
 const SELECT_HOSTS: &str = "SELECT seq, id, name_key, hostname, created_at, last_used_at, \
-     group_id, is_favorite, 360 + length(CAST(name || hostname || username || color || notes \
+     group_id, is_favorite, 460 + length(CAST(name || hostname || username || color || notes \
      AS BLOB)) FROM main.hosts ORDER BY seq";
 const SELECT_CHANGED_HOSTS: &str = "SELECT c.seq, h.id, h.name_key, h.hostname, h.created_at, \
      h.last_used_at, h.group_id, h.is_favorite FROM list_changed_hosts AS c \
