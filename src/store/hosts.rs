@@ -342,12 +342,17 @@ fn read_rows(
     index: &mut ListIndex,
     page: &[Listed],
 ) -> Result<Vec<(i64, Box<RawValue>)>, StoreError> {
-    let unread = page.iter().filter_map(|listed| match listed {
-        Listed::Row(_) => None,
-        Listed::Unread(seq, tags) => Some((*seq, tags.clone())),
-    });
-    let (seqs, mut hosts): (Vec<i64>, Vec<Host>) =
-        rows_of_page(conn, unread.collect())?.into_iter().unzip();
+    let unread: Vec<_> = page
+        .iter()
+        .filter_map(|listed| match listed {
+            Listed::Row(_) => None,
+            Listed::Unread(seq, tags) => Some((*seq, tags.clone())),
+        })
+        .collect();
+    if unread.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (seqs, mut hosts): (Vec<i64>, Vec<Host>) = rows_of_page(conn, unread)?.into_iter().unzip();
     let any: bool = conn
         .prepare_cached(ANY_EXTENSIONS)?
         .query_row([], |row| row.get(0))?;
@@ -389,9 +394,6 @@ fn rows_of_page(
     conn: &Connection,
     page: Vec<(i64, Vec<String>)>,
 ) -> Result<Vec<(i64, Host)>, StoreError> {
-    if page.is_empty() {
-        return Ok(Vec::new());
-    }
     let seqs: Vec<i64> = page.iter().map(|(seq, _)| *seq).collect();
     let seq_list =
         serde_json::to_string(&seqs).map_err(|err| StoreError::Sqlite(err.to_string()))?;
@@ -512,8 +514,8 @@ mod tests {
     use crate::model::host::{NewHost, PasswordField};
     use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
     use crate::store::hosts::{
-        by_id, delete, insert, insert_group_for_tests, list, move_to, toggle_favorite,
-        touch_last_used,
+        by_id, delete, insert, insert_group_for_tests, list, move_to, read_unread_rows,
+        toggle_favorite, touch_last_used,
     };
     use crate::store::list_index::ListIndex;
     use crate::store::{open_in_memory, StoreError};
@@ -902,6 +904,29 @@ mod tests {
             kept_after_a_list(&mut ListIndex::keeping_rows_up_to(60_000)),
             65
         );
+    }
+
+    /// Start-up's reading of the rows (`read_unread_rows`, a batch at a time) keeps every
+    /// live host's row before any page is asked, each as `by_id` reads it, and then stops.
+    #[test]
+    fn start_up_reads_every_row_in_batches_before_any_page() {
+        let db = varied_catalogue();
+        db.write(|tx| delete(tx, &id_of(5))).unwrap();
+        let mut index = ListIndex::default();
+        let (mut from, mut batches) = (0, 0);
+        db.read_list(|conn, _| {
+            while read_unread_rows(conn, &mut index, &mut from, 7)? {
+                batches += 1;
+            }
+            assert_eq!((index.kept_rows(), batches), (59, 9));
+            let everything = query(&[("per_page", "1000")]);
+            assert_eq!(
+                listed(conn, &mut index, &everything),
+                oracle(conn, &everything)
+            );
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
     }
 
     /// A batch of changed hosts of any size (creates, deletes, uses and renames mixed) is
