@@ -33,30 +33,20 @@ const CREATE_CHANGE_LOG: &str = "
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_host_changed AFTER UPDATE ON main.hosts
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.seq), (new.seq); END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_hop_added AFTER INSERT ON main.host_jumps
-        BEGIN INSERT OR IGNORE INTO list_changed_hosts
-            SELECT seq FROM main.hosts WHERE id = new.host_id; END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_hop_dropped AFTER DELETE ON main.host_jumps
-        BEGIN INSERT OR IGNORE INTO list_changed_hosts
-            SELECT seq FROM main.hosts WHERE id = old.host_id; END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_option_added AFTER INSERT ON main.host_ssh_options
-        BEGIN INSERT OR IGNORE INTO list_changed_hosts
-            SELECT seq FROM main.hosts WHERE id = new.host_id; END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_option_dropped AFTER DELETE ON main.host_ssh_options
-        BEGIN INSERT OR IGNORE INTO list_changed_hosts
-            SELECT seq FROM main.hosts WHERE id = old.host_id; END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_hop_changed AFTER UPDATE ON main.host_jumps
-        BEGIN INSERT OR IGNORE INTO list_changed_hosts
-            SELECT seq FROM main.hosts WHERE id IN (old.host_id, new.host_id); END;
-    CREATE TEMP TRIGGER IF NOT EXISTS list_option_changed AFTER UPDATE ON main.host_ssh_options
-        BEGIN INSERT OR IGNORE INTO list_changed_hosts
-            SELECT seq FROM main.hosts WHERE id IN (old.host_id, new.host_id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_added AFTER INSERT ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (new.host_seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_dropped AFTER DELETE ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq); END;
     CREATE TEMP TRIGGER IF NOT EXISTS list_tag_changed AFTER UPDATE ON main.host_tags
         BEGIN INSERT OR IGNORE INTO list_changed_hosts VALUES (old.host_seq), (new.host_seq); END;";
+/// The tables whose rows are in a host's row as the list shows it, by `host_id`, and how
+/// each of their triggers logs the host.
+const HOST_ID_TABLES: [&str; 2] = ["host_jumps", "host_ssh_options"];
+const HOST_ID_EVENTS: [(&str, &str); 3] = [
+    ("INSERT", "new.host_id"),
+    ("DELETE", "old.host_id"),
+    ("UPDATE", "old.host_id, new.host_id"),
+];
 /// `Hosts::write` reads the columns after `seq`; a NULL `id` is a deleted host. The last
 /// column is what keeping the host's row as JSON costs, roughly: its texts, and about 430
 /// bytes of JSON around them and 30 to keep it (tags, hops and options left out).
@@ -102,6 +92,16 @@ const NONE: u32 = u32::MAX;
 /// Sets up the connection's change logs. Call once per connection, after migrations.
 pub fn install(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch(CREATE_CHANGE_LOG)?;
+    for table in HOST_ID_TABLES {
+        for (event, ids) in HOST_ID_EVENTS {
+            // Our own constants only: no outside text reaches this SQL.
+            conn.execute_batch(&format!(
+                "CREATE TEMP TRIGGER IF NOT EXISTS list_{table}_{event} AFTER {event} ON \
+                 main.{table} BEGIN INSERT OR IGNORE INTO list_changed_hosts \
+                 SELECT seq FROM main.hosts WHERE id IN ({ids}); END;"
+            ))?;
+        }
+    }
     crate::store::groups::install_change_log(conn)
 }
 
