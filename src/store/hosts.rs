@@ -53,7 +53,7 @@ const SELECT_TAGS: &str = "SELECT tag FROM host_tags \
      WHERE host_seq = (SELECT seq FROM hosts WHERE id = ?1) ORDER BY position";
 
 /// Rows of a page: `?1` is a JSON array of `seq`s (the tags are in the list's memory).
-const SELECT_ROWS_OF_PAGE: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
+const SELECT_ROWS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
      h.auth_type, h.key_id, h.password IS NOT NULL, h.group_id, h.is_favorite, h.color, \
      h.sort_order, h.notes, h.created_at, h.updated_at, h.last_used_at, h.revision \
      FROM json_each(?1) AS page JOIN hosts AS h ON h.seq = page.value";
@@ -313,16 +313,16 @@ pub fn list(
     query: &HostQuery,
 ) -> Result<(Vec<Box<RawValue>>, u64), StoreError> {
     let (page, total) = index.page(conn, query)?;
-    let mut read = read_rows(conn, index, &page)?.into_iter().peekable();
+    let mut read: HashMap<_, _> = read_rows(conn, index, &page)?.into_iter().collect();
     let rows = page.into_iter().filter_map(|listed| match listed {
         Listed::Row(row) => Some(row),
-        Listed::Unread(seq, _) => read.next_if(|(read, _)| *read == seq).map(|(_, row)| row),
+        Listed::Unread(seq, _) => read.remove(&seq),
     });
     Ok((rows.collect(), total))
 }
 
-/// Reads the rows the list's memory does not keep yet, `limit` at a time from the first
-/// slot, from `*from` on (start-up, a lock at a time); false when none is left.
+/// Reads the rows the list's memory does not keep yet, `limit` at a time from slot `*from`
+/// on (start-up, a lock at a time); false when none is left.
 pub fn read_unread_rows(
     conn: &Connection,
     index: &mut ListIndex,
@@ -335,38 +335,47 @@ pub fn read_unread_rows(
     Ok(!unread.is_empty())
 }
 
-/// The rows of `page`'s unread hosts by `seq`, in its order, rendered; the memory keeps
-/// them.
+/// The rows of `page`'s unread hosts, rendered; the memory keeps them.
 fn read_rows(
     conn: &Connection,
     index: &mut ListIndex,
     page: &[Listed],
 ) -> Result<Vec<(i64, Box<RawValue>)>, StoreError> {
-    let unread: Vec<_> = page
-        .iter()
-        .filter_map(|listed| match listed {
-            Listed::Row(_) => None,
-            Listed::Unread(seq, tags) => Some((*seq, tags.clone())),
-        })
-        .collect();
+    let mut unread: HashMap<i64, &[String]> = HashMap::new();
+    for listed in page {
+        if let Listed::Unread(seq, tags) = listed {
+            unread.insert(*seq, tags);
+        }
+    }
     if unread.is_empty() {
         return Ok(Vec::new());
     }
-    let (seqs, mut hosts): (Vec<i64>, Vec<Host>) = rows_of_page(conn, unread)?.into_iter().unzip();
+    let seqs: Vec<i64> = unread.keys().copied().collect();
+    let json = |err: serde_json::Error| StoreError::Sqlite(err.to_string());
+    let seq_list = serde_json::to_string(&seqs).map_err(json)?;
+    let mut statement = conn.prepare_cached(SELECT_ROWS)?;
+    let mut cursor = statement.query([&seq_list])?;
+    let (mut read, mut hosts) = (Vec::new(), Vec::new());
+    while let Some(row) = cursor.next()? {
+        let seq = row.get(0)?;
+        let tags = unread.get(&seq).map_or_else(Vec::new, |tags| tags.to_vec());
+        hosts.push(Host {
+            tags,
+            ..host_from_row(row, 1)??
+        });
+        read.push(seq);
+    }
     let any: bool = conn
         .prepare_cached(ANY_EXTENSIONS)?
         .query_row([], |row| row.get(0))?;
     if any {
         crate::store::interop::fill_extensions(conn, &mut hosts)?;
     }
-    let rendered = hosts
-        .iter()
-        .map(|host| serde_json::value::to_raw_value(&host.view()));
-    let rendered: Result<Vec<_>, _> = rendered.collect();
-    let rows: Vec<_> = seqs
+    let rows = read
         .into_iter()
-        .zip(rendered.map_err(|err| StoreError::Sqlite(err.to_string()))?)
-        .collect();
+        .zip(&hosts)
+        .map(|(seq, host)| serde_json::value::to_raw_value(&host.view()).map(|row| (seq, row)));
+    let rows = rows.collect::<Result<Vec<_>, _>>().map_err(json)?;
     index.keep(&rows);
     Ok(rows)
 }
@@ -387,28 +396,6 @@ pub fn key_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
         .query_row([id], |_| Ok(()))
         .optional()?
         .is_some())
-}
-
-/// The hosts with these `seq`s, in the given order, with the given tags.
-fn rows_of_page(
-    conn: &Connection,
-    page: Vec<(i64, Vec<String>)>,
-) -> Result<Vec<(i64, Host)>, StoreError> {
-    let seqs: Vec<i64> = page.iter().map(|(seq, _)| *seq).collect();
-    let seq_list =
-        serde_json::to_string(&seqs).map_err(|err| StoreError::Sqlite(err.to_string()))?;
-    let mut rows: HashMap<i64, Host> = HashMap::with_capacity(page.len());
-    let mut statement = conn.prepare_cached(SELECT_ROWS_OF_PAGE)?;
-    let mut cursor = statement.query([&seq_list])?;
-    while let Some(row) = cursor.next()? {
-        let seq: i64 = row.get(0)?;
-        rows.insert(seq, host_from_row(row, 1)??);
-    }
-    let hosts = page.into_iter().filter_map(|(seq, tags)| {
-        let host = rows.remove(&seq)?;
-        Some((seq, Host { tags, ..host }))
-    });
-    Ok(hosts.collect())
 }
 
 /// A host from the columns of `SELECT_HOST_BY_ID` starting at column `first`; tags are left empty. The outer

@@ -1,154 +1,143 @@
-//! The search text: every host's `name_key` and lowercased hostname in one buffer, scanned
-//! for a term (README, API: Hosts, "List": a case-insensitive substring of name or hostname;
-//! "How the host list is answered": why a scan).
+//! The search text: every host's `name_key` and lowercased hostname, in blocks of `BLOCK`
+//! slots, scanned for a term (README, API: Hosts, "List": a case-insensitive substring of
+//! name or hostname; "How the host list is answered": why a scan). The sorts read their
+//! text keys here too.
 //!
-//! Invariants: a slot's text is its name, `END`, its hostname, `END`, and UTF-8 never holds
-//! `END`, so a match never spans the two fields nor two hosts; the buffer holds no secret;
-//! positions fit in u32 (`put` refuses to grow the buffer past 4 GiB).
+//! Invariants: a slot's text is its name, `END`, its hostname, `END` (nothing without a
+//! host), and UTF-8 never holds `END`, so a match never spans two fields or two hosts; the
+//! text holds no secret.
 
-/// The texts of every slot, each a segment of one buffer.
-#[derive(Default)]
-pub struct SearchText {
-    buffer: Vec<u8>,
-    /// Each segment's start and slot, in buffer order; a replaced text keeps its segment.
-    segments: Vec<(u32, u32)>,
-    /// Each slot's segment, or `NONE`.
-    segment_of: Vec<u32>,
-    /// For each `BLOCK` bytes of the buffer, the segment holding the first.
-    block_segment: Vec<u32>,
-    /// Bytes of `buffer` no slot owns any more.
-    garbage: usize,
-}
-
-/// The buffer would pass 4 GiB.
-#[derive(Debug)]
-pub struct TooLarge;
-
-/// No segment, or no slot (that of a replaced or removed text's segment).
-const NONE: u32 = u32::MAX;
 /// Ends each field: a byte UTF-8 never holds.
 const END: u8 = 0xFF;
-/// Candidates are found this many bytes at a time.
-const BLOCK: usize = 64;
+/// Candidates are found this many positions at a time; each block ends with as many `END`s.
+const PAD: usize = 64;
+/// Slots a block: large enough to scan at memory speed, small enough that a changed text
+/// moves little (every size in unit tests, so they cross blocks).
+const BLOCK: usize = if cfg!(test) { 64 } else { 4096 };
+
+/// The texts of slots `BLOCK b` to `BLOCK (b + 1) - 1` one after another in block `b`, each
+/// from its start to the next one's, then `PAD` bytes of `END` (so the scan reads whole
+/// windows).
+#[derive(Default)]
+pub struct SearchText {
+    blocks: Vec<Vec<u8>>,
+    starts: Vec<u32>,
+}
 
 impl SearchText {
-    /// The slot's `name_key` (empty without a text).
-    pub fn name(&self, slot: u32) -> &[u8] {
-        self.field(slot, 0)
+    /// The slot's `name_key` (`field` 0) or lowercased hostname (1); empty without a text.
+    pub fn field(&self, slot: u32, field: usize) -> &[u8] {
+        let (block, range) = (
+            self.blocks.get(slot as usize / BLOCK),
+            self.range(slot as usize),
+        );
+        let text = block.map_or(&[][..], |block| &block[range]);
+        text.split(|byte| *byte == END)
+            .nth(field)
+            .unwrap_or_default()
     }
 
-    /// The slot's lowercased hostname (empty without a text).
-    pub fn hostname(&self, slot: u32) -> &[u8] {
-        self.field(slot, 1)
-    }
-
-    /// Sets the slot's text, unless it is that already; an empty one takes no segment.
-    pub fn put(&mut self, slot: u32, name_key: &str, hostname: &str) -> Result<(), TooLarge> {
-        if self.name(slot) == name_key.as_bytes() && self.hostname(slot) == hostname.as_bytes() {
-            return Ok(());
+    /// Sets the slot's text; an empty name and hostname leave none.
+    pub fn put(&mut self, slot: u32, name_key: &str, hostname: &str) {
+        let (slot, block) = (slot as usize, slot as usize / BLOCK);
+        if self.blocks.len() <= block {
+            self.blocks.resize_with(block + 1, || vec![END; PAD]);
         }
-        self.remove(slot);
-        let (start, index) = (self.buffer.len(), self.segments.len() as u32);
-        let end = start + name_key.len() + hostname.len() + 2;
-        u32::try_from(end).map_err(|_| TooLarge)?;
-        if name_key.is_empty() && hostname.is_empty() {
-            return Ok(());
+        while self.starts.len() <= slot {
+            let end = self.blocks[self.starts.len() / BLOCK].len() - PAD;
+            self.starts.push(end as u32);
         }
-        let slots = self.segment_of.len().max(slot as usize + 1);
-        self.segment_of.resize(slots, NONE);
-        self.segment_of[slot as usize] = index;
-        self.segments.push((start as u32, slot));
-        let text = name_key.bytes().chain([END]).chain(hostname.bytes());
-        self.buffer.extend(text.chain([END]));
-        self.block_segment.resize(end.div_ceil(BLOCK), index);
-        Ok(())
-    }
-
-    /// Drops the slot's text.
-    pub fn remove(&mut self, slot: u32) {
-        let index = self.segment_of.get_mut(slot as usize);
-        let old = index.map_or(NONE, |index| std::mem::replace(index, NONE)) as usize;
-        let end = self.start(old + 1);
-        if let Some((start, slot)) = self.segments.get_mut(old) {
-            *slot = NONE;
-            self.garbage += end - *start as usize;
+        let mut text = [name_key.as_bytes(), &[END], hostname.as_bytes(), &[END]].concat();
+        if text.len() == 2 {
+            text.clear();
+        }
+        let range = self.range(slot);
+        let grown = text.len() as i64 - range.len() as i64;
+        self.blocks[block].splice(range, text);
+        let last = self.starts.len().min((block + 1) * BLOCK);
+        for start in &mut self.starts[slot + 1..last] {
+            *start = (i64::from(*start) + grown) as u32;
         }
     }
 
-    /// The slots whose name or hostname contains `needle`, as a bitmap over `slots` slots
-    /// (bit `s % 64` of word `s / 64`), from one scan on this thread (README, "How the host
-    /// list is answered": why one). Candidates (the needle's first and last bytes at their
-    /// distance) are found a block at a time; each is compared in full and mapped to its
-    /// text, whose other candidates are skipped.
-    pub fn scan(&self, needle: &[u8], slots: usize) -> Vec<u64> {
-        let mut found = vec![0u64; slots.div_ceil(64)];
+    /// Gives the blocks back their spare room (after everything was read).
+    pub fn shrink(&mut self) {
+        self.blocks.iter_mut().for_each(Vec::shrink_to_fit);
+    }
+
+    /// The slots whose name or hostname contains `needle`, as a bitmap (bit `s % 64` of word
+    /// `s / 64`). Candidates (the needle's first and last bytes at their distance) are found
+    /// 64 at a time; each is compared in full and mapped to its slot, whose later candidates
+    /// are skipped.
+    pub fn scan(&self, needle: &[u8]) -> Vec<u64> {
+        let mut found = vec![0u64; self.starts.len().div_ceil(64)];
         let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
             return found;
         };
-        let (text, tail, mut position) = (&self.buffer, needle.len() - 1, 0);
-        while position + tail < text.len() {
-            let block = position;
-            let window = |from: usize| text.get(from..from + BLOCK)?.try_into().ok();
-            let mut candidates = match (window(block), window(block + tail)) {
-                (Some(firsts), Some(lasts)) => block_candidates(firsts, lasts, first, last),
-                // The last block: fewer than `BLOCK` positions.
-                _ => (block..text.len() - tail).fold(0, |mask, at| {
-                    mask | u64::from(text[at] == first && text[at + tail] == last) << (at - block)
-                }),
-            };
-            position = block + BLOCK;
-            while candidates != 0 {
-                let at = block + candidates.trailing_zeros() as usize;
-                candidates &= candidates - 1;
-                // The first and last bytes are checked already.
-                if needle.len() > 2 && text[at + 1..at + tail] != needle[1..tail] {
-                    continue;
+        let tail = needle.len() - 1;
+        for (block, (text, starts)) in self
+            .blocks
+            .iter()
+            .zip(self.starts.chunks(BLOCK))
+            .enumerate()
+        {
+            let (mut position, len, mut slot) = (0, text.len() - PAD, 0);
+            while position + tail < len {
+                let at = position;
+                let windows = (text[at..].first_chunk(), text[at + tail..].first_chunk());
+                let (Some(firsts), Some(lasts)) = windows else {
+                    break;
+                };
+                let mut candidates = block_candidates(firsts, lasts, first, last);
+                position += PAD;
+                while candidates != 0 {
+                    let hit = at + candidates.trailing_zeros() as usize;
+                    candidates &= candidates - 1;
+                    if text[hit..=hit + tail] != *needle {
+                        continue;
+                    }
+                    // The slot holding `hit`, searched from the last one found (hits come in
+                    // order; a block's first text starts at 0), over 1, 2, 4... slots ahead.
+                    let (ahead, mut reach) = (&starts[slot..], 1);
+                    while ahead.get(reach).is_some_and(|start| *start as usize <= hit) {
+                        reach *= 2;
+                    }
+                    let ahead = &ahead[..reach.min(ahead.len())];
+                    slot += ahead.partition_point(|start| *start as usize <= hit) - 1;
+                    let end = starts.get(slot + 1).map_or(len, |end| *end as usize);
+                    let bit = block * BLOCK + slot;
+                    found[bit / 64] |= 1 << (bit % 64);
+                    // Later candidates in this text add nothing.
+                    candidates &= u64::MAX.checked_shl((end - at) as u32).unwrap_or(0);
+                    position = position.max(end);
                 }
-                let mut segment = self.block_segment[at / BLOCK] as usize;
-                let ahead = self.segments[segment + 1..].iter();
-                segment += ahead.take_while(|(start, _)| *start as usize <= at).count();
-                // `NONE`, a replaced text's slot, is past the bitmap.
-                let slot = self.segments[segment].1 as usize;
-                if let Some(word) = found.get_mut(slot / 64) {
-                    *word |= 1 << (slot % 64);
-                }
-                let skip = self.start(segment + 1) - block;
-                // Later candidates in this text add nothing.
-                candidates &= u64::MAX.checked_shl(skip as u32).unwrap_or(0);
-                position = position.max(block + skip);
             }
         }
         found
     }
 
-    /// True once most of the buffer is unowned text (the list then reads everything again).
-    pub fn wasteful(&self) -> bool {
-        self.garbage > self.buffer.len() / 2
-    }
-
-    /// Field `index` (0 the name, 1 the hostname) of the slot's text, or empty.
-    fn field(&self, slot: u32, index: usize) -> &[u8] {
-        let segment = *self.segment_of.get(slot as usize).unwrap_or(&NONE) as usize;
-        let text = &self.buffer[self.start(segment)..self.start(segment + 1)];
-        let mut fields = text.split(|byte| *byte == END);
-        fields.nth(index).unwrap_or_default()
-    }
-
-    /// Where segment `index` starts; past the last one, the buffer's end.
-    fn start(&self, index: usize) -> usize {
-        let start = self.segments.get(index).map(|(start, _)| *start as usize);
-        start.unwrap_or(self.buffer.len())
+    /// Where slot `slot`'s text is in its block.
+    fn range(&self, slot: usize) -> std::ops::Range<usize> {
+        let Some(start) = self.starts.get(slot) else {
+            return 0..0;
+        };
+        let next = self
+            .starts
+            .get(slot + 1)
+            .filter(|_| !(slot + 1).is_multiple_of(BLOCK));
+        let end = self.blocks[slot / BLOCK].len() - PAD;
+        *start as usize..next.map_or(end, |next| *next as usize)
     }
 }
 
 /// Bit `i` is set when `firsts[i] == first` and `lasts[i] == last`. Plain loops over fixed
 /// arrays, which the compiler turns into vector compares: no `unsafe`, no crate.
-fn block_candidates(firsts: &[u8; BLOCK], lasts: &[u8; BLOCK], first: u8, last: u8) -> u64 {
-    let mut hits = [0u8; BLOCK];
+fn block_candidates(firsts: &[u8; PAD], lasts: &[u8; PAD], first: u8, last: u8) -> u64 {
+    let mut hits = [0u8; 64];
     for ((hit, a), b) in hits.iter_mut().zip(firsts).zip(lasts) {
         *hit = u8::from(*a == first) & u8::from(*b == last);
     }
-    let mut words = [0u64; BLOCK / 8];
+    let mut words = [0u64; 8];
     for (word, bytes) in words.iter_mut().zip(hits.chunks_exact(8)) {
         let mut eight = [0u8; 8];
         eight.copy_from_slice(bytes);
@@ -170,7 +159,7 @@ mod tests {
 
     /// What the scan finds, as slots.
     fn found(text: &SearchText, needle: &str) -> Vec<u32> {
-        let words = text.scan(needle.as_bytes(), text.segment_of.len());
+        let words = text.scan(needle.as_bytes());
         let slots = (0..words.len() as u32 * 64)
             .filter(|slot| words[*slot as usize / 64] & (1 << (slot % 64)) != 0);
         slots.collect()
@@ -196,7 +185,7 @@ mod tests {
         for slot in 0..700u32 {
             let name = format!("näme-{slot}-{}", "x".repeat(slot as usize % 70));
             let hostname = format!("h{}.example.com", slot % 97);
-            text.put(slot, &name, &hostname).unwrap();
+            text.put(slot, &name, &hostname);
             hosts.push((name, hostname));
         }
         let long = format!("-{}", "x".repeat(66));
@@ -247,9 +236,9 @@ mod tests {
                 // A cleared host: removed, or given an empty text.
                 let (name, hostname) = &hosts[slot];
                 if name.len() + hostname.len() == 0 && random.below(2) == 0 {
-                    text.remove(slot as u32);
+                    text.put(slot as u32, "", "");
                 } else {
-                    text.put(slot as u32, name, hostname).unwrap();
+                    text.put(slot as u32, name, hostname);
                 }
             }
             for _ in 0..30 {
@@ -269,36 +258,46 @@ mod tests {
         }
     }
 
-    /// Renames, deletes and re-adds are found and old texts never are; text no slot owns
-    /// is counted until it is most of the buffer (the list then reads everything again).
+    /// Renames, deletes and re-adds are found and old texts never are, and a text replaced
+    /// leaves nothing behind: the blocks hold exactly the slots' texts.
     #[test]
-    fn a_scan_follows_puts_and_removes_and_counts_what_they_leave_unowned() {
+    fn a_scan_follows_puts_and_removes_and_replaced_texts_leave_nothing() {
         let mut text = SearchText::default();
         for (slot, name) in [(1, "web-1"), (2, "db-2"), (3, "web-3")] {
-            text.put(slot, name, "host.example").unwrap();
+            text.put(slot, name, "host.example");
         }
         assert_eq!(found(&text, "web"), vec![1, 3]);
-        text.put(1, "renamed", "h").unwrap();
-        text.remove(3);
+        text.put(1, "renamed", "h");
+        text.put(3, "", "");
         assert_eq!(found(&text, "web"), Vec::<u32>::new());
         assert_eq!(found(&text, "host.ex"), vec![2]);
-        text.put(3, "web-again", "h").unwrap();
-        text.put(9, "web-9", "h").unwrap();
-        assert!(
-            !text.wasteful(),
-            "{} of {}",
-            text.garbage,
-            text.buffer.len()
-        );
+        text.put(3, "web-again", "h");
+        text.put(130, "web-130", "h");
         for round in 0..40 {
-            text.put(2, &format!("db-{round}"), "host.example").unwrap();
+            text.put(2, &format!("db-{round}"), "host.example");
         }
-        assert!(text.wasteful());
-        assert_eq!(found(&text, "web"), vec![3, 9]);
+        assert_eq!(found(&text, "web"), vec![3, 130]);
         assert_eq!(found(&text, "db-39"), vec![2]);
         assert_eq!(found(&text, "db-38"), Vec::<u32>::new());
-        assert_eq!(text.name(1), b"renamed");
-        assert_eq!(text.hostname(2), b"host.example");
-        assert_eq!(text.name(4), b"", "a slot never put has no text");
+        assert_eq!(text.field(1, 0), b"renamed");
+        assert_eq!(text.field(2, 1), b"host.example");
+        assert_eq!(text.field(4, 0), b"", "a slot never put has no text");
+        assert_eq!(text.field(999, 1), b"", "nor a slot past the last block");
+        let held: usize = text
+            .blocks
+            .iter()
+            .map(|block| block.len() - super::PAD)
+            .sum();
+        let texts = [
+            "renamed",
+            "h",
+            "db-39",
+            "host.example",
+            "web-again",
+            "h",
+            "web-130",
+            "h",
+        ];
+        assert_eq!(held, texts.iter().map(|text| text.len() + 1).sum::<usize>());
     }
 }
