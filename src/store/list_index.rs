@@ -355,8 +355,8 @@ impl Hosts {
         Ok(hosts)
     }
 
-    /// Applies the logged changes a host at a time: out of each order by its old keys, then
-    /// in by its new ones. `None`: read everything again instead (many changes, a host between
+    /// Applies the logged changes a host at a time: from its place in each order by its old
+    /// keys to the place its new ones give. `None`: read everything again instead (many changes, a host between
     /// known `seq`s, an order at odds with the keys).
     fn patch(mut self, conn: &Connection) -> Result<Option<Hosts>, StoreError> {
         self.kept.clear();
@@ -371,45 +371,64 @@ impl Hosts {
                 return Ok(None);
             };
             let mut rows = statement.query([seq])?;
-            let moved = self.move_in_orders(slot, false);
+            let places = self.places(slot);
             self.write(slot, rows.next()?)?;
             self.set_tags(slot, &mut Vec::new());
             self.read_tags(conn, Some(*seq))?;
             if let Some(row) = self.rows.get_mut(slot as usize).and_then(Option::take) {
                 self.row_bytes -= row.get().len();
             }
-            if !moved || !self.move_in_orders(slot, true) {
+            if !places.is_some_and(|places| self.move_in_orders(slot, &places)) {
                 return Ok(None);
             }
         }
         Ok(patches.then_some(self))
     }
 
-    /// Takes a live slot out of every order (`into` false) or puts it in at its place by
-    /// its keys; false when an order was at odds with them.
-    fn move_in_orders(&mut self, slot: u32, into: bool) -> bool {
-        let keys = &self.keys;
-        for (order, sort) in self
-            .orders
-            .iter_mut()
-            .zip(SORTS)
-            .filter(|_| self.live.contains(slot))
-        {
+    /// Where a live slot sits in each order by its keys (nowhere when it is not live);
+    /// `None` when an order is at odds with them.
+    fn places(&self, slot: u32) -> Option<Vec<usize>> {
+        let orders = self.orders.iter().zip(SORTS);
+        let live = orders.filter(|_| self.live.contains(slot));
+        let search = |(order, sort): (&Order, Sort)| {
             let found = order
                 .slots
-                .binary_search_by(|probe| keys.cmp(sort, *probe, slot));
-            let place = match (found, into) {
-                (Ok(place), false) => {
-                    order.slots.remove(place);
-                    place
+                .binary_search_by(|probe| self.keys.cmp(sort, *probe, slot));
+            found.ok()
+        };
+        live.map(search).collect()
+    }
+
+    /// Moves a slot in each order from its old place (`places`; none when it was not live)
+    /// to the one its keys give now (none when it is not live). It stays where it still sits
+    /// between its neighbours (a host moved, made a favorite, retagged, its notes changed).
+    /// False when an order was at odds with the keys.
+    fn move_in_orders(&mut self, slot: u32, places: &[usize]) -> bool {
+        let (keys, live) = (&self.keys, self.live.contains(slot));
+        for (at, (order, sort)) in self.orders.iter_mut().zip(SORTS).enumerate() {
+            let before = |a: &u32, b: &u32| keys.cmp(sort, *a, *b).is_lt();
+            let slots = &mut order.slots;
+            if let Some(&place) = places.get(at) {
+                let sits = place
+                    .checked_sub(1)
+                    .is_none_or(|left| before(&slots[left], &slot))
+                    && slots
+                        .get(place + 1)
+                        .is_none_or(|right| before(&slot, right));
+                if live && sits {
+                    continue;
                 }
-                (Err(place), true) => {
-                    order.slots.insert(place, slot);
-                    place
-                }
-                _ => return false,
-            };
-            order.ranked = order.ranked.min(place);
+                slots.remove(place);
+                order.ranked = order.ranked.min(place);
+            }
+            if live {
+                let found = slots.binary_search_by(|probe| keys.cmp(sort, *probe, slot));
+                let Err(place) = found else {
+                    return false;
+                };
+                slots.insert(place, slot);
+                order.ranked = order.ranked.min(place);
+            }
             order.eighths = Default::default();
         }
         true
