@@ -42,12 +42,6 @@ const LOGGED: [(&str, &str); 4] = [
 const RANK_SHARE: usize = 8;
 /// The sets of this many tags and search terms are kept, until the next change.
 const KEPT_SETS: usize = 16;
-/// A changed host leaves and enters each of the 4 orders, each time moving half an order on
-/// average, 4 bytes a host: 16 bytes a host. Changes that would move more than this read
-/// everything again instead (it bounds a patch near 100 ms; a full read of a million hosts
-/// takes about 3 s). In unit tests, batches of 3 or more changes among 60 hosts, so the
-/// oracle tests check both ways.
-const PATCH_BYTES: usize = if cfg!(test) { 1 << 11 } else { 1 << 30 };
 /// The hosts' rows as JSON are kept while they take at most this many bytes.
 const ROW_BYTES: usize = 64 << 20;
 /// The sorts, in `Sort`'s order (`Hosts::orders` is indexed by `sort as usize`).
@@ -61,7 +55,7 @@ const SORTS: [Sort; 4] = [
 /// parse (after any other).
 const NEVER: u64 = u64::MAX;
 const UNREADABLE: u64 = u64::MAX - 1;
-/// The group of a slot without a host.
+/// The group of a slot without a host, and a place not yet filled in a merge.
 const NONE: u32 = u32::MAX;
 
 /// Sets up the connection's change log. Call once per connection, after migrations.
@@ -355,82 +349,106 @@ impl Hosts {
         Ok(hosts)
     }
 
-    /// Applies the logged changes a host at a time: from its place in each order by its old
-    /// keys to the place its new ones give. `None`: read everything again instead (many changes, a host between
-    /// known `seq`s, an order at odds with the keys).
+    /// Applies the logged changes. `None`: read everything again instead (a host between
+    /// known `seq`s, never seen; an order at odds with the keys).
     fn patch(mut self, conn: &Connection) -> Result<Option<Hosts>, StoreError> {
         self.kept.clear();
         let mut statement = conn.prepare_cached("SELECT seq FROM list_changed_hosts")?;
-        let changed: Result<Vec<i64>, _> = statement.query_map([], |row| row.get(0))?.collect();
-        let changed = changed?;
-        let query = format!("SELECT {COLUMNS} FROM main.hosts WHERE seq = ?1");
-        let mut statement = conn.prepare_cached(&query)?;
-        let patches = changed.len().saturating_mul(16 * self.seqs.len()) <= PATCH_BYTES;
-        for seq in changed.iter().filter(|_| patches) {
-            let Some(slot) = self.slot_of(*seq) else {
+        let seqs: Result<Vec<i64>, _> = statement.query_map([], |row| row.get(0))?.collect();
+        let mut changed = Vec::new();
+        for seq in seqs? {
+            let Some(slot) = self.slot_of(seq) else {
                 return Ok(None);
             };
-            let mut rows = statement.query([seq])?;
-            let places = self.places(slot);
-            self.write(slot, rows.next()?)?;
-            self.set_tags(slot, &mut Vec::new());
+            changed.push((seq, slot));
+        }
+        // Each changed host's places, found by the keys before any of them changes.
+        let live = |hosts: &Hosts| {
+            let slots = changed.iter().map(|(_, slot)| *slot);
+            slots
+                .filter(|slot| hosts.live.contains(*slot))
+                .collect::<Vec<u32>>()
+        };
+        let (was_live, mut places) = (live(&self), Vec::new());
+        for (order, sort) in self.orders.iter().zip(SORTS) {
+            let search = |slot: &u32| {
+                order
+                    .slots
+                    .binary_search_by(|probe| self.keys.cmp(sort, *probe, *slot))
+            };
+            let Ok(mut found) = was_live.iter().map(search).collect::<Result<Vec<_>, _>>() else {
+                return Ok(None);
+            };
+            found.sort_unstable();
+            places.push(found);
+        }
+        let mut statement =
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM main.hosts WHERE seq = ?1"))?;
+        for (seq, slot) in &changed {
+            self.write(*slot, statement.query([seq])?.next()?)?;
+            self.set_tags(*slot, &mut Vec::new());
             self.read_tags(conn, Some(*seq))?;
-            if let Some(row) = self.rows.get_mut(slot as usize).and_then(Option::take) {
+            if let Some(row) = self.rows.get_mut(*slot as usize).and_then(Option::take) {
                 self.row_bytes -= row.get().len();
             }
-            if !places.is_some_and(|places| self.move_in_orders(slot, &places)) {
+        }
+        let mut into = live(&self);
+        let same = into == was_live && was_live.len() == changed.len();
+        for (at, places) in places.iter().enumerate() {
+            if !self.reorder(at, places, &mut into, same) {
                 return Ok(None);
             }
         }
-        Ok(patches.then_some(self))
+        Ok(Some(self))
     }
 
-    /// Where a live slot sits in each order by its keys (nowhere when it is not live);
-    /// `None` when an order is at odds with them.
-    fn places(&self, slot: u32) -> Option<Vec<usize>> {
-        let orders = self.orders.iter().zip(SORTS);
-        let live = orders.filter(|_| self.live.contains(slot));
-        let search = |(order, sort): (&Order, Sort)| {
-            let found = order
-                .slots
-                .binary_search_by(|probe| self.keys.cmp(sort, *probe, slot));
-            found.ok()
+    /// Takes the slots at `places` (ascending) out of order `at` and merges `into` in at
+    /// their places by the current keys, moving each stretch between two of them once, in
+    /// place: one path for one change and for thousands (an import). Nothing moves when the
+    /// same hosts changed (`same`) and each still sits between its neighbours (a host moved,
+    /// made a favorite, retagged, its notes edited). False when the order was at odds with
+    /// the keys.
+    fn reorder(&mut self, at: usize, places: &[usize], into: &mut [u32], same: bool) -> bool {
+        let (sort, keys) = (SORTS[at], &self.keys);
+        let Order {
+            slots: order,
+            ranked,
+            eighths,
+            ..
+        } = &mut self.orders[at];
+        let before = |a: u32, b: u32| keys.cmp(sort, a, b).is_lt();
+        let sits = |place: usize| {
+            (place == 0 || before(order[place - 1], order[place]))
+                && order
+                    .get(place + 1)
+                    .is_none_or(|next| before(order[place], *next))
         };
-        live.map(search).collect()
-    }
-
-    /// Moves a slot in each order from its old place (`places`; none when it was not live)
-    /// to the one its keys give now (none when it is not live). It stays where it still sits
-    /// between its neighbours (a host moved, made a favorite, retagged, its notes changed).
-    /// False when an order was at odds with the keys.
-    fn move_in_orders(&mut self, slot: u32, places: &[usize]) -> bool {
-        let (keys, live) = (&self.keys, self.live.contains(slot));
-        for (at, (order, sort)) in self.orders.iter_mut().zip(SORTS).enumerate() {
-            let before = |a: &u32, b: &u32| keys.cmp(sort, *a, *b).is_lt();
-            let slots = &mut order.slots;
-            if let Some(&place) = places.get(at) {
-                let sits = place
-                    .checked_sub(1)
-                    .is_none_or(|left| before(&slots[left], &slot))
-                    && slots
-                        .get(place + 1)
-                        .is_none_or(|right| before(&slot, right));
-                if live && sits {
-                    continue;
-                }
-                slots.remove(place);
-                order.ranked = order.ranked.min(place);
-            }
-            if live {
-                let found = slots.binary_search_by(|probe| keys.cmp(sort, *probe, slot));
-                let Err(place) = found else {
-                    return false;
-                };
-                slots.insert(place, slot);
-                order.ranked = order.ranked.min(place);
-            }
-            order.eighths = Default::default();
+        if same && places.iter().all(|place| sits(*place)) {
+            return true;
         }
+        let mut kept = places.first().copied().unwrap_or(order.len());
+        let first = kept;
+        for (index, place) in places.iter().enumerate() {
+            let next = places.get(index + 1).copied().unwrap_or(order.len());
+            order.copy_within(place + 1..next, kept);
+            kept += next - place - 1;
+        }
+        order.truncate(kept);
+        // From the back: each slot of `into` lands after the stretch of larger ones.
+        into.sort_unstable_by(|a, b| keys.cmp(sort, *a, *b));
+        order.resize(kept + into.len(), NONE);
+        let mut unread = kept;
+        for (index, slot) in into.iter().enumerate().rev() {
+            let place = order[..unread].partition_point(|probe| before(*probe, *slot));
+            if order[..unread].get(place) == Some(slot) {
+                return false;
+            }
+            order.copy_within(place..unread, place + index + 1);
+            order[place + index] = *slot;
+            unread = place;
+        }
+        *ranked = (*ranked).min(first).min(unread);
+        *eighths = Default::default();
         true
     }
 
