@@ -353,7 +353,8 @@ impl Hosts {
     /// known `seq`s, never seen; an order at odds with the keys).
     fn patch(mut self, conn: &Connection) -> Result<Option<Hosts>, StoreError> {
         self.kept.clear();
-        let mut statement = conn.prepare_cached("SELECT seq FROM list_changed_hosts ORDER BY seq")?;
+        let mut statement =
+            conn.prepare_cached("SELECT seq FROM list_changed_hosts ORDER BY seq")?;
         let seqs: Result<Vec<i64>, _> = statement.query_map([], |row| row.get(0))?.collect();
         let mut changed = Vec::new();
         for seq in seqs? {
