@@ -323,14 +323,9 @@ impl Hosts {
             bytes += row.get::<_, i64>(8)?;
         }
         hosts.keeps_rows = usize::try_from(bytes).is_ok_and(|bytes| bytes <= row_bytes);
-        hosts.rows = vec![
-            None;
-            if hosts.keeps_rows {
-                hosts.seqs.len()
-            } else {
-                0
-            }
-        ];
+        if hosts.keeps_rows {
+            hosts.rows.resize(hosts.seqs.len(), None);
+        }
         hosts.read_tags(conn, None)?;
         hosts.keys.text.shrink();
         let keys = &hosts.keys;
@@ -387,7 +382,6 @@ impl Hosts {
             conn.prepare_cached(&format!("SELECT {COLUMNS} FROM main.hosts WHERE seq = ?1"))?;
         for (seq, slot) in &changed {
             self.write(*slot, statement.query([seq])?.next()?)?;
-            self.set_tags(*slot, &mut Vec::new());
             self.read_tags(conn, Some(*seq))?;
             if let Some(row) = self.rows.get_mut(*slot as usize).and_then(Option::take) {
                 self.row_bytes -= row.get().len();
@@ -453,10 +447,10 @@ impl Hosts {
         true
     }
 
-    /// Sets the tags of every host that has some (`None`) or of one.
-    fn read_tags(&mut self, conn: &Connection, seq: Option<i64>) -> Result<(), StoreError> {
-        let mut statement = conn.prepare_cached(seq.map_or(SELECT_TAGS, |_| SELECT_TAGS_OF))?;
-        let mut rows = statement.query(params_from_iter(seq))?;
+    /// Sets the tags of every host that has some (`None`), or of one, none included.
+    fn read_tags(&mut self, conn: &Connection, of: Option<i64>) -> Result<(), StoreError> {
+        let mut statement = conn.prepare_cached(of.map_or(SELECT_TAGS, |_| SELECT_TAGS_OF))?;
+        let mut rows = statement.query(params_from_iter(of))?;
         let (mut host, mut tags) = (None, Vec::new());
         loop {
             let row = rows.next()?;
@@ -466,6 +460,10 @@ impl Hosts {
                 self.set_tags(slot as u32, &mut tags);
             }
             let Some(row) = row else {
+                let untagged = of.filter(|_| host.is_none());
+                if let Some(Ok(slot)) = untagged.map(|seq| self.seqs.binary_search(&seq)) {
+                    self.set_tags(slot as u32, &mut []);
+                }
                 return Ok(());
             };
             if host != seq {
@@ -481,6 +479,9 @@ impl Hosts {
         tags.sort_unstable();
         let numbers: Vec<u32> = tags.iter().map(|(_, number)| *number).collect();
         let old = self.tags_of[slot as usize] as usize;
+        if self.tag_lists[old] == numbers {
+            return;
+        }
         for number in &self.tag_lists[old] {
             self.tags.remove(*number, slot);
         }
