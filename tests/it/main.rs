@@ -15,6 +15,8 @@ mod interop;
 mod keys;
 mod known_hosts;
 mod limits;
+/// Reads the service's memory through `/proc`: Linux only.
+#[cfg(target_os = "linux")]
 mod memory;
 mod platform;
 mod process;

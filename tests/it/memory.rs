@@ -6,7 +6,8 @@
 //!
 //! Reads the child's memory through `/proc/PID/maps` and `/proc/PID/mem` (Linux; the test
 //! process is the service's parent, and CI runs as root). When that memory cannot be read
-//! at all, the test prints why and passes without asserting anything.
+//! at all, the test fails saying why: it never passes without having looked (Rust's test
+//! harness cannot report a skip at run time, and a pass would claim what was not checked).
 //!
 
 use std::fs::{self, File};
@@ -178,13 +179,13 @@ fn after_lock_no_key_or_password_that_opens_the_vault_is_left_in_memory() {
     assert_ne!(wrapped, data_key, "the stored key is wrapped now");
     let password_key = password_key(&header, MASTER_PASSWORD);
 
-    let regions = match writable_memory(service.child.id()) {
-        Ok(regions) => regions,
-        Err(reason) => {
-            eprintln!("SKIPPED: cannot read the service's memory: {reason}");
-            return;
-        }
-    };
+    let regions = writable_memory(service.child.id()).unwrap_or_else(|reason| {
+        panic!(
+            "cannot check: the service's memory cannot be read here ({reason}); run the test \
+             as the service's parent with ptrace allowed (root, or kernel.yama.ptrace_scope \
+             at most 1)"
+        )
+    });
     // The scan sees what it looks for: the locked vault keeps the wrapped key by design.
     assert!(
         !hits(&regions, &wrapped).is_empty(),
