@@ -358,10 +358,13 @@ def call(port, method, path, body=None, expect=200, timeout=60):
 UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
-def wrk(port, path, threads, connections, seconds, script=None):
+def wrk(port, path, threads, connections, seconds, script=None, cpu=None):
     """One wrk run with --latency: p50 and p99 (ms), req/s, requests, and its failures by
-    kind (non-2xx, and socket errors; "timeout" is no answer within wrk's 2 s)."""
+    kind (non-2xx, and socket errors; "timeout" is no answer within wrk's 2 s). `cpu`: run
+    wrk on that core only (see `pin`)."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    if cpu is not None:
+        command = ["taskset", "-c", str(cpu)] + command
     if script:
         command += ["-s", script]
     command.append(f"http://127.0.0.1:{port}{path}")
@@ -377,6 +380,14 @@ def wrk(port, path, threads, connections, seconds, script=None):
         failed.update(zip(["connect", "read", "write", "timeout"], (int(x) for x in errors.groups())))
     return {"p50": percent["50"], "p99": percent["99"], "rps": rps, "requests": requests,
             "failed": {kind: count for kind, count in failed.items() if count}}
+
+
+def pin(pid, cpus):
+    """Binds every thread of process `pid` to the cores `cpus` (a taskset list such as "0" or
+    "0,1"); threads it starts later inherit the binding. For comparisons on equal CPU: two
+    servers measured on one core each, with the load tool on another."""
+    subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def failures(*runs):

@@ -192,20 +192,21 @@ class Catalogue:
 
     # ------------------------------------------------------------ rows
 
-    def measure(self, port, path, script=None, load_connections=16, load_threads=2):
-        """Latency with one connection, throughput (and its p99) with `load_connections`."""
+    def measure(self, port, path, script=None, load_connections=16, load_threads=2, cpu=None):
+        """Latency with one connection, throughput (and its p99) with `load_connections`;
+        `cpu`: wrk runs on that core only."""
         if self.smoke:  # one short run stands for both: smoke keeps the tool working, no more
-            both = wrk(port, path, 1, 2, 1, script)
+            both = wrk(port, path, 1, 2, 1, script, cpu)
             return both, both
         pid = self.service.pid if self.service and self.service.port == port else None
         before = _cpu_ticks(pid)
-        single = wrk(port, path, 1, 1, self.lat_seconds, script)
+        single = wrk(port, path, 1, 1, self.lat_seconds, script, cpu)
         if pid:
             # The service's own CPU time a request (user + system, clock ticks): what an
             # answer costs the server, apart from the loopback and wrk sharing the cores.
             ticks = _cpu_ticks(pid) - before
             single["cpu"] = ticks * 1000 / os.sysconf("SC_CLK_TCK") / max(1, single["requests"])
-        loaded = wrk(port, path, load_threads, load_connections, self.seconds, script)
+        loaded = wrk(port, path, load_threads, load_connections, self.seconds, script, cpu)
         return single, loaded
 
     def http_row(self, section, label, single, loaded, goal, ok, tool="wrk"):
@@ -259,6 +260,8 @@ class Catalogue:
             single, loaded = self.measure(port, path_health)
             self.http_row("http", "GET /api/health", single, loaded, ">= 0.8x nginx req/s",
                           loaded["rps"] >= 0.8 * self.ref["rps"])
+            if (os.cpu_count() or 1) >= 2:
+                self.run_http_pinned(port, health_body)
         for section, parts in [("list", [self.run_list_pages, self.run_random_pages]),
                                ("search", [self.run_searches, self.run_first_searches]),
                                ("groups", [self.run_groups, self.run_groups_after_change]),
@@ -266,6 +269,29 @@ class Catalogue:
             if section in self.wanted:
                 for part in parts:
                     part(port)
+
+    def run_http_pinned(self, port, health_body):
+        """The health figures again on equal CPU: nginx (one worker) and then the service each
+        bound to core 0, wrk to core 1. Unpinned, our threads use both cores against nginx's
+        one worker, which flatters the ratio above; this form compares the servers' work."""
+        path_health = "/api/health"
+        with benchlib.Nginx(path_health, health_body) as nginx:
+            benchlib.pin(nginx.pid, "0")
+            n_single, n_loaded = self.measure(nginx.port, path_health, cpu=1)
+        self.rows.append(("http", "nginx, one worker, core 0 only (wrk on core 1)", "wrk",
+                          f"{n_single['p50']:.3f}", f"{n_single['p99']:.3f}", f"{n_loaded['rps']:,.0f}",
+                          f"{n_loaded['p99']:.2f}", "1.00x (pinned)", "the ceiling on one core", ""))
+        benchlib.pin(self.service.pid, "0")
+        try:
+            single, loaded = self.measure(port, path_health, cpu=1)
+        finally:
+            benchlib.pin(self.service.pid, f"0-{(os.cpu_count() or 1) - 1}")
+        ratio = loaded["rps"] / n_loaded["rps"]
+        latency = single["p50"] / n_single["p50"]
+        self.rows.append(("http", f"GET /api/health, core 0 only (wrk on core 1); one-client p50 "
+                          f"{latency:.2f}x nginx's", "wrk", f"{single['p50']:.3f}", f"{single['p99']:.3f}",
+                          f"{loaded['rps']:,.0f}", f"{loaded['p99']:.2f}", f"{ratio:.2f}x (pinned)",
+                          "reported, no goal", ""))
 
     def run_list_pages(self, port):
         """Page 1 and a deep page of every sort, asked again and again."""
