@@ -163,6 +163,12 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
     Ok(AgentListener(listener))
 }
 
+/// Whether something listens on the socket at `path`: a live agent, whose socket is never
+/// taken; a socket nobody answers on is a killed run's.
+pub fn agent_answers(path: &Path) -> bool {
+    UnixStream::connect(path).is_ok()
+}
+
 impl AgentListener {
     /// Waits for the next client.
     pub fn accept(&self) -> io::Result<AgentStream> {

@@ -127,6 +127,11 @@ pub fn bind_agent(_path: &Path) -> io::Result<AgentListener> {
     ))
 }
 
+/// Never reached: the agent is not started on Windows (`AGENT_UNAVAILABLE`).
+pub fn agent_answers(_path: &Path) -> bool {
+    false
+}
+
 impl AgentListener {
     pub fn accept(&self) -> io::Result<AgentStream> {
         match *self {}
