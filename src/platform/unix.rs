@@ -117,6 +117,9 @@ pub fn is_socket(file_type: &FileType) -> bool {
     file_type.is_socket()
 }
 
+/// Which space-separated field of `file_identity` is the file's size.
+pub const FILE_IDENTITY_SIZE_FIELD: usize = 2;
+
 /// What no write can leave unchanged: device, inode, size, and the modification and change
 /// times (no tool can set the change time back).
 pub fn file_identity(metadata: &Metadata) -> String {
