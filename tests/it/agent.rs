@@ -1205,8 +1205,10 @@ fn a_socket_another_process_listens_on_is_not_taken_and_the_agent_goes_to_a_temp
     let (socket, location) = socket_at(&service);
     assert_eq!(location, "temp_dir");
     assert!(socket.starts_with(&tmp), "{}", socket.display());
-    // Theirs still works: a connection to it reaches the test's listener.
+    // Theirs still works: a connection to it is queued at the test's listener by the time
+    // `connect` returns, so an accept that does not wait finds it.
     let _client = UnixStream::connect(&theirs).expect("their socket is still there");
+    listener.set_nonblocking(true).unwrap();
     listener.accept().expect("and still theirs");
     assert!(service.stderr().contains("another running agent owns it"));
 }
