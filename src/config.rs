@@ -52,14 +52,16 @@ Options:
                         (GET /api/health, /api/vault, /api/openapi.json) do not count;
                         0 = never [default: 0]
   --no-agent            Do not serve the SSH agent. By default it listens on a Unix socket in
-                        $XDG_RUNTIME_DIR/host-manager (else in the data dir); GET /api/agent
-                        gives its path. Not served on Windows yet
+                        $XDG_RUNTIME_DIR/host-manager, else in the data dir, else (a path too
+                        long) in a new private directory under $TMPDIR; GET /api/agent gives
+                        its path. Not served on Windows yet
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 
 Environment:
   RUST_LOG              Log filter for stderr, e.g. debug or host_manager=trace [default: info]
   XDG_RUNTIME_DIR       Where the SSH agent's socket goes (an absolute path; else the data dir)
+  TMPDIR                Where the agent's socket goes when no other place fits [default: /tmp]
   USER, LOGNAME, USERNAME
                         The user an imported ssh_config Host block without User gets: the first
                         one set, read at start (USERNAME is Windows') [default: root]
@@ -127,6 +129,9 @@ pub struct AgentConfig {
     /// invalid and must be ignored); the socket then goes into a 0700 `host-manager`
     /// directory there, else into the data dir.
     pub runtime_dir: Option<PathBuf>,
+    /// `$TMPDIR` when it is set to an absolute path, else `/tmp`: where a private directory
+    /// for the socket is made when neither place above can hold it (README "SSH agent").
+    pub temp_dir: PathBuf,
     /// `HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS`: a test runs the approval timeout
     /// short. Not a flag, as the HTTP overrides.
     pub approval_timeout: Option<Duration>,
@@ -357,6 +362,11 @@ impl AgentConfig {
                 .get("XDG_RUNTIME_DIR")
                 .filter(|dir| dir.starts_with('/'))
                 .map(PathBuf::from),
+            temp_dir: PathBuf::from(
+                env.get("TMPDIR")
+                    .filter(|dir| dir.starts_with('/'))
+                    .map_or("/tmp", String::as_str),
+            ),
             approval_timeout: test_number(env, "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS")?
                 .map(Duration::from_millis),
         })
@@ -621,6 +631,20 @@ mod tests {
         assert_eq!(agent.runtime_dir, Some(PathBuf::from("/run/user/1000")));
         assert_eq!(agent.approval_timeout, None);
         assert_eq!(run(&["--no-agent"], &env).unwrap().agent, None);
+    }
+
+    #[test]
+    fn the_agent_temp_dir_is_an_absolute_tmpdir_else_slash_tmp() {
+        for (tmpdir, expected) in [
+            (Some("/var/t"), "/var/t"),
+            (Some("t"), "/tmp"),
+            (None, "/tmp"),
+        ] {
+            let mut env = vec![("HOME", "/h")];
+            env.extend(tmpdir.map(|dir| ("TMPDIR", dir)));
+            let agent = run(&[], &env).unwrap().agent.unwrap();
+            assert_eq!(agent.temp_dir, PathBuf::from(expected), "{tmpdir:?}");
+        }
     }
 
     #[test]

@@ -89,8 +89,6 @@ pub enum StartError {
         path: PathBuf,
         problem: TokenProblem,
     },
-    /// The SSH agent's socket cannot be set up; the text says why.
-    Agent(String),
     /// The announcement cannot be written to stdout.
     Announce,
     /// The HTTP server failed.
@@ -402,7 +400,6 @@ impl fmt::Display for StartError {
                  ASCII characters (! to ~, no spaces) on the file's first line",
                 path.display()
             ),
-            StartError::Agent(reason) => f.write_str(reason),
             StartError::Announce => f.write_str("cannot write SERVICE_PORT to stdout"),
             StartError::Server(source) => write!(f, "server failed: {source}"),
         }

@@ -89,7 +89,7 @@ fn serve(config: Config) -> Result<(), StartError> {
     let state = Arc::new(AppState::new(config, db, vault));
     lifecycle::watch_idle(&state)?;
     // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.
-    let agent_socket = agent::start(&state).map_err(StartError::Agent)?;
+    let agent_socket = agent::start(&state);
     lifecycle::announce(announcement)?;
     // After SERVICE_PORT: reading the host list into memory grows with the catalogue.
     lifecycle::warm_host_list(&state);

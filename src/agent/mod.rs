@@ -2,7 +2,8 @@
 //! talk to it on a Unix socket, and it signs with keys that never leave the vault. Not
 //! served on Windows yet (README, Platforms).
 //!
-//! Shape: `endpoint` owns the socket (made by `platform`) and gives every
+//! Shape: `place` chooses where the socket goes, `endpoint` owns the socket (made by
+//! `platform`) and gives every
 //! connection a thread of its own; `connection` reads length-framed messages under their
 //! limits; `proto` parses them (pure, fuzzed); `respond` answers them with the vault, the
 //! store and each key's policy; `approvals` holds sign requests waiting for the user.
@@ -15,6 +16,7 @@
 pub mod approvals;
 mod connection;
 mod endpoint;
+mod place;
 pub mod proto;
 mod respond;
 
@@ -27,14 +29,19 @@ use crate::platform;
 use crate::state::AppState;
 
 pub use crate::agent::endpoint::Listening;
+pub use crate::agent::place::Place;
 
 /// The agent's share of `AppState`.
 pub struct Agent {
-    /// The socket path, set once when the endpoint listens; empty with `--no-agent` or
-    /// on Windows. Written once at start, before any request.
-    socket: OnceLock<PathBuf>,
-    /// Why there is no socket, for the 409 `AGENT_UNAVAILABLE` that says so.
+    /// The socket path and the place that took it, set once when the endpoint listens;
+    /// empty with `--no-agent`, on Windows, or when no place could hold it. Written once at
+    /// start, before any request.
+    socket: OnceLock<(PathBuf, Place)>,
+    /// Why there is no socket, for `GET /api/agent` and the 409 `AGENT_UNAVAILABLE`:
+    /// `--no-agent` or the platform, unless `no_place` says more.
     off_because: &'static str,
+    /// Why no place could hold the socket, set at start when that happened.
+    no_place: OnceLock<String>,
     /// Sign requests waiting for the user, and approvals remembered until the vault locks.
     pub approvals: Approvals,
 }
@@ -51,38 +58,58 @@ impl Agent {
                 (Some(_), Some(reason)) => reason,
                 (Some(_), None) => "the SSH agent is not served",
             },
+            no_place: OnceLock::new(),
             approvals: Approvals::new(timeout),
         }
     }
 
     /// Where clients connect (`SSH_AUTH_SOCK`); `None` when the agent is not served.
     pub fn socket(&self) -> Option<&Path> {
-        self.socket.get().map(PathBuf::as_path)
+        self.socket.get().map(|(path, _)| path.as_path())
     }
 
-    /// Why the agent is not served (`--no-agent`, or Windows), when `socket` is `None`.
-    pub fn off_because(&self) -> &'static str {
-        self.off_because
+    /// Which place holds the socket; `None` when the agent is not served.
+    pub fn place(&self) -> Option<Place> {
+        self.socket.get().map(|(_, place)| *place)
+    }
+
+    /// Why the agent is not served (`--no-agent`, Windows, or no place for its socket),
+    /// when `socket` is `None`.
+    pub fn off_because(&self) -> &str {
+        self.no_place.get().map_or(self.off_because, String::as_str)
     }
 }
 
 /// Starts the agent unless `--no-agent` was given: binds its socket and starts accepting.
-/// The returned value removes the socket file when it drops (at shutdown). An error is a
-/// start-up error (README "SSH agent": a socket path over the 108-byte limit, a socket
-/// directory owned by someone else).
-pub fn start(state: &Arc<AppState>) -> Result<Option<Listening>, String> {
+/// The returned value removes the socket file when it drops (at shutdown). The agent never
+/// stops the service (README "SSH agent"): when no place can hold its socket, it is off,
+/// `GET /api/agent` says why, and a warning is logged.
+pub fn start(state: &Arc<AppState>) -> Option<Listening> {
     let Some(config) = state.config.agent.as_ref() else {
         log::info!("SSH agent off (--no-agent)");
-        return Ok(None);
+        return None;
     };
     if let Some(reason) = platform::AGENT_UNAVAILABLE {
         log::warn!("SSH agent off: {reason}");
-        return Ok(None);
+        return None;
     }
-    let path = endpoint::socket_path(&state.config.data_dir, config.runtime_dir.as_deref())?;
-    let listening = endpoint::listen(&path, Arc::downgrade(state))?;
-    log::info!("SSH agent listening on {}", path.display());
-    // Set before SERVICE_PORT is printed, so no request ever sees it unset.
-    let _ = state.agent.socket.set(path);
-    Ok(Some(listening))
+    match endpoint::listen(&state.config.data_dir, config, Arc::downgrade(state)) {
+        Ok(listening) => {
+            let (path, place) = (listening.path().to_path_buf(), listening.place());
+            log::info!(
+                "SSH agent listening on {} (location {})",
+                path.display(),
+                place.name()
+            );
+            // Set before SERVICE_PORT is printed, so no request ever sees it unset.
+            let _ = state.agent.socket.set((path, place));
+            Some(listening)
+        }
+        Err(why) => {
+            let reason = format!("the SSH agent is off: no place could hold its socket ({why})");
+            log::warn!("{reason}");
+            let _ = state.agent.no_place.set(reason);
+            None
+        }
+    }
 }

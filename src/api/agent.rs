@@ -21,6 +21,11 @@ struct AgentView<'a> {
     enabled: bool,
     /// The socket for `SSH_AUTH_SOCK` and `IdentityAgent`; `null` when not enabled.
     socket: Option<String>,
+    /// Which place holds the socket (`runtime_dir`, `data_dir`, `temp_dir`); `null` when
+    /// not enabled.
+    location: Option<&'static str>,
+    /// Why the agent is not enabled; `null` when it is.
+    reason: Option<&'a str>,
     /// The keys the agent offers now.
     keys: Vec<ServedKeyView<'a>>,
     /// Sign requests waiting for a decision.
@@ -50,7 +55,7 @@ struct DecisionInput {
     decision: Option<Value>,
 }
 
-/// `GET /api/agent`: `{enabled, socket, keys, pending}`.
+/// `GET /api/agent`: `{enabled, socket, location, reason, keys, pending}`.
 pub fn status(state: &AppState) -> Result<Reply, ApiError> {
     let socket = state.agent.socket();
     let keys = match socket {
@@ -60,6 +65,8 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
     let view = AgentView {
         enabled: socket.is_some(),
         socket: socket.map(|path| path.to_string_lossy().into_owned()),
+        location: state.agent.place().map(|place| place.name()),
+        reason: socket.is_none().then(|| state.agent.off_because()),
         keys: keys
             .iter()
             .map(|key| ServedKeyView {

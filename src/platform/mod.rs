@@ -18,10 +18,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use crate::platform::os::{
-    bind_agent, create_private_dir, create_private_dirs, file_identity, is_open_to_others,
-    is_socket, make_private, narrow_private_dir, open_private, refuse_data_dir, same_owner,
-    stdin_file, watch_signals, AgentListener, AgentStream, DirRefusal, AGENT_UNAVAILABLE,
-    MAX_SOCKET_PATH_BYTES,
+    agent_answers, bind_agent, create_private_dir, create_private_dirs, file_identity,
+    is_open_to_others, is_socket, make_private, narrow_private_dir, open_private, refuse_data_dir,
+    same_owner, stdin_file, watch_signals, AgentListener, AgentStream, DirRefusal,
+    AGENT_UNAVAILABLE, FILE_IDENTITY_SIZE_FIELD, MAX_SOCKET_PATH_BYTES,
 };
 
 /// Which rule picks the default data dir (README, Platforms).

@@ -117,6 +117,9 @@ pub fn is_socket(file_type: &FileType) -> bool {
     file_type.is_socket()
 }
 
+/// Which space-separated field of `file_identity` is the file's size.
+pub const FILE_IDENTITY_SIZE_FIELD: usize = 2;
+
 /// What no write can leave unchanged: device, inode, size, and the modification and change
 /// times (no tool can set the change time back).
 pub fn file_identity(metadata: &Metadata) -> String {
@@ -161,6 +164,12 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
     let listener = UnixListener::bind(path)?;
     make_private(path)?;
     Ok(AgentListener(listener))
+}
+
+/// Whether something listens on the socket at `path`: a live agent, whose socket is never
+/// taken; a socket nobody answers on is a killed run's.
+pub fn agent_answers(path: &Path) -> bool {
+    UnixStream::connect(path).is_ok()
 }
 
 impl AgentListener {

@@ -94,6 +94,9 @@ pub fn is_socket(_file_type: &FileType) -> bool {
     false
 }
 
+/// Which space-separated field of `file_identity` is the file's size.
+pub const FILE_IDENTITY_SIZE_FIELD: usize = 0;
+
 /// Size, modification and creation times: Windows' change time is not in stable std, so a
 /// tool that rewrites the file and sets its modification time back is not noticed (README,
 /// Platforms).
@@ -125,6 +128,11 @@ pub fn bind_agent(_path: &Path) -> io::Result<AgentListener> {
         io::ErrorKind::Unsupported,
         AGENT_UNAVAILABLE.unwrap_or_default(),
     ))
+}
+
+/// Never reached: the agent is not started on Windows (`AGENT_UNAVAILABLE`).
+pub fn agent_answers(_path: &Path) -> bool {
+    false
 }
 
 impl AgentListener {

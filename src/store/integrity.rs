@@ -13,6 +13,11 @@
 //! kill, a file copied in or edited) runs the full check. The record is removed at start,
 //! so it exists only while the database is closed.
 //!
+//! That record also says how large the file was when the service last stopped: a database
+//! that is empty (0 bytes) or gone while the record says it had content lost its catalogue
+//! after the stop (truncated, or replaced by an empty file), and is refused with both sizes
+//! instead of being initialised as a fresh install with no master password.
+//!
 //! Invariants: reads only; the refusal names what is wrong and what to do, and no secret.
 
 use std::fs;
@@ -36,6 +41,49 @@ const QUICK_CHECK: &str = "PRAGMA quick_check(5)";
 const VAULT_ROW_PRESENT: &str = "SELECT EXISTS (SELECT 1 FROM vault WHERE id = 1)";
 const SEALED_SECRETS: &str = "SELECT (SELECT count(*) FROM keys)
      + (SELECT count(*) FROM hosts WHERE password IS NOT NULL)";
+
+/// Refuses a database file that is empty or missing while its clean-close record says the
+/// last clean close left it with content (README, Reliability): starting would create a
+/// fresh database, with an open vault, in its place. Leaves the file and the record as they
+/// are, so the next start refuses too. Runs before anything creates or opens the file.
+pub fn refuse_lost(db_path: &Path) -> Result<(), StoreError> {
+    let record = sidecar(db_path, CLEAN_CLOSE_SUFFIX);
+    let Some(recorded) = fs::read_to_string(&record)
+        .ok()
+        .and_then(|line| recorded_size(&line))
+    else {
+        return Ok(()); // No record: a first start, or after a crash (the full check runs).
+    };
+    let found = match fs::symlink_metadata(db_path) {
+        Ok(metadata) if metadata.len() > 0 => return Ok(()),
+        Ok(_) => "is empty (0 bytes)",
+        Err(err) if err.kind() == io::ErrorKind::NotFound => "is missing (0 bytes)",
+        Err(_) => return Ok(()), // `files::prepare` says what is wrong with it.
+    };
+    if recorded == 0 {
+        return Ok(());
+    }
+    Err(StoreError::Unusable(format!(
+        "the database {} {found}, but host-manager's last clean close recorded it at \
+         {recorded} bytes (in {}): its contents were lost after host-manager stopped \
+         (truncated or replaced). host-manager refuses to start rather than create a new, \
+         empty database with no master password in its place, and has changed neither file. \
+         Restore the data dir from a backup; to start over with an empty catalogue on \
+         purpose, remove both files",
+        db_path.display(),
+        record.display()
+    )))
+}
+
+/// The database's size in a clean-close record line, `None` for a line of another format.
+fn recorded_size(line: &str) -> Option<u64> {
+    line.strip_prefix(RECORD_FORMAT)?
+        .strip_prefix(' ')?
+        .split_whitespace()
+        .nth(platform::FILE_IDENTITY_SIZE_FIELD)?
+        .parse()
+        .ok()
+}
 
 /// Checks the database's pages (fully unless the clean-close record matches) before
 /// anything else reads or writes it; `Unusable` says what is wrong.
@@ -146,10 +194,27 @@ pub fn vault_row_consistent(conn: &Connection, db_path: &Path) -> Result<(), Sto
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::fs;
+    use std::path::PathBuf;
+
     use rusqlite::Connection;
 
-    use crate::store::integrity::vault_row_consistent;
+    use crate::store::integrity::{describe, recorded_size, vault_row_consistent};
     use crate::store::migrate::migrate;
+
+    #[test]
+    fn the_recorded_size_is_the_file_size_a_clean_close_record_holds_on_this_platform() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/tmp")
+            .join(format!("integrity-size-{}", std::process::id()));
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, vec![7u8; 184_320]).unwrap();
+        let line = describe(&path).unwrap();
+        fs::remove_file(&path).unwrap();
+        assert_eq!(recorded_size(&line), Some(184_320), "{line}");
+        assert_eq!(recorded_size("another-format 1 2 184320 4 5\n"), None);
+        assert_eq!(recorded_size("host-manager-clean-close-1\n"), None);
+    }
 
     fn schema() -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();

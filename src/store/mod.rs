@@ -278,10 +278,12 @@ impl Drop for Db {
 }
 
 /// Opens (creating when missing) the database in `data_dir`, checks it, sets the pragmas and
-/// applies pending migrations. A database from a newer build, a damaged one, or one reached
-/// through a symlink is refused untouched (README, Reliability).
+/// applies pending migrations. A database from a newer build, a damaged one, one emptied or
+/// removed since its last clean close, or one reached through a symlink is refused untouched
+/// (README, Reliability).
 pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     let path = data_dir.join(DB_FILE);
+    integrity::refuse_lost(&path)?;
     files::prepare(&path)?;
     let mut conn = Connection::open(&path)?;
     integrity::check_pages(&conn, &path)?;

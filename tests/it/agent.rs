@@ -913,7 +913,14 @@ fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
     let status = service.get("/api/agent").expect(200);
     assert_eq!(
         status,
-        json!({"enabled": false, "socket": null, "keys": [], "pending": 0})
+        json!({
+            "enabled": false,
+            "socket": null,
+            "location": null,
+            "reason": "the SSH agent is not served (--no-agent)",
+            "keys": [],
+            "pending": 0
+        })
     );
     assert!(!service.data_dir.join("agent.sock").exists());
     let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
@@ -1029,24 +1036,181 @@ fn decision_on_an_unknown_request_is_404() {
     );
 }
 
-#[test]
-fn a_socket_path_of_more_than_107_bytes_stops_the_start_with_a_clear_error() {
-    let base = fresh_dir("agent-long");
-    let data_dir = base.join("d".repeat(120));
-    let error = Service::try_start(
-        "agent-long",
+/// A data dir whose path is `length` bytes, not made yet (the service makes it).
+fn data_dir_of(name: &str, length: usize) -> PathBuf {
+    let base = fresh_dir(name);
+    let fill = length - base.as_os_str().len() - 1;
+    base.join("d".repeat(fill))
+}
+
+/// Starts a service on `data_dir` with `env`.
+fn start_on(name: &str, data_dir: &Path, env: &[(&str, &Path)]) -> Service {
+    Service::start_with(
+        name,
         Options {
-            data_dir: Some(data_dir),
+            data_dir: Some(data_dir.to_path_buf()),
+            env: env
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string_lossy().into_owned()))
+                .collect(),
             ..Options::default()
         },
     )
-    .err()
-    .expect("the service must not start");
+}
+
+/// The agent's socket and location, once `GET /api/agent` says it is enabled.
+fn socket_at(service: &Service) -> (PathBuf, String) {
+    let status = service.get("/api/agent").expect(200);
+    assert_eq!(status["reason"], Value::Null, "{status}");
+    let location = status["location"].as_str().expect("location").to_owned();
+    (socket(service), location)
+}
+
+/// `ssh-add -l` through `socket` lists exactly `key`'s fingerprint.
+fn assert_ssh_add_lists(socket: &Path, key: &Value) {
+    assert_eq!(listed(socket), [key["fingerprint"].as_str().unwrap()]);
+}
+
+#[test]
+fn a_200_byte_data_dir_without_a_runtime_dir_starts_and_its_agent_answers_ssh_add_from_a_private_temp_dir(
+) {
+    let tmp = fresh_dir("agent-long-tmp");
+    let data_dir = data_dir_of("agent-long", 200);
+    let mut service = start_on("agent-long", &data_dir, &[("TMPDIR", &tmp)]);
+    let (socket, location) = socket_at(&service);
+    assert_eq!(location, "temp_dir");
+    let dir = socket.parent().unwrap().to_path_buf();
+    assert_eq!(dir.parent(), Some(tmp.as_path()));
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
-        error.1.contains("a Unix socket path holds at most 107") && error.1.contains("--no-agent"),
-        "{}",
-        error.1
+        name.starts_with("host-manager-") && name.len() == 21,
+        "{name}"
     );
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&dir), mode(&socket)), (0o700, 0o600));
+    let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
+    assert_ssh_add_lists(&socket, &key);
+    assert!(
+        service
+            .stderr()
+            .contains(&format!("is {} bytes", 200 + "/agent.sock".len())),
+        "the log says why the data dir was passed over"
+    );
+    assert!(service
+        .terminate(DEADLINE)
+        .is_some_and(|status| status.success()));
+    assert!(!dir.exists(), "the private directory goes with the service");
+}
+
+#[test]
+fn with_no_place_for_the_socket_the_service_starts_without_the_agent_says_why_and_serves_the_rest()
+{
+    // A regular file as TMPDIR: no private directory can be made in it (tests run as root,
+    // so modes cannot stop one).
+    let tmp = fresh_dir("agent-nowhere-tmp").join("file");
+    std::fs::write(&tmp, b"not a directory").unwrap();
+    let data_dir = data_dir_of("agent-nowhere", 200);
+    let service = start_on("agent-nowhere", &data_dir, &[("TMPDIR", &tmp)]);
+    let status = service.get("/api/agent").expect(200);
+    assert_eq!(status["enabled"], false, "{status}");
+    assert_eq!(status["socket"], Value::Null);
+    assert_eq!(status["location"], Value::Null);
+    let reason = status["reason"].as_str().expect("a reason").to_owned();
+    for part in [
+        "no place",
+        "a Unix socket path holds at most",
+        "cannot make a private directory",
+    ] {
+        assert!(reason.contains(part), "{part}: {reason}");
+    }
+    assert!(service.stderr().contains("WARN") && service.stderr().contains(&reason));
+    // The rest of the API works; the agent's modes say why they cannot.
+    let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
+    let host = key_host(&service, &key);
+    let error = service
+        .post(&format!("/api/hosts/{host}/connect?agent=true"), &json!({}))
+        .assert_error(409, "AGENT_UNAVAILABLE");
+    assert_eq!(error["details"], reason.as_str());
+    service
+        .get("/api/export/ssh-config?agent=true")
+        .assert_error(409, "AGENT_UNAVAILABLE");
+    assert_eq!(service.get("/api/export/ssh-config").status, 200);
+    service
+        .post(&format!("/api/hosts/{host}/connect"), &json!({}))
+        .expect(200);
+    service.get("/api/agent/requests").expect(200);
+}
+
+#[test]
+fn xdg_runtime_dir_naming_a_missing_directory_starts_with_the_socket_in_the_data_dir_and_logs_why()
+{
+    let missing = fresh_dir("agent-missing-runtime").join("gone");
+    let service = Service::start_env(
+        "agent-missing-runtime",
+        &[("XDG_RUNTIME_DIR", &missing.to_string_lossy())],
+    );
+    let (socket, location) = socket_at(&service);
+    assert_eq!(location, "data_dir");
+    assert_eq!(
+        socket,
+        service.data_dir.canonicalize().unwrap().join("agent.sock")
+    );
+    let key = generate(&service, json!({"name": "k", "type": "ed25519"}));
+    assert_ssh_add_lists(&socket, &key);
+    assert!(!missing.exists(), "the missing runtime dir is not made");
+    let stderr = service.stderr();
+    assert!(
+        stderr.contains(&format!(
+            "cannot create {}",
+            missing.join("host-manager").display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_stale_socket_left_by_a_kill_9_run_is_removed_and_the_next_start_listens_there() {
+    let tmp = fresh_dir("agent-stale-tmp");
+    // One data dir whose socket fits in it, one that needs a private temp directory.
+    for (name, length) in [("agent-stale-short", 0), ("agent-stale-long", 200)] {
+        let data_dir = match length {
+            0 => fresh_dir(name).join("data"),
+            _ => data_dir_of(name, length),
+        };
+        let mut first = start_on(name, &data_dir, &[("TMPDIR", &tmp)]);
+        let (socket, location) = socket_at(&first);
+        let key = generate(&first, json!({"name": "k", "type": "ed25519"}));
+        first.child.kill().unwrap(); // SIGKILL: nothing is cleaned up
+        first.child.wait().unwrap();
+        assert!(socket.exists(), "{name}: the killed run left its socket");
+        let second = start_on(name, &data_dir, &[("TMPDIR", &tmp)]);
+        assert_eq!(socket_at(&second), (socket.clone(), location), "{name}");
+        assert_ssh_add_lists(&socket, &key);
+        assert!(
+            second.stderr().contains("removed the stale socket"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_socket_another_process_listens_on_is_not_taken_and_the_agent_goes_to_a_temp_dir() {
+    let tmp = fresh_dir("agent-live-tmp");
+    let data_dir = fresh_dir("agent-live").join("data");
+    std::fs::create_dir(&data_dir).unwrap();
+    std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let theirs = data_dir.join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&theirs).unwrap();
+    let service = start_on("agent-live", &data_dir, &[("TMPDIR", &tmp)]);
+    let (socket, location) = socket_at(&service);
+    assert_eq!(location, "temp_dir");
+    assert!(socket.starts_with(&tmp), "{}", socket.display());
+    // Theirs still works: a connection to it is queued at the test's listener by the time
+    // `connect` returns, so an accept that does not wait finds it.
+    let _client = UnixStream::connect(&theirs).expect("their socket is still there");
+    listener.set_nonblocking(true).unwrap();
+    listener.accept().expect("and still theirs");
+    assert!(service.stderr().contains("another running agent owns it"));
 }
 
 /// Every change feed entry after `since` as `(kind, op)`, reading page after page (a page

@@ -41,7 +41,14 @@ mod windows {
         let status = service.get("/api/agent").expect(200);
         assert_eq!(
             status,
-            serde_json::json!({"enabled": false, "socket": null, "keys": [], "pending": 0})
+            serde_json::json!({
+                "enabled": false,
+                "socket": null,
+                "location": null,
+                "reason": "the SSH agent is not available on Windows yet (README, Platforms)",
+                "keys": [],
+                "pending": 0
+            })
         );
         let details = agent_unavailable_details(&service);
         assert!(details.contains("not available on Windows"), "{details}");

@@ -609,3 +609,72 @@ fn a_start_after_a_clean_stop_skips_the_full_page_check_and_one_after_kill_9_run
     );
     assert_eq!(after_kill.get("/api/hosts").expect(200)["total"], 1);
 }
+
+#[test]
+fn a_database_emptied_or_removed_after_a_clean_stop_refuses_to_start_naming_both_sizes() {
+    for (name, lose) in [("db-truncated", "truncate"), ("db-removed", "remove")] {
+        let data_dir = stopped_data_dir(name, |service| {
+            service
+                .put(
+                    "/api/vault/password",
+                    &json!({"new_password": "master pw 1"}),
+                )
+                .expect(200);
+            let body = json!({"name": "a", "hostname": "example.org", "port": 22,
+                "username": "u", "auth": {"type": "password", "password": "sealed-pw"}});
+            service.post("/api/hosts", &body).expect(201);
+        });
+        let db_path = data_dir.join("host-manager.db");
+        let record = data_dir.join("host-manager.db-clean");
+        let size = fs::metadata(&db_path).unwrap().len();
+        let record_bytes = fs::read(&record).expect("a clean stop writes its record");
+        match lose {
+            "truncate" => fs::File::create(&db_path).map(drop).unwrap(),
+            _ => fs::remove_file(&db_path).unwrap(),
+        }
+        let (status, stderr) = run_expecting_refusal(&format!("{name}-run"), &data_dir, &[]);
+        assert_eq!(status.code(), Some(1), "{name}: {stderr}");
+        for part in [
+            db_path.display().to_string(),
+            format!("recorded it at {size} bytes"),
+            "(0 bytes)".to_owned(),
+        ] {
+            assert!(stderr.contains(&part), "{name}: {part}: {stderr}");
+        }
+        assert!(
+            !stderr.contains("master pw 1") && !stderr.contains("sealed-pw"),
+            "{stderr}"
+        );
+        let left = fs::metadata(&db_path).map(|meta| meta.len()).ok();
+        let expected = match lose {
+            "truncate" => Some(0),
+            _ => None,
+        };
+        assert_eq!(left, expected, "{name}: the database file is not touched");
+        assert_eq!(
+            fs::read(&record).unwrap(),
+            record_bytes,
+            "{name}: nor the record"
+        );
+    }
+}
+
+#[test]
+fn an_empty_database_file_without_a_clean_close_record_starts_as_a_fresh_install() {
+    // No record: a first start that was killed before its first close, or a fresh data dir
+    // the app made with an empty file in it.
+    let data_dir = fresh_dir("db-empty-fresh").join("data");
+    fs::create_dir(&data_dir).unwrap();
+    #[cfg(unix)]
+    fs::set_permissions(&data_dir, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::File::create(data_dir.join("host-manager.db")).unwrap();
+    let service = Service::start_with(
+        "db-empty-fresh",
+        Options {
+            data_dir: Some(data_dir),
+            ..Options::default()
+        },
+    );
+    let vault = service.get("/api/vault").expect(200);
+    assert_eq!(vault["has_password"], false);
+}
