@@ -14,8 +14,10 @@
 
 pub mod approvals;
 mod connection;
+mod connections;
 mod endpoint;
 pub mod proto;
+mod refusals;
 mod respond;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +39,8 @@ pub struct Agent {
     off_because: &'static str,
     /// Sign requests waiting for the user, and approvals remembered until the vault locks.
     pub approvals: Approvals,
+    /// Requests refused on forwarded connections, for their audit entries.
+    forwarded_refusals: refusals::Streak,
 }
 
 impl Agent {
@@ -52,6 +56,7 @@ impl Agent {
                 (Some(_), None) => "the SSH agent is not served",
             },
             approvals: Approvals::new(timeout),
+            forwarded_refusals: refusals::Streak::default(),
         }
     }
 
