@@ -2,7 +2,9 @@
 //! list identities, sign, bind a session, add, remove, lock and unlock.
 //!
 //! Invariants: while the vault is locked the identity list is empty and every other request
-//! but `UNLOCK` fails at once; a signature is made only for an enabled key whose policy
+//! but `UNLOCK` and a session binding fails at once; a connection that asked for a binding
+//! for forwarding (taken or not) lists and signs only, and its other requests are refused
+//! before the vault is looked at; a signature is made only for an enabled key whose policy
 //! allows it, after the user's approval when the policy asks, never with SHA-1 for RSA, and
 //! is logged (key, server, forwarded or not); private keys are opened from the vault only
 //! for the signature and dropped (wiped) right after; no answer or log line carries key
@@ -37,6 +39,10 @@ pub struct Session {
     pub connection: u64,
     /// `session-bind@openssh.com` bindings, oldest first.
     bindings: Vec<Binding>,
+    /// A binding for forwarding was asked for, whether or not it was taken: such a
+    /// connection is treated as forwarded even when its binding failed (a locked vault, a
+    /// bad signature), never as local.
+    forwarding_asked: bool,
 }
 
 #[derive(Debug)]
@@ -55,13 +61,14 @@ impl Session {
         Session {
             connection,
             bindings: Vec::new(),
+            forwarding_asked: false,
         }
     }
 
     /// True when any hop bound this connection for agent forwarding: the request comes from
     /// a remote machine the user logged in to with `ssh -A`.
     pub fn forwarded(&self) -> bool {
-        self.bindings.iter().any(|binding| binding.forwarding)
+        self.forwarding_asked || self.bindings.iter().any(|binding| binding.forwarding)
     }
 
     /// The server a signature is for: the host key of the last binding, when that binding
@@ -75,6 +82,9 @@ impl Session {
 
 /// The framed answer to `request`.
 pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) -> Vec<u8> {
+    if let Request::SessionBind(bind) = &request {
+        session.forwarding_asked |= bind.forwarding;
+    }
     // README "SSH agent": a forwarded connection may list, sign and bind further hops;
     // nothing it sends changes the vault (checked before the vault's state, so a forwarded
     // unlock is no guess at the master password either).
@@ -89,6 +99,12 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
             // README "SSH agent": a locked vault lists no keys.
             Request::Identities => proto::no_identities(),
             Request::Unlock { passphrase } => unlock(state, passphrase),
+            // A binding opens no secret, and a forwarded connection must be known as one
+            // before it can ask to unlock.
+            Request::SessionBind(bind) => match session_bind(state, session, &bind) {
+                Ok(()) => proto::success(),
+                Err(()) => proto::failure(),
+            },
             _ => {
                 log::debug!("agent: refused a request while the vault is locked");
                 proto::failure()
@@ -828,8 +844,8 @@ mod tests {
     #[test]
     fn a_forwarding_hop_then_an_authentication_is_forwarded_to_the_last_server() {
         let session = Session {
-            connection: 1,
             bindings: vec![binding("a", b"sa", true), binding("b", b"sb", false)],
+            ..Session::new(1)
         };
         assert!(session.forwarded());
         assert_eq!(
@@ -841,8 +857,8 @@ mod tests {
     #[test]
     fn a_request_on_the_forwarding_hop_itself_has_no_known_server() {
         let session = Session {
-            connection: 1,
             bindings: vec![binding("a", b"sa", true)],
+            ..Session::new(1)
         };
         assert!(session.forwarded());
         assert!(session.destination().is_none());
@@ -851,8 +867,8 @@ mod tests {
     #[test]
     fn userauth_for_the_bound_session_passes_and_for_another_is_refused() {
         let session = Session {
-            connection: 1,
             bindings: vec![binding("b", b"sb", false)],
+            ..Session::new(1)
         };
         assert!(for_the_bound_session(&session, &userauth(b"sb")));
         assert!(!for_the_bound_session(&session, &userauth(b"other")));

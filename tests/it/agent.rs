@@ -1222,6 +1222,9 @@ fn a_forwarded_connection_cannot_add_remove_lock_or_unlock_and_each_refusal_is_a
     let text = forwarded("ssh-add -X && echo unlocked");
     assert!(!text.contains("unlocked"), "{text}");
     assert_eq!(service.get("/api/health").expect(200)["vault_locked"], true);
+    service
+        .post("/api/vault/unlock", &json!({"password": "correct horse"}))
+        .expect(200);
     assert_eq!(
         forwarded_refusals(&service),
         ["remove_all", "remove", "add", "lock", "unlock"]
