@@ -1427,3 +1427,43 @@ fn keys_that_would_pass_256_kib_are_left_out_of_the_list_so_ssh_add_lists_the_re
         .stderr()
         .contains("34 key(s) left out of the identity list"));
 }
+
+#[test]
+fn at_the_connection_cap_a_connection_waiting_for_approval_is_never_closed_for_a_new_one() {
+    let service = Service::start("agent-connection-cap-busy");
+    let socket = socket(&service);
+    set_password(&service, "pw");
+    let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "always"}));
+    let blob = key_blob(&key);
+    // 64 connections, each with a sign request waiting for the user.
+    let waiting: Vec<_> = (0..64)
+        .map(|_| {
+            let mut stream = connect_socket(&socket);
+            let message = sign_request(&blob, b"not a login");
+            std::thread::spawn(move || exchange(&mut stream, &message))
+        })
+        .collect();
+    let all_wait = wait_until(DEADLINE, || {
+        service.get("/api/agent").expect(200)["pending"] == 64
+    });
+    assert!(all_wait, "64 requests wait");
+    let mut refused = connect_socket(&socket);
+    assert!(
+        closed(&mut refused),
+        "no connection is idle: the new one is closed"
+    );
+    assert!(service
+        .stderr()
+        .contains("each answering a request; closed a new one"));
+    assert_eq!(
+        service.get("/api/agent").expect(200)["pending"],
+        64,
+        "none was closed"
+    );
+    // A lock ends every wait with a failure; none of them was cut off.
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    for answer in waiting {
+        assert_eq!(answer.join().unwrap(), Some(vec![5]));
+    }
+}
