@@ -813,11 +813,14 @@ fn a_message_of_256_kib_is_answered_and_one_byte_more_closes_only_its_connection
     assert_eq!(exchange(&mut at_limit, &[11]), Some(vec![12, 0, 0, 0, 0]));
 }
 
+/// Which of the idle ones goes is `agent::connections`' unit tests' business: a thread
+/// marks its connection idle just after its answer is written, so from outside the order
+/// the answers arrived in is not quite the order the connections fell idle in.
 #[test]
-fn at_the_connection_cap_the_longest_idle_connection_is_closed_so_ssh_add_is_served() {
+fn at_the_connection_cap_an_idle_connection_is_closed_so_ssh_add_is_served() {
     let service = Service::start("agent-connection-cap");
     let socket = socket(&service);
-    // 64 connections, each answered once and then idle, the first the longest.
+    // 64 connections, each answered once and then idle.
     let mut open: Vec<UnixStream> = (0..64).map(|_| connect_socket(&socket)).collect();
     for stream in &mut open {
         assert_eq!(exchange(stream, &[11]), Some(vec![12, 0, 0, 0, 0]));
@@ -832,14 +835,15 @@ fn at_the_connection_cap_the_longest_idle_connection_is_closed_so_ssh_add_is_ser
     );
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.contains("no identities"), "{said}");
-    assert!(
-        closed(&mut open[0]),
-        "the longest-idle connection was closed"
-    );
+    // Exactly one of the 64 made room; the others are still served.
+    let answered = open
+        .iter_mut()
+        .map(|stream| exchange(stream, &[11]))
+        .filter(|answer| *answer == Some(vec![12, 0, 0, 0, 0]))
+        .count();
     assert_eq!(
-        exchange(&mut open[1], &[11]),
-        Some(vec![12, 0, 0, 0, 0]),
-        "the others go on"
+        answered, 63,
+        "one idle connection was closed, the rest go on"
     );
     assert!(service
         .stderr()
