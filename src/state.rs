@@ -10,12 +10,12 @@
 //! lives here, so that `POST /api/vault/unlock` and the agent's `UNLOCK` share one guess
 //! throttle.
 //!
-//! Invariants: a `Slot`, `SharedSlot` or `Activity` is given back when it drops, also when a
+//! Invariants: a `Slot` or `Activity` is given back when it drops, also when a
 //! panic unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex
 //! only to count); a vault with a request in flight is never auto-locked.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -88,11 +88,6 @@ pub struct Slots {
 /// One place of a `Slots`, held until dropped.
 #[must_use = "the place is given back as soon as the slot drops"]
 pub struct Slot<'a>(&'a Slots);
-
-/// One place of a shared `Slots`, held until dropped: it can go to another thread (an
-/// accepted connection's).
-#[must_use = "the place is given back as soon as the slot drops"]
-pub struct SharedSlot(Arc<Slots>);
 
 /// A request counted as activity for `--auto-lock` while it lives.
 #[must_use = "the request stops counting as soon as this drops"]
@@ -353,12 +348,6 @@ impl Slots {
         self.admit().then(|| Slot(self))
     }
 
-    /// `try_take` for a `Slots` shared between threads: the place can outlive this call's
-    /// borrow (a connection's thread holds it).
-    pub fn try_take_shared(self: &Arc<Slots>) -> Option<SharedSlot> {
-        self.admit().then(|| SharedSlot(Arc::clone(self)))
-    }
-
     /// A place, waiting for one in arrival order when all are taken. Never refused.
     pub fn take(&self) -> Slot<'_> {
         let mut queue = self.queue();
@@ -410,12 +399,6 @@ impl Slots {
 }
 
 impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.0.give_back();
-    }
-}
-
-impl Drop for SharedSlot {
     fn drop(&mut self) {
         self.0.give_back();
     }
@@ -506,20 +489,6 @@ mod tests {
         assert!(slots.try_take().is_some());
         drop(second);
         assert_eq!(slots.running(), 0);
-    }
-
-    #[test]
-    fn a_shared_place_counts_against_the_cap_until_it_drops_on_another_thread() {
-        let slots = Arc::new(Slots::new(1));
-        let place = slots.try_take_shared().unwrap();
-        assert!(slots.try_take_shared().is_none(), "the one place is taken");
-        assert!(
-            slots.try_take().is_none(),
-            "borrowed and shared places are one count"
-        );
-        thread::spawn(move || drop(place)).join().unwrap();
-        assert_eq!(slots.running(), 0);
-        assert!(slots.try_take_shared().is_some());
     }
 
     /// Polls until `waiting` threads wait in `slots`' queue, or fails after a minute.

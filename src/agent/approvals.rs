@@ -4,7 +4,9 @@
 //! Invariants: a waiting request holds only its own connection's thread, never a lock (it
 //! sleeps on a condvar); it ends by a decision, by `APPROVAL_TIMEOUT` (settable for tests),
 //! or at once when the vault locks, so no agent client ever waits for ever; at most
-//! `MAX_PENDING` wait at once and one more is refused at once; remembered approvals are
+//! `MAX_PENDING_PER_CONNECTION` wait per connection and `MAX_PENDING` in all (more than
+//! the agent's connections can make, so one client cannot crowd out another's request),
+//! and one more is refused at once; remembered approvals are
 //! forgotten when the vault locks. One mutex guards all of it and is never held across a
 //! wait or any other work.
 
@@ -21,8 +23,15 @@ use crate::model::agent::Reason;
 /// for the agent without a limit, so this bound is what keeps a login from hanging.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Requests waiting at once; one more fails at once. Each holds a connection thread.
-pub const MAX_PENDING: usize = 32;
+/// Requests waiting at once from one connection; one more fails at once. A connection
+/// answers its messages in order, so it never has a second waiting; the cap says so, and
+/// holds should that change.
+pub const MAX_PENDING_PER_CONNECTION: usize = 1;
+
+/// Requests waiting at once in all; one more fails at once. Each holds a connection
+/// thread, so the agent's own connection cap (64) is reached first: this bound is a last
+/// guard, never what refuses a user's request.
+pub const MAX_PENDING: usize = 128;
 
 /// How often a waiting request looks at the vault even without being woken: a lock that
 /// did not come through `Approvals::vault_locked` still ends it within this.
@@ -55,6 +64,8 @@ pub enum Outcome {
     TimedOut,
     /// `MAX_PENDING` requests wait already.
     TooMany,
+    /// `MAX_PENDING_PER_CONNECTION` requests of the same connection wait already.
+    ConnectionWaits,
     /// The vault locked while it waited (or was locked when it came).
     Locked,
 }
@@ -76,6 +87,8 @@ struct Inner {
 
 struct Entry {
     view: PendingView,
+    /// The connection that asked.
+    connection: u64,
     /// What an allow remembers (`once_per_host` with a known server).
     remember: Option<(String, String)>,
     decision: Option<Outcome>,
@@ -92,13 +105,15 @@ impl Approvals {
     }
 
     /// Adds `view` (its `created_at`/`expires_at` are filled here) and waits for a decision,
-    /// the timeout, or a lock. `remember` is what an allow remembers. `vault_locked` is
+    /// the timeout, or a lock. `remember` is what an allow remembers; `connection` is the
+    /// asking connection's number (`Session::connection`). `vault_locked` is
     /// asked every `LOCK_CHECK_INTERVAL`; `on_added` runs once the request is visible
     /// (outside the lock: it announces it).
     pub fn ask(
         &self,
         mut view: PendingView,
         remember: Option<(String, String)>,
+        connection: u64,
         vault_locked: impl Fn() -> bool,
         on_added: impl FnOnce(&PendingView),
     ) -> Outcome {
@@ -109,11 +124,20 @@ impl Approvals {
         let id = view.id.clone();
         {
             let mut inner = self.lock();
+            let mine = inner
+                .pending
+                .iter()
+                .filter(|entry| entry.connection == connection)
+                .count();
+            if mine >= MAX_PENDING_PER_CONNECTION {
+                return Outcome::ConnectionWaits;
+            }
             if inner.pending.len() >= MAX_PENDING {
                 return Outcome::TooMany;
             }
             inner.pending.push(Entry {
                 view: view.clone(),
+                connection,
                 remember,
                 decision: None,
             });
@@ -229,7 +253,9 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
-    use crate::agent::approvals::{Approvals, Outcome, PendingView, MAX_PENDING};
+    use crate::agent::approvals::{
+        Approvals, Outcome, PendingView, MAX_PENDING, MAX_PENDING_PER_CONNECTION,
+    };
     use crate::model::agent::Reason;
 
     fn view(id: &str) -> PendingView {
@@ -254,12 +280,34 @@ mod tests {
         id: &str,
         remember: Option<(String, String)>,
     ) -> mpsc::Receiver<Outcome> {
+        ask_from(approvals, id, remember, next_connection())
+    }
+
+    /// A connection number no other test request uses.
+    fn next_connection() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// `ask_in_background` for a request of connection `connection`.
+    fn ask_from(
+        approvals: &Arc<Approvals>,
+        id: &str,
+        remember: Option<(String, String)>,
+        connection: u64,
+    ) -> mpsc::Receiver<Outcome> {
         let (added_tx, added) = mpsc::channel();
         let (done_tx, done) = mpsc::channel();
         let shared = Arc::clone(approvals);
         let request = view(id);
         thread::spawn(move || {
-            let outcome = shared.ask(request, remember, || false, |_| added_tx.send(()).unwrap());
+            let outcome = shared.ask(
+                request,
+                remember,
+                connection,
+                || false,
+                |_| added_tx.send(()).unwrap(),
+            );
             done_tx.send(outcome).unwrap();
         });
         added.recv_timeout(Duration::from_secs(60)).unwrap();
@@ -299,7 +347,7 @@ mod tests {
     #[test]
     fn an_undecided_request_times_out() {
         let approvals = Approvals::new(Duration::from_millis(1));
-        let outcome = approvals.ask(view("r1"), None, || false, |_| {});
+        let outcome = approvals.ask(view("r1"), None, 1, || false, |_| {});
         assert_eq!(outcome, Outcome::TimedOut);
         assert_eq!(approvals.count(), 0);
     }
@@ -325,6 +373,7 @@ mod tests {
         let outcome = approvals.ask(
             view("r1"),
             None,
+            1,
             || locked.load(Ordering::SeqCst),
             |_| locked.store(true, Ordering::SeqCst),
         );
@@ -345,16 +394,40 @@ mod tests {
     }
 
     #[test]
-    fn the_request_over_the_cap_is_refused_at_once_and_the_last_under_it_waits() {
+    fn the_request_over_the_global_cap_is_refused_at_once_and_the_last_under_it_waits() {
         let approvals = long();
         let waiting: Vec<_> = (0..MAX_PENDING)
             .map(|n| ask_in_background(&approvals, &format!("r{n}"), None))
             .collect();
         assert_eq!(approvals.count(), MAX_PENDING);
-        let over = approvals.ask(view("over"), None, || false, |_| {});
+        let over = approvals.ask(view("over"), None, next_connection(), || false, |_| {});
         assert_eq!(over, Outcome::TooMany);
         approvals.vault_locked();
         for done in waiting {
+            assert_eq!(done.recv().unwrap(), Outcome::Locked);
+        }
+    }
+
+    #[test]
+    fn one_connection_cannot_wait_twice_and_others_still_wait_past_32() {
+        let approvals = long();
+        // Far above the numbers `next_connection` hands the others.
+        let mine = u64::MAX;
+        let first = ask_from(&approvals, "mine", None, mine);
+        let again = approvals.ask(view("again"), None, mine, || false, |_| {});
+        assert_eq!(again, Outcome::ConnectionWaits);
+        assert_eq!(MAX_PENDING_PER_CONNECTION, 1);
+        let others: Vec<_> = (0..40)
+            .map(|n| ask_in_background(&approvals, &format!("other{n}"), None))
+            .collect();
+        assert_eq!(
+            approvals.count(),
+            41,
+            "41 connections wait, one request each"
+        );
+        approvals.vault_locked();
+        assert_eq!(first.recv().unwrap(), Outcome::Locked);
+        for done in others {
             assert_eq!(done.recv().unwrap(), Outcome::Locked);
         }
     }

@@ -4,7 +4,9 @@
 //! Invariants: platform-neutral (the socket comes in as a `Link`); a message body is read
 //! into a buffer wiped on drop, because it may carry a private key or a password; once a
 //! length has arrived, the rest of the message must arrive within the message timeout, so
-//! a half-sent message holds its thread for a bounded time only.
+//! a half-sent message holds its thread for a bounded time only; a message is answered only
+//! while the connection is marked busy in `connections`, so it is never closed from outside
+//! mid-answer.
 
 use std::io::{self, Read, Write};
 use std::sync::Weak;
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
+use crate::agent::connections::Ticket;
 use crate::agent::proto;
 use crate::agent::respond::{self, Session};
 use crate::state::AppState;
@@ -24,9 +27,15 @@ pub trait Link: Read + Write {
 
 /// Serves `link` until the client closes it, sends a malformed or oversized message, or
 /// stops in the middle of one for longer than `message_timeout`, or the service stops.
-/// The state is held only while a message is answered.
-pub fn serve(state: &Weak<AppState>, mut link: impl Link, message_timeout: Duration) {
-    let mut session = Session::default();
+/// The state is held only while a message is answered. `ticket` is the connection's place
+/// among the open ones.
+pub fn serve(
+    state: &Weak<AppState>,
+    mut link: impl Link,
+    message_timeout: Duration,
+    ticket: &Ticket,
+) {
+    let mut session = Session::new(ticket.id());
     loop {
         // Between messages a client may stay quiet as long as it likes: `ssh -A` keeps a
         // forwarded connection open for its whole session.
@@ -65,6 +74,10 @@ pub fn serve(state: &Weak<AppState>, mut link: impl Link, message_timeout: Durat
                 return;
             }
         };
+        // Closed to make room for a new client while the message arrived: not answered.
+        if !ticket.begin() {
+            return;
+        }
         let Some(state) = state.upgrade() else {
             return;
         };
@@ -73,5 +86,6 @@ pub fn serve(state: &Weak<AppState>, mut link: impl Link, message_timeout: Durat
         if link.write_all(&reply).and_then(|()| link.flush()).is_err() {
             return;
         }
+        ticket.end();
     }
 }

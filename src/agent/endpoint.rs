@@ -9,13 +9,16 @@
 //! the service's user, so only that user's processes can connect; when no place can hold
 //! it, the caller gets every place's reason and the service goes on without the agent; the
 //! socket file (and a private temp directory made for it) is removed at shutdown; at most
-//! `MAX_CONNECTIONS` connections are served at once.
+//! `MAX_CONNECTIONS` connections are served at once, and at that cap the
+//! longest-idle one is closed for a new client (`agent::connections`).
 
 use std::fs;
+use std::net::Shutdown;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::agent::connections::{Admitted, Connections, Ticket};
 use crate::agent::place::{self, Place};
 use crate::config::AgentConfig;
 use crate::platform::{self, AgentListener, AgentStream};
@@ -23,7 +26,8 @@ use crate::state::AppState;
 
 /// Connections served at once. Each is a thread and a descriptor; a client holds one per
 /// `ssh` process (and one per forwarded channel), so this is far above real use while
-/// keeping a runaway local client from taking the process's descriptors.
+/// keeping a runaway local client from taking the process's descriptors. At the cap the
+/// longest-idle connection is closed for the new one.
 const MAX_CONNECTIONS: usize = 64;
 
 /// Once a message's length has arrived, the rest must arrive within this.
@@ -144,7 +148,7 @@ impl crate::agent::connection::Link for AgentStream {
 /// Accepts for ever (the process exits at shutdown); each connection gets a thread.
 fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
     // A place per connection, given back when its thread ends (also by unwinding).
-    let places = Arc::new(crate::state::Slots::new(MAX_CONNECTIONS));
+    let connections = Arc::new(Connections::new(MAX_CONNECTIONS));
     loop {
         let stream = match listener.accept() {
             Ok(stream) => stream,
@@ -155,8 +159,7 @@ fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
                 continue;
             }
         };
-        let Some(place) = places.try_take_shared() else {
-            log::warn!("agent: {MAX_CONNECTIONS} connections open; closed a new one");
+        let Some(ticket) = admit(&connections, &stream) else {
             continue;
         };
         if let Err(err) = stream.set_write_timeout(Some(WRITE_TIMEOUT)) {
@@ -167,11 +170,42 @@ fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
         let spawned = std::thread::Builder::new()
             .name("agent-connection".into())
             .spawn(move || {
-                let _place = place;
-                crate::agent::connection::serve(&state, stream, MESSAGE_TIMEOUT);
+                crate::agent::connection::serve(&state, stream, MESSAGE_TIMEOUT, &ticket);
             });
         if let Err(err) = spawned {
             log::warn!("agent: cannot start a connection thread ({err}); closed it");
+        }
+    }
+}
+
+/// Counts `stream` among the open connections, closing the longest-idle one at the cap
+/// (logged); `None` (logged) when it cannot be served.
+fn admit(connections: &Arc<Connections>, stream: &AgentStream) -> Option<Ticket> {
+    let handle = match stream.try_clone() {
+        Ok(handle) => handle,
+        Err(err) => {
+            log::warn!("agent: dropped a connection that could not be set up: {err}");
+            return None;
+        }
+    };
+    let close = Box::new(move || {
+        let _ = handle.shutdown(Shutdown::Both);
+    });
+    match connections.admit(close) {
+        Admitted::Room(ticket) => Some(ticket),
+        Admitted::Evicted(ticket) => {
+            log::info!(
+                "agent: {MAX_CONNECTIONS} connections open; closed the longest-idle one for a \
+                 new client"
+            );
+            Some(ticket)
+        }
+        Admitted::Full => {
+            log::warn!(
+                "agent: {MAX_CONNECTIONS} connections open, each answering a request; closed \
+                 a new one"
+            );
+            None
         }
     }
 }

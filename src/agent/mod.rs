@@ -15,9 +15,11 @@
 
 pub mod approvals;
 mod connection;
+mod connections;
 mod endpoint;
 mod place;
 pub mod proto;
+mod refusals;
 mod respond;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +46,8 @@ pub struct Agent {
     no_place: OnceLock<String>,
     /// Sign requests waiting for the user, and approvals remembered until the vault locks.
     pub approvals: Approvals,
+    /// Requests refused on forwarded connections, for their audit entries.
+    forwarded_refusals: refusals::Streak,
 }
 
 impl Agent {
@@ -60,6 +64,7 @@ impl Agent {
             },
             no_place: OnceLock::new(),
             approvals: Approvals::new(timeout),
+            forwarded_refusals: refusals::Streak::default(),
         }
     }
 

@@ -195,19 +195,35 @@ pub fn success() -> Vec<u8> {
     frame(&[SUCCESS])
 }
 
-/// `SSH_AGENT_IDENTITIES_ANSWER` listing `(key blob, comment)` pairs, framed.
+/// `SSH_AGENT_IDENTITIES_ANSWER` listing `(key blob, comment)` pairs, framed, and the
+/// positions of the pairs left out. OpenSSH's clients refuse an answer over
+/// `MAX_MESSAGE_BYTES` (README "SSH agent"), so a pair that would push the message past it
+/// is left out and the ones after it are still tried: every key that fits is listed.
 pub fn identities_answer<'a>(
     identities: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-) -> Vec<u8> {
+) -> (Vec<u8>, Vec<usize>) {
     let mut body = vec![IDENTITIES_ANSWER, 0, 0, 0, 0];
     let mut count: u32 = 0;
-    for (blob, comment) in identities {
+    let mut left_out = Vec::new();
+    for (position, (blob, comment)) in identities.into_iter().enumerate() {
+        let entry = 8usize
+            .saturating_add(blob.len())
+            .saturating_add(comment.len());
+        if body.len().saturating_add(entry) > MAX_MESSAGE_BYTES {
+            left_out.push(position);
+            continue;
+        }
         put_string(&mut body, blob);
         put_string(&mut body, comment);
         count = count.saturating_add(1);
     }
     body[1..5].copy_from_slice(&count.to_be_bytes());
-    frame(&body)
+    (frame(&body), left_out)
+}
+
+/// An empty `SSH_AGENT_IDENTITIES_ANSWER`, framed (a locked vault lists no keys).
+pub fn no_identities() -> Vec<u8> {
+    frame(&[IDENTITIES_ANSWER, 0, 0, 0, 0])
 }
 
 /// `SSH_AGENT_SIGN_RESPONSE` carrying a signature blob (`string algorithm`, `string
@@ -231,6 +247,55 @@ pub fn userauth_session_id(data: &[u8]) -> Option<&[u8]> {
         [USERAUTH_REQUEST] => Some(session_id),
         _ => None,
     }
+}
+
+/// A sign request's data read as an SSH user-authentication request with a public key
+/// (RFC 4252 §7, and OpenSSH's `publickey-hostbound-v00@openssh.com`), as OpenSSH's own
+/// agent reads it before a destination-constrained key may sign.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UserAuth<'a> {
+    pub session_id: &'a [u8],
+    /// The public key blob the request authenticates with.
+    pub key_blob: &'a [u8],
+    /// The server's host key blob, for the host-bound method only.
+    pub host_key: Option<&'a [u8]>,
+}
+
+/// `data` as a complete public-key user-authentication request with its signature flag
+/// set, for the `ssh-connection` service, and nothing after it; `None` for anything else
+/// (`ssh-keygen -Y sign`, a git commit, arbitrary bytes).
+pub fn userauth_request(data: &[u8]) -> Option<UserAuth<'_>> {
+    /// SSH_MSG_USERAUTH_REQUEST (RFC 4252 §6).
+    const USERAUTH_REQUEST: u8 = 50;
+    const HOSTBOUND: &[u8] = b"publickey-hostbound-v00@openssh.com";
+    let mut reader = Reader(data);
+    let session_id = reader.string().ok()?;
+    if reader.take(1).ok()? != [USERAUTH_REQUEST] {
+        return None;
+    }
+    let _user = reader.string().ok()?;
+    if reader.string().ok()? != b"ssh-connection" {
+        return None;
+    }
+    let method = reader.string().ok()?;
+    if method != b"publickey" && method != HOSTBOUND {
+        return None;
+    }
+    if !reader.boolean().ok()? {
+        return None;
+    }
+    let _algorithm = reader.string().ok()?;
+    let key_blob = reader.string().ok()?;
+    let host_key = match method == HOSTBOUND {
+        true => Some(reader.string().ok()?),
+        false => None,
+    };
+    reader.finish().ok()?;
+    Some(UserAuth {
+        session_id,
+        key_blob,
+        host_key,
+    })
 }
 
 /// Appends `bytes` as an SSH `string` (RFC 4251 §5): a 4-byte length, then the bytes.
@@ -340,9 +405,9 @@ impl<'a> Reader<'a> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::agent::proto::{
-        failure, frame_length, identities_answer, parse, put_string, sign_response, success,
-        userauth_session_id, Constraints, Malformed, NewIdentity, Request, SessionBind,
-        MAX_MESSAGE_BYTES,
+        failure, frame_length, identities_answer, no_identities, parse, put_string, sign_response,
+        success, userauth_request, userauth_session_id, Constraints, Malformed, NewIdentity,
+        Request, SessionBind, UserAuth, MAX_MESSAGE_BYTES,
     };
     use crate::fuzz::Rng;
 
@@ -598,8 +663,94 @@ mod tests {
         let mut expected = vec![0, 0, 0, 26, 12, 0, 0, 0, 2];
         expected.extend_from_slice(&[0, 0, 0, 2, b'k', b'1', 0, 0, 0, 1, b'c']);
         expected.extend_from_slice(&[0, 0, 0, 2, b'k', b'2', 0, 0, 0, 0]);
-        assert_eq!(answer, expected);
-        assert_eq!(identities_answer([]), vec![0, 0, 0, 5, 12, 0, 0, 0, 0]);
+        assert_eq!(answer, (expected, vec![]));
+        assert_eq!(identities_answer([]).0, vec![0, 0, 0, 5, 12, 0, 0, 0, 0]);
+        assert_eq!(no_identities(), vec![0, 0, 0, 5, 12, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn identities_that_would_pass_256_kib_are_left_out_and_smaller_later_ones_still_listed() {
+        // Header 5 bytes, then 8 bytes of lengths per pair: a first pair of blob
+        // `big - 13` fills the message exactly.
+        let exact = vec![1u8; MAX_MESSAGE_BYTES - 13];
+        let (answer, left_out) = identities_answer([(&exact[..], &b""[..])]);
+        assert_eq!(left_out, Vec::<usize>::new());
+        assert_eq!(answer.len(), MAX_MESSAGE_BYTES + 4);
+        let huge = vec![2u8; MAX_MESSAGE_BYTES / 2];
+        let small = [3u8; 32];
+        let (answer, left_out) = identities_answer([
+            (&huge[..], &b"one"[..]),
+            (&huge[..], &b"two"[..]),
+            (&small[..], &b"three"[..]),
+        ]);
+        assert_eq!(left_out, vec![1], "the second huge key does not fit");
+        let body = &answer[4..];
+        assert!(body.len() <= MAX_MESSAGE_BYTES, "{}", body.len());
+        assert_eq!(body[1..5], 2u32.to_be_bytes(), "two pairs listed");
+        assert!(body.ends_with(b"three"));
+    }
+
+    #[test]
+    fn publickey_userauth_data_is_read_and_anything_short_of_it_is_not() {
+        let head = [
+            string(b"sid"),
+            vec![50],
+            string(b"user"),
+            string(b"ssh-connection"),
+        ]
+        .concat();
+        let plain = [
+            head.clone(),
+            string(b"publickey"),
+            vec![1],
+            string(b"ssh-ed25519"),
+            string(b"blob"),
+        ]
+        .concat();
+        assert_eq!(
+            userauth_request(&plain),
+            Some(UserAuth {
+                session_id: b"sid",
+                key_blob: b"blob",
+                host_key: None
+            })
+        );
+        let hostbound = [
+            head.clone(),
+            string(b"publickey-hostbound-v00@openssh.com"),
+            vec![1],
+            string(b"ssh-ed25519"),
+            string(b"blob"),
+            string(b"hostkey"),
+        ]
+        .concat();
+        assert_eq!(
+            userauth_request(&hostbound).and_then(|auth| auth.host_key),
+            Some(&b"hostkey"[..])
+        );
+        let no_signature = [head.clone(), string(b"publickey"), vec![0]].concat();
+        let other_service = [
+            string(b"sid"),
+            vec![50],
+            string(b"user"),
+            string(b"x"),
+            string(b"publickey"),
+            vec![1],
+            string(b"a"),
+            string(b"blob"),
+        ]
+        .concat();
+        let trailing = [plain.clone(), vec![0]].concat();
+        let sshsig = b"SSHSIG\0\0\0\x04file".to_vec();
+        for data in [
+            no_signature,
+            other_service,
+            trailing,
+            sshsig,
+            plain[..20].to_vec(),
+        ] {
+            assert_eq!(userauth_request(&data), None, "{data:?}");
+        }
     }
 
     #[test]
@@ -686,6 +837,7 @@ mod tests {
             match parse(&bytes) {
                 Ok(Request::Sign { data, .. }) => {
                     let _ = userauth_session_id(data);
+                    let _ = userauth_request(data);
                     parsed += 1;
                 }
                 Ok(_) => parsed += 1,

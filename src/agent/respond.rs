@@ -2,7 +2,9 @@
 //! list identities, sign, bind a session, add, remove, lock and unlock.
 //!
 //! Invariants: while the vault is locked the identity list is empty and every other request
-//! but `UNLOCK` fails at once; a signature is made only for an enabled key whose policy
+//! but `UNLOCK` and a session binding fails at once; a connection that asked for a binding
+//! for forwarding (taken or not) lists and signs only, and its other requests are refused
+//! before the vault is looked at; a signature is made only for an enabled key whose policy
 //! allows it, after the user's approval when the policy asks, never with SHA-1 for RSA, and
 //! is logged (key, server, forwarded or not); private keys are opened from the vault only
 //! for the signature and dropped (wiped) right after; no answer or log line carries key
@@ -32,8 +34,15 @@ pub const MAX_BINDINGS: usize = 16;
 /// What the agent knows about one client connection.
 #[derive(Debug, Default)]
 pub struct Session {
+    /// The connection's number, unique in the process: its pending approvals are counted
+    /// by it.
+    pub connection: u64,
     /// `session-bind@openssh.com` bindings, oldest first.
     bindings: Vec<Binding>,
+    /// A binding for forwarding was asked for, whether or not it was taken: such a
+    /// connection is treated as forwarded even when its binding failed (a locked vault, a
+    /// bad signature), never as local.
+    forwarding_asked: bool,
 }
 
 #[derive(Debug)]
@@ -47,10 +56,19 @@ struct Binding {
 }
 
 impl Session {
+    /// A new connection's session, numbered `connection`.
+    pub fn new(connection: u64) -> Session {
+        Session {
+            connection,
+            bindings: Vec::new(),
+            forwarding_asked: false,
+        }
+    }
+
     /// True when any hop bound this connection for agent forwarding: the request comes from
     /// a remote machine the user logged in to with `ssh -A`.
     pub fn forwarded(&self) -> bool {
-        self.bindings.iter().any(|binding| binding.forwarding)
+        self.forwarding_asked || self.bindings.iter().any(|binding| binding.forwarding)
     }
 
     /// The server a signature is for: the host key of the last binding, when that binding
@@ -64,14 +82,29 @@ impl Session {
 
 /// The framed answer to `request`.
 pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) -> Vec<u8> {
-    // README "Vault", `--auto-lock`: a signature is the user at work, and the vault does not
-    // lock under one (counted before the vault's state is looked at).
-    let _activity = matches!(request, Request::Sign { .. }).then(|| state.activity());
+    if let Request::SessionBind(bind) = &request {
+        session.forwarding_asked |= bind.forwarding;
+    }
+    // README "SSH agent": a forwarded connection may list, sign and bind further hops;
+    // nothing it sends changes the vault (checked before the vault's state, so a forwarded
+    // unlock is no guess at the master password either).
+    if session.forwarded() {
+        if let Some(what) = changes_the_vault(&request) {
+            refuse_forwarded(state, session, what);
+            return proto::failure();
+        }
+    }
     if state.vault_locked() {
         return match request {
             // README "SSH agent": a locked vault lists no keys.
-            Request::Identities => proto::identities_answer([]),
+            Request::Identities => proto::no_identities(),
             Request::Unlock { passphrase } => unlock(state, passphrase),
+            // A binding opens no secret, and a forwarded connection must be known as one
+            // before it can ask to unlock.
+            Request::SessionBind(bind) => match session_bind(state, session, &bind) {
+                Ok(()) => proto::success(),
+                Err(()) => proto::failure(),
+            },
             _ => {
                 log::debug!("agent: refused a request while the vault is locked");
                 proto::failure()
@@ -118,6 +151,49 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
     }
 }
 
+/// The name of a request that changes the vault or the keys the agent offers (add,
+/// remove, lock, unlock); `None` for the ones a forwarded connection may make.
+fn changes_the_vault(request: &Request<'_>) -> Option<&'static str> {
+    match request {
+        Request::Add(_) | Request::AddUnsupported { .. } => Some("add"),
+        Request::Remove { .. } => Some("remove"),
+        Request::RemoveAll => Some("remove_all"),
+        Request::Lock { .. } => Some("lock"),
+        Request::Unlock { .. } => Some("unlock"),
+        Request::Identities
+        | Request::Sign { .. }
+        | Request::SessionBind(_)
+        | Request::OtherExtension { .. }
+        | Request::Unsupported { .. } => None,
+    }
+}
+
+/// Logs a request refused on a forwarded connection, and records it in the audit log as
+/// `agent.forwarded_refused` (each of the first 16 of a streak, then the 32nd, 64th, ...:
+/// `agent::refusals`).
+fn refuse_forwarded(state: &AppState, session: &Session, what: &str) {
+    let via = session
+        .bindings
+        .iter()
+        .find(|binding| binding.forwarding)
+        .map(|binding| binding.host_key.fingerprint.clone());
+    log::warn!(
+        "agent: refused {what} on a forwarded connection (through server {})",
+        via.as_deref().unwrap_or("unknown")
+    );
+    let Some(count) = state.agent.forwarded_refusals.count(Instant::now()) else {
+        return;
+    };
+    let detail = json!({"request": what, "forwarded_through": via,
+                        "consecutive_refusals": count});
+    if let Err(err) = state
+        .db
+        .write(|tx| audit::append(tx, audit::AGENT_FORWARDED_REFUSED, what, &detail))
+    {
+        log::error!("agent: cannot audit a refused forwarded request: {err}");
+    }
+}
+
 /// `REQUEST_IDENTITIES`: the served keys, named by their catalogue name. A forwarded
 /// connection sees only the keys whose policy does not deny forwarding, so a remote `ssh`
 /// never offers a key that would be refused.
@@ -135,52 +211,40 @@ fn identities(state: &AppState, session: &Session) -> Vec<u8> {
         .filter(|key| !forwarded || key.policy.forwarded != Forwarded::Deny)
         .filter_map(|key| Some((sshkey::public_blob(&key.public_key)?, key.name)))
         .collect();
-    proto::identities_answer(
+    let (answer, left_out) = proto::identities_answer(
         blobs
             .iter()
             .map(|(blob, name)| (blob.as_slice(), name.as_bytes())),
-    )
+    );
+    if !left_out.is_empty() {
+        let names: Vec<&str> = left_out
+            .iter()
+            .filter_map(|&position| blobs.get(position).map(|(_, name)| name.as_str()))
+            .collect();
+        log::warn!(
+            "agent: {} key(s) left out of the identity list, which would pass the protocol's \
+             {} bytes: {}",
+            names.len(),
+            proto::MAX_MESSAGE_BYTES,
+            names.join(", ")
+        );
+    }
+    answer
 }
 
 /// `SIGN_REQUEST`: checks the key, the session and the policy, asks the user when the
 /// policy says so, then signs.
 fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags: u32) -> Vec<u8> {
-    let Some(key) = find_key(state, key_blob) else {
-        log::info!("agent: sign request for a key the vault does not hold");
+    let Ok((key, rsa_hash)) = signable(state, session, key_blob, data, flags) else {
         return proto::failure();
     };
-    if !key.policy.enabled || !key.signable {
-        log::info!(
-            "agent: refused to sign with key {} ({}): not offered by the agent",
-            key.name,
-            key.fingerprint
-        );
-        return proto::failure();
-    }
     let destination = session.destination();
-    if !for_the_bound_session(session, data) {
-        log::warn!(
-            "agent: refused to sign with key {}: the request is for another session than \
-             the one the connection is bound to",
-            key.name
-        );
-        return proto::failure();
-    }
-    let rsa_hash = match rsa_hash(&key, flags) {
-        Ok(hash) => hash,
-        Err(()) => {
-            log::info!(
-                "agent: refused a SHA-1 (ssh-rsa) signature with key {}; only rsa-sha2-256 \
-                 and rsa-sha2-512 are made",
-                key.name
-            );
-            return proto::failure();
-        }
-    };
     let forwarded = session.forwarded();
+    // README "SSH agent": an approval for a server covers logins to that server only.
+    let login = destination.is_some_and(|binding| authenticates_to(binding, key_blob, data));
     let host_fingerprint = destination.map(|binding| binding.host_key.fingerprint.as_str());
-    let approved_for_host =
-        host_fingerprint.is_some_and(|host| state.agent.approvals.is_remembered(&key.id, host));
+    let approved_for_host = login
+        && host_fingerprint.is_some_and(|host| state.agent.approvals.is_remembered(&key.id, host));
     let (verdict, reason) = key.policy.verdict(forwarded, approved_for_host);
     match verdict {
         Verdict::Sign => {}
@@ -195,11 +259,22 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
             let Some(reason) = reason else {
                 return proto::failure();
             };
-            if !approved(state, &key, destination, forwarded, reason) {
+            let asked = Asked {
+                destination,
+                forwarded,
+                reason,
+                login,
+                connection: session.connection,
+            };
+            if !approved(state, &key, &asked) {
                 return proto::failure();
             }
         }
     }
+    // README "Vault", `--auto-lock`: a signature the agent makes is the user at work (and
+    // the vault does not lock under it); a refused request is not. Taken before the vault
+    // is opened: a vault locked in between refuses the signature.
+    let _activity = state.activity();
     let signature = match make_signature(state, &key, data, rsa_hash) {
         Ok(signature) => signature,
         Err(why) => {
@@ -225,6 +300,65 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
         if forwarded { ", forwarded" } else { "" }
     );
     proto::sign_response(&signature)
+}
+
+/// The checks a sign request passes before its key's policy is asked: the key is stored,
+/// offered and signable, the data is for the connection's bound session, and an RSA key
+/// is not asked for SHA-1. The key and the RSA hash to use; `Err` (logged) otherwise.
+fn signable(
+    state: &AppState,
+    session: &Session,
+    key_blob: &[u8],
+    data: &[u8],
+    flags: u32,
+) -> Result<(AgentKey, Option<RsaHash>), ()> {
+    let Some(key) = find_key(state, key_blob) else {
+        log::info!("agent: sign request for a key the vault does not hold");
+        return Err(());
+    };
+    if !key.policy.enabled || !key.signable {
+        log::info!(
+            "agent: refused to sign with key {} ({}): not offered by the agent",
+            key.name,
+            key.fingerprint
+        );
+        return Err(());
+    }
+    if !for_the_bound_session(session, data) {
+        log::warn!(
+            "agent: refused to sign with key {}: the request is for another session than \
+             the one the connection is bound to",
+            key.name
+        );
+        return Err(());
+    }
+    match rsa_hash(&key, flags) {
+        Ok(hash) => Ok((key, hash)),
+        Err(()) => {
+            log::info!(
+                "agent: refused a SHA-1 (ssh-rsa) signature with key {}; only rsa-sha2-256 \
+                 and rsa-sha2-512 are made",
+                key.name
+            );
+            Err(())
+        }
+    }
+}
+
+/// True when `data` is a user-authentication request with the key `key_blob` in the
+/// session `binding` was made for (and, for the host-bound method, naming that binding's
+/// server): a login to the bound server, the only signature a `once_per_host` approval
+/// covers (as OpenSSH's destination-constrained keys).
+fn authenticates_to(binding: &Binding, key_blob: &[u8], data: &[u8]) -> bool {
+    let Some(auth) = proto::userauth_request(data) else {
+        return false;
+    };
+    auth.session_id == binding.session_id.as_slice()
+        && auth.key_blob == key_blob
+        && auth.host_key.is_none_or(|host_key| {
+            sshkey::blob_fingerprint(host_key).as_deref()
+                == Some(binding.host_key.fingerprint.as_str())
+        })
 }
 
 /// OpenSSH's own check: a user-authentication request on a bound connection must be for the
@@ -273,17 +407,24 @@ fn rsa_hash(key: &AgentKey, flags: u32) -> Result<Option<RsaHash>, ()> {
     Err(())
 }
 
-/// Puts the request before the user and waits for the decision (README "SSH agent").
-fn approved(
-    state: &AppState,
-    key: &AgentKey,
-    destination: Option<&Binding>,
+/// What a sign request put before the user is for.
+struct Asked<'a> {
+    destination: Option<&'a Binding>,
     forwarded: bool,
     reason: Reason,
-) -> bool {
+    /// A login to `destination` (`authenticates_to`): only then does an allow of a
+    /// `once_per_host` key cover the server's next logins.
+    login: bool,
+    /// The connection it came on (`Session::connection`).
+    connection: u64,
+}
+
+/// Puts the request before the user and waits for the decision (README "SSH agent").
+fn approved(state: &AppState, key: &AgentKey, asked: &Asked<'_>) -> bool {
+    let destination = asked.destination;
     let host_key_fingerprint = destination.map(|binding| binding.host_key.fingerprint.clone());
-    let remember = match (key.policy.confirm, &host_key_fingerprint) {
-        (Confirm::OncePerHost, Some(host)) => Some((key.id.clone(), host.clone())),
+    let remember = match (key.policy.confirm, &host_key_fingerprint, asked.login) {
+        (Confirm::OncePerHost, Some(host), true) => Some((key.id.clone(), host.clone())),
         _ => None,
     };
     // The host, when exactly one catalogue host trusts the server's key.
@@ -298,8 +439,8 @@ fn approved(
         fingerprint: key.fingerprint.clone(),
         host_key_fingerprint,
         host_id,
-        forwarded,
-        reason,
+        forwarded: asked.forwarded,
+        reason: asked.reason,
         created_at: String::new(),
         expires_at: String::new(),
     };
@@ -309,6 +450,7 @@ fn approved(
     let outcome = state.agent.approvals.ask(
         view,
         remember,
+        asked.connection,
         || state.vault_locked(),
         |view| {
             added.set(true);
@@ -335,6 +477,7 @@ fn approved(
                     Outcome::Denied => "denied",
                     Outcome::TimedOut => "no decision in time",
                     Outcome::TooMany => "too many requests wait already",
+                    Outcome::ConnectionWaits => "its connection has one waiting already",
                     Outcome::Locked => "the vault locked",
                     Outcome::Allowed => "allowed",
                 },
@@ -702,6 +845,7 @@ mod tests {
     fn a_forwarding_hop_then_an_authentication_is_forwarded_to_the_last_server() {
         let session = Session {
             bindings: vec![binding("a", b"sa", true), binding("b", b"sb", false)],
+            ..Session::new(1)
         };
         assert!(session.forwarded());
         assert_eq!(
@@ -714,6 +858,7 @@ mod tests {
     fn a_request_on_the_forwarding_hop_itself_has_no_known_server() {
         let session = Session {
             bindings: vec![binding("a", b"sa", true)],
+            ..Session::new(1)
         };
         assert!(session.forwarded());
         assert!(session.destination().is_none());
@@ -723,6 +868,7 @@ mod tests {
     fn userauth_for_the_bound_session_passes_and_for_another_is_refused() {
         let session = Session {
             bindings: vec![binding("b", b"sb", false)],
+            ..Session::new(1)
         };
         assert!(for_the_bound_session(&session, &userauth(b"sb")));
         assert!(!for_the_bound_session(&session, &userauth(b"other")));

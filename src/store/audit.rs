@@ -28,6 +28,9 @@ pub const AGENT_SIGNED: &str = "agent.signed";
 pub const AGENT_KEY_ADDED: &str = "agent.key_added";
 /// `ssh-add -d` or `-D`: the SSH agent stopped offering keys (they stay in the vault).
 pub const AGENT_KEYS_DISABLED: &str = "agent.keys_disabled";
+/// A forwarded connection asked to add, remove, lock or unlock and was refused (each of
+/// the first 16 of a streak, then the 32nd, 64th, ...: `agent::refusals`).
+pub const AGENT_FORWARDED_REFUSED: &str = "agent.forwarded_refused";
 /// The vault was unlocked with the master password.
 pub const VAULT_UNLOCKED: &str = "vault.unlocked";
 /// An unlock was refused: the master password was wrong (logged for the 1st, 2nd, 4th, 8th,

@@ -813,34 +813,41 @@ fn a_message_of_256_kib_is_answered_and_one_byte_more_closes_only_its_connection
     assert_eq!(exchange(&mut at_limit, &[11]), Some(vec![12, 0, 0, 0, 0]));
 }
 
+/// Which of the idle ones goes is `agent::connections`' unit tests' business: a thread
+/// marks its connection idle just after its answer is written, so from outside the order
+/// the answers arrived in is not quite the order the connections fell idle in.
 #[test]
-fn a_65th_agent_connection_is_closed_and_a_place_frees_when_a_connection_ends() {
+fn at_the_connection_cap_an_idle_connection_is_closed_so_ssh_add_is_served() {
     let service = Service::start("agent-connection-cap");
     let socket = socket(&service);
-    // 64 connections, each answered: each holds its place while it stays open.
+    // 64 connections, each answered once and then idle.
     let mut open: Vec<UnixStream> = (0..64).map(|_| connect_socket(&socket)).collect();
     for stream in &mut open {
         assert_eq!(exchange(stream, &[11]), Some(vec![12, 0, 0, 0, 0]));
     }
-    let mut refused = connect_socket(&socket);
-    assert!(
-        closed(&mut refused),
-        "the 65th connection is closed at once"
+    // The vault holds no key: an answered `ssh-add -l` says so and exits 1 (2 when it
+    // cannot talk to the agent).
+    let output = ssh_add(&socket, &["-l"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
-    assert!(
-        service.stderr().contains("64 connections open"),
-        "the refusal is logged"
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("no identities"), "{said}");
+    // Exactly one of the 64 made room; the others are still served.
+    let answered = open
+        .iter_mut()
+        .map(|stream| exchange(stream, &[11]))
+        .filter(|answer| *answer == Some(vec![12, 0, 0, 0, 0]))
+        .count();
+    assert_eq!(
+        answered, 63,
+        "one idle connection was closed, the rest go on"
     );
-    drop(open.pop());
-    // The ended connection's thread gives its place back once it reads end of file.
-    let served = wait_until(DEADLINE, || {
-        let mut next = connect_socket(&socket);
-        exchange(&mut next, &[11]) == Some(vec![12, 0, 0, 0, 0])
-    });
-    assert!(
-        served,
-        "a place freed by an ended connection is taken again"
-    );
+    assert!(service
+        .stderr()
+        .contains("closed the longest-idle one for a new client"));
 }
 
 #[test]
@@ -1290,4 +1297,341 @@ fn a_policy_change_and_ssh_add_d_each_bump_the_key_revision_once_and_log_one_fee
         feed_after(&service, since),
         [("key", "updated"), ("key", "updated")].map(|(k, o)| (k.to_owned(), o.to_owned()))
     );
+}
+
+/// The public key blob of a Key object, as the agent protocol names a key.
+fn key_blob(key: &Value) -> Vec<u8> {
+    use base64ct::Encoding;
+    let text = key["public_key"].as_str().unwrap();
+    base64ct::Base64::decode_vec(text.split_whitespace().nth(1).unwrap()).unwrap()
+}
+
+/// Appends `bytes` as an SSH string (a 4-byte length, then the bytes).
+fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// A SIGN_REQUEST for `blob` over `data`, no flags.
+fn sign_request(blob: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut message = vec![13];
+    put(&mut message, blob);
+    put(&mut message, data);
+    message.extend_from_slice(&0u32.to_be_bytes());
+    message
+}
+
+/// The `subject`s of the `agent.forwarded_refused` audit entries, oldest first.
+fn forwarded_refusals(service: &Service) -> Vec<String> {
+    agent_audit(service)
+        .iter()
+        .filter(|entry| entry["event"] == "agent.forwarded_refused")
+        .map(|entry| entry["subject"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_forwarded_connection_cannot_add_remove_lock_or_unlock_and_each_refusal_is_audited() {
+    let (sshd, service, socket, work) =
+        rig(Service::start("agent-forward-vault"), "agent-forward-vault");
+    set_password(&service, "correct horse");
+    let kept = generate(&service, json!({"name": "kept", "type": "ed25519"}));
+    std::fs::write(
+        work.join("kept.pub"),
+        format!("{}\n", kept["public_key"].as_str().unwrap()),
+    )
+    .unwrap();
+    // The login uses a key file of its own, so it works while the vault is locked too.
+    let login = keygen(&work, "login", &["-t", "ed25519"]);
+    sshd.authorize(
+        std::fs::read_to_string(login.with_extension("pub"))
+            .unwrap()
+            .trim(),
+    );
+    keygen(&work, "added", &["-t", "ed25519"]);
+    let askpass = work.join("askpass");
+    std::fs::write(&askpass, "#!/bin/sh\nprintf '%s\\n' 'correct horse'\n").unwrap();
+    std::fs::set_permissions(&askpass, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // On the far side of `ssh -A`, as root there could: every request that changes the
+    // vault, each with the right master password where one is asked.
+    let forwarded = |remote: &str| {
+        let script = format!(
+            "export SSH_ASKPASS={askpass} SSH_ASKPASS_REQUIRE=force DISPLAY=:0; {remote}; echo done",
+            askpass = askpass.display()
+        );
+        let output = sshd
+            .ssh(&current_user(), &login, &["-A", "-o", "BatchMode=yes"])
+            .arg(script)
+            .env("SSH_AUTH_SOCK", &socket)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(text.contains("done"), "{output:?}\n{}", sshd.log());
+        text
+    };
+    let dir = work.display();
+    let text = forwarded(&format!(
+        "ssh-add -D && echo removed-all; ssh-add -d {dir}/kept.pub && echo removed; \
+         ssh-add {dir}/added && echo added; ssh-add -x && echo locked"
+    ));
+    for done in ["removed-all", "removed", "added", "locked"] {
+        assert!(!text.contains(done), "{done}: {text}");
+    }
+    let keys = service.get("/api/keys").expect(200)["items"].clone();
+    assert_eq!(keys.as_array().unwrap().len(), 1, "nothing added: {keys}");
+    assert_eq!(
+        keys[0]["agent"]["enabled"], true,
+        "nothing disabled: {keys}"
+    );
+    assert_eq!(service.get("/api/vault").expect(200)["vault_locked"], false);
+    assert_eq!(listed(&socket), [kept["fingerprint"].as_str().unwrap()]);
+
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    let text = forwarded("ssh-add -X && echo unlocked");
+    assert!(!text.contains("unlocked"), "{text}");
+    assert_eq!(service.get("/api/health").expect(200)["vault_locked"], true);
+    service
+        .post("/api/vault/unlock", &json!({"password": "correct horse"}))
+        .expect(200);
+    assert_eq!(
+        forwarded_refusals(&service),
+        ["remove_all", "remove", "add", "lock", "unlock"]
+    );
+    assert!(service
+        .stderr()
+        .contains("agent: refused unlock on a forwarded connection"));
+}
+
+/// A relay at `at` between clients and the agent at `agent`: every message a client sends
+/// goes on to the agent, its answer back, and a copy of the message to the receiver.
+fn recording_relay(agent: &Path, at: &Path) -> std::sync::mpsc::Receiver<Vec<u8>> {
+    let listener = std::os::unix::net::UnixListener::bind(at).unwrap();
+    let (sent, received) = std::sync::mpsc::channel();
+    let agent = agent.to_path_buf();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let (Ok(mut client), sent, agent) = (client, sent.clone(), agent.clone()) else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let mut upstream = connect_socket(&agent);
+                while let Some(message) = read_answer(&mut client) {
+                    let _ = sent.send(message.clone());
+                    let Some(answer) = exchange(&mut upstream, &message) else {
+                        return;
+                    };
+                    let framed = [(answer.len() as u32).to_be_bytes().to_vec(), answer].concat();
+                    if client.write_all(&framed).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    received
+}
+
+#[test]
+fn a_once_per_host_approval_covers_logins_to_that_server_only_not_other_data_on_a_bound_connection()
+{
+    let (sshd, service, socket, work) = rig(Service::start("agent-once-scope"), "agent-once-scope");
+    let key = generate(&service, json!({"name": "once", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "once_per_host"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let host = host_for(&service, &sshd, &key);
+    let (public_file, _) = connect_via_agent(&service, &host, &work);
+    let relay = work.join("relay.sock");
+    let copies = recording_relay(&socket, &relay);
+    let login = ssh_via_agent(&sshd, &relay, &public_file).spawn().unwrap();
+    let request = wait_for_request(&service);
+    let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
+    service
+        .post(&path, &json!({"decision": "allow"}))
+        .expect(200);
+    assert_logged_in(&finish(login), &sshd);
+    let messages: Vec<Vec<u8>> = copies.try_iter().collect();
+    let bind = messages
+        .iter()
+        .find(|message| {
+            message[0] == 27
+                && message
+                    .windows(24)
+                    .any(|w| w == b"session-bind@openssh.com")
+        })
+        .expect("ssh bound its connection")
+        .clone();
+    let login_request = messages
+        .iter()
+        .find(|message| message[0] == 13)
+        .expect("ssh asked for a signature")
+        .clone();
+
+    // Any local process can replay that binding on a connection of its own.
+    let mut bound = connect_socket(&socket);
+    assert_eq!(exchange(&mut bound, &bind), Some(vec![6]));
+    // The login data of that session signs without a question: the approval covers it.
+    let signed = exchange(&mut bound, &login_request).unwrap();
+    assert_eq!(
+        signed[0], 14,
+        "a login to the approved server signs at once"
+    );
+    // Anything else (here what `ssh-keygen -Y sign` would send) is asked again.
+    let other = sign_request(&key_blob(&key), b"SSHSIG\0\0\0\x03git");
+    let asked = std::thread::spawn(move || exchange(&mut bound, &other));
+    let request = wait_for_request(&service);
+    assert_eq!(request["reason"], "confirm");
+    let path = format!("/api/agent/requests/{}", request["id"].as_str().unwrap());
+    service
+        .post(&path, &json!({"decision": "deny"}))
+        .expect(200);
+    assert_eq!(asked.join().unwrap(), Some(vec![5]), "denied: no signature");
+    let signed = agent_audit(&service)
+        .iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .count();
+    assert_eq!(signed, 2, "the login and its replay only");
+}
+
+#[test]
+fn refused_sign_requests_do_not_keep_the_vault_from_auto_locking() {
+    let service = Service::start_with(
+        "agent-auto-lock",
+        Options {
+            args: vec!["--auto-lock".into(), "1".into()],
+            env: vec![("HOST_MANAGER_TEST_AUTO_LOCK_MS".into(), "300".into())],
+            ..Options::default()
+        },
+    );
+    let socket = socket(&service);
+    set_password(&service, "pw");
+    let key = generate(&service, json!({"name": "off", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"enabled": false}));
+    let mut stream = connect_socket(&socket);
+    let bogus = sign_request(&key_blob(&key), b"data");
+    // A refused request every 20 ms, far more often than the 300 ms auto-lock: were they
+    // activity, the vault would never lock.
+    let locked = wait_until(DEADLINE, || {
+        assert_eq!(exchange(&mut stream, &bogus), Some(vec![5]));
+        service.get("/api/health").expect(200)["vault_locked"] == true
+    });
+    assert!(locked, "refused requests kept the vault open");
+    assert!(service
+        .stderr()
+        .contains("vault locked after 300 ms without a request (--auto-lock)"));
+}
+
+#[test]
+fn thirty_two_requests_waiting_on_other_connections_do_not_refuse_the_users_login() {
+    let (sshd, service, socket, work) = rig(Service::start("agent-pending"), "agent-pending");
+    let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "always"}));
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let host = host_for(&service, &sshd, &key);
+    let (public_file, _) = connect_via_agent(&service, &host, &work);
+    // 32 other connections, each with a sign request waiting for the user.
+    let blob = key_blob(&key);
+    let flood: Vec<_> = (0..32)
+        .map(|_| {
+            let mut stream = connect_socket(&socket);
+            let message = sign_request(&blob, b"not a login");
+            std::thread::spawn(move || exchange(&mut stream, &message))
+        })
+        .collect();
+    let waiting = wait_until(DEADLINE, || {
+        service.get("/api/agent").expect(200)["pending"] == 32
+    });
+    assert!(waiting, "32 requests wait");
+    let login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
+    // The login's request is the one bound to a server.
+    let mut mine = Value::Null;
+    let appeared = wait_until(DEADLINE, || {
+        let items = service.get("/api/agent/requests").expect(200)["items"].clone();
+        mine = items
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| !item["host_key_fingerprint"].is_null())
+            .cloned()
+            .unwrap_or(Value::Null);
+        !mine.is_null()
+    });
+    assert!(appeared, "the user's request waits as well");
+    let path = format!("/api/agent/requests/{}", mine["id"].as_str().unwrap());
+    service
+        .post(&path, &json!({"decision": "allow"}))
+        .expect(200);
+    assert_logged_in(&finish(login), &sshd);
+    for item in service.get("/api/agent/requests").expect(200)["items"]
+        .as_array()
+        .unwrap()
+    {
+        let path = format!("/api/agent/requests/{}", item["id"].as_str().unwrap());
+        service
+            .post(&path, &json!({"decision": "deny"}))
+            .expect(200);
+    }
+    for waiting in flood {
+        assert_eq!(waiting.join().unwrap(), Some(vec![5]));
+    }
+}
+
+#[test]
+fn keys_that_would_pass_256_kib_are_left_out_of_the_list_so_ssh_add_lists_the_rest() {
+    let service = Service::start("agent-big-list");
+    let socket = socket(&service);
+    // 620 keys named with 100 four-byte characters: 447 bytes a key in the answer, so
+    // 586 fit in 256 KiB and 34 do not.
+    let names: Vec<String> = (0..620)
+        .map(|n| format!("{n:04}{}", "\u{1D11E}".repeat(96)))
+        .collect();
+    for name in &names {
+        generate(&service, json!({"name": name, "type": "ed25519"}));
+    }
+    let output = ssh_add(&socket, &["-l"]);
+    assert!(output.status.success(), "{output:?}");
+    let listed = String::from_utf8_lossy(&output.stdout).lines().count();
+    assert_eq!(listed, 586, "every key that fits is listed");
+    assert!(service
+        .stderr()
+        .contains("34 key(s) left out of the identity list"));
+}
+
+#[test]
+fn at_the_connection_cap_a_connection_waiting_for_approval_is_never_closed_for_a_new_one() {
+    let service = Service::start("agent-connection-cap-busy");
+    let socket = socket(&service);
+    set_password(&service, "pw");
+    let key = generate(&service, json!({"name": "guarded", "type": "ed25519"}));
+    set_policy(&service, &key, json!({"confirm": "always"}));
+    let blob = key_blob(&key);
+    // 64 connections, each with a sign request waiting for the user.
+    let waiting: Vec<_> = (0..64)
+        .map(|_| {
+            let mut stream = connect_socket(&socket);
+            let message = sign_request(&blob, b"not a login");
+            std::thread::spawn(move || exchange(&mut stream, &message))
+        })
+        .collect();
+    let all_wait = wait_until(DEADLINE, || {
+        service.get("/api/agent").expect(200)["pending"] == 64
+    });
+    assert!(all_wait, "64 requests wait");
+    let mut refused = connect_socket(&socket);
+    assert!(
+        closed(&mut refused),
+        "no connection is idle: the new one is closed"
+    );
+    assert!(service
+        .stderr()
+        .contains("each answering a request; closed a new one"));
+    assert_eq!(
+        service.get("/api/agent").expect(200)["pending"],
+        64,
+        "none was closed"
+    );
+    // A lock ends every wait with a failure; none of them was cut off.
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    for answer in waiting {
+        assert_eq!(answer.join().unwrap(), Some(vec![5]));
+    }
 }
