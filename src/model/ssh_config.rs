@@ -8,8 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::model::host::{AuthType, Host};
-use crate::model::name::MAX_NAME_CHARS;
-use crate::model::validate::{self, MAX_USERNAME_CHARS};
+use crate::model::validate;
 
 /// The comment the export writes above each `Host` line so an import gets the name back:
 /// `# host-manager name: <name>`.
@@ -444,12 +443,9 @@ fn host_block(
     if patterns.iter().any(|pattern| is_wildcard(pattern)) {
         return skip("wildcard or negated patterns match many hosts; not imported".into());
     }
+    // Name, HostName, Port and User are checked by the API's rules in the import's plan
+    // (`model::host::HostFields`), once the default user is known.
     let name = name_hint.unwrap_or(&patterns[0]).to_owned();
-    if name.chars().count() > MAX_NAME_CHARS {
-        return skip(format!(
-            "the name is longer than {MAX_NAME_CHARS} characters"
-        ));
-    }
     let mut block = HostBlock {
         label: label.clone(),
         line,
@@ -479,8 +475,8 @@ fn host_block(
         }
         match keyword.as_str() {
             "hostname" => block.hostname = value,
-            "port" => match value.parse::<u16>() {
-                Ok(port) if port > 0 => block.port = port,
+            "port" => match value.parse::<u64>().map(validate::port_number) {
+                Ok(Ok(port)) => block.port = port,
                 _ => return skip(format!("line {}: Port must be 1-65535", directive.line)),
             },
             "user" => block.username = Some(value),
@@ -496,15 +492,6 @@ fn host_block(
         }
     }
     drop_exported_agent_lines(&mut block);
-    if let Some(problem) = validate::hostname_problem(&block.hostname) {
-        return skip(format!("HostName {}: {problem}", block.hostname));
-    }
-    if let Some(user) = &block.username {
-        let count = user.trim().chars().count();
-        if count == 0 || count > MAX_USERNAME_CHARS {
-            return skip(format!("User must be 1-{MAX_USERNAME_CHARS} characters"));
-        }
-    }
     Outcome::Host(block)
 }
 
@@ -680,9 +667,6 @@ mod tests {
         assert!(skipped("Host a\n Port 0\n")[0].1.contains("Port"));
         assert!(skipped("Host a\n Port 65536\n")[0].1.contains("Port"));
         assert_eq!(hosts("Host a\n Port 65535\n")[0].port, 65535);
-        assert!(skipped("Host a\n HostName %h.example.com\n")[0]
-            .1
-            .contains("HostName"));
         assert!(skipped("Host a\n User \"open\n")[0].1.contains("quote"));
     }
 

@@ -997,6 +997,47 @@ fn import_body_errors_name_the_field() {
 }
 
 #[test]
+fn import_skips_blocks_whose_fields_the_hosts_api_refuses_so_connect_never_hands_them_out() {
+    let service = Service::start("interop-import-field-rules");
+    let config = "Host opt\n HostName opt.example.com\n User -oProxyCommand=touch${IFS}/tmp/pwn\n\
+                  Host spaced\n HostName spaced.example.com\n User \"a -oProxyCommand=x\"\n\
+                  Host at\n HostName at.example.com\n User ops@127.0.0.1\n\
+                  Host dash\n HostName -oProxyCommand=x\n User ops\n\
+                  Host good\n HostName good.example.com\n User ops\n";
+    let answer = service
+        .post("/api/import/ssh-config", &json!({"config": config}))
+        .expect(200);
+    let skipped = answer["skipped"].as_array().expect("skipped");
+    let reasons: Vec<(&str, &str)> = skipped
+        .iter()
+        .map(|skip| {
+            (
+                skip["block"].as_str().unwrap_or_default(),
+                skip["reason"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 4, "{answer}");
+    for (index, label) in ["Host opt ", "Host spaced ", "Host at "].iter().enumerate() {
+        assert!(reasons[index].0.starts_with(label), "{answer}");
+        assert!(reasons[index].1.starts_with("User must not"), "{answer}");
+    }
+    assert!(reasons[3].0.starts_with("Host dash ") && reasons[3].1.starts_with("HostName"));
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    let hosts = service.get("/api/hosts").expect(200);
+    assert_eq!(hosts["total"], 1);
+    let id = hosts["items"][0]["id"].as_str().expect("id");
+    let connect = service
+        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+        .expect(200);
+    assert_eq!(connect["credentials"]["username"], "ops", "{connect}");
+}
+
+#[test]
 fn import_into_a_group_and_a_proxyjump_loop_keeps_one_direction() {
     let service = Service::start("interop-import-loop");
     let group = service
