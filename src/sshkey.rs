@@ -419,9 +419,9 @@ impl fmt::Display for ImportError {
             ),
             ImportError::RsaMismatch => write!(
                 f,
-                "the RSA key's numbers are not an RSA key (e must be odd and at least 3, p \
-                 and q odd, n must be p*q, e*d must be 1 modulo lcm(p-1, q-1), iqmp the \
-                 inverse of q modulo p): no signature made with it would verify"
+                "the RSA key's private numbers do not belong to its public key (e must be odd \
+                 and at least 3, p and q odd, n must be p*q, e*d must be 1 modulo lcm(p-1, \
+                 q-1), iqmp the inverse of q modulo p): no signature made with it would verify"
             ),
             ImportError::TooManyRounds(rounds) => write!(
                 f,
