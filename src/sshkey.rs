@@ -813,7 +813,10 @@ pub fn presented_key(
 ) -> Result<(HostKey, Option<CertificateFacts>), &'static str> {
     const UNREADABLE: &str =
         "is not a readable OpenSSH public key or certificate (`<type> <base64> [comment]`)";
-    let algorithm = text.split_whitespace().next().unwrap_or_default();
+    let algorithm = text
+        .split(known_hosts::FIELD_SEPARATORS)
+        .next()
+        .unwrap_or_default();
     if !algorithm.ends_with("-cert-v01@openssh.com") {
         let key = PublicKey::from_openssh(text).map_err(|_| UNREADABLE)?;
         return Ok((host_key_of(key.key_data()).map_err(|_| UNREADABLE)?, None));

@@ -126,8 +126,16 @@ pub struct ExportHost {
     pub options: Vec<String>,
 }
 
+/// True for the characters OpenSSH's config reader takes as blanks: C's `isspace` in the C
+/// locale (space, tab, CR, LF, vertical tab, form feed). Unicode spaces (no-break space,
+/// U+2028, ...) are not blanks to `ssh`: they are part of a word, so they are here too.
+pub fn is_config_blank(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n' | '\x0b' | '\x0c')
+}
+
 /// Splits a config text into sections (ssh_config(5): `#` comments, blank lines,
-/// case-insensitive keywords, `keyword value` or `keyword=value`, quoted arguments).
+/// case-insensitive keywords, `keyword value` or `keyword=value`, quoted arguments), with
+/// `is_config_blank` as the only separators, as `ssh` reads them.
 pub fn parse(text: &str) -> Vec<Section> {
     let mut sections = Vec::new();
     let mut global = Vec::new();
@@ -135,7 +143,7 @@ pub fn parse(text: &str) -> Vec<Section> {
     let mut comment_name: Option<String> = None;
     for (index, raw_line) in text.lines().enumerate() {
         let line_no = index + 1;
-        let line = raw_line.trim();
+        let line = raw_line.trim_matches(is_config_blank);
         if line.is_empty() {
             comment_name = None;
             continue;
@@ -174,7 +182,7 @@ pub fn parse(text: &str) -> Vec<Section> {
                 flush(&mut sections, &mut current);
                 current = Some(Section::Match {
                     line: line_no,
-                    criteria: rest.trim().to_owned(),
+                    criteria: rest.trim_matches(is_config_blank).to_owned(),
                 });
             }
             "include" => {
@@ -343,14 +351,14 @@ fn flush(sections: &mut Vec<Section>, current: &mut Option<Section>) {
     }
 }
 
-/// The keyword and the rest: the keyword ends at whitespace or `=`; one `=` may separate
-/// it from the arguments, with whitespace on either side (ssh_config(5)).
-fn split_keyword(line: &str) -> (&str, &str) {
+/// The keyword and the rest: the keyword ends at a blank or `=`; one `=` may separate
+/// it from the arguments, with blanks on either side (ssh_config(5)).
+pub fn split_keyword(line: &str) -> (&str, &str) {
     let end = line
-        .find(|c: char| c.is_whitespace() || c == '=')
+        .find(|c: char| is_config_blank(c) || c == '=')
         .unwrap_or(line.len());
     let (keyword, rest) = line.split_at(end);
-    let rest = rest.trim_start();
+    let rest = rest.trim_start_matches(is_config_blank);
     let rest = rest.strip_prefix('=').unwrap_or(rest);
     (keyword, rest)
 }
@@ -363,7 +371,7 @@ fn split_args(text: &str) -> Result<Vec<String>, String> {
     let chars: Vec<char> = text.chars().collect();
     let mut index = 0;
     loop {
-        while index < chars.len() && chars[index].is_whitespace() {
+        while index < chars.len() && is_config_blank(chars[index]) {
             index += 1;
         }
         if index >= chars.len() || chars[index] == '#' {
@@ -382,7 +390,7 @@ fn split_args(text: &str) -> Result<Vec<String>, String> {
                     arg.extend(next);
                     index += 1;
                 }
-                (c, None) if c.is_whitespace() => break,
+                (c, None) if is_config_blank(c) => break,
                 ('"' | '\'', None) => quote = Some(c),
                 (c, Some(open)) if c == open => quote = None,
                 (c, _) => arg.push(c),
@@ -506,8 +514,8 @@ fn drop_exported_agent_lines(block: &mut HostBlock) {
         return;
     }
     block.options.retain(|raw| {
-        let (keyword, rest) = split_keyword(raw.trim());
-        let value = rest.trim().trim_start_matches('=').trim();
+        let (keyword, rest) = split_keyword(raw.trim_matches(is_config_blank));
+        let value = rest.trim_matches(is_config_blank);
         !(keyword.eq_ignore_ascii_case("identityagent")
             || keyword.eq_ignore_ascii_case("identitiesonly") && value.eq_ignore_ascii_case("yes"))
     });
@@ -668,6 +676,26 @@ mod tests {
         assert!(skipped("Host a\n Port 65536\n")[0].1.contains("Port"));
         assert_eq!(hosts("Host a\n Port 65535\n")[0].port, 65535);
         assert!(skipped("Host a\n User \"open\n")[0].1.contains("quote"));
+    }
+
+    #[test]
+    fn only_ascii_blanks_separate_as_ssh_reads_them() {
+        // ssh reads `User\u{a0}root` as one unknown keyword, and `\u{2028}Host b` as a
+        // directive of block a, never as a new block.
+        let text = "Host a\n User\u{a0}root\n\u{2028}Host b\n\tPort\t2222\x0c\n";
+        let blocks = hosts(text);
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0].username, None);
+        assert_eq!(blocks[0].port, 2222);
+        assert_eq!(
+            blocks[0].options,
+            vec!["User\u{a0}root", "\u{2028}Host b"],
+            "kept verbatim for the ssh_options rule to judge"
+        );
+        assert_eq!(
+            split_args("a\u{a0}b\u{2028}c d").unwrap(),
+            vec!["a\u{a0}b\u{2028}c", "d"]
+        );
     }
 
     #[test]

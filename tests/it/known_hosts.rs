@@ -458,6 +458,41 @@ fn import_refuses_lines_it_cannot_keep_and_names_them() {
 }
 
 #[test]
+fn import_splits_fields_on_space_and_tab_only_and_trusts_no_line_ssh_keygen_would_not_find() {
+    let service = Service::start("known-hosts-import-blanks");
+    let dir = fresh_dir("known-hosts-import-blanks-keys");
+    let (key, _) = keygen(&dir, "k", "ed25519");
+    let (key_type, base64) = key.split_once(' ').unwrap_or_default();
+    let text = format!(
+        "\u{a0}good.example {key}\n\
+         good.example {key_type}\u{2028}{base64}\n\
+         good.example\u{3000}{key}\n\
+         tabbed.example\t{key_type}\t{base64}\n"
+    );
+    let file = dir.join("known_hosts");
+    std::fs::write(&file, &text).expect("write known_hosts");
+    assert_eq!(
+        keygen_find(&file, "good.example"),
+        None,
+        "ssh-keygen finds none"
+    );
+    assert!(keygen_find(&file, "tabbed.example").is_some());
+    let report = service
+        .post("/api/import/known-hosts", &json!({"text": text}))
+        .expect(200);
+    assert_eq!(report["added"], 1, "{report}");
+    for (name, status) in [("good.example", "unknown"), ("tabbed.example", "trusted")] {
+        let verdict = service
+            .post(
+                "/api/known-hosts/verify",
+                &json!({"hostname": name, "public_key": key}),
+            )
+            .expect(200);
+        assert_eq!(verdict["status"], status, "{name}: {verdict}");
+    }
+}
+
+#[test]
 fn revoked_key_is_revoked_blocks_connect_and_cannot_be_accepted() {
     let service = Service::start("known-hosts-revoked");
     let dir = fresh_dir("known-hosts-revoked-keys");
