@@ -323,18 +323,21 @@ pub fn render(hosts: &[ExportHost]) -> String {
         out.push_str(&format!("    User {}\n", quote(&host.username)));
         match (&host.key_id, &host.identity_agent) {
             (Some(key_id), Some(socket)) => {
-                out.push_str(&format!(
-                    "    IdentityFile {IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}\n"
-                ));
-                out.push_str(&format!("    IdentityAgent {}\n", quote(socket)));
+                let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
+                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+                out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
                 out.push_str("    IdentitiesOnly yes\n");
             }
             (Some(key_id), None) => {
-                out.push_str(&format!("    IdentityFile {IDENTITY_DIR}{key_id}\n"))
+                let file = format!("{IDENTITY_DIR}{key_id}");
+                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
             }
             (None, _) => {}
         }
-        out.push_str(&format!("    UserKnownHostsFile {KNOWN_HOSTS_FILE}\n"));
+        out.push_str(&format!(
+            "    UserKnownHostsFile {}\n",
+            path(KNOWN_HOSTS_FILE)
+        ));
         if !host.proxy_jump.is_empty() {
             out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
         }
@@ -526,6 +529,13 @@ fn one_line(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+/// A file path as one ssh_config argument: `ssh` expands `%` tokens in `IdentityFile`,
+/// `IdentityAgent` and `UserKnownHostsFile` (`%d` is the home directory, `%h` the host...),
+/// so each `%` is written `%%`, which it reads back as one `%`; then quoted as `quote` does.
+fn path(text: &str) -> String {
+    quote(&text.replace('%', "%%"))
 }
 
 /// A value as one ssh_config argument: quoted (with `"` and `\` escaped) when it holds
@@ -809,6 +819,28 @@ mod tests {
             vec!["ServerAliveInterval 30"],
             "the export's own lines go"
         );
+    }
+
+    #[test]
+    fn every_exported_path_writes_a_percent_as_two() {
+        let exported = vec![ExportHost {
+            alias: "db".into(),
+            name: "db".into(),
+            hostname: "db.example.com".into(),
+            port: 22,
+            username: "ops".into(),
+            key_id: Some("k%d".into()),
+            identity_agent: Some("/data/100%d/agent.sock".into()),
+            proxy_jump: vec![],
+            options: vec![],
+        }];
+        let text = render(&exported);
+        assert!(
+            text.contains("    IdentityFile ~/.ssh/host-manager/k%%d.pub\n")
+                && text.contains("    IdentityAgent /data/100%%d/agent.sock\n"),
+            "{text}"
+        );
+        assert!(!text.replace("%%", "").contains('%'), "{text}");
     }
 
     #[test]

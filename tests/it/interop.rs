@@ -396,6 +396,38 @@ fn ssh_g_resolves_every_exported_host_exactly_as_the_catalogue_holds_it() {
 }
 
 #[test]
+fn ssh_g_reads_exported_paths_holding_percent_tokens_literally() {
+    let runtime = crate::support::fresh_dir("interop-percent").join("run%d%h%%");
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    let service = Service::start_env(
+        "interop-percent",
+        &[("XDG_RUNTIME_DIR", &runtime.to_string_lossy())],
+    );
+    let agent = service.get("/api/agent").expect(200);
+    let socket = agent["socket"].as_str().expect("socket path").to_owned();
+    assert!(socket.contains("%d%h%%"), "{socket}");
+    let key = service
+        .post("/api/keys", &json!({"name": "deploy", "type": "ed25519"}))
+        .expect(201);
+    create(
+        &service,
+        "Web",
+        json!({"auth": {"type": "key", "key_id": key["id"]}}),
+    );
+    let text = service.get("/api/export/ssh-config?agent=true").text();
+    let config = runtime.join("exported.conf");
+    std::fs::write(&config, &text).expect("write config");
+    let resolved = ssh_g(&config, "web");
+    assert_eq!(resolved["identityagent"], socket, "{text}");
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(
+        resolved["userknownhostsfile"],
+        format!("{home}/.ssh/host-manager/known_hosts"),
+        "{text}"
+    );
+}
+
+#[test]
 fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
     let service = Service::start("interop-export-group");
     let (groups, hosts) = build_catalogue(&service);
