@@ -582,7 +582,7 @@ Host "quoted host"
     HostName q.example.com
 Host db
     HostName db.internal   # trailing comment
-    User "db admin"
+    User "db_admin"
     RemoteCommand "tmux new -A -s main"
     IdentityFile ~/.ssh/id_db
 
@@ -715,7 +715,7 @@ fn realistic_config_reports_each_blocks_outcome() {
     assert_eq!(quoted["hostname"], "q.example.com");
     let db = find("db");
     assert_eq!(db["hostname"], "db.internal");
-    assert_eq!(db["username"], "db admin");
+    assert_eq!(db["username"], "db_admin", "quotes removed");
     assert_eq!(db["auth"]["type"], "key");
     assert_eq!(
         db["ssh_options"],
