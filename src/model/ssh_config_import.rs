@@ -164,17 +164,8 @@ impl<'a> ImportPlan<'a> {
                 }
                 Outcome::Host(block) => block,
             };
-            let user = block.username.as_deref().unwrap_or(default_user);
-            let port = u64::from(block.port);
-            let fields = match HostFields::from_text(&block.name, &block.hostname, port, user) {
-                Ok(fields) => fields,
-                Err(invalid) => {
-                    plan.report.skipped.push(Skip {
-                        block: block.label.clone(),
-                        reason: refusal(block, &invalid),
-                    });
-                    continue;
-                }
+            let Some(fields) = plan.report.fields_of(block, default_user) else {
+                continue;
             };
             let key = match_key(
                 fields.name(),
@@ -417,6 +408,24 @@ impl ImportReport {
             },
         };
         (auth, kept)
+    }
+
+    /// The block's name, hostname, port and user (`default_user` when it has no `User`),
+    /// checked by the hosts API's rules; `None`, with the block reported skipped, when one
+    /// breaks its rule.
+    fn fields_of(&mut self, block: &HostBlock, default_user: &str) -> Option<HostFields> {
+        let user = block.username.as_deref().unwrap_or(default_user);
+        let port = u64::from(block.port);
+        match HostFields::from_text(&block.name, &block.hostname, port, user) {
+            Ok(fields) => Some(fields),
+            Err(invalid) => {
+                self.skipped.push(Skip {
+                    block: block.label.clone(),
+                    reason: refusal(block, &invalid),
+                });
+                None
+            }
+        }
     }
 
     /// The directives a block keeps, each checked like `ssh_options` of the hosts API; one
