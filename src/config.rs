@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::model::validate::MAX_USERNAME_CHARS;
+use crate::model::validate;
 use crate::platform;
 
 pub const USAGE: &str = "\
@@ -64,7 +64,8 @@ Environment:
   TMPDIR                Where the agent's socket goes when no other place fits [default: /tmp]
   USER, LOGNAME, USERNAME
                         The user an imported ssh_config Host block without User gets: the first
-                        one set, read at start (USERNAME is Windows') [default: root]
+                        one that is a valid username, read at start (USERNAME is Windows')
+                        [default: root]
 ";
 
 /// The longest `--auto-lock` accepted: one year. Anything longer is a typo, and the bound
@@ -343,16 +344,14 @@ impl Config {
     }
 }
 
-/// `$USER`, else `$LOGNAME`, else `%USERNAME%`, trimmed, when it could be a username (1-100
-/// characters); else `root`.
+/// `$USER`, else `$LOGNAME`, else `%USERNAME%`, trimmed, when it is a username by the API's
+/// rule (`validate::username_text`); else `root`.
 fn import_user(env: &HashMap<String, String>) -> String {
     ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .filter_map(|name| env.get(*name))
-        .map(|user| user.trim())
-        .find(|user| !user.is_empty() && user.chars().count() <= MAX_USERNAME_CHARS)
-        .unwrap_or("root")
-        .to_owned()
+        .find_map(|user| validate::username_text(user).ok())
+        .unwrap_or_else(|| "root".to_owned())
 }
 
 impl AgentConfig {
@@ -468,6 +467,20 @@ mod tests {
         };
         assert_eq!(user(&"u".repeat(100)), "u".repeat(100));
         assert_eq!(user(&"u".repeat(101)), "root");
+    }
+
+    #[test]
+    fn import_user_the_hosts_api_would_refuse_falls_back_to_the_next_variable() {
+        let user = |env: &[(&str, &str)]| {
+            let mut env = env.to_vec();
+            env.push(("HOME", "/h"));
+            run(&[], &env).unwrap().import_user
+        };
+        assert_eq!(
+            user(&[("USER", "-oProxyCommand=x"), ("LOGNAME", "bob")]),
+            "bob"
+        );
+        assert_eq!(user(&[("USER", "a b"), ("LOGNAME", "ops@host")]), "root");
     }
 
     #[test]

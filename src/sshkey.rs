@@ -44,6 +44,11 @@ pub const MAX_BCRYPT_ROUNDS: u32 = 1024;
 /// OpenSSH still reads 1,024-bit keys, which are within reach of factoring.
 pub const MIN_RSA_BITS: usize = 2048;
 
+/// README "Keys": the longest private key text an import takes, in bytes. The largest key
+/// the service accepts, a 16,384-bit RSA key with a passphrase, is about 13 KB; anything
+/// longer is refused before it is parsed.
+pub const MAX_PRIVATE_KEY_BYTES: usize = 64 * 1024;
+
 /// What every answer about a key needs, derived from its public half.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyInfo {
@@ -92,6 +97,10 @@ pub enum ImportError {
     TooManyRounds(u32),
     /// An RSA key of fewer bits than `MIN_RSA_BITS`: how many it has.
     RsaTooSmall(usize),
+    /// An RSA key of more bits than `MAX_RSA_BITS`: how many it has.
+    RsaTooLarge(usize),
+    /// A private key text longer than `MAX_PRIVATE_KEY_BYTES`.
+    TooLong,
     /// An RSA key whose private numbers do not belong to its public key.
     RsaMismatch,
 }
@@ -109,15 +118,19 @@ pub fn import(text: &Secret, passphrase: Option<&Secret>) -> Result<OpenSshKey, 
 }
 
 /// Reads and checks an OpenSSH private key without any passphrase work, which is cheap:
-/// the format, the algorithm, the bcrypt round count an encrypted key asks for (at most
-/// `MAX_BCRYPT_ROUNDS`, passphrase or not: OpenSSH spends them on every use of the key),
-/// and for RSA the size (at least `MIN_RSA_BITS`) and, when the private half is readable,
-/// that its private numbers belong to its public key.
+/// the text's length (at most `MAX_PRIVATE_KEY_BYTES`), the format, the algorithm, the
+/// bcrypt round count an encrypted key asks for (at most `MAX_BCRYPT_ROUNDS`, passphrase or
+/// not: OpenSSH spends them on every use of the key), and for RSA the size (`MIN_RSA_BITS`
+/// to `MAX_RSA_BITS`) and, when the private half is readable, that its private numbers
+/// belong to its public key.
 ///
 /// The text kept is the key as given, with surrounding whitespace removed, line ends made
 /// LF and a final newline added: ssh and ssh-keygen refuse a key file with CRLF line ends
 /// or without the final newline ("error in libcrypto").
 pub fn read(text: &Secret) -> Result<ReadKey, ImportError> {
+    if text.expose().len() > MAX_PRIVATE_KEY_BYTES {
+        return Err(ImportError::TooLong);
+    }
     let Some(text) = text.expose_str() else {
         return Err(ImportError::Unreadable);
     };
@@ -205,6 +218,11 @@ pub fn generate(
         )?,
         // `Algorithm::Rsa` always makes 4096 bits in ssh-key 0.6; other sizes go through
         // `RsaKeypair::random`.
+        KeySpec::Rsa(bits) if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) => {
+            return Err(KeyError(format!(
+                "RSA keys are {MIN_RSA_BITS} to {MAX_RSA_BITS} bits"
+            )))
+        }
         KeySpec::Rsa(bits) => PrivateKey::new(
             KeypairData::from(RsaKeypair::random(&mut VaultRng, bits)?),
             comment,
@@ -390,11 +408,20 @@ impl fmt::Display for ImportError {
                 f,
                 "an RSA key must have at least {MIN_RSA_BITS} bits; this one has {bits}"
             ),
+            ImportError::RsaTooLarge(bits) => write!(
+                f,
+                "an RSA key must have at most {MAX_RSA_BITS} bits; this one has {bits}"
+            ),
+            ImportError::TooLong => write!(
+                f,
+                "must be at most {MAX_PRIVATE_KEY_BYTES} bytes (a 16384-bit RSA key with a \
+                 passphrase is about 13 KB)"
+            ),
             ImportError::RsaMismatch => write!(
                 f,
-                "the RSA key's private numbers do not belong to its public key (n must be \
-                 p*q, e*d must be 1 modulo p-1 and q-1, iqmp the inverse of q modulo p): no \
-                 signature made with it would verify"
+                "the RSA key's private numbers do not belong to its public key (e must be odd \
+                 and at least 3, p and q odd, n must be p*q, e*d must be 1 modulo lcm(p-1, \
+                 q-1), iqmp the inverse of q modulo p): no signature made with it would verify"
             ),
             ImportError::TooManyRounds(rounds) => write!(
                 f,
@@ -531,7 +558,8 @@ fn check_rounds(kdf: &Kdf) -> Result<(), ImportError> {
     }
 }
 
-/// Refuses an RSA public key of fewer than `MIN_RSA_BITS` bits (other keys pass).
+/// Refuses an RSA public key of fewer than `MIN_RSA_BITS` or more than `MAX_RSA_BITS`
+/// bits (other keys pass).
 fn check_rsa_size(public_key: &PublicKey) -> Result<(), ImportError> {
     let Some(rsa) = public_key.key_data().rsa() else {
         return Ok(());
@@ -544,16 +572,18 @@ fn check_rsa_size(public_key: &PublicKey) -> Result<(), ImportError> {
             Some(n.len() * 8 - first.leading_zeros() as usize)
         })
         .unwrap_or(0);
-    match bits >= MIN_RSA_BITS {
-        true => Ok(()),
-        false => Err(ImportError::RsaTooSmall(bits)),
+    match bits {
+        bits if bits < MIN_RSA_BITS => Err(ImportError::RsaTooSmall(bits)),
+        bits if bits > MAX_RSA_BITS => Err(ImportError::RsaTooLarge(bits)),
+        _ => Ok(()),
     }
 }
 
-/// Refuses an RSA key whose private numbers do not belong to its public key: the checks
-/// OpenSSH's signing relies on, n = p*q, e*d = 1 modulo p-1 and q-1 (so d inverts e), and
-/// iqmp*q = 1 modulo p (the CRT coefficient). Built from the key's own numbers: ssh-key
-/// 0.6.7's conversion to an `rsa` key passes p twice. Other keys pass.
+/// Refuses an RSA key whose numbers are not an RSA key: e odd and at least 3 (with e = 1
+/// every "signature" is the message itself), p and q odd and above 1 (so q = p + 1 cannot
+/// pass), n = p*q, e*d = 1 modulo lambda(n) = lcm(p-1, q-1) (so d inverts e), and iqmp*q = 1
+/// modulo p (the CRT coefficient). Built from the key's own numbers: ssh-key 0.6.7's
+/// conversion to an `rsa` key passes p twice. Other keys pass. Primality is not tested.
 fn check_rsa_numbers(key: &PrivateKey) -> Result<(), ImportError> {
     let Some(rsa) = key.key_data().rsa() else {
         return Ok(());
@@ -571,22 +601,36 @@ fn check_rsa_numbers(key: &PrivateKey) -> Result<(), ImportError> {
         number(&rsa.private.q)?,
     );
     let iqmp = number(&rsa.private.iqmp)?;
-    let one = BigUint::from(1u8);
-    // Primes of 0 or 1 would divide by zero or underflow below.
-    if *p <= one || *q <= one {
+    let (one, two) = (BigUint::from(1u8), BigUint::from(2u8));
+    let odd_above = |number: &BigUint, floor: &BigUint| {
+        *number >= *floor && *Zeroizing::new(number % &two) == one
+    };
+    // Odd primes above 1 also keep the divisions below away from zero.
+    let three = BigUint::from(3u8);
+    if !odd_above(&e, &three) || !odd_above(&p, &three) || !odd_above(&q, &three) {
         return Err(ImportError::RsaMismatch);
     }
     let product = Zeroizing::new(&*p * &*q);
-    let ed = Zeroizing::new(&*e * &*d);
-    let inverts_e = |prime: &BigUint| {
-        let order = Zeroizing::new(prime - &one);
-        *Zeroizing::new(&*ed % &*order) == one
-    };
+    let (p1, q1) = (Zeroizing::new(&*p - &one), Zeroizing::new(&*q - &one));
+    let lambda = Zeroizing::new(&*p1 * &*q1 / &*gcd(&p1, &q1));
+    let inverts_e = *Zeroizing::new(&*e * &*d % &*lambda) == one;
     let crt = Zeroizing::new(&*iqmp * &*q % &*p);
-    match *product == *n && inverts_e(&p) && inverts_e(&q) && *crt == one {
+    match *product == *n && inverts_e && *crt == one {
         true => Ok(()),
         false => Err(ImportError::RsaMismatch),
     }
+}
+
+/// The greatest common divisor (Euclid), wiped on drop like the numbers it comes from.
+fn gcd(a: &BigUint, b: &BigUint) -> Zeroizing<BigUint> {
+    let zero = BigUint::from(0u8);
+    let (mut a, mut b) = (Zeroizing::new(a.clone()), Zeroizing::new(b.clone()));
+    while *b != zero {
+        let rest = Zeroizing::new(&*a % &*b);
+        a = b;
+        b = rest;
+    }
+    a
 }
 
 /// The OpenSSH algorithm name when the service supports it.
@@ -769,7 +813,10 @@ pub fn presented_key(
 ) -> Result<(HostKey, Option<CertificateFacts>), &'static str> {
     const UNREADABLE: &str =
         "is not a readable OpenSSH public key or certificate (`<type> <base64> [comment]`)";
-    let algorithm = text.split_whitespace().next().unwrap_or_default();
+    let algorithm = text
+        .split(known_hosts::FIELD_SEPARATORS)
+        .next()
+        .unwrap_or_default();
     if !algorithm.ends_with("-cert-v01@openssh.com") {
         let key = PublicKey::from_openssh(text).map_err(|_| UNREADABLE)?;
         return Ok((host_key_of(key.key_data()).map_err(|_| UNREADABLE)?, None));
@@ -895,7 +942,8 @@ mod tests {
     use crate::sshkey::{
         blob_fingerprint, check_format, check_rounds, check_rsa_size, from_agent, generate, import,
         normalize, public_blob, read, sign, verify_session_bind, ImportError, OpenSshKey, RsaHash,
-        SignError, VaultRng, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS,
+        SignError, VaultRng, CONVERT_HINT, MAX_BCRYPT_ROUNDS, MAX_PRIVATE_KEY_BYTES, MAX_RSA_BITS,
+        MIN_RSA_BITS,
     };
     use crate::vault::Secret;
 
@@ -1165,6 +1213,83 @@ mod tests {
         assert_eq!(
             import(&secret(&broken), None).unwrap_err(),
             ImportError::RsaMismatch
+        );
+    }
+
+    /// A positive mpint of the big-endian number `bytes`.
+    fn mpint(bytes: &[u8]) -> Mpint {
+        Mpint::from_positive_bytes(bytes).unwrap()
+    }
+
+    #[test]
+    fn rsa_key_with_e_and_d_of_one_and_q_of_p_plus_one_is_refused() {
+        // p = 2^1100 + 1 (odd), q = p + 1, n = p*q, e = d = iqmp = 1: n = p*q, e*d = 1
+        // modulo p-1 and q-1, and iqmp*q = 1 modulo p all hold.
+        let mut p = vec![0u8; 138];
+        p[0] = 0x10;
+        p[137] = 1;
+        let p_num = rsa::BigUint::from_bytes_be(&p);
+        let q_num = &p_num + 1u8;
+        let n_num = &p_num * &q_num;
+        let broken = rsa_with(RSA_2048, |key| {
+            key.public.e = mpint(&[1]);
+            key.public.n = mpint(&n_num.to_bytes_be());
+            key.private.d = mpint(&[1]);
+            key.private.iqmp = mpint(&[1]);
+            key.private.p = mpint(&p_num.to_bytes_be());
+            key.private.q = mpint(&q_num.to_bytes_be());
+        });
+        assert_eq!(read(&secret(&broken)).err(), Some(ImportError::RsaMismatch));
+    }
+
+    #[test]
+    fn rsa_key_with_e_of_one_or_even_is_refused_even_when_its_primes_are_real() {
+        // The real primes of the key, with e = d = 1 (every "signature" is the message).
+        let one = rsa_with(RSA_2048, |key| {
+            key.public.e = mpint(&[1]);
+            key.private.d = mpint(&[1]);
+        });
+        assert_eq!(read(&secret(&one)).err(), Some(ImportError::RsaMismatch));
+        let even = rsa_with(RSA_2048, |key| key.public.e = mpint(&[1, 0, 0]));
+        assert_eq!(read(&secret(&even)).err(), Some(ImportError::RsaMismatch));
+    }
+
+    #[test]
+    fn rsa_public_key_of_16384_bits_is_accepted_and_16385_bits_is_too_large() {
+        let of_bits = |bits: usize| {
+            let mut n = vec![0xffu8; bits.div_ceil(8)];
+            n[0] = 0xff >> (n.len() * 8 - bits);
+            let public = ssh_key::public::RsaPublicKey {
+                e: mpint(&[1, 0, 1]),
+                n: mpint(&n),
+            };
+            check_rsa_size(&PublicKey::from(ssh_key::public::KeyData::Rsa(public)))
+        };
+        assert_eq!(of_bits(MAX_RSA_BITS), Ok(()));
+        assert_eq!(
+            of_bits(MAX_RSA_BITS + 1),
+            Err(ImportError::RsaTooLarge(MAX_RSA_BITS + 1))
+        );
+    }
+
+    #[test]
+    fn rsa_generation_beyond_16384_bits_is_refused() {
+        assert!(generate(KeySpec::Rsa(MAX_RSA_BITS + 1), "c", None).is_err());
+        assert!(generate(KeySpec::Rsa(MIN_RSA_BITS - 1), "c", None).is_err());
+    }
+
+    #[test]
+    fn private_key_text_of_64_kib_is_read_and_one_byte_more_is_too_long() {
+        let padded = |len: usize| {
+            let mut text = RSA_2048.to_owned();
+            text.push_str(&"\n".repeat(len - text.len()));
+            secret(&text)
+        };
+        let at_cap = read(&padded(MAX_PRIVATE_KEY_BYTES)).map(|key| key.is_encrypted());
+        assert_eq!(at_cap.err(), None, "surrounding whitespace is trimmed");
+        assert_eq!(
+            read(&padded(MAX_PRIVATE_KEY_BYTES + 1)).err(),
+            Some(ImportError::TooLong)
         );
     }
 

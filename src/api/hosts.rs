@@ -217,6 +217,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let via_agent = crate::api::agent::agent_param(req)?;
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
+        check_stored_fields(&host)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
         // README "Host keys (known_hosts)": no secret for a route with a changed or
         // revoked host key pending.
@@ -287,6 +288,23 @@ fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
             Ok(host)
         }
     }
+}
+
+/// README, Hosts: a host whose stored username or hostname breaks its rule (a row written
+/// before the rule, by an older import or another tool) is never handed out: the app would
+/// put it on an `ssh` command line (`-oProxyCommand=...` as a user runs a command). 400
+/// `VALIDATION_ERROR` naming the field, never its value.
+fn check_stored_fields(host: &Host) -> Result<(), ApiError> {
+    let fix = format!("change it with PUT /api/hosts/{}", host.id);
+    if let Some(rule) = validate::username_problem(&host.username) {
+        let rule = format!("the stored username breaks the rule: it {rule}; {fix}");
+        return Err(ApiError::validation("username", rule));
+    }
+    if let Some(rule) = validate::hostname_problem(&host.hostname) {
+        let rule = format!("the stored hostname breaks the rule: it {rule}; {fix}");
+        return Err(ApiError::validation("hostname", rule));
+    }
+    Ok(())
 }
 
 /// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.

@@ -170,13 +170,15 @@ fn import(
     Ok(MadeKey { key, comment })
 }
 
-/// How an import refusal answers: the passphrase's and the RSA size's errors name their
-/// field, the rest is `INVALID_KEY` saying why.
+/// How an import refusal answers: the passphrase's, the RSA size's and the text length's
+/// errors name their field, the rest is `INVALID_KEY` saying why.
 fn import_error(err: ImportError) -> ApiError {
     match err {
         ImportError::WrongPassphrase => ApiError::InvalidPassphrase,
         ImportError::NotEncrypted => ApiError::validation("passphrase", err.to_string()),
-        ImportError::RsaTooSmall(_) => ApiError::validation("private_key", err.to_string()),
+        ImportError::RsaTooSmall(_) | ImportError::RsaTooLarge(_) | ImportError::TooLong => {
+            ApiError::validation("private_key", err.to_string())
+        }
         other => ApiError::InvalidKey(other.to_string()),
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::Host;
+use crate::model::host_query::Paging;
 use crate::model::known_hosts::{
     self, HostToken, KnownKey, Marker, Parsed, Presented, Status, HASH_MAGIC,
 };
@@ -27,9 +28,15 @@ use crate::store::audit;
 use crate::store::known_hosts::{KnownHost, NewKnownHost};
 use crate::store::{self, Ending};
 
-/// `GET /api/known-hosts[?hostname=&port=|host_id=]`: `{items}`, oldest first.
+/// `GET /api/known-hosts[?hostname=&port=|host_id=][&page=&per_page=]`: `{items, total,
+/// page, per_page}`, oldest first, paged as `GET /api/hosts` is (`Paging`). Only the page's
+/// entries get their `host_ids` (one HMAC per hashed entry and catalogue host).
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let filter = list_filter(req)?;
+    let paging = Paging::parse(|name| req.query(name))
+        .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
+    // A page past any possible list is empty (its total still counted).
+    let offset = paging.offset().unwrap_or(u64::MAX);
     let found = state.db.read(|conn| {
         let name = match &filter {
             Filter::All => None,
@@ -39,21 +46,30 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
                 Some(known_hosts::lookup_name(&host.hostname, host.port))
             }
         };
-        let entries: Vec<KnownHost> = match &name {
-            None => store::known_hosts::all(conn)?,
-            Some(name) => store::known_hosts::candidates(conn, name)?
-                .into_iter()
-                .filter(|entry| entry_matches(entry, name))
-                .collect(),
+        let (entries, total) = match &name {
+            None => store::known_hosts::page(conn, offset, paging.per_page)?,
+            Some(name) => {
+                let matching: Vec<KnownHost> = store::known_hosts::candidates(conn, name)?
+                    .into_iter()
+                    .filter(|entry| entry_matches(entry, name))
+                    .collect();
+                let total = matching.len() as u64;
+                let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+                let take = usize::try_from(paging.per_page).unwrap_or(usize::MAX);
+                (matching.into_iter().skip(skip).take(take).collect(), total)
+            }
         };
         let catalogue = store::known_hosts::catalogue_names(conn)?;
-        Ok::<_, ApiError>((entries, catalogue))
+        Ok::<_, ApiError>((entries, total, catalogue))
     })?;
-    let (entries, catalogue) = found;
+    let (entries, total, catalogue) = found;
     Reply::json(
         200,
         &KnownHostList {
             items: views(&entries, &catalogue),
+            total,
+            page: paging.page,
+            per_page: paging.per_page,
         },
     )
 }
@@ -264,6 +280,9 @@ struct CheckedLine {
 #[derive(Serialize)]
 struct KnownHostList<'a> {
     items: Vec<KnownHostView<'a>>,
+    total: u64,
+    page: u64,
+    per_page: u64,
 }
 
 /// The answer of verify: the verdict and the fingerprints involved.

@@ -135,6 +135,78 @@ pub struct NewHost {
     pub ssh_options: Vec<String>,
 }
 
+/// A host's own fields (name, hostname, port, username) read from outside text by an
+/// importer (an `~/.ssh/config` block), checked field by field by the very functions a
+/// create body goes through (`NewHost::from_json`), so no importer stores a value the API
+/// refuses. The fields are private: `from_text` is the only way to make one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostFields {
+    name: String,
+    hostname: String,
+    port: u16,
+    username: String,
+}
+
+impl HostFields {
+    /// Checks each field; the error names the first field that breaks its rule (`name`,
+    /// `hostname`, `port`, `username`), never its value. Name and username are trimmed.
+    pub fn from_text(
+        name: &str,
+        hostname: &str,
+        port: u64,
+        username: &str,
+    ) -> Result<HostFields, Invalid> {
+        Ok(HostFields {
+            name: Name::from_text(name)?.into_string(),
+            hostname: validate::hostname_text(hostname)?,
+            port: validate::port_number(port)?,
+            username: validate::username_text(username)?,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn username(&self) -> &str {
+        &self.username
+    }
+
+    /// A new host of these fields, with `auth`, `group_id` and `ssh_options` (checked by
+    /// the caller with `interop::ssh_option`) and every other field at its create default.
+    pub fn new_host(
+        &self,
+        auth: AuthChange,
+        group_id: Option<String>,
+        ssh_options: Vec<String>,
+    ) -> NewHost {
+        NewHost {
+            name: self.name.clone(),
+            name_key: name::sort_key(&self.name),
+            hostname: self.hostname.clone(),
+            port: self.port,
+            username: self.username.clone(),
+            auth,
+            group_id,
+            tags: Vec::new(),
+            is_favorite: false,
+            color: String::new(),
+            order: None,
+            notes: String::new(),
+            jump_host_ids: Vec::new(),
+            ssh_options,
+        }
+    }
+}
+
 /// A checked partial update: `None` leaves a field as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostPatch {

@@ -1,4 +1,5 @@
-//! The `GET /api/hosts` query: its parameters, checked (README, API: Hosts, "List").
+//! The `GET /api/hosts` query: its parameters, checked (README, API: Hosts, "List"), and
+//! `Paging`, the `page` and `per_page` every paged list takes (`GET /api/known-hosts` too).
 //!
 //! Invariants: no I/O; a bad parameter is an `Invalid` naming it; a checked query never
 //! holds an empty search term or tag.
@@ -8,6 +9,32 @@ use crate::model::validate::Invalid;
 /// `per_page` defaults to 50 and is clamped to 1000 (README, API: Hosts, "List").
 pub const DEFAULT_PER_PAGE: u64 = 50;
 pub const MAX_PER_PAGE: u64 = 1000;
+
+/// A page of a list: `page` (from 1) and `per_page` (default 50, clamped to 1000), the
+/// same parameters for every paged list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Paging {
+    pub page: u64,
+    pub per_page: u64,
+}
+
+impl Paging {
+    /// Reads `page` and `per_page`; an error names the parameter (a non-numeric or < 1
+    /// value).
+    pub fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<Paging, Invalid> {
+        Ok(Paging {
+            page: positive("page", get("page"), 1)?,
+            per_page: positive("per_page", get("per_page"), DEFAULT_PER_PAGE)?.min(MAX_PER_PAGE),
+        })
+    }
+
+    /// Rows to skip; `None` when the page lies beyond any possible list.
+    pub fn offset(&self) -> Option<u64> {
+        (self.page - 1)
+            .checked_mul(self.per_page)
+            .filter(|offset| i64::try_from(*offset).is_ok())
+    }
+}
 
 /// `GET /api/hosts` parameters, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,8 +115,7 @@ impl HostQuery {
             Some("desc") => Direction::Desc,
             Some(_) => return Err(Invalid::new("order", "must be asc or desc")),
         };
-        let page = positive("page", get("page"), 1)?;
-        let per_page = positive("per_page", get("per_page"), DEFAULT_PER_PAGE)?.min(MAX_PER_PAGE);
+        let Paging { page, per_page } = Paging::parse(get)?;
         Ok(HostQuery {
             group,
             tag,
@@ -104,9 +130,11 @@ impl HostQuery {
 
     /// Rows to skip; `None` when the page lies beyond any possible catalogue.
     pub fn offset(&self) -> Option<u64> {
-        (self.page - 1)
-            .checked_mul(self.per_page)
-            .filter(|offset| i64::try_from(*offset).is_ok())
+        Paging {
+            page: self.page,
+            per_page: self.per_page,
+        }
+        .offset()
     }
 }
 
@@ -132,7 +160,7 @@ fn positive(name: &str, value: Option<&str>, default: u64) -> Result<u64, Invali
 mod tests {
     use std::collections::HashMap;
 
-    use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
+    use crate::model::host_query::{Direction, GroupFilter, HostQuery, Paging, Sort};
 
     #[test]
     fn search_with_a_nul_is_rejected_and_quotes_are_accepted() {
@@ -184,6 +212,32 @@ mod tests {
         }
         assert_eq!(query(&[("page", "1")]).unwrap().page, 1);
         assert_eq!(query(&[("per_page", "1")]).unwrap().per_page, 1);
+    }
+
+    #[test]
+    fn paging_alone_reads_page_and_per_page_as_the_host_list_does() {
+        let paging = |pairs: &[(&str, &str)]| {
+            Paging::parse(|name| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| *value)
+            })
+        };
+        assert_eq!(
+            paging(&[]).unwrap(),
+            Paging {
+                page: 1,
+                per_page: 50
+            }
+        );
+        let got = paging(&[("page", "3"), ("per_page", "5000")]).unwrap();
+        assert_eq!(
+            (got.page, got.per_page, got.offset()),
+            (3, 1000, Some(2000))
+        );
+        assert_eq!(paging(&[("per_page", "0")]).unwrap_err().field, "per_page");
+        assert_eq!(paging(&[("page", "x")]).unwrap_err().field, "page");
     }
 
     #[test]

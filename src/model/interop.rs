@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::model::ssh_config::{is_config_blank, split_keyword};
 use crate::model::validate::Invalid;
 
 /// This service's limit: at most 8 hops in one host's own chain.
@@ -117,23 +118,22 @@ pub fn ssh_options(value: &Value) -> Result<Vec<String>, Invalid> {
 }
 
 /// One directive, trimmed: `Keyword value` or `Keyword=value` on one line, at most
-/// `MAX_SSH_OPTION_CHARS` characters, and not a keyword that `RESERVED_KEYWORDS` lists.
+/// `MAX_SSH_OPTION_CHARS` characters, and not a keyword that `RESERVED_KEYWORDS` lists. The
+/// keyword is read as `ssh` reads it (`ssh_config::split_keyword`): a Unicode space is part
+/// of it, so `ForwardAgent<NBSP>yes` is refused here rather than breaking the exported file.
 pub fn ssh_option(text: &str) -> Result<String, String> {
-    let text = text.trim();
+    let text = text.trim_matches(is_config_blank);
     if text.chars().count() > MAX_SSH_OPTION_CHARS {
         return Err(format!("must be at most {MAX_SSH_OPTION_CHARS} characters"));
     }
     if text.chars().any(|c| c == '\n' || c == '\r' || c == '\0') {
         return Err("must be one line without NUL".into());
     }
-    let keyword_end = text
-        .find(|c: char| c.is_whitespace() || c == '=')
-        .unwrap_or(text.len());
-    let (keyword, rest) = text.split_at(keyword_end);
+    let (keyword, value) = split_keyword(text);
     if keyword.is_empty() || !keyword.chars().all(|c| c.is_ascii_alphanumeric()) {
         return Err("must start with an ssh_config keyword (letters and digits)".into());
     }
-    let value = rest.trim_start().strip_prefix('=').unwrap_or(rest).trim();
+    let value = value.trim_matches(is_config_blank);
     if value.is_empty() {
         return Err("must have a value after the keyword".into());
     }
@@ -253,6 +253,22 @@ mod tests {
             .iter()
             .map(|(id, hops)| (id.to_string(), ids(hops)))
             .collect()
+    }
+
+    #[test]
+    fn an_option_whose_keyword_ends_at_a_unicode_space_is_refused_as_ssh_would_read_it() {
+        assert_eq!(
+            ssh_option(" ForwardAgent\tyes ").unwrap(),
+            "ForwardAgent\tyes"
+        );
+        assert_eq!(ssh_option("ForwardAgent=yes").unwrap(), "ForwardAgent=yes");
+        for text in [
+            "ForwardAgent\u{a0}yes",
+            "ForwardAgent\u{2028}yes",
+            "\u{3000}Port 1",
+        ] {
+            assert!(ssh_option(text).is_err(), "{text:?}");
+        }
     }
 
     #[test]

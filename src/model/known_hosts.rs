@@ -190,13 +190,18 @@ impl HostToken {
     }
 }
 
+/// The field separators of a known_hosts line, as OpenSSH reads it: space and tab only. A
+/// Unicode space (no-break space, U+2028, ...) is part of a field to `ssh`, so it is here too.
+pub const FIELD_SEPARATORS: [char; 2] = [' ', '\t'];
+
 /// Splits a known_hosts text into lines (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT"): blank
 /// lines and `#` comments are skipped; every other line is read or refused with a reason.
+/// Fields are split on `FIELD_SEPARATORS` alone.
 pub fn parse(text: &str) -> Vec<Parsed> {
     text.lines()
         .enumerate()
         .filter_map(|(index, raw)| {
-            let trimmed = raw.trim();
+            let trimmed = raw.trim_matches(FIELD_SEPARATORS);
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 return None;
             }
@@ -351,8 +356,13 @@ pub fn port(value: Option<&Value>) -> Result<u16, Invalid> {
 pub fn public_key(value: Option<&Value>) -> Result<String, Invalid> {
     let rule = "must be a public key in OpenSSH form: `<type> <base64> [comment]`";
     match value {
-        Some(Value::String(text)) if !text.trim().is_empty() && !text.trim().contains('\n') => {
-            Ok(text.trim().to_owned())
+        Some(Value::String(text)) => {
+            // ASCII blanks only: a Unicode space is part of a field to `ssh`.
+            let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+            match text.is_empty() || text.contains(['\n', '\r']) {
+                true => Err(Invalid::new("public_key", rule)),
+                false => Ok(text.to_owned()),
+            }
         }
         _ => Err(Invalid::new("public_key", rule)),
     }
@@ -362,7 +372,9 @@ fn parse_line(number: usize, line: &str) -> Result<Line, String> {
     if line.chars().count() > MAX_LINE_CHARS {
         return Err(format!("longer than {MAX_LINE_CHARS} characters"));
     }
-    let mut fields = line.split_whitespace();
+    let mut fields = line
+        .split(FIELD_SEPARATORS)
+        .filter(|field| !field.is_empty());
     let mut first = fields.next().unwrap_or_default();
     let marker = match first.strip_prefix('@') {
         None => Marker::None,
@@ -476,9 +488,9 @@ mod tests {
     use std::panic;
 
     use crate::model::known_hosts::{
-        judge, lookup_name, parse, pattern_matches, render_line, split_token, CertificateFacts,
-        HostToken, KnownKey, Line, Marker, Parsed, Presented, Status, MAX_LINE_CHARS,
-        MAX_NAMES_PER_LINE,
+        judge, lookup_name, parse, pattern_matches, public_key, render_line, split_token,
+        CertificateFacts, HostToken, KnownKey, Line, Marker, Parsed, Presented, Status,
+        MAX_LINE_CHARS, MAX_NAMES_PER_LINE,
     };
 
     const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
@@ -495,6 +507,42 @@ mod tests {
             [Parsed::Refused { reason, .. }] => reason.clone(),
             other => panic!("expected one refusal, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn fields_split_on_space_and_tab_only_as_openssh_reads_them() {
+        let tabbed = only_line(&format!("\tgood.example\tssh-ed25519 \t{KEY}\tme "));
+        assert_eq!(tabbed.hosts, vec![HostToken::Plain("good.example".into())]);
+        assert_eq!(tabbed.comment, "me");
+        // To ssh a leading no-break space is part of the host name, and U+2028 or a
+        // no-break space between the type and the key makes one unreadable field.
+        for space in ['\u{a0}', '\u{2028}', '\u{3000}'] {
+            for text in [
+                format!("{space}good.example ssh-ed25519 {KEY}"),
+                format!("good.example ssh-ed25519{space}{KEY}"),
+                format!("good.example{space}ssh-ed25519 {KEY}"),
+            ] {
+                assert!(
+                    !matches!(parse(&text).as_slice(), [Parsed::Line(line)]
+                        if line.hosts == [HostToken::Plain("good.example".into())]
+                            && line.key_base64 == KEY),
+                    "{text:?} must not trust good.example"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_public_key_body_is_trimmed_of_ascii_blanks_only() {
+        let key = format!("ssh-ed25519 {KEY}");
+        let value = |text: String| serde_json::Value::String(text);
+        assert_eq!(public_key(Some(&value(format!(" {key}\n")))).unwrap(), key);
+        assert_eq!(
+            public_key(Some(&value(format!("\u{a0}{key}")))).unwrap(),
+            format!("\u{a0}{key}"),
+            "left for the key reader to refuse"
+        );
+        assert!(public_key(Some(&value(format!("{key}\rx")))).is_err());
     }
 
     #[test]

@@ -8,8 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::model::host::{AuthType, Host};
-use crate::model::name::MAX_NAME_CHARS;
-use crate::model::validate::{self, MAX_USERNAME_CHARS};
+use crate::model::validate;
 
 /// The comment the export writes above each `Host` line so an import gets the name back:
 /// `# host-manager name: <name>`.
@@ -127,8 +126,16 @@ pub struct ExportHost {
     pub options: Vec<String>,
 }
 
+/// True for the characters OpenSSH's config reader takes as blanks: C's `isspace` in the C
+/// locale (space, tab, CR, LF, vertical tab, form feed). Unicode spaces (no-break space,
+/// U+2028, ...) are not blanks to `ssh`: they are part of a word, so they are here too.
+pub fn is_config_blank(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n' | '\x0b' | '\x0c')
+}
+
 /// Splits a config text into sections (ssh_config(5): `#` comments, blank lines,
-/// case-insensitive keywords, `keyword value` or `keyword=value`, quoted arguments).
+/// case-insensitive keywords, `keyword value` or `keyword=value`, quoted arguments), with
+/// `is_config_blank` as the only separators, as `ssh` reads them.
 pub fn parse(text: &str) -> Vec<Section> {
     let mut sections = Vec::new();
     let mut global = Vec::new();
@@ -136,7 +143,7 @@ pub fn parse(text: &str) -> Vec<Section> {
     let mut comment_name: Option<String> = None;
     for (index, raw_line) in text.lines().enumerate() {
         let line_no = index + 1;
-        let line = raw_line.trim();
+        let line = raw_line.trim_matches(is_config_blank);
         if line.is_empty() {
             comment_name = None;
             continue;
@@ -175,7 +182,7 @@ pub fn parse(text: &str) -> Vec<Section> {
                 flush(&mut sections, &mut current);
                 current = Some(Section::Match {
                     line: line_no,
-                    criteria: rest.trim().to_owned(),
+                    criteria: rest.trim_matches(is_config_blank).to_owned(),
                 });
             }
             "include" => {
@@ -316,18 +323,21 @@ pub fn render(hosts: &[ExportHost]) -> String {
         out.push_str(&format!("    User {}\n", quote(&host.username)));
         match (&host.key_id, &host.identity_agent) {
             (Some(key_id), Some(socket)) => {
-                out.push_str(&format!(
-                    "    IdentityFile {IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}\n"
-                ));
-                out.push_str(&format!("    IdentityAgent {}\n", quote(socket)));
+                let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
+                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+                out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
                 out.push_str("    IdentitiesOnly yes\n");
             }
             (Some(key_id), None) => {
-                out.push_str(&format!("    IdentityFile {IDENTITY_DIR}{key_id}\n"))
+                let file = format!("{IDENTITY_DIR}{key_id}");
+                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
             }
             (None, _) => {}
         }
-        out.push_str(&format!("    UserKnownHostsFile {KNOWN_HOSTS_FILE}\n"));
+        out.push_str(&format!(
+            "    UserKnownHostsFile {}\n",
+            path(KNOWN_HOSTS_FILE)
+        ));
         if !host.proxy_jump.is_empty() {
             out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
         }
@@ -344,14 +354,14 @@ fn flush(sections: &mut Vec<Section>, current: &mut Option<Section>) {
     }
 }
 
-/// The keyword and the rest: the keyword ends at whitespace or `=`; one `=` may separate
-/// it from the arguments, with whitespace on either side (ssh_config(5)).
-fn split_keyword(line: &str) -> (&str, &str) {
+/// The keyword and the rest: the keyword ends at a blank or `=`; one `=` may separate
+/// it from the arguments, with blanks on either side (ssh_config(5)).
+pub fn split_keyword(line: &str) -> (&str, &str) {
     let end = line
-        .find(|c: char| c.is_whitespace() || c == '=')
+        .find(|c: char| is_config_blank(c) || c == '=')
         .unwrap_or(line.len());
     let (keyword, rest) = line.split_at(end);
-    let rest = rest.trim_start();
+    let rest = rest.trim_start_matches(is_config_blank);
     let rest = rest.strip_prefix('=').unwrap_or(rest);
     (keyword, rest)
 }
@@ -364,7 +374,7 @@ fn split_args(text: &str) -> Result<Vec<String>, String> {
     let chars: Vec<char> = text.chars().collect();
     let mut index = 0;
     loop {
-        while index < chars.len() && chars[index].is_whitespace() {
+        while index < chars.len() && is_config_blank(chars[index]) {
             index += 1;
         }
         if index >= chars.len() || chars[index] == '#' {
@@ -383,7 +393,7 @@ fn split_args(text: &str) -> Result<Vec<String>, String> {
                     arg.extend(next);
                     index += 1;
                 }
-                (c, None) if c.is_whitespace() => break,
+                (c, None) if is_config_blank(c) => break,
                 ('"' | '\'', None) => quote = Some(c),
                 (c, Some(open)) if c == open => quote = None,
                 (c, _) => arg.push(c),
@@ -444,12 +454,9 @@ fn host_block(
     if patterns.iter().any(|pattern| is_wildcard(pattern)) {
         return skip("wildcard or negated patterns match many hosts; not imported".into());
     }
+    // Name, HostName, Port and User are checked by the API's rules in the import's plan
+    // (`model::host::HostFields`), once the default user is known.
     let name = name_hint.unwrap_or(&patterns[0]).to_owned();
-    if name.chars().count() > MAX_NAME_CHARS {
-        return skip(format!(
-            "the name is longer than {MAX_NAME_CHARS} characters"
-        ));
-    }
     let mut block = HostBlock {
         label: label.clone(),
         line,
@@ -479,8 +486,8 @@ fn host_block(
         }
         match keyword.as_str() {
             "hostname" => block.hostname = value,
-            "port" => match value.parse::<u16>() {
-                Ok(port) if port > 0 => block.port = port,
+            "port" => match value.parse::<u64>().map(validate::port_number) {
+                Ok(Ok(port)) => block.port = port,
                 _ => return skip(format!("line {}: Port must be 1-65535", directive.line)),
             },
             "user" => block.username = Some(value),
@@ -496,15 +503,6 @@ fn host_block(
         }
     }
     drop_exported_agent_lines(&mut block);
-    if let Some(problem) = validate::hostname_problem(&block.hostname) {
-        return skip(format!("HostName {}: {problem}", block.hostname));
-    }
-    if let Some(user) = &block.username {
-        let count = user.trim().chars().count();
-        if count == 0 || count > MAX_USERNAME_CHARS {
-            return skip(format!("User must be 1-{MAX_USERNAME_CHARS} characters"));
-        }
-    }
     Outcome::Host(block)
 }
 
@@ -519,8 +517,8 @@ fn drop_exported_agent_lines(block: &mut HostBlock) {
         return;
     }
     block.options.retain(|raw| {
-        let (keyword, rest) = split_keyword(raw.trim());
-        let value = rest.trim().trim_start_matches('=').trim();
+        let (keyword, rest) = split_keyword(raw.trim_matches(is_config_blank));
+        let value = rest.trim_matches(is_config_blank);
         !(keyword.eq_ignore_ascii_case("identityagent")
             || keyword.eq_ignore_ascii_case("identitiesonly") && value.eq_ignore_ascii_case("yes"))
     });
@@ -531,6 +529,13 @@ fn one_line(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+/// A file path as one ssh_config argument: `ssh` expands `%` tokens in `IdentityFile`,
+/// `IdentityAgent` and `UserKnownHostsFile` (`%d` is the home directory, `%h` the host...),
+/// so each `%` is written `%%`, which it reads back as one `%`; then quoted as `quote` does.
+fn path(text: &str) -> String {
+    quote(&text.replace('%', "%%"))
 }
 
 /// A value as one ssh_config argument: quoted (with `"` and `\` escaped) when it holds
@@ -680,10 +685,27 @@ mod tests {
         assert!(skipped("Host a\n Port 0\n")[0].1.contains("Port"));
         assert!(skipped("Host a\n Port 65536\n")[0].1.contains("Port"));
         assert_eq!(hosts("Host a\n Port 65535\n")[0].port, 65535);
-        assert!(skipped("Host a\n HostName %h.example.com\n")[0]
-            .1
-            .contains("HostName"));
         assert!(skipped("Host a\n User \"open\n")[0].1.contains("quote"));
+    }
+
+    #[test]
+    fn only_ascii_blanks_separate_as_ssh_reads_them() {
+        // ssh reads `User\u{a0}root` as one unknown keyword, and `\u{2028}Host b` as a
+        // directive of block a, never as a new block.
+        let text = "Host a\n User\u{a0}root\n\u{2028}Host b\n\tPort\t2222\x0c\n";
+        let blocks = hosts(text);
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0].username, None);
+        assert_eq!(blocks[0].port, 2222);
+        assert_eq!(
+            blocks[0].options,
+            vec!["User\u{a0}root", "\u{2028}Host b"],
+            "kept verbatim for the ssh_options rule to judge"
+        );
+        assert_eq!(
+            split_args("a\u{a0}b\u{2028}c d").unwrap(),
+            vec!["a\u{a0}b\u{2028}c", "d"]
+        );
     }
 
     #[test]
@@ -797,6 +819,28 @@ mod tests {
             vec!["ServerAliveInterval 30"],
             "the export's own lines go"
         );
+    }
+
+    #[test]
+    fn every_exported_path_writes_a_percent_as_two() {
+        let exported = vec![ExportHost {
+            alias: "db".into(),
+            name: "db".into(),
+            hostname: "db.example.com".into(),
+            port: 22,
+            username: "ops".into(),
+            key_id: Some("k%d".into()),
+            identity_agent: Some("/data/100%d/agent.sock".into()),
+            proxy_jump: vec![],
+            options: vec![],
+        }];
+        let text = render(&exported);
+        assert!(
+            text.contains("    IdentityFile ~/.ssh/host-manager/k%%d.pub\n")
+                && text.contains("    IdentityAgent /data/100%%d/agent.sock\n"),
+            "{text}"
+        );
+        assert!(!text.replace("%%", "").contains('%'), "{text}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::model::host::{
-    AuthChange, AuthType, Host, HostChange, HostPatch, NewHost, PasswordAction,
+    AuthChange, AuthType, Host, HostChange, HostFields, HostPatch, NewHost, PasswordAction,
 };
 use crate::model::interop::{self, ChainVerdict, MAX_JUMP_HOPS, MAX_SSH_OPTIONS};
 use crate::model::name;
@@ -53,7 +53,8 @@ pub struct Placed<'a> {
     pub block: &'a HostBlock,
     pub id: String,
     pub existing: Option<Host>,
-    pub username: String,
+    /// The block's name, hostname, port and user, checked by the API's field rules.
+    pub fields: HostFields,
     pub auth: AuthChange,
     pub options: Vec<String>,
     pub hops: Vec<String>,
@@ -163,11 +164,15 @@ impl<'a> ImportPlan<'a> {
                 }
                 Outcome::Host(block) => block,
             };
-            let username = match &block.username {
-                Some(user) => user.trim().to_owned(),
-                None => default_user.to_owned(),
+            let Some(fields) = plan.report.fields_of(block, default_user) else {
+                continue;
             };
-            let key = match_key(&block.name, &block.hostname, block.port, &username);
+            let key = match_key(
+                fields.name(),
+                fields.hostname(),
+                fields.port(),
+                fields.username(),
+            );
             if !claimed.insert(key.clone()) {
                 plan.report.skipped.push(Skip {
                     block: block.label.clone(),
@@ -188,7 +193,7 @@ impl<'a> ImportPlan<'a> {
                     .as_ref()
                     .map_or_else(&mut new_id, |host| host.id.clone()),
                 existing: current,
-                username,
+                fields,
                 auth,
                 options,
                 hops: Vec::new(),
@@ -255,8 +260,15 @@ impl<'a> ImportPlan<'a> {
                 Some(message) => {
                     self.report.warn(block, message);
                     let raw = format!("ProxyJump {}", block.proxy_jump.join(","));
-                    if place.options.len() < MAX_SSH_OPTIONS {
-                        place.options.push(raw);
+                    match interop::ssh_option(&raw) {
+                        Ok(raw) if place.options.len() < MAX_SSH_OPTIONS => place.options.push(raw),
+                        Ok(_) => self.report.warn(
+                            block,
+                            format!("more than {MAX_SSH_OPTIONS} directives; dropped: {raw}"),
+                        ),
+                        Err(rule) => self
+                            .report
+                            .warn(block, format!("directive dropped ({rule}): {raw}")),
                     }
                 }
             }
@@ -268,22 +280,11 @@ impl Placed<'_> {
     /// The host a block that matched no stored host becomes (its chain is written once
     /// every new host exists: a hop may be one of them).
     pub fn new_host(&self, group_id: Option<&str>) -> NewHost {
-        NewHost {
-            name: self.block.name.clone(),
-            name_key: name::sort_key(&self.block.name),
-            hostname: self.block.hostname.clone(),
-            port: self.block.port,
-            username: self.username.clone(),
-            auth: self.auth.clone(),
-            group_id: group_id.map(str::to_owned),
-            tags: Vec::new(),
-            is_favorite: false,
-            color: String::new(),
-            order: None,
-            notes: String::new(),
-            jump_host_ids: Vec::new(),
-            ssh_options: self.options.clone(),
-        }
+        self.fields.new_host(
+            self.auth.clone(),
+            group_id.map(str::to_owned),
+            self.options.clone(),
+        )
     }
 
     /// What the import changes in the matched host `current`, with `hops` as its chain:
@@ -409,6 +410,24 @@ impl ImportReport {
         (auth, kept)
     }
 
+    /// The block's name, hostname, port and user (`default_user` when it has no `User`),
+    /// checked by the hosts API's rules; `None`, with the block reported skipped, when one
+    /// breaks its rule.
+    fn fields_of(&mut self, block: &HostBlock, default_user: &str) -> Option<HostFields> {
+        let user = block.username.as_deref().unwrap_or(default_user);
+        let port = u64::from(block.port);
+        match HostFields::from_text(&block.name, &block.hostname, port, user) {
+            Ok(fields) => Some(fields),
+            Err(invalid) => {
+                self.skipped.push(Skip {
+                    block: block.label.clone(),
+                    reason: refusal(block, &invalid),
+                });
+                None
+            }
+        }
+    }
+
     /// The directives a block keeps, each checked like `ssh_options` of the hosts API; one
     /// that fails (or beyond the count limit) is reported and dropped.
     fn checked_options(&mut self, block: &HostBlock, options: Vec<String>) -> Vec<String> {
@@ -445,6 +464,23 @@ pub fn identity_paths(outcomes: &[Outcome]) -> HashSet<&str> {
         })
         .flat_map(|block| block.identity_files.iter().map(|(path, _)| path.as_str()))
         .collect()
+}
+
+/// Why a block whose fields break a rule of the API is not imported, naming the directive
+/// the field came from (never its value: it is refused, and could be anything).
+fn refusal(block: &HostBlock, invalid: &Invalid) -> String {
+    let source = match invalid.field.as_str() {
+        "name" => "the name (the first Host alias, or the host-manager name comment)",
+        "hostname" => "HostName (or the Host alias when there is none)",
+        "port" => "Port",
+        "username" if block.username.is_some() => "User",
+        "username" => "the default user (the block has no User)",
+        _ => "a field",
+    };
+    format!(
+        "{source} {} (the API's rule for {}); the host is not imported",
+        invalid.rule, invalid.field
+    )
 }
 
 fn match_key(name: &str, hostname: &str, port: u16, username: &str) -> MatchKey {
@@ -564,7 +600,7 @@ mod tests {
         let plan = plan(&outcomes, &hosts, &[], &[]);
         assert_eq!(plan.placed.len(), 1);
         assert_eq!(plan.placed[0].id, "h1");
-        assert_eq!(plan.placed[0].username, "me", "the default user");
+        assert_eq!(plan.placed[0].fields.username(), "me", "the default user");
         let auth = &plan.placed[0].auth;
         assert_eq!(
             (auth.auth_type, auth.password),
@@ -585,6 +621,78 @@ mod tests {
             assert_eq!(plan.placed[0].id, "new-1", "{config}");
             assert_eq!(plan.placed[0].auth.auth_type, AuthType::Agent, "{config}");
         }
+    }
+
+    #[test]
+    fn a_block_whose_user_the_hosts_api_refuses_is_skipped_with_the_rule() {
+        let config = "Host a\n User -oProxyCommand=touch${IFS}/tmp/x\n\
+                      Host b\n User \"a -oProxyCommand=x\"\n\
+                      Host c\n User ops@127.0.0.1\n\
+                      Host d\n User ok\n";
+        let outcomes = outcomes(config);
+        let plan = plan(&outcomes, &[], &[], &[]);
+        assert_eq!(plan.placed.len(), 1);
+        assert_eq!(plan.placed[0].fields.username(), "ok");
+        let skipped = &plan.report.skipped;
+        assert_eq!(skipped.len(), 3, "{skipped:?}");
+        for (skip, label) in skipped.iter().zip(["Host a ", "Host b ", "Host c "]) {
+            assert!(skip.block.starts_with(label), "{skip:?}");
+            assert!(skip.reason.starts_with("User must not"), "{skip:?}");
+            assert!(!skip.reason.contains("ProxyCommand"), "no echo: {skip:?}");
+        }
+    }
+
+    #[test]
+    fn a_default_user_the_hosts_api_refuses_skips_blocks_without_user() {
+        let outcomes = outcomes("Host a\nHost b\n User ok\n");
+        let (hosts, supplied, stored_keys) = ([], HashMap::new(), HashSet::new());
+        let catalogue = Catalogue {
+            hosts: &hosts,
+            supplied_keys: &supplied,
+            stored_keys: &stored_keys,
+        };
+        let plan = ImportPlan::new(&outcomes, &catalogue, &request(false), "-oX=y", || {
+            "new".to_owned()
+        });
+        assert_eq!(plan.placed.len(), 1);
+        assert_eq!(plan.report.skipped.len(), 1);
+        assert!(plan.report.skipped[0]
+            .reason
+            .starts_with("the default user"));
+    }
+
+    #[test]
+    fn a_block_whose_name_or_hostname_the_hosts_api_refuses_is_skipped_naming_the_field() {
+        let long = "n".repeat(101);
+        let config = format!(
+            "Host a\n HostName %h.example.com\nHost b\n HostName -oProxyCommand=x\n\
+             # host-manager name: {long}\nHost c\nHost d\n Port 65535\n"
+        );
+        let outcomes = outcomes(&config);
+        let plan = plan(&outcomes, &[], &[], &[]);
+        let reasons: Vec<&str> = plan
+            .report
+            .skipped
+            .iter()
+            .map(|skip| skip.reason.as_str())
+            .collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons[0].starts_with("HostName"), "{reasons:?}");
+        assert!(reasons[1].starts_with("HostName"), "{reasons:?}");
+        assert!(reasons[2].starts_with("the name"), "{reasons:?}");
+        assert_eq!(plan.placed[0].fields.port(), 65535);
+    }
+
+    #[test]
+    fn an_unresolved_proxy_jump_kept_verbatim_meets_the_ssh_options_rule() {
+        let hop = "h".repeat(1100);
+        let config = format!("Host app\n ProxyJump {hop}\n");
+        let outcomes = outcomes(&config);
+        let plan = plan(&outcomes, &[], &[], &[]);
+        assert!(plan.placed[0].options.is_empty(), "over 1,024 characters");
+        assert!(plan.report.warnings[1]
+            .message
+            .starts_with("directive dropped"));
     }
 
     #[test]

@@ -59,24 +59,40 @@ impl std::error::Error for Invalid {}
 /// A string that is 1 to `max` characters long once surrounding whitespace is trimmed;
 /// returns the trimmed text.
 pub fn trimmed_text(field: &str, value: &Value, max: usize) -> Result<String, Invalid> {
-    let rule =
-        || format!("must be a string of 1 to {max} characters (surrounding spaces are trimmed)");
-    let Value::String(text) = value else {
-        return Err(Invalid::new(field, rule()));
-    };
+    match value {
+        Value::String(text) => trimmed_str(field, text, max),
+        _ => Err(Invalid::new(field, trimmed_rule(max))),
+    }
+}
+
+/// `trimmed_text` for text that did not come as JSON (an imported file's value).
+pub fn trimmed_str(field: &str, text: &str, max: usize) -> Result<String, Invalid> {
     let trimmed = text.trim();
     let chars = trimmed.chars().count();
     if chars == 0 || chars > max {
-        return Err(Invalid::new(field, rule()));
+        return Err(Invalid::new(field, trimmed_rule(max)));
     }
     Ok(trimmed.to_owned())
+}
+
+fn trimmed_rule(max: usize) -> String {
+    format!("must be a string of 1 to {max} characters (surrounding spaces are trimmed)")
 }
 
 /// README, Hosts: a username is 1-100 characters after trimming, of what OpenSSH
 /// accepts as a remote user and what keeps `proxy_jump` one hop per host (see
 /// `username_problem`).
 pub fn username(value: &Value) -> Result<String, Invalid> {
-    let text = trimmed_text("username", value, MAX_USERNAME_CHARS)?;
+    match value {
+        Value::String(text) => username_text(text),
+        _ => Err(Invalid::new("username", trimmed_rule(MAX_USERNAME_CHARS))),
+    }
+}
+
+/// `username` for text that did not come as JSON (an import's `User`, the import's default
+/// user): the one username rule of every path that stores one. Returns the trimmed text.
+pub fn username_text(text: &str) -> Result<String, Invalid> {
+    let text = trimmed_str("username", text, MAX_USERNAME_CHARS)?;
     match username_problem(&text) {
         None => Ok(text),
         Some(rule) => Err(Invalid::new("username", rule)),
@@ -111,25 +127,38 @@ pub fn username_problem(text: &str) -> Option<&'static str> {
 /// README, Hosts: port is a JSON integer 1-65535; strings ("22") and numbers written
 /// with a fraction or exponent (22.5, 22.0, 2.2e1) are refused.
 pub fn port(value: &Value) -> Result<u16, Invalid> {
-    let rule = "must be a JSON integer from 1 to 65535";
-    let number = match value {
-        Value::Number(number) => number.as_u64(),
-        _ => None,
-    };
-    match number.and_then(|n| u16::try_from(n).ok()) {
-        Some(port) if port >= 1 => Ok(port),
-        _ => Err(Invalid::new("port", rule)),
+    match value {
+        Value::Number(number) => match number.as_u64() {
+            Some(number) => port_number(number),
+            None => Err(Invalid::new("port", PORT_RULE)),
+        },
+        _ => Err(Invalid::new("port", PORT_RULE)),
+    }
+}
+
+const PORT_RULE: &str = "must be a JSON integer from 1 to 65535";
+
+/// `port` for a number that did not come as JSON (an import's `Port`): 1-65535.
+pub fn port_number(number: u64) -> Result<u16, Invalid> {
+    match u16::try_from(number) {
+        Ok(port) if port >= 1 => Ok(port),
+        _ => Err(Invalid::new("port", "must be an integer from 1 to 65535")),
     }
 }
 
 /// README, Hosts: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
 /// Returns the text unchanged (case kept).
 pub fn hostname(value: &Value) -> Result<String, Invalid> {
-    let Value::String(text) = value else {
-        return Err(Invalid::new("hostname", "must be a string"));
-    };
+    match value {
+        Value::String(text) => hostname_text(text),
+        _ => Err(Invalid::new("hostname", "must be a string")),
+    }
+}
+
+/// `hostname` for text that did not come as JSON (an import's `HostName`).
+pub fn hostname_text(text: &str) -> Result<String, Invalid> {
     match hostname_problem(text) {
-        None => Ok(text.clone()),
+        None => Ok(text.to_owned()),
         Some(rule) => Err(Invalid::new("hostname", rule)),
     }
 }

@@ -14,6 +14,10 @@ use crate::store::{now_timestamp, StoreError};
 
 const SELECT_ALL: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
      fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts ORDER BY seq";
+const SELECT_PAGE: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
+     fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts ORDER BY seq \
+     LIMIT ?1 OFFSET ?2";
+const COUNT_ALL: &str = "SELECT COUNT(*) FROM known_hosts";
 const SELECT_BY_ID: &str = "SELECT seq, id, host, hashed, wildcard, key_type, public_key, \
      fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts WHERE id = ?1";
 /// Every entry that may match `?1`: its exact name, and every hashed or wildcard entry
@@ -83,6 +87,27 @@ pub fn all(conn: &Connection) -> Result<Vec<KnownHost>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_ALL)?;
     let rows = statement.query_map([], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// One page of every entry, oldest first (`limit` rows from `offset`), and how many
+/// entries there are in all.
+pub fn page(
+    conn: &Connection,
+    offset: u64,
+    limit: u64,
+) -> Result<(Vec<KnownHost>, u64), StoreError> {
+    // Both fit i64: the caller's offset is checked to, and a page holds at most 1,000.
+    let (offset, limit) = (
+        i64::try_from(offset).unwrap_or(i64::MAX),
+        i64::try_from(limit).unwrap_or(i64::MAX),
+    );
+    let mut statement = conn.prepare_cached(SELECT_PAGE)?;
+    let rows = statement.query_map(params![limit, offset], from_row)?;
+    let entries = rows.collect::<Result<_, _>>()?;
+    let total: i64 = conn
+        .prepare_cached(COUNT_ALL)?
+        .query_row([], |row| row.get(0))?;
+    Ok((entries, u64::try_from(total).unwrap_or(0)))
 }
 
 pub fn by_id(conn: &Connection, id: &str) -> Result<KnownHost, StoreError> {

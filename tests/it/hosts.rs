@@ -945,6 +945,42 @@ fn a_stored_jump_host_whose_username_holds_separators_fails_connect_instead_of_a
     );
 }
 
+#[test]
+fn a_host_whose_stored_username_breaks_the_rule_is_never_handed_out_by_connect() {
+    let service = Service::start("hosts-stored-username");
+    let target = id_of(&create(&service, &host("target", json!({}))));
+    let connect =
+        |service: &Service| service.request("POST", &format!("/api/hosts/{target}/connect"), None);
+    connect(&service).expect(200);
+    // A row an older import wrote, before it met the hosts API's rules.
+    rusqlite::Connection::open(service.data_dir.join("host-manager.db"))
+        .unwrap()
+        .execute(
+            "UPDATE hosts SET username = '-oProxyCommand=touch /tmp/pwn' WHERE id = ?1",
+            [&target],
+        )
+        .unwrap();
+    let response = connect(&service);
+    let error = response.assert_error(400, "VALIDATION_ERROR");
+    let details = error["details"].as_str().unwrap();
+    assert!(
+        details.starts_with("username: the stored username") && details.contains(&target),
+        "names the field and the host to fix: {details}"
+    );
+    assert!(
+        !response.text().contains("ProxyCommand"),
+        "{}",
+        response.text()
+    );
+    service
+        .put(&format!("/api/hosts/{target}"), &json!({"username": "ops"}))
+        .expect(200);
+    assert_eq!(
+        connect(&service).expect(200)["credentials"]["username"],
+        "ops"
+    );
+}
+
 // ---- a full disk (README, Reliability) -------------------------------------------------
 
 /// A service whose data dir is a tmpfs of `size` bytes, mounted in a mount namespace of its

@@ -396,6 +396,38 @@ fn ssh_g_resolves_every_exported_host_exactly_as_the_catalogue_holds_it() {
 }
 
 #[test]
+fn ssh_g_reads_exported_paths_holding_percent_tokens_literally() {
+    let runtime = crate::support::fresh_dir("interop-percent").join("run%d%h%%");
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    let service = Service::start_env(
+        "interop-percent",
+        &[("XDG_RUNTIME_DIR", &runtime.to_string_lossy())],
+    );
+    let agent = service.get("/api/agent").expect(200);
+    let socket = agent["socket"].as_str().expect("socket path").to_owned();
+    assert!(socket.contains("%d%h%%"), "{socket}");
+    let key = service
+        .post("/api/keys", &json!({"name": "deploy", "type": "ed25519"}))
+        .expect(201);
+    create(
+        &service,
+        "Web",
+        json!({"auth": {"type": "key", "key_id": key["id"]}}),
+    );
+    let text = service.get("/api/export/ssh-config?agent=true").text();
+    let config = runtime.join("exported.conf");
+    std::fs::write(&config, &text).expect("write config");
+    let resolved = ssh_g(&config, "web");
+    assert_eq!(resolved["identityagent"], socket, "{text}");
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(
+        resolved["userknownhostsfile"],
+        format!("{home}/.ssh/host-manager/known_hosts"),
+        "{text}"
+    );
+}
+
+#[test]
 fn export_of_a_group_holds_its_subtree_and_the_hops_their_chains_need() {
     let service = Service::start("interop-export-group");
     let (groups, hosts) = build_catalogue(&service);
@@ -550,7 +582,7 @@ Host "quoted host"
     HostName q.example.com
 Host db
     HostName db.internal   # trailing comment
-    User "db admin"
+    User "db_admin"
     RemoteCommand "tmux new -A -s main"
     IdentityFile ~/.ssh/id_db
 
@@ -683,7 +715,7 @@ fn realistic_config_reports_each_blocks_outcome() {
     assert_eq!(quoted["hostname"], "q.example.com");
     let db = find("db");
     assert_eq!(db["hostname"], "db.internal");
-    assert_eq!(db["username"], "db admin");
+    assert_eq!(db["username"], "db_admin", "quotes removed");
     assert_eq!(db["auth"]["type"], "key");
     assert_eq!(
         db["ssh_options"],
@@ -994,6 +1026,47 @@ fn import_body_errors_name_the_field() {
     service
         .post("/api/export/ssh-config", &json!({}))
         .assert_error(405, "METHOD_NOT_ALLOWED");
+}
+
+#[test]
+fn import_skips_blocks_whose_fields_the_hosts_api_refuses_so_connect_never_hands_them_out() {
+    let service = Service::start("interop-import-field-rules");
+    let config = "Host opt\n HostName opt.example.com\n User -oProxyCommand=touch${IFS}/tmp/pwn\n\
+                  Host spaced\n HostName spaced.example.com\n User \"a -oProxyCommand=x\"\n\
+                  Host at\n HostName at.example.com\n User ops@127.0.0.1\n\
+                  Host dash\n HostName -oProxyCommand=x\n User ops\n\
+                  Host good\n HostName good.example.com\n User ops\n";
+    let answer = service
+        .post("/api/import/ssh-config", &json!({"config": config}))
+        .expect(200);
+    let skipped = answer["skipped"].as_array().expect("skipped");
+    let reasons: Vec<(&str, &str)> = skipped
+        .iter()
+        .map(|skip| {
+            (
+                skip["block"].as_str().unwrap_or_default(),
+                skip["reason"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 4, "{answer}");
+    for (index, label) in ["Host opt ", "Host spaced ", "Host at "].iter().enumerate() {
+        assert!(reasons[index].0.starts_with(label), "{answer}");
+        assert!(reasons[index].1.starts_with("User must not"), "{answer}");
+    }
+    assert!(reasons[3].0.starts_with("Host dash ") && reasons[3].1.starts_with("HostName"));
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    let hosts = service.get("/api/hosts").expect(200);
+    assert_eq!(hosts["total"], 1);
+    let id = hosts["items"][0]["id"].as_str().expect("id");
+    let connect = service
+        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+        .expect(200);
+    assert_eq!(connect["credentials"]["username"], "ops", "{connect}");
 }
 
 #[test]

@@ -290,6 +290,34 @@ fn garbage_is_invalid_key() {
 }
 
 #[test]
+fn private_key_text_of_64_kib_is_imported_and_one_byte_more_is_a_validation_error() {
+    const CAP: usize = 64 * 1024;
+    let service = Service::start("keys-text-cap");
+    let dir = fresh_dir("keys-text-cap-files");
+    let (_, text) = keygen(&dir, &["-t", "ed25519", "-N", ""]);
+    // Blank lines after the key: ssh-keygen reads it the same, and so does an import.
+    let padded = |len: usize| format!("{text}{}", "\n".repeat(len - text.len()));
+    import(&service, "at-cap", &padded(CAP), None).expect(201);
+    let body =
+        import(&service, "over", &padded(CAP + 1), None).assert_error(400, "VALIDATION_ERROR");
+    assert!(
+        details(&body).starts_with("private_key: must be at most 65536 bytes"),
+        "{body}"
+    );
+    let config = "Host a\n IdentityFile ~/k\n";
+    let body = service
+        .post(
+            "/api/import/ssh-config",
+            &json!({"config": config, "keys": {"~/k": padded(CAP + 1)}}),
+        )
+        .assert_error(400, "INVALID_KEY");
+    assert!(
+        details(&body).starts_with("keys[~/k]: must be at most 65536 bytes"),
+        "{body}"
+    );
+}
+
+#[test]
 fn empty_or_non_string_private_key_is_a_validation_error() {
     let service = Service::start("keys-empty");
     for value in [json!(""), json!("   "), json!(42), json!({"a": 1})] {

@@ -458,6 +458,106 @@ fn import_refuses_lines_it_cannot_keep_and_names_them() {
 }
 
 #[test]
+fn import_splits_fields_on_space_and_tab_only_and_trusts_no_line_ssh_keygen_would_not_find() {
+    let service = Service::start("known-hosts-import-blanks");
+    let dir = fresh_dir("known-hosts-import-blanks-keys");
+    let (key, _) = keygen(&dir, "k", "ed25519");
+    let (key_type, base64) = key.split_once(' ').unwrap_or_default();
+    let text = format!(
+        "\u{a0}good.example {key}\n\
+         good.example {key_type}\u{2028}{base64}\n\
+         good.example\u{3000}{key}\n\
+         tabbed.example\t{key_type}\t{base64}\n"
+    );
+    let file = dir.join("known_hosts");
+    std::fs::write(&file, &text).expect("write known_hosts");
+    assert_eq!(
+        keygen_find(&file, "good.example"),
+        None,
+        "ssh-keygen finds none"
+    );
+    assert!(keygen_find(&file, "tabbed.example").is_some());
+    let report = service
+        .post("/api/import/known-hosts", &json!({"text": text}))
+        .expect(200);
+    assert_eq!(report["added"], 1, "{report}");
+    for (name, status) in [("good.example", "unknown"), ("tabbed.example", "trusted")] {
+        let verdict = service
+            .post(
+                "/api/known-hosts/verify",
+                &json!({"hostname": name, "public_key": key}),
+            )
+            .expect(200);
+        assert_eq!(verdict["status"], status, "{name}: {verdict}");
+    }
+}
+
+#[test]
+fn the_list_is_paged_as_the_host_list_with_page_per_page_and_total() {
+    let service = Service::start("known-hosts-paged");
+    let dir = fresh_dir("known-hosts-paged-keys");
+    let (key, _) = keygen(&dir, "k", "ed25519");
+    let mut text: String = (0..7).map(|n| format!("h{n}.example {key}\n")).collect();
+    text.push_str(&format!("*.example {key}\n"));
+    service
+        .post("/api/import/known-hosts", &json!({"text": text}))
+        .expect(200);
+    let hosts_of = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|item| item["host"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let default = service.get("/api/known-hosts").expect(200);
+    assert_eq!(
+        (&default["total"], &default["page"], &default["per_page"]),
+        (&json!(8), &json!(1), &json!(50))
+    );
+    let mut seen = Vec::new();
+    for page in 1..=3 {
+        let got = service
+            .get(&format!("/api/known-hosts?page={page}&per_page=3"))
+            .expect(200);
+        assert_eq!((&got["total"], &got["per_page"]), (&json!(8), &json!(3)));
+        seen.extend(hosts_of(&got));
+    }
+    assert_eq!(
+        seen,
+        hosts_of(&default),
+        "the pages, in order, are the whole list"
+    );
+    let past = service
+        .get("/api/known-hosts?page=99999999999999999999")
+        .expect(200);
+    assert_eq!(
+        (past["items"].clone(), &past["total"]),
+        (json!([]), &json!(8))
+    );
+    let clamped = service.get("/api/known-hosts?per_page=5000").expect(200);
+    assert_eq!(clamped["per_page"], 1000);
+    let matching = service
+        .get("/api/known-hosts?hostname=h3.example&per_page=1&page=2")
+        .expect(200);
+    assert_eq!(matching["total"], 2, "its own entry and *.example");
+    assert_eq!(hosts_of(&matching), ["*.example"]);
+    for query in ["page=0", "per_page=0", "page=x", "per_page=-1", "page="] {
+        let error = service
+            .get(&format!("/api/known-hosts?{query}"))
+            .assert_error(400, "VALIDATION_ERROR");
+        let field = query.split('=').next().unwrap_or_default();
+        assert!(
+            error["details"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(&format!("query parameter {field}: ")),
+            "{query}: {error}"
+        );
+    }
+}
+
+#[test]
 fn revoked_key_is_revoked_blocks_connect_and_cannot_be_accepted() {
     let service = Service::start("known-hosts-revoked");
     let dir = fresh_dir("known-hosts-revoked-keys");
