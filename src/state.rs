@@ -14,6 +14,7 @@
 //! panic unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex
 //! only to count); a vault with a request in flight is never auto-locked.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -28,9 +29,13 @@ use crate::store::Db;
 use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
 /// PBKDF2 derivations of a master password (unlock, change, removal) running at once.
-/// Further ones wait their turn, first come first served, and are never refused: the right
-/// password always gets checked. One at a time leaves the second core to everything else,
-/// and bounds guesses sent in parallel to one derivation (~0.1 s) each.
+/// Further ones wait their turn and are never refused: the right password always gets
+/// checked. The turns go alternately to the newest and the oldest waiting attempt
+/// (`Slots::alternating`), so an attempt that arrives behind a queue of guesses is checked
+/// within two derivations unless newer attempts keep arriving, and even then no later than
+/// twice its place in arrival order: nobody waits for ever. One at a time leaves the second
+/// core to everything else, and bounds guesses sent in parallel to one derivation (~0.1 s)
+/// each.
 pub const MAX_PASSWORD_DERIVATIONS: usize = 1;
 /// Wrong-password answers waiting out their delay at once; a wrong answer beyond them is
 /// sent at once (README "Vault": only parallel guessers get there, and the one-at-a-time
@@ -76,10 +81,13 @@ pub struct AppState {
 }
 
 /// A fixed number of places for one kind of slow work. `try_take` refuses beyond them;
-/// `take` waits its turn, first come first served (a ticket queue, so nobody waits forever
-/// behind newcomers).
+/// `take` waits its turn: first come first served, or for `alternating` places the newest
+/// and the oldest waiter in turn (so a newcomer does not wait behind everyone, and the
+/// oldest still move on: nobody waits forever).
 pub struct Slots {
     cap: usize,
+    /// Turns alternate between the newest and the oldest waiter (else oldest first).
+    alternating: bool,
     queue: Mutex<Queue>,
     /// Signalled whenever a place frees up or the head of the queue moves on.
     changed: Condvar,
@@ -103,8 +111,20 @@ struct Queue {
     running: usize,
     /// The ticket the next waiter draws.
     next_ticket: u64,
-    /// The ticket whose turn it is; tickets below it have been served.
-    serving: u64,
+    /// The waiters' tickets, oldest first.
+    waiting: VecDeque<u64>,
+    /// For alternating places: whether the next turn is the newest waiter's.
+    newest_next: bool,
+}
+
+impl Queue {
+    /// The ticket whose turn comes when a place is free.
+    fn next_turn(&self, alternating: bool) -> Option<u64> {
+        match alternating && self.newest_next {
+            true => self.waiting.back().copied(),
+            false => self.waiting.front().copied(),
+        }
+    }
 }
 
 impl AppState {
@@ -129,7 +149,7 @@ impl AppState {
             vault: Mutex::new(vault),
             group_tree: Mutex::default(),
             password_failures: PasswordThrottle::default(),
-            password_derivations: Slots::new(MAX_PASSWORD_DERIVATIONS),
+            password_derivations: Slots::alternating(MAX_PASSWORD_DERIVATIONS),
             delayed_answers: Slots::new(MAX_DELAYED_ANSWERS),
             bcrypt_checks: Slots::new(MAX_BCRYPT_CHECKS),
             rsa_generations: Slots::new(MAX_RSA_GENERATIONS),
@@ -343,8 +363,17 @@ impl Slots {
     pub fn new(cap: usize) -> Slots {
         Slots {
             cap,
+            alternating: false,
             queue: Mutex::new(Queue::default()),
             changed: Condvar::new(),
+        }
+    }
+
+    /// Places whose `take` turns go alternately to the newest and the oldest waiter.
+    pub fn alternating(cap: usize) -> Slots {
+        Slots {
+            alternating: true,
+            ..Slots::new(cap)
         }
     }
 
@@ -359,18 +388,21 @@ impl Slots {
         self.admit().then(|| SharedSlot(Arc::clone(self)))
     }
 
-    /// A place, waiting for one in arrival order when all are taken. Never refused.
+    /// A place, waiting for one when all are taken (in arrival order, or newest and oldest
+    /// in turn for `alternating` places). Never refused.
     pub fn take(&self) -> Slot<'_> {
         let mut queue = self.queue();
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
-        while queue.serving != ticket || queue.running >= self.cap {
+        queue.waiting.push_back(ticket);
+        while queue.next_turn(self.alternating) != Some(ticket) || queue.running >= self.cap {
             queue = self
                 .changed
                 .wait(queue)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
-        queue.serving += 1;
+        queue.waiting.retain(|waiting| *waiting != ticket);
+        queue.newest_next = !queue.newest_next;
         queue.running += 1;
         // The next ticket may go too, if a place is still free.
         self.changed.notify_all();
@@ -386,7 +418,7 @@ impl Slots {
     /// Counts one more place taken, unless every place is taken or others wait for one.
     fn admit(&self) -> bool {
         let mut queue = self.queue();
-        if queue.running >= self.cap || queue.serving != queue.next_ticket {
+        if queue.running >= self.cap || !queue.waiting.is_empty() {
             return false;
         }
         queue.running += 1;
@@ -527,7 +559,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let queue = slots.queue();
-            if queue.next_ticket - queue.serving == waiting {
+            if queue.waiting.len() as u64 == waiting {
                 return;
             }
             drop(queue);
@@ -565,5 +597,40 @@ mod tests {
         }
         assert_eq!(*order.lock().unwrap(), ["first", "second", "third"]);
         assert_eq!(slots.running(), 0);
+    }
+
+    #[test]
+    fn an_attempt_behind_twenty_waiting_guesses_gets_one_of_the_next_two_password_turns() {
+        const GUESSERS: u64 = 20;
+        let slots = Arc::new(Slots::alternating(1));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = slots.try_take().unwrap();
+        let mut waiters = Vec::new();
+        for guess in 0..=GUESSERS {
+            let (shared, order) = (Arc::clone(&slots), Arc::clone(&order));
+            let name = match guess == GUESSERS {
+                true => "right".to_owned(),
+                false => format!("guess {guess}"),
+            };
+            waiters.push(thread::spawn(move || {
+                let _place = shared.take();
+                order.lock().unwrap().push(name);
+            }));
+            wait_for_queue(&slots, guess + 1);
+        }
+        drop(held);
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        let order = order.lock().unwrap();
+        let right = order.iter().position(|name| name == "right").unwrap();
+        assert!(
+            right < 2,
+            "the newest attempt waited behind {right}: {order:?}"
+        );
+        // The oldest guesses still move on: every other turn is theirs, in arrival order.
+        let oldest: Vec<&String> = order.iter().filter(|name| *name != "right").collect();
+        assert_eq!(oldest.first().map(|name| name.as_str()), Some("guess 0"));
+        assert_eq!(order.len() as u64, GUESSERS + 1);
     }
 }
