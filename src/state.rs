@@ -3,8 +3,9 @@
 //! Lock order when both are needed: vault first, then db; the group tree only under the db
 //! lock (api::groups `list`). Config is read-only after start-up. Besides the mutexes it
 //! holds the places for slow work (`Slots`, the one capped counter of the service: key
-//! derivations, delayed wrong-password answers, bcrypt checks, RSA generations; the SSH agent
-//! caps its connections with one too), the wrong-password streak, two counters for
+//! derivations, bcrypt checks, RSA generations; the SSH agent caps its connections with one
+//! too), the gate wrong-password answers leave through (`AnswerGate`), the wrong-password
+//! streak, two counters for
 //! `--auto-lock` (the last-activity clock and the requests in flight), and the SSH agent's
 //! share (its socket and the sign requests waiting for approval). The master password check
 //! lives here, so that `POST /api/vault/unlock` and the agent's `UNLOCK` share one guess
@@ -37,10 +38,6 @@ use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, Wrapped
 /// core to everything else, and bounds guesses sent in parallel to one derivation (~0.1 s)
 /// each.
 pub const MAX_PASSWORD_DERIVATIONS: usize = 1;
-/// Wrong-password answers waiting out their delay at once; a wrong answer beyond them is
-/// sent at once (README "Vault": only parallel guessers get there, and the one-at-a-time
-/// derivation paces them already). Bounds the workers a flood of guesses keeps asleep.
-pub const MAX_DELAYED_ANSWERS: usize = 4;
 /// bcrypt-pbkdf checks of an imported key's passphrase running at once; one more answers
 /// 503 `BUSY`. Each costs up to ~8 s of CPU (1,024 rounds); two are what two cores give.
 pub const MAX_BCRYPT_CHECKS: usize = 2;
@@ -58,8 +55,10 @@ pub struct AppState {
     pub password_failures: PasswordThrottle,
     /// Places for PBKDF2 derivations of a master password (`take`: waited for).
     pub password_derivations: Slots,
-    /// Places for wrong-password answers waiting out their delay (`try_take`).
-    pub delayed_answers: Slots,
+    /// Wrong-password answers go out through it one at a time, spaced (`AnswerGate`).
+    wrong_answers: AnswerGate,
+    /// How long the last master-password derivation took, in microseconds.
+    last_derivation_us: AtomicU64,
     /// Places for bcrypt-pbkdf checks of an imported key's passphrase (`try_take`).
     pub bcrypt_checks: Slots,
     /// Places for RSA key generations (`try_take`).
@@ -101,6 +100,74 @@ pub struct Slot<'a>(&'a Slots);
 /// accepted connection's).
 #[must_use = "the place is given back as soon as the slot drops"]
 pub struct SharedSlot(Arc<Slots>);
+
+/// Wrong-password answers, let out one at a time in arrival order, each at least `spacing`
+/// after the previous one. Waiting holds only the waiter's own thread (its connection's).
+#[derive(Default)]
+pub struct AnswerGate {
+    queue: Mutex<GateQueue>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateQueue {
+    next_ticket: u64,
+    serving: u64,
+    /// When the next answer may go.
+    next_release: Option<Instant>,
+}
+
+impl AnswerGate {
+    /// Waits for this answer's turn and its time, then lets it go.
+    pub fn pass(&self, spacing: Duration) {
+        let mut queue = self.queue();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        loop {
+            let now = Instant::now();
+            let wait = match queue.next_release {
+                _ if queue.serving != ticket => None,
+                Some(at) if at > now => Some(at - now),
+                _ => break,
+            };
+            queue = match wait {
+                None => self
+                    .changed
+                    .wait(queue)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Some(wait) => {
+                    self.changed
+                        .wait_timeout(queue, wait)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .0
+                }
+            };
+        }
+        queue.serving += 1;
+        queue.next_release = Some(Instant::now() + spacing);
+        drop(queue);
+        self.changed.notify_all();
+    }
+
+    /// Answers that came to the gate so far, let out or not (tests).
+    #[cfg(test)]
+    fn arrived(&self) -> u64 {
+        self.queue().next_ticket
+    }
+
+    /// Answers waiting for their turn (tests).
+    #[cfg(test)]
+    fn waiting(&self) -> u64 {
+        let queue = self.queue();
+        queue.next_ticket - queue.serving
+    }
+
+    fn queue(&self) -> MutexGuard<'_, GateQueue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 /// A request counted as activity for `--auto-lock` while it lives.
 #[must_use = "the request stops counting as soon as this drops"]
@@ -150,7 +217,8 @@ impl AppState {
             group_tree: Mutex::default(),
             password_failures: PasswordThrottle::default(),
             password_derivations: Slots::alternating(MAX_PASSWORD_DERIVATIONS),
-            delayed_answers: Slots::new(MAX_DELAYED_ANSWERS),
+            wrong_answers: AnswerGate::default(),
+            last_derivation_us: AtomicU64::new(0),
             bcrypt_checks: Slots::new(MAX_BCRYPT_CHECKS),
             rsa_generations: Slots::new(MAX_RSA_GENERATIONS),
             started: Instant::now(),
@@ -223,7 +291,11 @@ impl AppState {
         let began = Instant::now();
         let opened = {
             let _turn = self.password_derivations.take();
-            wrapped.open(password.expose())
+            let derived = Instant::now();
+            let opened = wrapped.open(password.expose());
+            let took = u64::try_from(derived.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.last_derivation_us.store(took, Ordering::Relaxed);
+            opened
         };
         match opened {
             Ok(key) => {
@@ -234,29 +306,22 @@ impl AppState {
         }
     }
 
-    /// Counts a wrong password, audits it, and serves what is left of its delay (README
-    /// "Vault"): repeated wrong passwords are slowed down, never locked out. At most
-    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
-    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
-    /// it: a right guess among them would have unlocked the vault the moment its derivation
-    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
-    /// This keeps a flood of guesses from putting every worker to sleep.
+    /// Counts a wrong password, audits it, serves what is left of its delay (README
+    /// "Vault": repeated wrong passwords are slowed down, never locked out), then goes out
+    /// through the answer gate: one wrong answer at a time, each at least two derivations
+    /// after the previous one. A guesser sends its next guess only after its answer, so
+    /// guesses come back at most half as fast as they are checked, the derivation queue
+    /// drains, and a new check (the right password) finds few or none ahead of it.
     fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
         let (delay, failures) = self.password_failures.failed();
         self.audit_failure(failed_event, failures);
-        let left = delay.saturating_sub(began.elapsed());
-        match self.delayed_answers.try_take() {
-            Some(_place) => {
-                log::warn!(
-                    "wrong master password; answering {} ms after the check began",
-                    delay.as_millis()
-                );
-                thread::sleep(left);
-            }
-            None => log::warn!(
-                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
-            ),
-        }
+        log::warn!(
+            "wrong master password; answering {} ms after the check began",
+            delay.as_millis()
+        );
+        thread::sleep(delay.saturating_sub(began.elapsed()));
+        let derivation = Duration::from_micros(self.last_derivation_us.load(Ordering::Relaxed));
+        self.wrong_answers.pass(derivation * 2);
         VaultError::InvalidPassword
     }
 
@@ -460,7 +525,7 @@ mod tests {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use crate::state::{AppState, Slots};
+    use crate::state::{AnswerGate, AppState, Slots};
     use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
     use crate::vault::{DataKey, Vault, WrappedKey};
 
@@ -632,5 +697,33 @@ mod tests {
         let oldest: Vec<&String> = order.iter().filter(|name| *name != "right").collect();
         assert_eq!(oldest.first().map(|name| name.as_str()), Some("guess 0"));
         assert_eq!(order.len() as u64, GUESSERS + 1);
+    }
+
+    #[test]
+    fn wrong_answers_leave_the_gate_one_at_a_time_in_arrival_order() {
+        let gate = Arc::new(AnswerGate::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        // The first answer goes at once and holds the next ones back for its spacing.
+        gate.pass(Duration::from_millis(200));
+        let waiters: Vec<_> = (0..3u64)
+            .map(|n| {
+                let (shared, order) = (Arc::clone(&gate), Arc::clone(&order));
+                let waiter = thread::spawn(move || {
+                    shared.pass(Duration::from_millis(1));
+                    order.lock().unwrap().push(n);
+                });
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while gate.arrived() != n + 2 {
+                    assert!(Instant::now() < deadline, "answer {n} never queued");
+                    thread::yield_now();
+                }
+                waiter
+            })
+            .collect();
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+        assert_eq!(gate.waiting(), 0);
     }
 }
