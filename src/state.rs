@@ -31,13 +31,17 @@ use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, Wrapped
 
 /// PBKDF2 derivations of a master password (unlock, change, removal) running at once.
 /// Further ones wait their turn and are never refused: the right password always gets
-/// checked. The turns go alternately to the newest and the oldest waiting attempt
-/// (`Slots::alternating`), so an attempt that arrives behind a queue of guesses is checked
-/// within two derivations unless newer attempts keep arriving, and even then no later than
-/// twice its place in arrival order: nobody waits for ever. One at a time leaves the second
+/// checked. Three turns in four go to the newest waiting check and the fourth to the oldest
+/// (`Slots::alternating`, `OLDEST_EVERY`), so a check that arrives behind a queue of guesses
+/// is checked within a few derivations (repeated guesses come back slower than that, see
+/// `ANSWER_SPACING_DERIVATIONS`), and none waits longer than four times its place in
+/// arrival order: nobody waits for ever. One at a time leaves the second
 /// core to everything else, and bounds guesses sent in parallel to one derivation (~0.1 s)
 /// each.
 pub const MAX_PASSWORD_DERIVATIONS: usize = 1;
+/// Wrong-password answers leave the answer gate at least this many derivations apart, so
+/// guesses come back slower than the newest-first turns take new checks.
+pub const ANSWER_SPACING_DERIVATIONS: u32 = 3;
 /// bcrypt-pbkdf checks of an imported key's passphrase running at once; one more answers
 /// 503 `BUSY`. Each costs up to ~8 s of CPU (1,024 rounds); two are what two cores give.
 pub const MAX_BCRYPT_CHECKS: usize = 2;
@@ -80,9 +84,9 @@ pub struct AppState {
 }
 
 /// A fixed number of places for one kind of slow work. `try_take` refuses beyond them;
-/// `take` waits its turn: first come first served, or for `alternating` places the newest
-/// and the oldest waiter in turn (so a newcomer does not wait behind everyone, and the
-/// oldest still move on: nobody waits forever).
+/// `take` waits its turn: first come first served, or for `alternating` places mostly the
+/// newest waiter and every `OLDEST_EVERY`-th turn the oldest (so a newcomer does not wait
+/// behind everyone, and the oldest still move on: nobody waits forever).
 pub struct Slots {
     cap: usize,
     /// Turns alternate between the newest and the oldest waiter (else oldest first).
@@ -180,14 +184,19 @@ struct Queue {
     next_ticket: u64,
     /// The waiters' tickets, oldest first.
     waiting: VecDeque<u64>,
-    /// For alternating places: whether the next turn is the newest waiter's.
-    newest_next: bool,
+    /// Turns given so far (alternating places count them to pick newest or oldest).
+    turns: u64,
 }
+
+/// For alternating places, every `OLDEST_EVERY`-th turn goes to the oldest waiter and the
+/// others to the newest: newcomers go first (faster than the answer gate lets guesses come
+/// back, so repeated guesses cannot bury a newcomer), and the oldest still move on.
+pub const OLDEST_EVERY: u64 = 4;
 
 impl Queue {
     /// The ticket whose turn comes when a place is free.
     fn next_turn(&self, alternating: bool) -> Option<u64> {
-        match alternating && self.newest_next {
+        match alternating && self.turns % OLDEST_EVERY != OLDEST_EVERY - 1 {
             true => self.waiting.back().copied(),
             false => self.waiting.front().copied(),
         }
@@ -308,10 +317,11 @@ impl AppState {
 
     /// Counts a wrong password, audits it, serves what is left of its delay (README
     /// "Vault": repeated wrong passwords are slowed down, never locked out), then goes out
-    /// through the answer gate: one wrong answer at a time, each at least two derivations
-    /// after the previous one. A guesser sends its next guess only after its answer, so
-    /// guesses come back at most half as fast as they are checked, the derivation queue
-    /// drains, and a new check (the right password) finds few or none ahead of it.
+    /// through the answer gate: one wrong answer at a time, each at least
+    /// `ANSWER_SPACING_DERIVATIONS` derivations after the previous one. A guesser sends its
+    /// next guess only after its answer, so guesses come back at most a third as fast as
+    /// they are checked, slower than the newest-first turns (`OLDEST_EVERY`): a new check
+    /// (the right password) is never buried under repeated guesses.
     fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
         let (delay, failures) = self.password_failures.failed();
         self.audit_failure(failed_event, failures);
@@ -321,7 +331,8 @@ impl AppState {
         );
         thread::sleep(delay.saturating_sub(began.elapsed()));
         let derivation = Duration::from_micros(self.last_derivation_us.load(Ordering::Relaxed));
-        self.wrong_answers.pass(derivation * 2);
+        self.wrong_answers
+            .pass(derivation * ANSWER_SPACING_DERIVATIONS);
         VaultError::InvalidPassword
     }
 
@@ -434,7 +445,8 @@ impl Slots {
         }
     }
 
-    /// Places whose `take` turns go alternately to the newest and the oldest waiter.
+    /// Places whose `take` turns go to the newest waiter, every `OLDEST_EVERY`-th to the
+    /// oldest.
     pub fn alternating(cap: usize) -> Slots {
         Slots {
             alternating: true,
@@ -453,8 +465,8 @@ impl Slots {
         self.admit().then(|| SharedSlot(Arc::clone(self)))
     }
 
-    /// A place, waiting for one when all are taken (in arrival order, or newest and oldest
-    /// in turn for `alternating` places). Never refused.
+    /// A place, waiting for one when all are taken (in arrival order, or newest first with
+    /// every `OLDEST_EVERY`-th turn the oldest's for `alternating` places). Never refused.
     pub fn take(&self) -> Slot<'_> {
         let mut queue = self.queue();
         let ticket = queue.next_ticket;
@@ -467,7 +479,7 @@ impl Slots {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
         queue.waiting.retain(|waiting| *waiting != ticket);
-        queue.newest_next = !queue.newest_next;
+        queue.turns += 1;
         queue.running += 1;
         // The next ticket may go too, if a place is still free.
         self.changed.notify_all();
@@ -525,7 +537,7 @@ mod tests {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use crate::state::{AnswerGate, AppState, Slots};
+    use crate::state::{AnswerGate, AppState, Slots, OLDEST_EVERY};
     use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
     use crate::vault::{DataKey, Vault, WrappedKey};
 
@@ -665,7 +677,8 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_behind_twenty_waiting_guesses_gets_one_of_the_next_two_password_turns() {
+    fn an_attempt_behind_twenty_waiting_guesses_gets_the_next_password_turn_and_the_oldest_move_on()
+    {
         const GUESSERS: u64 = 20;
         let slots = Arc::new(Slots::alternating(1));
         let order = Arc::new(Mutex::new(Vec::new()));
@@ -689,13 +702,16 @@ mod tests {
         }
         let order = order.lock().unwrap();
         let right = order.iter().position(|name| name == "right").unwrap();
-        assert!(
-            right < 2,
+        assert_eq!(
+            right, 0,
             "the newest attempt waited behind {right}: {order:?}"
         );
-        // The oldest guesses still move on: every other turn is theirs, in arrival order.
-        let oldest: Vec<&String> = order.iter().filter(|name| *name != "right").collect();
-        assert_eq!(oldest.first().map(|name| name.as_str()), Some("guess 0"));
+        // The oldest guesses still move on: every OLDEST_EVERY-th turn is theirs, in
+        // arrival order.
+        let oldest_turns = (OLDEST_EVERY - 1..=GUESSERS).step_by(OLDEST_EVERY as usize);
+        for (n, turn) in oldest_turns.enumerate() {
+            assert_eq!(order[turn as usize], format!("guess {n}"), "{order:?}");
+        }
         assert_eq!(order.len() as u64, GUESSERS + 1);
     }
 
