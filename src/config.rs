@@ -121,6 +121,9 @@ pub struct FeedOverrides {
     pub changes_kept: Option<u64>,
     pub history_kept: Option<u64>,
     pub max_wait: Option<Duration>,
+    /// `HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT`: routine audit entries kept (README "Audit
+    /// log"), so a test floods the log with a few signatures.
+    pub audit_routine_kept: Option<u64>,
 }
 
 /// Where the SSH agent listens and how long it waits for an approval.
@@ -334,6 +337,7 @@ impl Config {
                 history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
                 max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
                     .map(Duration::from_millis),
+                audit_routine_kept: test_number(env, "HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT")?,
             },
             agent: match raw.no_agent {
                 true => None,

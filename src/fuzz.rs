@@ -1,5 +1,6 @@
 //! A seeded random request generator driven through the real router and handlers on an
-//! in-memory database: no request of any shape may panic or answer 500.
+//! in-memory database: no request of any shape may panic or answer 500, and every answer to a
+//! routed request is a status (and error code) the OpenAPI document lists for its operation.
 //!
 //! `cargo test fuzz` runs `FUZZ_ITERATIONS` requests (default 20,000, a few seconds);
 //! `scripts/fuzz` runs a million. The seed is printed, so a failure can be replayed with
@@ -15,6 +16,7 @@ use std::panic::{self, AssertUnwindSafe};
 use serde_json::{json, Map, Value};
 use zeroize::Zeroizing;
 
+use crate::api::openapi::documented;
 use crate::api::{Method, Req};
 use crate::router;
 use crate::state::AppState;
@@ -252,10 +254,26 @@ fn state() -> AppState {
     state
 }
 
+/// Whether `status` (with the error `code`, empty for a success) is documented for the
+/// operation `target` routes to; an unrouted target (404, 405) has no operation to ask.
+fn is_documented(document: &Value, method: Method, target: &str, status: u16, code: &str) -> bool {
+    let path = target.split('?').next().unwrap_or_default();
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let Some(template) = documented::template(method, &segments) else {
+        return true;
+    };
+    match documented::response(document, method, template, status) {
+        None => false,
+        Some(_) if code.is_empty() => true,
+        Some(response) => documented::allows_code(response, code),
+    }
+}
+
 #[test]
-fn no_request_panics_or_answers_500() {
+fn no_request_panics_or_answers_500_or_an_undocumented_status() {
     let (iterations, seed) = settings("request", 0x5EED_CAFE);
     let state = state();
+    let document = documented::document();
     let mut rng = Rng::new(seed);
     // Ids seen in 2xx bodies, so later requests hit real rows as well as unknown ones.
     let mut ids = vec![
@@ -280,7 +298,7 @@ fn no_request_panics_or_answers_500() {
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
             match Req::new(method, &target, Zeroizing::new(body.clone())) {
                 Ok(req) => router::route(&state, &req.with_if_match(if_match.clone()))
-                    .map(|reply| reply.body.to_vec()),
+                    .map(|reply| (reply.status, reply.body.to_vec())),
                 Err(err) => Err(err),
             }
         }));
@@ -291,11 +309,18 @@ fn no_request_panics_or_answers_500() {
                 String::from_utf8_lossy(&body)
             )
         };
-        match outcome {
+        match &outcome {
             Err(_) => panic!("panic on {}", described()),
-            Ok(Err(err)) => assert_ne!(err.status(), 500, "500 ({err}) on {}", described()),
-            Ok(Ok(reply)) => {
-                if let Ok(value) = serde_json::from_slice::<Value>(&reply) {
+            Ok(Err(err)) => {
+                assert_ne!(err.status(), 500, "500 ({err}) on {}", described());
+                let documented =
+                    is_documented(&document, method, &target, err.status(), err.code());
+                assert!(documented, "{err} is not documented for {}", described());
+            }
+            Ok(Ok((status, reply))) => {
+                let documented = is_documented(&document, method, &target, *status, "");
+                assert!(documented, "{status} is not documented for {}", described());
+                if let Ok(value) = serde_json::from_slice::<Value>(reply) {
                     if let Some(id) = value.get("id").and_then(Value::as_str) {
                         if ids.len() < 64 {
                             ids.push(id.to_owned());

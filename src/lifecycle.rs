@@ -137,16 +137,23 @@ pub fn own_data_dir(dir: &Path) -> Result<DataDirLock, StartError> {
     }
 }
 
-/// Stores the change log's and the connection history's bounds (README, "Change feed"):
-/// the documented ones unless a test overrides them.
+/// Stores the change log's, the connection history's and the audit log's routine bounds
+/// (README, "Change feed" and "Audit log"): the documented ones unless a test overrides
+/// them.
 pub fn keep_logs(db: &Db, overrides: &FeedOverrides) -> Result<(), StartError> {
     let defaults = store::changes::Retention::default();
     let retention = store::changes::Retention {
         changes_kept: overrides.changes_kept.unwrap_or(defaults.changes_kept),
         history_kept: overrides.history_kept.unwrap_or(defaults.history_kept),
     };
-    db.write(|tx| store::changes::set_retention(tx, retention))
-        .map_err(StartError::LogBounds)
+    let audit_routine_kept = overrides
+        .audit_routine_kept
+        .unwrap_or(store::audit::ROUTINE_KEPT);
+    db.write(|tx| {
+        store::changes::set_retention(tx, retention)?;
+        store::audit::set_routine_kept(tx, audit_routine_kept)
+    })
+    .map_err(StartError::LogBounds)
 }
 
 /// Binds the listening socket; the port it got (the OS's choice for port 0).

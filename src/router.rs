@@ -210,7 +210,7 @@ impl Endpoint<'_> {
         )
     }
 
-    fn needs_unlocked_vault(self) -> bool {
+    pub fn needs_unlocked_vault(self) -> bool {
         !matches!(
             self,
             Endpoint::Health

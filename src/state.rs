@@ -3,8 +3,9 @@
 //! Lock order when both are needed: vault first, then db; the group tree only under the db
 //! lock (api::groups `list`). Config is read-only after start-up. Besides the mutexes it
 //! holds the places for slow work (`Slots`, the one capped counter of the service: key
-//! derivations, delayed wrong-password answers, bcrypt checks, RSA generations; the SSH agent
-//! caps its connections with one too), the wrong-password streak, two counters for
+//! derivations, bcrypt checks, RSA generations; the SSH agent caps its connections with one
+//! too), the gate wrong-password answers leave through (`AnswerGate`), the wrong-password
+//! streak, two counters for
 //! `--auto-lock` (the last-activity clock and the requests in flight), and the SSH agent's
 //! share (its socket and the sign requests waiting for approval). The master password check
 //! lives here, so that `POST /api/vault/unlock` and the agent's `UNLOCK` share one guess
@@ -14,6 +15,7 @@
 //! panic unwinds; no lock here is ever held while slow work runs (`Slots` holds its mutex
 //! only to count); a vault with a request in flight is never auto-locked.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -28,14 +30,18 @@ use crate::store::Db;
 use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
 /// PBKDF2 derivations of a master password (unlock, change, removal) running at once.
-/// Further ones wait their turn, first come first served, and are never refused: the right
-/// password always gets checked. One at a time leaves the second core to everything else,
-/// and bounds guesses sent in parallel to one derivation (~0.1 s) each.
+/// Further ones wait their turn and are never refused: the right password always gets
+/// checked. Three turns in four go to the newest waiting check and the fourth to the oldest
+/// (`Slots::alternating`, `OLDEST_EVERY`), so a check that arrives behind a queue of guesses
+/// is checked within a few derivations (repeated guesses come back slower than that, see
+/// `ANSWER_SPACING_DERIVATIONS`), and none waits longer than four times its place in
+/// arrival order: nobody waits for ever. One at a time leaves the second
+/// core to everything else, and bounds guesses sent in parallel to one derivation (~0.1 s)
+/// each.
 pub const MAX_PASSWORD_DERIVATIONS: usize = 1;
-/// Wrong-password answers waiting out their delay at once; a wrong answer beyond them is
-/// sent at once (README "Vault": only parallel guessers get there, and the one-at-a-time
-/// derivation paces them already). Bounds the workers a flood of guesses keeps asleep.
-pub const MAX_DELAYED_ANSWERS: usize = 4;
+/// Wrong-password answers leave the answer gate at least this many derivations apart, so
+/// guesses come back slower than the newest-first turns take new checks.
+pub const ANSWER_SPACING_DERIVATIONS: u32 = 3;
 /// bcrypt-pbkdf checks of an imported key's passphrase running at once; one more answers
 /// 503 `BUSY`. Each costs up to ~8 s of CPU (1,024 rounds); two are what two cores give.
 pub const MAX_BCRYPT_CHECKS: usize = 2;
@@ -53,8 +59,10 @@ pub struct AppState {
     pub password_failures: PasswordThrottle,
     /// Places for PBKDF2 derivations of a master password (`take`: waited for).
     pub password_derivations: Slots,
-    /// Places for wrong-password answers waiting out their delay (`try_take`).
-    pub delayed_answers: Slots,
+    /// Wrong-password answers go out through it one at a time, spaced (`AnswerGate`).
+    wrong_answers: AnswerGate,
+    /// How long the last master-password derivation took, in microseconds.
+    last_derivation_us: AtomicU64,
     /// Places for bcrypt-pbkdf checks of an imported key's passphrase (`try_take`).
     pub bcrypt_checks: Slots,
     /// Places for RSA key generations (`try_take`).
@@ -76,10 +84,13 @@ pub struct AppState {
 }
 
 /// A fixed number of places for one kind of slow work. `try_take` refuses beyond them;
-/// `take` waits its turn, first come first served (a ticket queue, so nobody waits forever
-/// behind newcomers).
+/// `take` waits its turn: first come first served, or for `alternating` places mostly the
+/// newest waiter and every `OLDEST_EVERY`-th turn the oldest (so a newcomer does not wait
+/// behind everyone, and the oldest still move on: nobody waits forever).
 pub struct Slots {
     cap: usize,
+    /// Turns alternate between the newest and the oldest waiter (else oldest first).
+    alternating: bool,
     queue: Mutex<Queue>,
     /// Signalled whenever a place frees up or the head of the queue moves on.
     changed: Condvar,
@@ -88,6 +99,74 @@ pub struct Slots {
 /// One place of a `Slots`, held until dropped.
 #[must_use = "the place is given back as soon as the slot drops"]
 pub struct Slot<'a>(&'a Slots);
+
+/// Wrong-password answers, let out one at a time in arrival order, each at least `spacing`
+/// after the previous one. Waiting holds only the waiter's own thread (its connection's).
+#[derive(Default)]
+pub struct AnswerGate {
+    queue: Mutex<GateQueue>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateQueue {
+    next_ticket: u64,
+    serving: u64,
+    /// When the next answer may go.
+    next_release: Option<Instant>,
+}
+
+impl AnswerGate {
+    /// Waits for this answer's turn and its time, then lets it go.
+    pub fn pass(&self, spacing: Duration) {
+        let mut queue = self.queue();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        loop {
+            let now = Instant::now();
+            let wait = match queue.next_release {
+                _ if queue.serving != ticket => None,
+                Some(at) if at > now => Some(at - now),
+                _ => break,
+            };
+            queue = match wait {
+                None => self
+                    .changed
+                    .wait(queue)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Some(wait) => {
+                    self.changed
+                        .wait_timeout(queue, wait)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .0
+                }
+            };
+        }
+        queue.serving += 1;
+        queue.next_release = Some(Instant::now() + spacing);
+        drop(queue);
+        self.changed.notify_all();
+    }
+
+    /// Answers that came to the gate so far, let out or not (tests).
+    #[cfg(test)]
+    fn arrived(&self) -> u64 {
+        self.queue().next_ticket
+    }
+
+    /// Answers waiting for their turn (tests).
+    #[cfg(test)]
+    fn waiting(&self) -> u64 {
+        let queue = self.queue();
+        queue.next_ticket - queue.serving
+    }
+
+    fn queue(&self) -> MutexGuard<'_, GateQueue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 /// A request counted as activity for `--auto-lock` while it lives.
 #[must_use = "the request stops counting as soon as this drops"]
@@ -98,8 +177,25 @@ struct Queue {
     running: usize,
     /// The ticket the next waiter draws.
     next_ticket: u64,
-    /// The ticket whose turn it is; tickets below it have been served.
-    serving: u64,
+    /// The waiters' tickets, oldest first.
+    waiting: VecDeque<u64>,
+    /// Turns given so far (alternating places count them to pick newest or oldest).
+    turns: u64,
+}
+
+/// For alternating places, every `OLDEST_EVERY`-th turn goes to the oldest waiter and the
+/// others to the newest: newcomers go first (faster than the answer gate lets guesses come
+/// back, so repeated guesses cannot bury a newcomer), and the oldest still move on.
+pub const OLDEST_EVERY: u64 = 4;
+
+impl Queue {
+    /// The ticket whose turn comes when a place is free.
+    fn next_turn(&self, alternating: bool) -> Option<u64> {
+        match alternating && self.turns % OLDEST_EVERY != OLDEST_EVERY - 1 {
+            true => self.waiting.back().copied(),
+            false => self.waiting.front().copied(),
+        }
+    }
 }
 
 impl AppState {
@@ -124,8 +220,9 @@ impl AppState {
             vault: Mutex::new(vault),
             group_tree: Mutex::default(),
             password_failures: PasswordThrottle::default(),
-            password_derivations: Slots::new(MAX_PASSWORD_DERIVATIONS),
-            delayed_answers: Slots::new(MAX_DELAYED_ANSWERS),
+            password_derivations: Slots::alternating(MAX_PASSWORD_DERIVATIONS),
+            wrong_answers: AnswerGate::default(),
+            last_derivation_us: AtomicU64::new(0),
             bcrypt_checks: Slots::new(MAX_BCRYPT_CHECKS),
             rsa_generations: Slots::new(MAX_RSA_GENERATIONS),
             started: Instant::now(),
@@ -198,7 +295,11 @@ impl AppState {
         let began = Instant::now();
         let opened = {
             let _turn = self.password_derivations.take();
-            wrapped.open(password.expose())
+            let derived = Instant::now();
+            let opened = wrapped.open(password.expose());
+            let took = u64::try_from(derived.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.last_derivation_us.store(took, Ordering::Relaxed);
+            opened
         };
         match opened {
             Ok(key) => {
@@ -209,29 +310,24 @@ impl AppState {
         }
     }
 
-    /// Counts a wrong password, audits it, and serves what is left of its delay (README
-    /// "Vault"): repeated wrong passwords are slowed down, never locked out. At most
-    /// `MAX_DELAYED_ANSWERS` answers wait at once; a wrong answer beyond them goes out at
-    /// once. Only guesses sent in parallel get there, and those learn nothing sooner from
-    /// it: a right guess among them would have unlocked the vault the moment its derivation
-    /// ended, so they are paced by the one-at-a-time derivation whatever their answers wait.
-    /// This keeps a flood of guesses from putting every worker to sleep.
+    /// Counts a wrong password, audits it, serves what is left of its delay (README
+    /// "Vault": repeated wrong passwords are slowed down, never locked out), then goes out
+    /// through the answer gate: one wrong answer at a time, each at least
+    /// `ANSWER_SPACING_DERIVATIONS` derivations after the previous one. A guesser sends its
+    /// next guess only after its answer, so guesses come back at most a third as fast as
+    /// they are checked, slower than the newest-first turns (`OLDEST_EVERY`): a new check
+    /// (the right password) is never buried under repeated guesses.
     fn wrong_password(&self, began: Instant, failed_event: &str) -> VaultError {
         let (delay, failures) = self.password_failures.failed();
         self.audit_failure(failed_event, failures);
-        let left = delay.saturating_sub(began.elapsed());
-        match self.delayed_answers.try_take() {
-            Some(_place) => {
-                log::warn!(
-                    "wrong master password; answering {} ms after the check began",
-                    delay.as_millis()
-                );
-                thread::sleep(left);
-            }
-            None => log::warn!(
-                "wrong master password while {MAX_DELAYED_ANSWERS} other answers wait out their delay; answering at once"
-            ),
-        }
+        log::warn!(
+            "wrong master password; answering {} ms after the check began",
+            delay.as_millis()
+        );
+        thread::sleep(delay.saturating_sub(began.elapsed()));
+        let derivation = Duration::from_micros(self.last_derivation_us.load(Ordering::Relaxed));
+        self.wrong_answers
+            .pass(derivation * ANSWER_SPACING_DERIVATIONS);
         VaultError::InvalidPassword
     }
 
@@ -338,8 +434,18 @@ impl Slots {
     pub fn new(cap: usize) -> Slots {
         Slots {
             cap,
+            alternating: false,
             queue: Mutex::new(Queue::default()),
             changed: Condvar::new(),
+        }
+    }
+
+    /// Places whose `take` turns go to the newest waiter, every `OLDEST_EVERY`-th to the
+    /// oldest.
+    pub fn alternating(cap: usize) -> Slots {
+        Slots {
+            alternating: true,
+            ..Slots::new(cap)
         }
     }
 
@@ -348,18 +454,21 @@ impl Slots {
         self.admit().then(|| Slot(self))
     }
 
-    /// A place, waiting for one in arrival order when all are taken. Never refused.
+    /// A place, waiting for one when all are taken (in arrival order, or newest first with
+    /// every `OLDEST_EVERY`-th turn the oldest's for `alternating` places). Never refused.
     pub fn take(&self) -> Slot<'_> {
         let mut queue = self.queue();
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
-        while queue.serving != ticket || queue.running >= self.cap {
+        queue.waiting.push_back(ticket);
+        while queue.next_turn(self.alternating) != Some(ticket) || queue.running >= self.cap {
             queue = self
                 .changed
                 .wait(queue)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
-        queue.serving += 1;
+        queue.waiting.retain(|waiting| *waiting != ticket);
+        queue.turns += 1;
         queue.running += 1;
         // The next ticket may go too, if a place is still free.
         self.changed.notify_all();
@@ -375,7 +484,7 @@ impl Slots {
     /// Counts one more place taken, unless every place is taken or others wait for one.
     fn admit(&self) -> bool {
         let mut queue = self.queue();
-        if queue.running >= self.cap || queue.serving != queue.next_ticket {
+        if queue.running >= self.cap || !queue.waiting.is_empty() {
             return false;
         }
         queue.running += 1;
@@ -411,7 +520,7 @@ mod tests {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use crate::state::{AppState, Slots};
+    use crate::state::{AnswerGate, AppState, Slots, OLDEST_EVERY};
     use crate::vault::kdf::{Header, PBKDF2_ROUNDS_MIN};
     use crate::vault::{DataKey, Vault, WrappedKey};
 
@@ -496,7 +605,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let queue = slots.queue();
-            if queue.next_ticket - queue.serving == waiting {
+            if queue.waiting.len() as u64 == waiting {
                 return;
             }
             drop(queue);
@@ -534,5 +643,72 @@ mod tests {
         }
         assert_eq!(*order.lock().unwrap(), ["first", "second", "third"]);
         assert_eq!(slots.running(), 0);
+    }
+
+    #[test]
+    fn an_attempt_behind_twenty_waiting_guesses_gets_the_next_password_turn_and_the_oldest_move_on()
+    {
+        const GUESSERS: u64 = 20;
+        let slots = Arc::new(Slots::alternating(1));
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let held = slots.try_take().unwrap();
+        let mut waiters = Vec::new();
+        for guess in 0..=GUESSERS {
+            let (shared, order) = (Arc::clone(&slots), Arc::clone(&order));
+            let name = match guess == GUESSERS {
+                true => "right".to_owned(),
+                false => format!("guess {guess}"),
+            };
+            waiters.push(thread::spawn(move || {
+                let _place = shared.take();
+                order.lock().unwrap().push(name);
+            }));
+            wait_for_queue(&slots, guess + 1);
+        }
+        drop(held);
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        let order = order.lock().unwrap();
+        let right = order.iter().position(|name| name == "right").unwrap();
+        assert_eq!(
+            right, 0,
+            "the newest attempt waited behind {right}: {order:?}"
+        );
+        // The oldest guesses still move on: every OLDEST_EVERY-th turn is theirs, in
+        // arrival order.
+        let oldest_turns = (OLDEST_EVERY - 1..=GUESSERS).step_by(OLDEST_EVERY as usize);
+        for (n, turn) in oldest_turns.enumerate() {
+            assert_eq!(order[turn as usize], format!("guess {n}"), "{order:?}");
+        }
+        assert_eq!(order.len() as u64, GUESSERS + 1);
+    }
+
+    #[test]
+    fn wrong_answers_leave_the_gate_one_at_a_time_in_arrival_order() {
+        let gate = Arc::new(AnswerGate::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        // The first answer goes at once and holds the next ones back for its spacing.
+        gate.pass(Duration::from_millis(200));
+        let waiters: Vec<_> = (0..3u64)
+            .map(|n| {
+                let (shared, order) = (Arc::clone(&gate), Arc::clone(&order));
+                let waiter = thread::spawn(move || {
+                    shared.pass(Duration::from_millis(1));
+                    order.lock().unwrap().push(n);
+                });
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while gate.arrived() != n + 2 {
+                    assert!(Instant::now() < deadline, "answer {n} never queued");
+                    thread::yield_now();
+                }
+                waiter
+            })
+            .collect();
+        for waiter in waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+        assert_eq!(gate.waiting(), 0);
     }
 }

@@ -32,6 +32,9 @@ struct AuditView {
     event: String,
     subject: String,
     detail: Value,
+    /// How many events the entry stands for: routine ones repeated within a minute are
+    /// merged (README "Audit log").
+    count: i64,
 }
 
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -76,6 +79,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             at: entry.at,
             event: entry.event,
             subject: entry.subject,
+            count: entry.count,
         })
         .collect();
     Reply::json(200, &AuditPage { items, next_before })

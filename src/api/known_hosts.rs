@@ -590,18 +590,18 @@ fn read_lines(text: &str) -> Vec<Result<CheckedLine, RefusedLine>> {
                     })
                 }
             };
-            let refuse = |reason: String| RefusedLine {
+            let refused = |reason: String| RefusedLine {
                 line: line.number,
                 reason,
             };
             let key = sshkey::host_key(&line.key_type, &line.key_base64)
-                .map_err(|rule| refuse(format!("the key {rule}")))?;
+                .map_err(|rule| refused(format!("the key {rule}")))?;
             let malformed_hash = line.hosts.iter().any(|host| match host {
                 HostToken::Hashed { salt, hash } => !sshkey::hashed_name_is_well_formed(salt, hash),
                 HostToken::Plain(_) => false,
             });
             if malformed_hash {
-                return Err(refuse(format!(
+                return Err(refused(format!(
                     "a hashed name's salt and hash must be {} bytes of base64 each",
                     sshkey::HOST_HASH_BYTES
                 )));

@@ -1,18 +1,40 @@
 //! The audit log: security-relevant events in the order they happened (README: "Audit
 //! log"), appended inside the transaction of the change they record.
 //!
+//! Every event kind is either a security event or a routine one (`class`, the one place
+//! that decides). Security events are kept by time: none younger than
+//! `SECURITY_KEPT_DAYS` is ever dropped, and older ones only once more than
+//! `SECURITY_KEPT_ENTRIES` security entries exist. Routine events (the agent's signatures)
+//! are kept by count (`ROUTINE_KEPT` entries, the oldest go first) and a repeat within the
+//! same minute (same event, subject and detail: key, destination, flags) adds to the count
+//! of its entry instead of adding one, so no flood of signatures can push a security event
+//! out.
+//!
 //! Invariants: an entry is written only through `append`, by the caller's transaction, so
-//! a change and its entry commit or roll back together; the log never holds more than
-//! `AUDIT_MAX_ENTRIES` entries (the oldest go first, in the same transaction); a subject or
-//! detail names ids, host names, key types and fingerprints, never a secret.
+//! a change and its entry commit or roll back together; the trims run in that transaction;
+//! a subject or detail names ids, host names, key types and fingerprints, never a secret.
 
 use rusqlite::{params, Connection};
 
 use crate::store::{now_timestamp, StoreError};
 
-/// README "Audit log": the newest 10,000 entries are kept. At about 300 bytes an entry that
-/// is 3 MB, while a year of accepting a few host keys a day stays far below it.
-pub const AUDIT_MAX_ENTRIES: i64 = 10_000;
+/// README "Audit log": routine entries kept (each may stand for many merged events); at
+/// about 300 bytes an entry that is 3 MB. A test may set fewer (`set_routine_kept`).
+pub const ROUTINE_KEPT: u64 = 10_000;
+
+/// README "Audit log": a security event is kept at least this many days.
+pub const SECURITY_KEPT_DAYS: u32 = 90;
+
+/// README "Audit log": security events older than `SECURITY_KEPT_DAYS` go, oldest first,
+/// only while more than this many security entries exist.
+pub const SECURITY_KEPT_ENTRIES: i64 = 10_000;
+
+/// Whether an event is kept by time (security) or by count and merged (routine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Security,
+    Routine,
+}
 
 /// A host key was trusted for the first time for its name (or a new algorithm of it).
 pub const HOST_KEY_ACCEPTED: &str = "host_key.accepted";
@@ -48,12 +70,52 @@ pub const VAULT_PASSWORD_CHANGED: &str = "vault.password_changed";
 /// The master password was removed.
 pub const VAULT_PASSWORD_REMOVED: &str = "vault.password_removed";
 
+/// Every event kind and its class: the one place that decides (README "Audit log").
+/// Only the agent's signatures come in floods; everything else records a decision about
+/// trust, keys or the vault.
+pub const EVENTS: &[(&str, Class)] = &[
+    (HOST_KEY_ACCEPTED, Class::Security),
+    (HOST_KEY_REPLACED, Class::Security),
+    (HOST_KEY_DELETED, Class::Security),
+    (HOST_KEYS_IMPORTED, Class::Security),
+    (AGENT_SIGNED, Class::Routine),
+    (AGENT_KEY_ADDED, Class::Security),
+    (AGENT_KEYS_DISABLED, Class::Security),
+    (AGENT_FORWARDED_REFUSED, Class::Security),
+    (VAULT_UNLOCKED, Class::Security),
+    (VAULT_UNLOCK_FAILED, Class::Security),
+    (VAULT_PASSWORD_CHECK_FAILED, Class::Security),
+    (VAULT_LOCKED, Class::Security),
+    (VAULT_PASSWORD_SET, Class::Security),
+    (VAULT_PASSWORD_CHANGED, Class::Security),
+    (VAULT_PASSWORD_REMOVED, Class::Security),
+];
+
+/// The class of `event`; an event not in `EVENTS` is kept as a security event.
+pub fn class(event: &str) -> Class {
+    EVENTS
+        .iter()
+        .find(|(name, _)| *name == event)
+        .map_or(Class::Security, |(_, class)| *class)
+}
+
 const INSERT_ENTRY: &str =
-    "INSERT INTO audit_log (at, event, subject, detail) VALUES (?1, ?2, ?3, ?4)";
-/// Sequence numbers are dense (AUTOINCREMENT, rolled-back inserts leave no gap because the
-/// counter update rolls back too), so everything at or below `max - limit` is the overflow.
-const TRIM: &str = "DELETE FROM audit_log WHERE seq <= (SELECT max(seq) FROM audit_log) - ?1";
-const SELECT_PAGE: &str = "SELECT seq, at, event, subject, detail FROM audit_log \
+    "INSERT INTO audit_log (at, event, subject, detail, routine, merge_key) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+/// Adds one to the newest entry with this merge key (the key holds the minute).
+const MERGE: &str = "UPDATE audit_log SET count = count + 1 \
+     WHERE seq = (SELECT max(seq) FROM audit_log WHERE merge_key = ?1)";
+/// Drops the routine entries older than the newest `audit_routine_kept` ones.
+const TRIM_ROUTINE: &str = "DELETE FROM audit_log WHERE routine = 1 AND seq <= \
+     (SELECT seq FROM audit_log WHERE routine = 1 ORDER BY seq DESC LIMIT 1 \
+      OFFSET (SELECT audit_routine_kept FROM log_retention WHERE id = 1))";
+/// Drops the security entries older than the cutoff `?1` beyond the newest `?2` ones.
+const TRIM_SECURITY: &str = "DELETE FROM audit_log WHERE routine = 0 AND at < ?1 AND seq <= \
+     (SELECT seq FROM audit_log WHERE routine = 0 ORDER BY seq DESC LIMIT 1 OFFSET ?2)";
+const SECURITY_CUTOFF: &str = "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)";
+const SET_ROUTINE_KEPT: &str = "UPDATE log_retention SET audit_routine_kept = ?1 \
+     WHERE id = 1 AND audit_routine_kept IS NOT ?1";
+const SELECT_PAGE: &str = "SELECT seq, at, event, subject, detail, count FROM audit_log \
      WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2";
 
 /// One stored entry.
@@ -65,17 +127,28 @@ pub struct AuditEntry {
     pub subject: String,
     /// A JSON object, as text.
     pub detail: String,
+    /// How many events this entry stands for (more than 1 for merged routine events).
+    pub count: i64,
 }
 
-/// Appends an entry and trims the log to `AUDIT_MAX_ENTRIES`. Caller holds the write
-/// transaction of the change the entry records.
+/// Appends an entry (or, for a routine event repeated within its minute, adds to its
+/// entry's count) and trims the log. Caller holds the write transaction of the change the
+/// entry records.
 pub fn append(
     conn: &Connection,
     event: &str,
     subject: &str,
     detail: &serde_json::Value,
 ) -> Result<(), StoreError> {
-    append_bounded(conn, event, subject, detail, AUDIT_MAX_ENTRIES)
+    append_bounded(conn, event, subject, detail, SECURITY_KEPT_ENTRIES)
+}
+
+/// Stores how many routine entries are kept (at start: `ROUTINE_KEPT` unless a test sets
+/// fewer); it applies from the next routine entry on.
+pub fn set_routine_kept(conn: &Connection, kept: u64) -> Result<(), StoreError> {
+    let kept = i64::try_from(kept.max(1)).unwrap_or(i64::MAX);
+    conn.prepare_cached(SET_ROUTINE_KEPT)?.execute([kept])?;
+    Ok(())
 }
 
 /// Entries with `seq` below `before` (all when `None`), newest first, at most `limit`.
@@ -92,6 +165,7 @@ pub fn page(
             event: row.get(2)?,
             subject: row.get(3)?,
             detail: row.get(4)?,
+            count: row.get(5)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -102,15 +176,34 @@ fn append_bounded(
     event: &str,
     subject: &str,
     detail: &serde_json::Value,
-    max_entries: i64,
+    security_kept: i64,
 ) -> Result<(), StoreError> {
+    let at = now_timestamp();
+    let detail = detail.to_string();
+    if class(event) == Class::Routine {
+        // The minute is the first 16 characters of an RFC 3339 time (`2026-11-27T18:05`).
+        let minute = at.get(..16).unwrap_or(&at);
+        let merge_key = serde_json::json!([event, subject, detail, minute]).to_string();
+        if conn.prepare_cached(MERGE)?.execute([&merge_key])? == 0 {
+            conn.prepare_cached(INSERT_ENTRY)?
+                .execute(params![at, event, subject, detail, 1, merge_key])?;
+            conn.prepare_cached(TRIM_ROUTINE)?.execute([])?;
+        }
+        return Ok(());
+    }
     conn.prepare_cached(INSERT_ENTRY)?.execute(params![
-        now_timestamp(),
+        at,
         event,
         subject,
-        detail.to_string()
+        detail,
+        0,
+        None::<String>
     ])?;
-    conn.prepare_cached(TRIM)?.execute([max_entries])?;
+    let cutoff: String = conn
+        .prepare_cached(SECURITY_CUTOFF)?
+        .query_row([format!("-{SECURITY_KEPT_DAYS} days")], |row| row.get(0))?;
+    conn.prepare_cached(TRIM_SECURITY)?
+        .execute(params![cutoff, security_kept])?;
     Ok(())
 }
 
@@ -119,7 +212,10 @@ fn append_bounded(
 mod tests {
     use serde_json::json;
 
-    use crate::store::audit::{append, append_bounded, page, HOST_KEY_ACCEPTED};
+    use crate::store::audit::{
+        append, append_bounded, class, page, set_routine_kept, AuditEntry, Class, AGENT_SIGNED,
+        EVENTS, HOST_KEY_ACCEPTED, HOST_KEY_REPLACED, VAULT_UNLOCK_FAILED,
+    };
     use crate::store::{open_in_memory, StoreError};
 
     #[test]
@@ -141,22 +237,78 @@ mod tests {
         assert_eq!(subjects, ["h2", "h1", "h0"]);
     }
 
+    fn entries(db: &crate::store::Db) -> Vec<AuditEntry> {
+        db.read(|conn| page(conn, None, 100)).unwrap()
+    }
+
     #[test]
-    fn log_at_its_bound_keeps_every_entry_and_one_more_drops_the_oldest() {
+    fn a_security_event_younger_than_90_days_is_never_dropped_and_an_older_one_goes_past_the_bound()
+    {
         let db = open_in_memory().unwrap();
-        let add = |n: i64| {
-            db.write(|tx| append_bounded(tx, HOST_KEY_ACCEPTED, &format!("h{n}"), &json!({}), 3))
-                .unwrap()
-        };
-        for n in 0..3 {
-            add(n);
+        db.write(|tx| {
+            tx.execute(
+                "INSERT INTO audit_log (at, event, subject) VALUES \
+                 ('2000-01-01T00:00:00.000Z', 'vault.unlocked', 'old')",
+                [],
+            )?;
+            for n in 0..3 {
+                append_bounded(tx, VAULT_UNLOCK_FAILED, &format!("young{n}"), &json!({}), 1)?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let subjects: Vec<String> = entries(&db).into_iter().map(|e| e.subject).collect();
+        assert_eq!(subjects, ["young2", "young1", "young0"]);
+    }
+
+    #[test]
+    fn routine_entries_past_their_bound_drop_the_oldest_routine_one_and_no_security_one() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            set_routine_kept(tx, 2)?;
+            append(tx, HOST_KEY_REPLACED, "first", &json!({}))?;
+            for key in ["k0", "k1", "k2"] {
+                append(tx, AGENT_SIGNED, key, &json!({"fingerprint": key}))?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let subjects: Vec<String> = entries(&db).into_iter().map(|e| e.subject).collect();
+        assert_eq!(subjects, ["k2", "k1", "first"]);
+    }
+
+    #[test]
+    fn a_signature_repeated_within_its_minute_adds_to_its_entry_count() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            for _ in 0..5 {
+                append(tx, AGENT_SIGNED, "k", &json!({"host_key_fingerprint": "a"}))?;
+            }
+            append(tx, AGENT_SIGNED, "k", &json!({"host_key_fingerprint": "b"}))?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let all = entries(&db);
+        let to_a: Vec<&AuditEntry> = all.iter().filter(|e| e.detail.contains("\"a\"")).collect();
+        // Five signatures in one minute are one entry; if the minute turned between them,
+        // two entries whose counts add up to five.
+        assert!(to_a.len() <= 2, "{to_a:?}");
+        assert_eq!(to_a.iter().map(|e| e.count).sum::<i64>(), 5);
+        assert_eq!(all.iter().filter(|e| e.detail.contains("\"b\"")).count(), 1);
+    }
+
+    #[test]
+    fn every_event_kind_has_one_class_and_only_signatures_are_routine() {
+        for (n, (event, _)) in EVENTS.iter().enumerate() {
+            assert!(
+                !EVENTS[n + 1..].iter().any(|(other, _)| other == event),
+                "{event}"
+            );
         }
-        let kept = db.read(|conn| page(conn, None, 10)).unwrap();
-        assert_eq!(kept.len(), 3);
-        add(3);
-        let kept = db.read(|conn| page(conn, None, 10)).unwrap();
-        let subjects: Vec<&str> = kept.iter().map(|e| e.subject.as_str()).collect();
-        assert_eq!(subjects, ["h3", "h2", "h1"]);
+        assert_eq!(class(AGENT_SIGNED), Class::Routine);
+        let routine = EVENTS.iter().filter(|(_, class)| *class == Class::Routine);
+        assert_eq!(routine.count(), 1);
+        assert_eq!(class("some.new_event"), Class::Security);
     }
 
     #[test]

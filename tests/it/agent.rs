@@ -1635,3 +1635,61 @@ fn at_the_connection_cap_a_connection_waiting_for_approval_is_never_closed_for_a
         assert_eq!(answer.join().unwrap(), Some(vec![5]));
     }
 }
+
+/// `ssh-keygen -Y sign` with the agent's key `name` (public key file in `dir`), `times`
+/// times in one shell; each signature must succeed.
+fn sign_times(socket: &Path, dir: &Path, name: &str, times: usize) {
+    let script = format!(
+        "for i in $(seq {times}); do rm -f {dir}/message.sig; \
+         ssh-keygen -Y sign -n file -f {dir}/{name}.pub {dir}/message >/dev/null 2>&1 || exit 1; done",
+        dir = dir.display()
+    );
+    let output = Command::new("sh")
+        .args(["-c", &script])
+        .env("SSH_AUTH_SOCK", socket)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn a_flood_of_signatures_is_merged_per_key_and_minute_and_never_pushes_out_a_security_event() {
+    // Two routine entries kept, so a dozen signatures with three keys overflow the bound.
+    let service = Service::start_env(
+        "agent-audit-flood",
+        &[("HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT", "2")],
+    );
+    let socket = socket(&service);
+    let work = fresh_dir("agent-audit-flood-work");
+    set_password(&service, "flood-test-password");
+    std::fs::write(work.join("message"), b"signed many times\n").unwrap();
+    for (name, times) in [("k0", 3), ("k1", 4), ("k2", 5)] {
+        let key = generate(&service, json!({"name": name, "type": "ed25519"}));
+        let public = format!("{}\n", key["public_key"].as_str().unwrap());
+        std::fs::write(work.join(format!("{name}.pub")), public).unwrap();
+        sign_times(&socket, &work, name, times);
+    }
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let items = page["items"].as_array().unwrap();
+    assert!(
+        items
+            .iter()
+            .any(|entry| entry["event"] == "vault.password_set"),
+        "the security event is kept: {page}"
+    );
+    let signed: Vec<(String, i64)> = items
+        .iter()
+        .filter(|entry| entry["event"] == "agent.signed")
+        .map(|entry| {
+            let subject = entry["subject"].as_str().unwrap().to_owned();
+            (subject, entry["count"].as_i64().unwrap())
+        })
+        .collect();
+    // Newest first: k2's five signatures, then k1's four; k0's entry went past the bound.
+    // Should a minute have turned during k2's signatures, its two entries are all that is
+    // kept, and their counts add up to five.
+    match signed.as_slice() {
+        [(a, first), (b, second)] if a == "k2" && b == "k2" => assert_eq!(first + second, 5),
+        other => assert_eq!(other, [("k2".to_owned(), 5), ("k1".to_owned(), 4)]),
+    }
+}

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 
 use crate::support::{
     assert_one_shutdown, contains_bytes, fresh_dir, leak_forms, read_all_files,
-    run_expecting_refusal, wait_until, Client, Options, Response, Service, EVENT_DEADLINE,
+    run_expecting_refusal, vault_audit, wait_until, Client, Options, Response, Service,
+    EVENT_DEADLINE,
 };
 
 /// A uuid that names no resource.
@@ -511,8 +512,7 @@ fn auto_lock_locks_an_idle_vault_and_health_polls_do_not_keep_it_open() {
     );
 }
 
-/// The delays the service logged for wrong master passwords, in milliseconds, in order
-/// (not the answers sent at once when every delay place is taken).
+/// The delays the service logged for wrong master passwords, in milliseconds, in order.
 fn logged_delays(service: &Service) -> Vec<u64> {
     service
         .stderr()
@@ -548,7 +548,7 @@ fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out(
             })
         })
         .collect();
-    // Once four answers wait out their delays (2 s and 4 s), health is answered before the
+    // Once the answers wait out their delays (2 s and 4 s), health is answered before the
     // last of them: a waiting guess holds no lock and no worker but its own.
     assert!(
         wait_until(EVENT_DEADLINE, || logged_delays(&service).len() >= 7),
@@ -568,9 +568,9 @@ fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out(
             delayed += 1;
         }
     }
-    // Four delays are served at once; a fifth guess in parallel may be answered at once.
-    assert!(
-        delayed >= 4,
+    // Every wrong answer serves its delay (then leaves through the one-at-a-time gate).
+    assert_eq!(
+        delayed, 5,
         "{delayed} of 5 guesses were delayed 2 s or more"
     );
     let delays = logged_delays(&service);
@@ -799,5 +799,68 @@ fn tampered_kdf_header_is_refused_at_start_instead_of_hanging() {
     assert!(
         stderr.contains("cannot open the vault") && stderr.contains("4294967295 PBKDF2 rounds"),
         "{stderr}"
+    );
+}
+
+/// Wrong guesses sent at once, each on its own connection, before the right password.
+const GUESSERS: usize = 40;
+
+#[test]
+fn the_right_password_unlocks_ahead_of_a_queue_of_concurrent_wrong_guesses() {
+    let service = Service::start("vault-unlock-fairness");
+    service
+        .put(
+            "/api/vault/password",
+            &json!({"new_password": "the right one"}),
+        )
+        .expect(200);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    let body = json!({"password": "a wrong guess"}).to_string();
+    let json_type = [("Content-Type", "application/json".to_owned())];
+    let mut guessers: Vec<Client> = (0..GUESSERS)
+        .map(|_| {
+            let mut client = service.client();
+            client.send(
+                "POST",
+                "/api/vault/unlock",
+                &json_type,
+                Some(body.as_bytes()),
+            );
+            client
+        })
+        .collect();
+    // Every guess is sent and the first one answered (after its derivation and at least
+    // its 0.25 s delay): the others are waiting for their turns by now.
+    guessers[0]
+        .read_response()
+        .assert_error(401, "INVALID_PASSWORD");
+    unlock(&service, "the right one").expect(200);
+    for guesser in &mut guessers[1..] {
+        guesser
+            .read_response()
+            .assert_error(401, "INVALID_PASSWORD");
+    }
+    // The audit log counts the streak of wrong passwords at 1, 2, 4, 8, ...: the right
+    // password was checked after a few guesses, not after the queue of forty.
+    let events = vault_audit(&service);
+    let unlocked = events
+        .iter()
+        .position(|(event, _)| event == "vault.unlocked")
+        .unwrap();
+    let streak_before: Vec<i64> = events[..unlocked]
+        .iter()
+        .filter(|(event, _)| event == "vault.unlock_failed")
+        .map(|(_, detail)| detail["consecutive_failures"].as_i64().unwrap())
+        .collect();
+    assert!(
+        streak_before.iter().all(|failures| *failures < 16),
+        "the right password waited behind the queue: {events:?}"
+    );
+    let restarted = events[unlocked + 1..].iter().any(|(event, detail)| {
+        event == "vault.unlock_failed" && detail["consecutive_failures"] == 1
+    });
+    assert!(
+        restarted,
+        "the guesses still queued were checked after it: {events:?}"
     );
 }
