@@ -118,6 +118,8 @@ pub struct FeedOverrides {
     pub changes_kept: Option<u64>,
     pub history_kept: Option<u64>,
     pub max_wait: Option<Duration>,
+    /// `HOST_MANAGER_TEST_FEED_MAX_WAITERS`: the most requests waiting on the feed at once.
+    pub max_waiters: Option<usize>,
 }
 
 /// Where the SSH agent listens and how long it waits for an approval.
@@ -141,6 +143,7 @@ pub struct HttpOverrides {
     pub body_timeout: Option<Duration>,
     pub write_timeout: Option<Duration>,
     pub max_connections: Option<usize>,
+    pub body_budget: Option<usize>,
 }
 
 /// Where the bearer token comes from, if one is required (README, Who may talk to the service).
@@ -326,6 +329,8 @@ impl Config {
             feed_overrides: FeedOverrides {
                 changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
                 history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
+                max_waiters: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAITERS")?
+                    .and_then(|count| usize::try_from(count).ok()),
                 max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
                     .map(Duration::from_millis),
             },
@@ -375,6 +380,8 @@ impl HttpOverrides {
             write_timeout: millis("HOST_MANAGER_TEST_WRITE_TIMEOUT_MS")?,
             max_connections: test_number(env, "HOST_MANAGER_TEST_MAX_CONNECTIONS")?
                 .and_then(|count| usize::try_from(count).ok()),
+            body_budget: test_number(env, "HOST_MANAGER_TEST_BODY_BUDGET_BYTES")?
+                .and_then(|bytes| usize::try_from(bytes).ok()),
         })
     }
 }
