@@ -614,4 +614,14 @@ mod tests {
         let after_commit = feed.page(&db, 0, 10).unwrap();
         assert_eq!(after_commit.items.len(), 2);
     }
+
+    #[test]
+    fn at_most_the_cap_of_requests_hold_a_wait_place_and_a_dropped_one_comes_back() {
+        let feed = Feed::default();
+        let first = feed.try_wait_place(2).unwrap();
+        let _second = feed.try_wait_place(2).unwrap();
+        assert!(feed.try_wait_place(2).is_none(), "one past the cap");
+        drop(first);
+        assert!(feed.try_wait_place(2).is_some(), "given back on drop");
+    }
 }
