@@ -34,15 +34,21 @@ KINDS = ["one-byte", "head", "60k-head", "slow-reader", "body", "long-poll"]
 WITH_TOKEN = {"body", "long-poll"}
 
 
+def add_options(parser):
+    parser.add_argument("--kind", action="append", choices=KINDS,
+                        help="run only this flood (repeatable; default: every kind)")
+
+
 def run(args, profile, smoke=False):
     sockets, duration = args.sockets, args.duration
+    kinds = getattr(args, "kind", None) or KINDS
     # The attackers' own sockets must not run this script out of descriptors.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 8192), hard), hard))
     binary = benchlib.build(profile)
     print(f"abuse run: {sockets} hostile sockets of one kind at a time, {duration} s each; "
           f"a normal client opens a fresh connection every 50 ms (goal: all answered, max < 100 ms)")
-    for kind in KINDS:
+    for kind in kinds:
         token = kind in WITH_TOKEN
         folder = benchlib.scratch("hm-abuse-")
         token_path = os.path.join(folder, "token")
@@ -56,11 +62,13 @@ def run(args, profile, smoke=False):
                 threading.Thread(target=_attack, args=(service, kind, stop), daemon=True).start()
                 time.sleep(0.001)
             latencies, failures, peak = _normal_client(service, stop, token)
+            refused = service.stderr_tail(10_000).count("refused one with 503")
         benchlib.forget(folder)
         latencies.sort()
         worst = latencies[-1] if latencies else float("nan")
+        reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(failures.items())) or "none"
         print(f"  {kind:<12}{' (token)' if token else '        '} fresh connections: {len(latencies)} answered, "
-              f"{failures} failed; median {median(latencies):.2f} ms, p99 {percentile(latencies, 0.99):.1f} ms, "
+              f"failed: {reasons}; {refused} connections refused at the cap; median {median(latencies):.2f} ms, p99 {percentile(latencies, 0.99):.1f} ms, "
               f"max {worst:.1f} ms; service peak {peak[0]} threads, {peak[1]} MiB RSS, {peak[2]} descriptors")
     print(f"  command: {benchlib.command_line()}")
 
@@ -74,7 +82,7 @@ def _attack(service, kind, stop):
         try:
             with service.connect(timeout=max(0.1, stop - time.time())) as sock:
                 _one_attack(sock, kind, stop)
-        except OSError:
+        except (OSError, ConnectionError):
             time.sleep(0.05)
 
 
@@ -132,7 +140,7 @@ def _hold(sock, stop, read=True):
 
 
 def _normal_client(service, stop, token):
-    latencies, failures = [], 0
+    latencies, failures = [], {}
     peak = [0, 0, 0]
     request = f"GET /api/health HTTP/1.1\r\nHost: localhost\r\n{_auth(token)}Connection: close\r\n\r\n".encode()
     time.sleep(1)  # the flood is in place
@@ -145,8 +153,9 @@ def _normal_client(service, stop, token):
             if status != 200:
                 raise ConnectionError(status)
             latencies.append((time.perf_counter() - started) * 1000)
-        except (OSError, ConnectionError):
-            failures += 1
+        except (OSError, ConnectionError) as error:
+            reason = type(error).__name__ if not error.args else f"{type(error).__name__}({error.args[0]})"
+            failures[reason] = failures.get(reason, 0) + 1
         peak = [max(old, new) for old, new in zip(peak, service.status())]
         time.sleep(0.05)
     return latencies, failures, peak

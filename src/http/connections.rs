@@ -2,13 +2,17 @@
 //! come, and a way to close one from outside its thread.
 //!
 //! Eviction order (README, "Threat model of the HTTP layer"; docs/ARCHITECTURE.md): when a
-//! new connection needs a place, the one closed is, first, a connection that has not been
-//! answered yet (no request of it passed the gate, was read whole and handled), oldest
-//! first; then an answered one waiting for its next request, longest idle first; then
-//! an answered one blocked writing an answer its client does not read, longest blocked first.
-//! A connection reading its next request or running a handler is never closed from here.
-//! Connections not yet answered may hold at most `max - reserve` places: the reserve is kept
-//! for connections that were answered (and so, when a token is required, presented it).
+//! new connection needs a place, the one closed is the one that made progress least lately.
+//! A connection not answered yet (no request of it passed the gate and was read whole) last
+//! made progress when it was admitted; an answered one waiting for its next request when it
+//! became idle, with a head start of `ANSWERED_HEAD_START`, so an unanswered connection goes
+//! before an answered one unless it was admitted just now and the answered one has been idle
+//! for longer than the head start (a fresh client is never the one closed for a flood of
+//! answered connections that ask again). After both, an answered connection blocked writing
+//! an answer its client does not read, longest blocked first. A connection reading its next
+//! request or running a handler is never closed from here. Connections not yet answered may
+//! hold at most `max - reserve` places: the reserve is kept for connections that were
+//! answered (and so, when a token is required, presented it).
 //!
 //! Invariants: a connection is counted from admission until its `Ticket` drops (also when its
 //! thread unwinds); closing one from here only shuts its socket down, and its own thread then
@@ -17,7 +21,12 @@
 use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How much more recent an answered connection's progress counts than an unanswered one's
+/// admission: far longer than a local client takes to send a request after connecting, far
+/// shorter than the idle timeout.
+const ANSWERED_HEAD_START: Duration = Duration::from_millis(250);
 
 /// What a connection is doing, as far as the cap and shutdown care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,8 +73,8 @@ impl Slot {
         match (self.answered, self.phase) {
             (_, Phase::Handling | Phase::Closing) => None,
             (false, _) => Some((0, self.admitted)),
-            (true, Phase::Idle(since)) => Some((1, since)),
-            (true, Phase::Writing(since)) => Some((2, since)),
+            (true, Phase::Idle(since)) => Some((0, since + ANSWERED_HEAD_START)),
+            (true, Phase::Writing(since)) => Some((1, since)),
             (true, Phase::Reading) => None,
         }
     }
@@ -343,6 +352,27 @@ mod tests {
         let (third, _third_peer) = pair(&listener);
         assert!(connections.admit(third).is_none(), "never a reader");
         drop((reader, writer, idle, first, second));
+    }
+
+    #[test]
+    fn a_connection_admitted_just_now_is_kept_before_an_answered_one_idle_past_the_head_start() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let connections = Arc::new(Connections::new(2, 0));
+        let (answered, answered_peer) = pair(&listener);
+        let answered = connections.admit(answered).unwrap();
+        answered.set_answered();
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(2)).unwrap();
+        answered.set_phase(Phase::Idle(long_ago));
+        let (fresh, fresh_peer) = pair(&listener);
+        let fresh = connections.admit(fresh).unwrap();
+        let (newer, _newer_peer) = pair(&listener);
+        let _newer = connections.admit(newer).unwrap();
+        assert!(
+            peer_sees_close(answered_peer),
+            "idle for longer than the head start"
+        );
+        assert!(peer_is_open(&fresh_peer), "the fresh one is kept");
+        drop(fresh);
     }
 
     #[test]
