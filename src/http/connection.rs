@@ -102,6 +102,9 @@ fn serve_one(
         Ok(body) => body,
         Err(err) => return refuse_read(stream, err, Some(&head)),
     };
+    // Answered from here: a request of it passed the gate and was read whole, so it is
+    // closed at the cap only after connections still without one (a long poll is this too).
+    ticket.set_answered();
     ticket.set_phase(Phase::Handling);
     let started = Instant::now();
     let method = Method::parse(&head.method);
@@ -133,8 +136,7 @@ fn serve_one(
 }
 
 /// Writes the answer to a request that passed the gate, and says whether the connection
-/// goes on. From now on the connection counts as answered (README, "Threat model of the
-/// HTTP layer": closed at the cap only after every connection not answered yet).
+/// goes on.
 fn write_answer(
     context: &Context,
     stream: &TcpStream,
@@ -156,9 +158,6 @@ fn write_answer(
     // Idle from the moment its answer is handed over: a client that has read it may find
     // its connection one closed to make room at the cap, never one still being served. With
     // a pipelined request behind it, it is writing: closable only after the idle ones.
-    // Answered from here: its client has a whole answer coming, so it is closed at the cap
-    // only after every connection still without one.
-    ticket.set_answered();
     match keep && buffer.is_empty() {
         true => ticket.set_idle(),
         false => ticket.set_phase(Phase::Writing(Instant::now())),

@@ -9,7 +9,7 @@
 //! before an answered one unless it was admitted just now and the answered one has been idle
 //! for longer than the head start (a fresh client is never the one closed for a flood of
 //! answered connections that ask again). After both, an answered connection blocked writing
-//! an answer its client does not read, longest blocked first. A connection reading its next
+//! an answer its client does not read for longer than the head start, longest blocked first. A connection reading its next
 //! request or running a handler is never closed from here. Connections not yet answered may
 //! hold at most `max - reserve` places: the reserve is kept for connections that were
 //! answered (and so, when a token is required, presented it).
@@ -69,13 +69,19 @@ struct Slot {
 impl Slot {
     /// Where the slot stands in the eviction order (lowest first); `None` when it may not
     /// be closed from here.
-    fn eviction_rank(&self) -> Option<(u8, Instant)> {
+    /// A writer counts only once it has been blocked for the head start: an answer that
+    /// fits the socket at once is written and gone long before.
+    fn eviction_rank(&self, now: Instant) -> Option<(u8, Instant)> {
         match (self.answered, self.phase) {
             (_, Phase::Handling | Phase::Closing) => None,
             (false, _) => Some((0, self.admitted)),
             (true, Phase::Idle(since)) => Some((0, since + ANSWERED_HEAD_START)),
-            (true, Phase::Writing(since)) => Some((1, since)),
-            (true, Phase::Reading) => None,
+            (true, Phase::Writing(since))
+                if now.saturating_duration_since(since) >= ANSWERED_HEAD_START =>
+            {
+                Some((1, since))
+            }
+            (true, Phase::Writing(_) | Phase::Reading) => None,
         }
     }
 }
@@ -250,11 +256,12 @@ impl Drop for Ticket {
 /// Closes the first connection in the eviction order among those `eligible`. False when
 /// none may be closed.
 fn evict(inner: &mut Inner, eligible: impl Fn(&Slot) -> bool) -> bool {
+    let now = Instant::now();
     let first = inner
         .open
         .values_mut()
         .filter(|slot| eligible(slot))
-        .filter_map(|slot| slot.eviction_rank().map(|rank| (rank, slot)))
+        .filter_map(|slot| slot.eviction_rank(now).map(|rank| (rank, slot)))
         .min_by_key(|(rank, _)| *rank);
     match first {
         Some((_, slot)) => {
@@ -337,7 +344,8 @@ mod tests {
         };
         let later = Instant::now() + Duration::from_secs(1);
         let (reader, reader_peer) = admit_answered(Phase::Reading);
-        let (writer, writer_peer) = admit_answered(Phase::Writing(Instant::now()));
+        let blocked_since = Instant::now().checked_sub(Duration::from_secs(2)).unwrap();
+        let (writer, writer_peer) = admit_answered(Phase::Writing(blocked_since));
         let (idle, idle_peer) = admit_answered(Phase::Idle(later));
         let (first, _first_peer) = pair(&listener);
         let first = connections.admit(first).unwrap();
