@@ -657,9 +657,13 @@ mod tests {
                 ("HOST_MANAGER_TEST_CHANGES_KEPT", "1"),
                 ("HOST_MANAGER_TEST_HISTORY_KEPT", "7"),
                 ("HOST_MANAGER_TEST_FEED_MAX_WAIT_MS", "250"),
+                ("HOST_MANAGER_TEST_FEED_MAX_WAITERS", "3"),
+                ("HOST_MANAGER_TEST_BODY_BUDGET_BYTES", "4096"),
             ],
         )
         .unwrap();
+        assert_eq!(config.feed_overrides.max_waiters, Some(3));
+        assert_eq!(config.http_overrides.body_budget, Some(4096));
         assert_eq!(config.feed_overrides.changes_kept, Some(1));
         assert_eq!(config.feed_overrides.history_kept, Some(7));
         assert_eq!(
