@@ -405,3 +405,50 @@ fn one_hundred_header_lines_are_served_and_one_more_is_431() {
     let over = service.raw(head(101).as_bytes());
     assert_eq!(status_of(&over), 431, "{over}");
 }
+
+/// The descriptors kept out of the connection cap are the SSH agent's (README, "Threat
+/// model of the HTTP layer"): under `ulimit -n 256`, with 63 agent clients connected and 300
+/// HTTP sockets held open, one more agent client (`ssh-add -l`) is still served, and so is a
+/// fresh HTTP client.
+#[cfg(unix)]
+#[test]
+fn under_ulimit_256_an_http_flood_leaves_descriptors_for_the_agents_64_clients() {
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, Stdio};
+
+    let service = Service::start_with(
+        "fd-agent",
+        Options {
+            shell_prefix: Some("ulimit -n 256;".into()),
+            ..Options::default()
+        },
+    );
+    let status = service.get("/api/agent").expect(200);
+    let socket = status["socket"].as_str().expect("socket path").to_owned();
+    let agents: Vec<UnixStream> = (0..63)
+        .map(|_| UnixStream::connect(&socket).expect("agent client"))
+        .collect();
+    let flood: Vec<TcpStream> = (0..300)
+        .filter_map(|_| TcpStream::connect(service.addr()).ok())
+        .collect();
+    assert_eq!(service.get("/api/health").status, 200);
+    // `timeout`: an agent that cannot accept would leave ssh-add waiting for ever.
+    let listed = Command::new("timeout")
+        .args(["30", "ssh-add", "-l"])
+        .env("SSH_AUTH_SOCK", &socket)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ssh-add runs");
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    // 0: keys listed; 1: the agent has none. 2 is no agent; 124 is the timeout.
+    assert!(
+        matches!(listed.status.code(), Some(0 | 1)),
+        "{:?} {stderr}\nservice:\n{}",
+        listed.status,
+        service.stderr()
+    );
+    // Neither accept loop ran out of descriptors (the HTTP one's or the agent's).
+    let log = service.stderr();
+    assert!(!log.contains("accept failed"), "{log}");
+    drop((agents, flood));
+}
