@@ -144,6 +144,7 @@ pub struct HttpOverrides {
     pub write_timeout: Option<Duration>,
     pub max_connections: Option<usize>,
     pub body_budget: Option<usize>,
+    pub answered_head_start: Option<Duration>,
 }
 
 /// Where the bearer token comes from, if one is required (README, Who may talk to the service).
@@ -382,6 +383,7 @@ impl HttpOverrides {
                 .and_then(|count| usize::try_from(count).ok()),
             body_budget: test_number(env, "HOST_MANAGER_TEST_BODY_BUDGET_BYTES")?
                 .and_then(|bytes| usize::try_from(bytes).ok()),
+            answered_head_start: millis("HOST_MANAGER_TEST_ANSWERED_HEAD_START_MS")?,
         })
     }
 }

@@ -5,7 +5,7 @@
 //! new connection needs a place, the one closed is the one that made progress least lately.
 //! A connection not answered yet (no request of it passed the gate and was read whole) last
 //! made progress when it was admitted; an answered one waiting for its next request when it
-//! became idle, with a head start of `ANSWERED_HEAD_START`, so an unanswered connection goes
+//! became idle, with a head start (`http::Limits`, 250 ms), so an unanswered connection goes
 //! before an answered one unless it was admitted just now and the answered one has been idle
 //! for longer than the head start (a fresh client is never the one closed for a flood of
 //! answered connections that ask again). After both, an answered connection blocked writing
@@ -22,11 +22,6 @@ use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// How much more recent an answered connection's progress counts than an unanswered one's
-/// admission: far longer than a local client takes to send a request after connecting, far
-/// shorter than the idle timeout.
-const ANSWERED_HEAD_START: Duration = Duration::from_millis(250);
 
 /// What a connection is doing, as far as the cap and shutdown care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +45,8 @@ pub struct Connections {
     max: usize,
     /// Places only answered connections may take.
     reserve: usize,
+    /// How much more recent an answered connection's progress counts (`http::Limits`).
+    head_start: Duration,
 }
 
 #[derive(Default)]
@@ -71,14 +68,12 @@ impl Slot {
     /// be closed from here.
     /// A writer counts only once it has been blocked for the head start: an answer that
     /// fits the socket at once is written and gone long before.
-    fn eviction_rank(&self, now: Instant) -> Option<(u8, Instant)> {
+    fn eviction_rank(&self, now: Instant, head_start: Duration) -> Option<(u8, Instant)> {
         match (self.answered, self.phase) {
             (_, Phase::Handling | Phase::Closing) => None,
             (false, _) => Some((0, self.admitted)),
-            (true, Phase::Idle(since)) => Some((0, since + ANSWERED_HEAD_START)),
-            (true, Phase::Writing(since))
-                if now.saturating_duration_since(since) >= ANSWERED_HEAD_START =>
-            {
+            (true, Phase::Idle(since)) => Some((0, since + head_start)),
+            (true, Phase::Writing(since)) if now.saturating_duration_since(since) >= head_start => {
                 Some((1, since))
             }
             (true, Phase::Writing(_) | Phase::Reading) => None,
@@ -93,13 +88,15 @@ pub struct Ticket {
 }
 
 impl Connections {
-    /// `max` places, `reserve` of them for answered connections.
-    pub fn new(max: usize, reserve: usize) -> Connections {
+    /// `max` places, `reserve` of them for answered connections; an answered connection's
+    /// progress counts `head_start` more recent than it is.
+    pub fn new(max: usize, reserve: usize, head_start: Duration) -> Connections {
         Connections {
             inner: Mutex::new(Inner::default()),
             gone: Condvar::new(),
             max,
             reserve: reserve.min(max.saturating_sub(1)),
+            head_start,
         }
     }
 
@@ -110,9 +107,9 @@ impl Connections {
         let mut inner = self.lock();
         let (counted, unanswered) = inner.counts();
         let made_room = if unanswered >= self.max - self.reserve {
-            evict(&mut inner, |slot| !slot.answered)
+            evict(&mut inner, self.head_start, |slot| !slot.answered)
         } else {
-            counted < self.max || evict(&mut inner, |_| true)
+            counted < self.max || evict(&mut inner, self.head_start, |_| true)
         };
         if !made_room {
             return None;
@@ -157,7 +154,7 @@ impl Connections {
     /// Closes the first connection in the eviction order (to give a descriptor back).
     /// False when none may be closed.
     pub fn evict_one(&self) -> bool {
-        evict(&mut self.lock(), |_| true)
+        evict(&mut self.lock(), self.head_start, |_| true)
     }
 
     /// Shutdown: closes every connection that is not running a handler.
@@ -255,13 +252,13 @@ impl Drop for Ticket {
 
 /// Closes the first connection in the eviction order among those `eligible`. False when
 /// none may be closed.
-fn evict(inner: &mut Inner, eligible: impl Fn(&Slot) -> bool) -> bool {
+fn evict(inner: &mut Inner, head_start: Duration, eligible: impl Fn(&Slot) -> bool) -> bool {
     let now = Instant::now();
     let first = inner
         .open
         .values_mut()
         .filter(|slot| eligible(slot))
-        .filter_map(|slot| slot.eviction_rank(now).map(|rank| (rank, slot)))
+        .filter_map(|slot| slot.eviction_rank(now, head_start).map(|rank| (rank, slot)))
         .min_by_key(|(rank, _)| *rank);
     match first {
         Some((_, slot)) => {
@@ -287,6 +284,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use crate::http::connections::{Connections, Phase};
+
+    const HEAD_START: Duration = Duration::from_millis(250);
 
     /// A connected pair: (our end, the peer's end).
     fn pair(listener: &TcpListener) -> (Arc<TcpStream>, TcpStream) {
@@ -314,7 +313,7 @@ mod tests {
     #[test]
     fn at_the_cap_the_oldest_unanswered_connection_is_closed_before_an_answered_idle_one() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let connections = Arc::new(Connections::new(3, 0));
+        let connections = Arc::new(Connections::new(3, 0, HEAD_START));
         let (app, app_peer) = pair(&listener);
         let app = connections.admit(app).unwrap();
         app.set_answered();
@@ -334,7 +333,7 @@ mod tests {
     #[test]
     fn answered_connections_are_closed_idle_first_then_blocked_writers_never_readers() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let connections = Arc::new(Connections::new(3, 0));
+        let connections = Arc::new(Connections::new(3, 0, HEAD_START));
         let admit_answered = |phase: Phase| {
             let (ours, peer) = pair(&listener);
             let ticket = connections.admit(ours).unwrap();
@@ -365,7 +364,7 @@ mod tests {
     #[test]
     fn a_connection_admitted_just_now_is_kept_before_an_answered_one_idle_past_the_head_start() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let connections = Arc::new(Connections::new(2, 0));
+        let connections = Arc::new(Connections::new(2, 0, HEAD_START));
         let (answered, answered_peer) = pair(&listener);
         let answered = connections.admit(answered).unwrap();
         answered.set_answered();
@@ -386,7 +385,7 @@ mod tests {
     #[test]
     fn unanswered_connections_never_take_the_reserve() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let connections = Arc::new(Connections::new(4, 1));
+        let connections = Arc::new(Connections::new(4, 1, HEAD_START));
         let mut peers = Vec::new();
         let mut tickets = Vec::new();
         for _ in 0..3 {
@@ -416,7 +415,7 @@ mod tests {
     #[test]
     fn at_the_cap_with_every_connection_busy_a_new_one_is_refused() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let connections = Arc::new(Connections::new(1, 0));
+        let connections = Arc::new(Connections::new(1, 0, HEAD_START));
         let (busy, _busy_peer) = pair(&listener);
         let ticket = connections.admit(busy).unwrap();
         ticket.set_phase(Phase::Handling);
@@ -433,7 +432,7 @@ mod tests {
     #[test]
     fn shutdown_closes_waiting_connections_but_not_busy_ones() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let connections = Arc::new(Connections::new(8, 0));
+        let connections = Arc::new(Connections::new(8, 0, HEAD_START));
         let (idle, idle_peer) = pair(&listener);
         let _idle = connections.admit(idle).unwrap();
         let (busy, busy_peer) = pair(&listener);

@@ -78,6 +78,12 @@ const OWN_DESCRIPTORS: usize = 32;
 /// rest, and past that the oldest of them is closed for a new one.
 const ANSWERED_RESERVE_DIVISOR: usize = 8;
 
+/// How much more recent an answered idle connection's progress counts than an unanswered
+/// one's admission in the eviction order (`connections`), and how long an answer must have
+/// been blocked before its connection may be closed: far longer than a local client takes
+/// to send a request after connecting, far shorter than the idle timeout.
+const ANSWERED_HEAD_START: Duration = Duration::from_millis(250);
+
 /// The most bytes all request bodies being read or handled may hold at once; past it a
 /// request with a body is answered 503 `BUSY` before a byte of its body is read. A chunked
 /// body counts as the largest one allowed (`api::MAX_BODY_BYTES`).
@@ -100,6 +106,7 @@ pub struct Limits {
     pub max_connections: usize,
     /// Places of the cap kept for answered connections.
     pub answered_reserve: usize,
+    pub answered_head_start: Duration,
     pub body_budget: usize,
 }
 
@@ -116,6 +123,7 @@ impl Limits {
             write_timeout: overrides.write_timeout.unwrap_or(WRITE_TIMEOUT),
             max_connections,
             answered_reserve: max_connections / ANSWERED_RESERVE_DIVISOR,
+            answered_head_start: overrides.answered_head_start.unwrap_or(ANSWERED_HEAD_START),
             body_budget: overrides.body_budget.unwrap_or(BODY_BUDGET_BYTES),
         }
     }
@@ -178,6 +186,7 @@ pub fn serve(
         connections: Arc::new(Connections::new(
             limits.max_connections,
             limits.answered_reserve,
+            limits.answered_head_start,
         )),
         bodies: Arc::new(BodyBudget::new(limits.body_budget)),
         stopping: AtomicBool::new(false),

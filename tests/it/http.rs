@@ -414,6 +414,8 @@ fn at_the_cap_a_trickler_without_a_complete_request_is_closed_before_an_answered
             ("HOST_MANAGER_TEST_MAX_CONNECTIONS", "4"),
             ("HOST_MANAGER_TEST_HEAD_TIMEOUT_MS", "600000"),
             ("HOST_MANAGER_TEST_IDLE_TIMEOUT_MS", "600000"),
+            // However slow the machine, the tricklers count as less recent than the answer.
+            ("HOST_MANAGER_TEST_ANSWERED_HEAD_START_MS", "600000"),
         ],
     );
     let mut app = connect(&service);
