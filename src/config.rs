@@ -124,6 +124,8 @@ pub struct FeedOverrides {
     /// `HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT`: routine audit entries kept (README "Audit
     /// log"), so a test floods the log with a few signatures.
     pub audit_routine_kept: Option<u64>,
+    /// `HOST_MANAGER_TEST_FEED_MAX_WAITERS`: the most requests waiting on the feed at once.
+    pub max_waiters: Option<usize>,
 }
 
 /// Where the SSH agent listens and how long it waits for an approval.
@@ -150,6 +152,8 @@ pub struct HttpOverrides {
     pub body_timeout: Option<Duration>,
     pub write_timeout: Option<Duration>,
     pub max_connections: Option<usize>,
+    pub body_budget: Option<usize>,
+    pub answered_head_start: Option<Duration>,
 }
 
 /// Where the bearer token comes from, if one is required (README, Who may talk to the service).
@@ -335,6 +339,8 @@ impl Config {
             feed_overrides: FeedOverrides {
                 changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
                 history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
+                max_waiters: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAITERS")?
+                    .and_then(|count| usize::try_from(count).ok()),
                 max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
                     .map(Duration::from_millis),
                 audit_routine_kept: test_number(env, "HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT")?,
@@ -388,6 +394,9 @@ impl HttpOverrides {
             write_timeout: millis("HOST_MANAGER_TEST_WRITE_TIMEOUT_MS")?,
             max_connections: test_number(env, "HOST_MANAGER_TEST_MAX_CONNECTIONS")?
                 .and_then(|count| usize::try_from(count).ok()),
+            body_budget: test_number(env, "HOST_MANAGER_TEST_BODY_BUDGET_BYTES")?
+                .and_then(|bytes| usize::try_from(bytes).ok()),
+            answered_head_start: millis("HOST_MANAGER_TEST_ANSWERED_HEAD_START_MS")?,
         })
     }
 }
@@ -691,9 +700,13 @@ mod tests {
                 ("HOST_MANAGER_TEST_CHANGES_KEPT", "1"),
                 ("HOST_MANAGER_TEST_HISTORY_KEPT", "7"),
                 ("HOST_MANAGER_TEST_FEED_MAX_WAIT_MS", "250"),
+                ("HOST_MANAGER_TEST_FEED_MAX_WAITERS", "3"),
+                ("HOST_MANAGER_TEST_BODY_BUDGET_BYTES", "4096"),
             ],
         )
         .unwrap();
+        assert_eq!(config.feed_overrides.max_waiters, Some(3));
+        assert_eq!(config.http_overrides.body_budget, Some(4096));
         assert_eq!(config.feed_overrides.changes_kept, Some(1));
         assert_eq!(config.feed_overrides.history_kept, Some(7));
         assert_eq!(

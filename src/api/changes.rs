@@ -3,7 +3,8 @@
 //! `wait` runs out.
 //!
 //! Invariants: a waiting request holds no lock, only its thread and a wait on the commit
-//! signal, and every commit wakes every waiter at once; a page never reaches past a vault
+//! signal, and every commit wakes every waiter at once; at most `MAX_WAITERS` requests wait
+//! at once, and one more that would wait is 503 `BUSY` with `Retry-After`; a page never reaches past a vault
 //! lock entry, and while the vault is locked a page that does not end with that entry is
 //! 401 `VAULT_LOCKED`, like every data endpoint: a reader waiting when the vault locks gets
 //! the lock entry, the 401s come after it. Entries carry no field value.
@@ -20,6 +21,11 @@ use crate::store::changes::{Change, ChangePage};
 
 /// README "Change feed": a request waits at most this long; more is clamped.
 pub const MAX_WAIT_SECONDS: u64 = 30;
+
+/// README "Change feed": requests waiting at once at most; one more that would wait is 503
+/// `BUSY` (`Retry-After: 1`). Each holds a connection and a thread, so this keeps long polls
+/// from taking the connection cap (README, "Threat model of the HTTP layer").
+pub const MAX_WAITERS: usize = 64;
 
 /// README "Change feed": entries a page holds unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -59,6 +65,12 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         None => state.db.read(store::changes::latest)?,
     };
     let feed = state.db.feed();
+    let max_waiters = state
+        .config
+        .feed_overrides
+        .max_waiters
+        .unwrap_or(MAX_WAITERS);
+    let mut place = None;
     loop {
         // Both before the read: a commit after it moves the generation, so the wait below
         // returns at once; a lock before it committed its entry first (AppState::lock_vault).
@@ -71,6 +83,9 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         }
         if !items.is_empty() || page.reset || Instant::now() >= deadline {
             return answer(items, next, page.reset);
+        }
+        if place.is_none() {
+            place = Some(feed.try_wait_place(max_waiters).ok_or(ApiError::Busy)?);
         }
         // One line per wait: tests poll for it before they act on a waiting request.
         log::debug!("change feed: a request waits for the next change");

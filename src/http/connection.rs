@@ -27,16 +27,22 @@ const REFUSAL_LINGER: Duration = Duration::from_secs(2);
 const REFUSAL_LINGER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serves requests on `stream` until the client closes, a request asks to close, a refusal
-/// closes it, a deadline passes, or shutdown starts.
+/// closes it, a deadline passes, or shutdown starts. The first request's head must be whole
+/// within the head timeout of admission (the wait for its first byte included); a later
+/// one's within the head timeout of its first byte.
 pub(super) fn serve(context: &Context, stream: &TcpStream, ticket: &Ticket) {
     let mut buffer = Buffer::default();
+    let mut first_head_deadline = Some(Instant::now() + context.limits.head_timeout);
     loop {
         // Idle only while nothing of a next request is here: a pipelined request already in
         // the buffer is being read, and never makes its connection the one to close at the cap.
         if buffer.is_empty() {
             ticket.set_idle();
             let idle_deadline = Instant::now() + context.limits.idle_timeout;
-            if buffer.fill(stream, idle_deadline).is_err() {
+            let wait_deadline = first_head_deadline.map_or(idle_deadline, |head_deadline| {
+                idle_deadline.min(head_deadline)
+            });
+            if buffer.fill(stream, wait_deadline).is_err() {
                 return;
             }
         }
@@ -44,7 +50,10 @@ pub(super) fn serve(context: &Context, stream: &TcpStream, ticket: &Ticket) {
             return;
         }
         ticket.set_phase(Phase::Reading);
-        match serve_one(context, stream, &mut buffer, ticket) {
+        let head_deadline = first_head_deadline
+            .take()
+            .unwrap_or_else(|| Instant::now() + context.limits.head_timeout);
+        match serve_one(context, stream, &mut buffer, ticket, head_deadline) {
             Next::KeepGoing if !context.stopping() => {}
             Next::KeepGoing | Next::Close => return,
         }
@@ -57,8 +66,13 @@ enum Next {
     Close,
 }
 
-fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket: &Ticket) -> Next {
-    let head_deadline = Instant::now() + context.limits.head_timeout;
+fn serve_one(
+    context: &Context,
+    stream: &TcpStream,
+    buffer: &mut Buffer,
+    ticket: &Ticket,
+    head_deadline: Instant,
+) -> Next {
     let head_length = match request::read_head(stream, buffer, head_deadline) {
         Ok(length) => length,
         Err(err) => return refuse_read(stream, err, None),
@@ -72,6 +86,11 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
         Ok((head, (Err(err), _))) => return refuse(stream, &err, Some(&head)),
         Err(err) => return refuse(stream, &err, None),
     };
+    // The body's share of the budget is taken before any of it is read, and held until
+    // the handler is done with the body.
+    let Some(share) = context.bodies.try_take(head.body.reserved_bytes()) else {
+        return refuse(stream, &ApiError::Busy, Some(&head));
+    };
     if head.expects_continue && head.body != request::BodyFraming::None {
         if let Err(err) = (&*stream).write_all(response::CONTINUE) {
             log::debug!("client went away before 100 Continue: {}", err.kind());
@@ -83,6 +102,9 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
         Ok(body) => body,
         Err(err) => return refuse_read(stream, err, Some(&head)),
     };
+    // Answered from here: a request of it passed the gate and was read whole, so it is
+    // closed at the cap only after connections still without one (a long poll is this too).
+    ticket.set_answered();
     ticket.set_phase(Phase::Handling);
     let started = Instant::now();
     let method = Method::parse(&head.method);
@@ -101,22 +123,8 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
             }
         }
     };
-    let keep = head.keep_alive && !context.stopping();
-    let framing = match (keep, head.http_1_0) {
-        (false, _) => Framing::Close,
-        (true, false) => Framing::KeepAlive,
-        (true, true) => Framing::KeepAliveHttp10,
-    };
-    let bytes = match method {
-        Method::Head => response::format_head_only(&reply, framing),
-        _ => response::format(&reply, framing),
-    };
-    // Idle from the moment its answer is handed over: a client that has read it may find
-    // its connection the one closed to make room at the cap, never one still being served.
-    if keep && buffer.is_empty() {
-        ticket.set_idle();
-    }
-    let written = (&*stream).write_all(&bytes);
+    drop(share);
+    let next = write_answer(context, stream, buffer, ticket, &head, &reply);
     log::debug!(
         "{} {} {} {:.1}ms",
         method.as_str(),
@@ -124,7 +132,37 @@ fn serve_one(context: &Context, stream: &TcpStream, buffer: &mut Buffer, ticket:
         reply.status,
         started.elapsed().as_secs_f64() * 1000.0
     );
-    match (written, keep) {
+    next
+}
+
+/// Writes the answer to a request that passed the gate, and says whether the connection
+/// goes on.
+fn write_answer(
+    context: &Context,
+    stream: &TcpStream,
+    buffer: &Buffer,
+    ticket: &Ticket,
+    head: &Head,
+    reply: &Reply,
+) -> Next {
+    let keep = head.keep_alive && !context.stopping();
+    let framing = match (keep, head.http_1_0) {
+        (false, _) => Framing::Close,
+        (true, false) => Framing::KeepAlive,
+        (true, true) => Framing::KeepAliveHttp10,
+    };
+    let bytes = match Method::parse(&head.method) {
+        Method::Head => response::format_head_only(reply, framing),
+        _ => response::format(reply, framing),
+    };
+    // Idle from the moment its answer is handed over: a client that has read it may find
+    // its connection one closed to make room at the cap, never one still being served. With
+    // a pipelined request behind it, it is writing: closable only after the idle ones.
+    match keep && buffer.is_empty() {
+        true => ticket.set_idle(),
+        false => ticket.set_phase(Phase::Writing(Instant::now())),
+    }
+    match ((&*stream).write_all(&bytes), keep) {
         (Ok(()), true) => Next::KeepGoing,
         (Ok(()), false) => Next::Close,
         (Err(err), _) => {

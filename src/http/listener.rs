@@ -1,15 +1,16 @@
 //! The accept loop: one blocking `accept()`, and a thread of its own for every connection at
 //! once, never a queue behind busy threads.
 //!
-//! Invariants: accepting never stops for good (an `accept()` error, such as running out of
-//! descriptors, closes the longest-idle connection, backs off and retries); the loop never
+//! Invariants: at the cap, a connection closed to make room gives its descriptor back before
+//! the next `accept()` (waiting a moment at most); accepting never stops for good (an `accept()` error, such as running out of
+//! descriptors, closes a connection in the eviction order, backs off and retries); the loop never
 //! waits on a client (a refusal is written without blocking); it ends only at shutdown.
 
 use std::io::{self, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::api::Reply;
 use crate::error::ApiError;
@@ -19,9 +20,16 @@ use crate::http::{connection, response, Context};
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// How long accepting waits, at the cap, for connections closed to make room to give their
+/// descriptors back (their threads only need to notice and unwind).
+const CLOSING_WAIT: Duration = Duration::from_secs(1);
+
 pub(super) fn accept_loop(listener: &TcpListener, context: &Arc<Context>) {
     let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
+        context
+            .connections
+            .wait_for_closed(Instant::now() + CLOSING_WAIT);
         let accepted = listener.accept();
         if context.stopping() {
             return;
@@ -33,11 +41,11 @@ pub(super) fn accept_loop(listener: &TcpListener, context: &Arc<Context>) {
             }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(err) => {
-                // Typically out of descriptors: a waiting connection gives one back.
-                let freed = context.connections.close_longest_idle();
+                // Typically out of descriptors: a connection in the eviction order gives one back.
+                let freed = context.connections.evict_one();
                 if backoff == ACCEPT_BACKOFF_MIN {
                     log::warn!(
-                        "accept failed ({err}); closed an idle connection: {freed}; retrying"
+                        "accept failed ({err}); closed a waiting connection: {freed}; retrying"
                     );
                 }
                 thread::sleep(backoff);

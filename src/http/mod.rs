@@ -12,6 +12,7 @@
 //! limits below; logs never carry bodies, query strings or headers; `std::net` only, so the
 //! layer builds on every platform.
 
+mod body_budget;
 mod connection;
 mod connections;
 mod listener;
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::HttpOverrides;
 use crate::gate::Gate;
+use crate::http::body_budget::BodyBudget;
 use crate::http::connections::Connections;
 use crate::state::AppState;
 
@@ -45,8 +47,10 @@ pub const MAX_HEADERS: usize = 100;
 /// How long a connection may wait for the first byte of its next request.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long a request head may take to arrive, from its first byte (slow-header attacks).
-const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request head may take to arrive in all, not per byte (slow-header attacks): on
+/// a new connection counted from its admission, so the wait for the first byte is part of
+/// it; on a kept connection from the head's first byte.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a whole body may take to arrive once its head passed the gate: 1 MiB within this
 /// is 35 KB/s, far below any local client, and it bounds how long a slow body holds a thread.
@@ -55,13 +59,35 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a response may take to be taken by the client; one that reads nothing is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Open connections at most. Each costs one descriptor and one thread: this stays below
-/// Linux's default soft descriptor limit (1,024) by what the process itself holds (database,
-/// journal, lock file, standard streams, signal pipe, agent socket). At the cap the
-/// longest-idle connection is closed to make room; only when none is idle is a new one
-/// refused. Where the descriptor limit is lower (macOS: 256), `accept()` fails first, and the
-/// accept loop closes the longest-idle connection then too.
+/// Open connections at most, where the descriptor limit allows (`connection_cap`). Each
+/// costs one descriptor and one thread. At the cap a connection is closed to make room in
+/// the order `connections` documents; only when none may be closed is a new one refused.
 const MAX_CONNECTIONS: usize = 1000;
+
+/// Descriptors kept out of the connection cap for the SSH agent: its own cap of connections
+/// (64, README "SSH agent").
+const AGENT_DESCRIPTORS: usize = 64;
+
+/// Descriptors kept out of the connection cap for what the process itself holds: standard
+/// streams, the database and its journal, the lock file, the signal pipe, both listening
+/// sockets, a wake-up connection, with room to spare.
+const OWN_DESCRIPTORS: usize = 32;
+
+/// The share of the connection cap kept for connections that have been answered (and so,
+/// when a token is required, presented it): connections not yet answered hold at most the
+/// rest, and past that the oldest of them is closed for a new one.
+const ANSWERED_RESERVE_DIVISOR: usize = 8;
+
+/// How much more recent an answered idle connection's progress counts than an unanswered
+/// one's admission in the eviction order (`connections`), and how long an answer must have
+/// been blocked before its connection may be closed: far longer than a local client takes
+/// to send a request after connecting, far shorter than the idle timeout.
+const ANSWERED_HEAD_START: Duration = Duration::from_millis(250);
+
+/// The most bytes all request bodies being read or handled may hold at once; past it a
+/// request with a body is answered 503 `BUSY` before a byte of its body is read. A chunked
+/// body counts as the largest one allowed (`api::MAX_BODY_BYTES`).
+const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
 /// How long shutdown waits for requests in flight before the process exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -69,7 +95,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Why the service stops serving: a signal, or the launching app went away.
 pub struct Shutdown(pub &'static str);
 
-/// The timeouts and the connection cap, each a constant above unless a test overrides it.
+/// The timeouts, the connection cap and the body budget, each a constant above unless a
+/// test overrides it.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub idle_timeout: Duration,
@@ -77,18 +104,44 @@ pub struct Limits {
     pub body_timeout: Duration,
     pub write_timeout: Duration,
     pub max_connections: usize,
+    /// Places of the cap kept for answered connections.
+    pub answered_reserve: usize,
+    pub answered_head_start: Duration,
+    pub body_budget: usize,
 }
 
 impl Limits {
-    pub fn new(overrides: &HttpOverrides) -> Limits {
+    /// The limits under `descriptor_limit` (the process's soft `RLIMIT_NOFILE`, `None` for
+    /// none), which lowers the connection cap when it is too small for it.
+    pub fn new(overrides: &HttpOverrides, descriptor_limit: Option<u64>) -> Limits {
+        let wanted = overrides.max_connections.unwrap_or(MAX_CONNECTIONS);
+        let max_connections = connection_cap(wanted, descriptor_limit);
         Limits {
             idle_timeout: overrides.idle_timeout.unwrap_or(IDLE_TIMEOUT),
             head_timeout: overrides.head_timeout.unwrap_or(HEAD_TIMEOUT),
             body_timeout: overrides.body_timeout.unwrap_or(BODY_TIMEOUT),
             write_timeout: overrides.write_timeout.unwrap_or(WRITE_TIMEOUT),
-            max_connections: overrides.max_connections.unwrap_or(MAX_CONNECTIONS),
+            max_connections,
+            answered_reserve: max_connections / ANSWERED_RESERVE_DIVISOR,
+            answered_head_start: overrides.answered_head_start.unwrap_or(ANSWERED_HEAD_START),
+            body_budget: overrides.body_budget.unwrap_or(BODY_BUDGET_BYTES),
         }
     }
+}
+
+/// The connection cap: `wanted`, lowered so that connections, the agent's and the process's
+/// own descriptors fit under `descriptor_limit`; where the limit is too small even for the
+/// spare descriptors, half of it (never below one).
+pub fn connection_cap(wanted: usize, descriptor_limit: Option<u64>) -> usize {
+    let Some(limit) = descriptor_limit.and_then(|limit| usize::try_from(limit).ok()) else {
+        return wanted.max(1);
+    };
+    let spare = AGENT_DESCRIPTORS + OWN_DESCRIPTORS;
+    let room = match limit > 2 * spare {
+        true => limit - spare,
+        false => limit / 2,
+    };
+    wanted.min(room).max(1)
 }
 
 /// What every connection thread shares.
@@ -97,6 +150,7 @@ struct Context {
     gate: Gate,
     limits: Limits,
     connections: Arc<Connections>,
+    bodies: Arc<BodyBudget>,
     /// Set once when shutdown starts. Lock-free on purpose: the accept loop and every
     /// connection thread read it between requests; nothing else is ordered by it.
     stopping: AtomicBool,
@@ -119,11 +173,22 @@ pub fn serve(
     shutdown: Receiver<Shutdown>,
 ) -> io::Result<()> {
     let wake_address = wake_address(listener.local_addr()?);
+    log::info!(
+        "serving at most {} connections ({} kept for answered ones), bodies up to {} bytes in all",
+        limits.max_connections,
+        limits.answered_reserve,
+        limits.body_budget
+    );
     let context = Arc::new(Context {
         state,
         gate,
         limits,
-        connections: Arc::new(Connections::new(limits.max_connections)),
+        connections: Arc::new(Connections::new(
+            limits.max_connections,
+            limits.answered_reserve,
+            limits.answered_head_start,
+        )),
+        bodies: Arc::new(BodyBudget::new(limits.body_budget)),
         stopping: AtomicBool::new(false),
     });
     let accepting = Arc::clone(&context);
@@ -162,5 +227,21 @@ fn wake_address(local: SocketAddr) -> SocketAddr {
             SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), local.port())
         }
         _ => local,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::http::connection_cap;
+
+    #[test]
+    fn the_connection_cap_leaves_descriptors_for_the_agent_and_the_process() {
+        assert_eq!(connection_cap(1000, Some(1024)), 928);
+        assert_eq!(connection_cap(1000, Some(256)), 160);
+        assert_eq!(connection_cap(1000, Some(64)), 32);
+        assert_eq!(connection_cap(1000, Some(1)), 1);
+        assert_eq!(connection_cap(1000, Some(1_048_576)), 1000);
+        assert_eq!(connection_cap(1000, None), 1000);
+        assert_eq!(connection_cap(4, Some(1024)), 4);
     }
 }

@@ -192,6 +192,18 @@ pub enum BodyFraming {
     Chunked,
 }
 
+impl BodyFraming {
+    /// The most bytes the body can hold in memory: its declared length, or, when chunked,
+    /// the limit (its buffer is reserved whole).
+    pub fn reserved_bytes(self) -> usize {
+        match self {
+            BodyFraming::None => 0,
+            BodyFraming::Length(length) => length,
+            BodyFraming::Chunked => MAX_BODY_BYTES,
+        }
+    }
+}
+
 /// Parses a complete head (`data` holds it whole) and hands its headers to `inspect` while
 /// they are still borrowed from the buffer, so values such as a token are never copied.
 pub fn parse_head<T>(

@@ -1,14 +1,15 @@
 //! Every difference between the operating systems the service runs on (README, Platforms):
 //! the default data dir, making and checking the data dir and the database's files, a file's
-//! identity for the clean-close record, stdin as a file, the shutdown signals, and the SSH
-//! agent's endpoint. The rest of the code calls these and holds no `cfg` of its own (only
+//! identity for the clean-close record, stdin as a file, the shutdown signals, the SSH
+//! agent's endpoint, and the descriptor limit. The rest of the code calls these and holds no `cfg` of its own (only
 //! tests of Unix-only rules, such as file modes, are compiled for Unix alone).
 //!
 //! Invariants: `unix.rs` (Linux, macOS and the other Unix systems) and `windows.rs` offer
 //! the same items with the same signatures, listed once in the `pub use` below, so a
 //! missing item fails the build of that platform; the pure rule of the default data dir
 //! takes the platform as a value, so every platform's rule is unit-tested on any machine;
-//! nothing here depends on `/proc`.
+//! `/proc` is read only for the descriptor limit on Linux (`descriptor_limit`; other
+//! systems use a stated assumption), and its parser is pure and unit-tested here.
 
 #[cfg_attr(unix, path = "unix.rs")]
 #[cfg_attr(windows, path = "windows.rs")]
@@ -18,11 +19,27 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use crate::platform::os::{
-    agent_answers, bind_agent, create_private_dir, create_private_dirs, file_identity,
-    is_open_to_others, is_socket, make_private, narrow_private_dir, open_private, refuse_data_dir,
-    same_owner, stdin_file, watch_signals, AgentListener, AgentStream, DirRefusal,
+    agent_answers, bind_agent, create_private_dir, create_private_dirs, descriptor_limit,
+    file_identity, is_open_to_others, is_socket, make_private, narrow_private_dir, open_private,
+    refuse_data_dir, same_owner, stdin_file, watch_signals, AgentListener, AgentStream, DirRefusal,
     AGENT_UNAVAILABLE, FILE_IDENTITY_SIZE_FIELD, MAX_SOCKET_PATH_BYTES,
 };
+
+/// The soft "Max open files" limit in the text of Linux's `/proc/self/limits`: `Some(None)`
+/// when it is "unlimited", `None` when the line is missing or unreadable.
+#[cfg_attr(
+    windows,
+    allow(dead_code, reason = "Windows has no such limit to read")
+)]
+fn open_files_limit(limits: &str) -> Option<Option<u64>> {
+    let line = limits
+        .lines()
+        .find_map(|line| line.strip_prefix("Max open files"))?;
+    match line.split_whitespace().next()? {
+        "unlimited" => Some(None),
+        soft => soft.parse().ok().map(Some),
+    }
+}
 
 /// Which rule picks the default data dir (README, Platforms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +125,20 @@ mod tests {
     use std::collections::HashMap;
     use std::path::PathBuf;
 
-    use crate::platform::{default_data_dir, System};
+    use crate::platform::{default_data_dir, open_files_limit, System};
+
+    #[test]
+    fn the_soft_open_files_limit_is_read_from_proc_self_limits() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units\n\
+                    Max processes             63432                63432                processes\n\
+                    Max open files            1024                 524288               files\n";
+        assert_eq!(open_files_limit(text), Some(Some(1024)));
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
+        assert_eq!(open_files_limit(unlimited), Some(None));
+        assert_eq!(open_files_limit("Max processes 5 5 processes\n"), None);
+        assert_eq!(open_files_limit("Max open files  lots  lots files\n"), None);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

@@ -3,8 +3,8 @@
 //! through signal-hook's self-pipe, and the SSH agent listens on a Unix socket.
 //!
 //! Invariants: no unsafe code (the user id comes from a pipe we own, not from `geteuid`);
-//! an existing directory's mode is only ever narrowed, never widened; nothing reads
-//! `/proc`, so macOS runs the same code as Linux.
+//! an existing directory's mode is only ever narrowed, never widened; `/proc` is read for
+//! one thing only, the descriptor limit on Linux, with a stated fallback everywhere else.
 
 use std::fmt;
 use std::fs::{self, DirBuilder, File, FileType, Metadata, OpenOptions};
@@ -24,6 +24,24 @@ pub const AGENT_UNAVAILABLE: Option<&str> = None;
 pub const MAX_SOCKET_PATH_BYTES: usize = 107;
 #[cfg(not(target_os = "linux"))]
 pub const MAX_SOCKET_PATH_BYTES: usize = 103;
+
+/// What `descriptor_limit` assumes where it cannot read the limit: 256, macOS's default soft
+/// limit and the lowest of the Unix systems' defaults.
+const ASSUMED_DESCRIPTOR_LIMIT: u64 = 256;
+
+/// The process's soft limit on open descriptors (`RLIMIT_NOFILE`), read without unsafe code:
+/// on Linux from `/proc/self/limits`; elsewhere, or when that cannot be read,
+/// `ASSUMED_DESCRIPTOR_LIMIT`. `None` means no limit.
+pub fn descriptor_limit() -> Option<u64> {
+    let read = match cfg!(target_os = "linux") {
+        true => fs::read_to_string("/proc/self/limits").ok(),
+        false => None,
+    };
+    match read.as_deref().map(super::open_files_limit) {
+        Some(Some(limit)) => limit,
+        _ => Some(ASSUMED_DESCRIPTOR_LIMIT),
+    }
+}
 
 /// Mode of a directory we create: the data dir, its missing parents, the agent's runtime
 /// directory (README, Command line).

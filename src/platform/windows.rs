@@ -20,6 +20,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const AGENT_UNAVAILABLE: Option<&str> =
     Some("the SSH agent is not available on Windows yet (README, Platforms)");
 
+/// No descriptor limit binds the service on Windows: sockets are handles, and a process
+/// may hold millions of them, so the connection cap alone bounds them.
+pub fn descriptor_limit() -> Option<u64> {
+    None
+}
+
 /// An AF_UNIX address holds 108 bytes of path on Windows too; unused while the agent is off.
 pub const MAX_SOCKET_PATH_BYTES: usize = 107;
 

@@ -10,7 +10,9 @@
 //! happened to it, never a value; a reader whose cursor fell behind the trim, or points past
 //! the newest entry, gets `reset` and no entries; a waiting request holds no lock (the
 //! `Feed`'s own is taken only to compare a counter), and every commit wakes every waiting
-//! request at once.
+//! request at once; the readers a commit wakes read the database once between them (the
+//! `Feed`'s loading lock, taken before the database's); at most the cap handed to
+//! `try_wait_place` wait at once.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -199,6 +201,10 @@ pub fn set_retention(conn: &Connection, retention: Retention) -> Result<(), Stor
 pub struct Feed {
     state: Mutex<FeedState>,
     changed: Condvar,
+    /// Held while a page is read from the database, so that the readers a commit wakes
+    /// read it once between them and the others take the kept page (lock order: this, then
+    /// the database, then `state`; a writer takes none of it but `state`).
+    loading: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -211,6 +217,20 @@ struct FeedState {
     kept: Option<KeptPage>,
     /// Shutdown started: waits return at once.
     stopped: bool,
+    /// Requests waiting on the feed now (each holds a `WaitPlace`).
+    waiting: usize,
+}
+
+/// A request's place among those waiting on the feed; given back on drop.
+pub struct WaitPlace<'a> {
+    feed: &'a Feed,
+}
+
+impl Drop for WaitPlace<'_> {
+    fn drop(&mut self) {
+        let mut state = self.feed.lock();
+        state.waiting = state.waiting.saturating_sub(1);
+    }
 }
 
 struct KeptPage {
@@ -238,27 +258,59 @@ impl Feed {
         self.lock().generation
     }
 
+    /// A place among the requests waiting on the feed, or `None` when `max` wait already.
+    pub fn try_wait_place(&self, max: usize) -> Option<WaitPlace<'_>> {
+        let mut state = self.lock();
+        if state.waiting >= max {
+            return None;
+        }
+        state.waiting += 1;
+        Some(WaitPlace { feed: self })
+    }
+
     /// The page after `since` (see `after`), from the database at most once per commit for
-    /// all the readers asking for the same page.
+    /// all the readers asking for the same page: the first reads it, the others wait for
+    /// it on `loading` and take the kept page.
     pub fn page(&self, db: &Db, since: i64, limit: u32) -> Result<Arc<ChangePage>, StoreError> {
-        let generation = {
-            let state = self.lock();
-            if let Some(latest) = state.latest {
-                if since == latest {
-                    return Ok(Arc::new(ChangePage {
-                        items: Vec::new(),
-                        next: since,
-                        reset: false,
-                    }));
-                }
+        if let Some(page) = self.known_page(since, limit) {
+            return Ok(page);
+        }
+        let _loading = self
+            .loading
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Another reader may have read it while this one waited its turn.
+        if let Some(page) = self.known_page(since, limit) {
+            return Ok(page);
+        }
+        self.read_page(db, since, limit)
+    }
+
+    /// The page after `since` without reading the database, when the feed knows it.
+    fn known_page(&self, since: i64, limit: u32) -> Option<Arc<ChangePage>> {
+        let state = self.lock();
+        if let Some(latest) = state.latest {
+            if since == latest {
+                return Some(Arc::new(ChangePage {
+                    items: Vec::new(),
+                    next: since,
+                    reset: false,
+                }));
             }
-            if let Some(kept) = &state.kept {
-                if (kept.generation, kept.since, kept.limit) == (state.generation, since, limit) {
-                    return Ok(Arc::clone(&kept.page));
-                }
-            }
-            state.generation
-        };
+        }
+        state
+            .kept
+            .as_ref()
+            .filter(|kept| {
+                (kept.generation, kept.since, kept.limit) == (state.generation, since, limit)
+            })
+            .map(|kept| Arc::clone(&kept.page))
+    }
+
+    /// Reads the page after `since` from the database and keeps it for the other readers
+    /// of this generation.
+    fn read_page(&self, db: &Db, since: i64, limit: u32) -> Result<Arc<ChangePage>, StoreError> {
+        let generation = self.lock().generation;
         let (page, latest) =
             db.read(|conn| Ok::<_, StoreError>((after(conn, since, limit)?, latest(conn)?)))?;
         let page = Arc::new(page);
@@ -561,5 +613,15 @@ mod tests {
         rename_group(&db, "g1", "b");
         let after_commit = feed.page(&db, 0, 10).unwrap();
         assert_eq!(after_commit.items.len(), 2);
+    }
+
+    #[test]
+    fn at_most_the_cap_of_requests_hold_a_wait_place_and_a_dropped_one_comes_back() {
+        let feed = Feed::default();
+        let first = feed.try_wait_place(2).unwrap();
+        let _second = feed.try_wait_place(2).unwrap();
+        assert!(feed.try_wait_place(2).is_none(), "one past the cap");
+        drop(first);
+        assert!(feed.try_wait_place(2).is_some(), "given back on drop");
     }
 }

@@ -627,3 +627,37 @@ fn a_request_waiting_on_the_feed_is_answered_at_shutdown() {
         json!({"items": [], "next": cursor, "reset": false})
     );
 }
+
+/// README "Change feed": at most the waiter cap of requests wait at once; one more that
+/// would wait is 503 `BUSY` with `Retry-After` at once, and the waiting one still gets the
+/// next change.
+#[test]
+fn past_the_waiter_cap_a_long_poll_is_503_busy_with_retry_after_and_the_waiter_still_gets_its_change(
+) {
+    let service = Service::start_env(
+        "changes-waiter-cap",
+        &[("HOST_MANAGER_TEST_FEED_MAX_WAITERS", "1")],
+    );
+    let since = newest(&service);
+    let waiter = {
+        let addr = service.addr();
+        thread::spawn(move || {
+            Client::connect(&addr)
+                .request(
+                    "GET",
+                    &format!("/api/changes?since={since}&wait={WAIT}"),
+                    None,
+                )
+                .expect(200)
+        })
+    };
+    await_waits(&service, 1);
+    let refused = service.get(&format!("/api/changes?since={since}&wait={WAIT}"));
+    refused.assert_error(503, "BUSY");
+    assert_eq!(refused.header("Retry-After"), Some("1"));
+    // Without a wait nothing is held: answered as always.
+    feed(&service, &format!("since={since}"));
+    let group = service.new_group("woken");
+    let page = waiter.join().unwrap();
+    assert_eq!(entries(&page), vec![entry("group", &group, "created")]);
+}

@@ -402,3 +402,113 @@ fn shutdown_closes_idle_connections_and_exits_zero() {
     assert!(closed_by_server(&mut idle));
     let _ = idle.shutdown(Shutdown::Both);
 }
+
+/// The eviction order at the cap (README, "Threat model of the HTTP layer"): a connection
+/// without a complete request yet (here, one that sent a byte and stopped) is closed for a
+/// new one before a connection that has been answered, even one idle for longer.
+#[test]
+fn at_the_cap_a_trickler_without_a_complete_request_is_closed_before_an_answered_idle_one() {
+    let service = Service::start_env(
+        "cap-trickler",
+        &[
+            ("HOST_MANAGER_TEST_MAX_CONNECTIONS", "4"),
+            ("HOST_MANAGER_TEST_HEAD_TIMEOUT_MS", "600000"),
+            ("HOST_MANAGER_TEST_IDLE_TIMEOUT_MS", "600000"),
+            // However slow the machine, the tricklers count as less recent than the answer.
+            ("HOST_MANAGER_TEST_ANSWERED_HEAD_START_MS", "600000"),
+        ],
+    );
+    let mut app = connect(&service);
+    app.write_all(HEALTH).unwrap();
+    assert_eq!(status_of(&read_response(&mut app).unwrap()), 200);
+    let mut tricklers: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let mut stream = connect(&service);
+            stream.write_all(b"G").unwrap();
+            stream
+        })
+        .collect();
+    let mut fresh = connect(&service);
+    fresh.write_all(HEALTH).unwrap();
+    assert_eq!(status_of(&read_response(&mut fresh).unwrap()), 200);
+    assert!(
+        closed_by_server(&mut tricklers[0]),
+        "the oldest trickler made room"
+    );
+    app.write_all(HEALTH).unwrap();
+    let kept = read_response(&mut app).expect("the answered connection stays open");
+    assert_eq!(status_of(&kept), 200);
+}
+
+/// A new connection's head must be whole within the head timeout of its admission: one
+/// that sends nothing is closed then, however long the idle timeout of kept connections.
+#[test]
+fn a_new_connection_that_sends_nothing_is_closed_at_the_head_timeout_not_the_idle_timeout() {
+    let service = Service::start_env(
+        "fresh-silent",
+        &[
+            ("HOST_MANAGER_TEST_HEAD_TIMEOUT_MS", "200"),
+            ("HOST_MANAGER_TEST_IDLE_TIMEOUT_MS", "600000"),
+        ],
+    );
+    let mut silent = connect(&service);
+    // The hang guard: far above the head timeout, far below the idle timeout.
+    silent
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let read = silent.read(&mut byte);
+    assert!(
+        matches!(read, Ok(0)),
+        "closed without an answer, not held for the idle timeout: {read:?}"
+    );
+}
+
+/// README "Threat model of the HTTP layer": request bodies hold at most the body budget
+/// in all; past it a request with a body is 503 `BUSY` with `Retry-After`, answered from
+/// its head before a byte of its body is read, and the budget comes back once the holder
+/// is answered.
+#[test]
+fn past_the_body_budget_a_request_with_a_body_is_503_busy_with_retry_after_before_its_body() {
+    let service = Service::start_env(
+        "body-budget",
+        &[("HOST_MANAGER_TEST_BODY_BUDGET_BYTES", "1000")],
+    );
+    let post = |length: usize, expect: bool| {
+        format!(
+            "POST /api/hosts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {length}\r\n{}\r\n",
+            if expect {
+                "Expect: 100-continue\r\n"
+            } else {
+                ""
+            }
+        )
+    };
+    let mut holder = connect(&service);
+    holder.write_all(post(800, true).as_bytes()).unwrap();
+    let continued = read_response(&mut holder).expect("100 Continue");
+    assert_eq!(status_of(&continued), 100, "{continued}");
+    // The holder's 800 bytes are taken: 800 more do not fit.
+    let mut over = connect(&service);
+    over.write_all(post(800, false).as_bytes()).unwrap();
+    let refused = read_response(&mut over).expect("an answer from the head alone");
+    assert_eq!(status_of(&refused), 503, "{refused}");
+    assert!(refused.contains("\"code\":\"BUSY\""), "{refused}");
+    assert!(refused.contains("Retry-After: 1"), "{refused}");
+    // 200 bytes still fit.
+    let mut small = connect(&service);
+    small.write_all(post(200, false).as_bytes()).unwrap();
+    small.write_all(&[b' '; 200]).unwrap();
+    assert_ne!(status_of(&read_response(&mut small).unwrap()), 503);
+    holder.write_all(&[b' '; 800]).unwrap();
+    assert_ne!(status_of(&read_response(&mut holder).unwrap()), 503);
+    let mut after = connect(&service);
+    after.write_all(post(800, false).as_bytes()).unwrap();
+    after.write_all(&[b' '; 800]).unwrap();
+    assert_ne!(
+        status_of(&read_response(&mut after).unwrap()),
+        503,
+        "the budget came back"
+    );
+}
