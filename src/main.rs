@@ -85,7 +85,11 @@ fn serve(config: Config) -> Result<(), StartError> {
     let token = lifecycle::load_token(&config.token)?;
     let announcement = lifecycle::announcement(port, &config.token, token.as_ref());
     let gate = Gate::new(config.allowed_origins.clone(), token);
-    let limits = Limits::new(&config.http_overrides, platform::descriptor_limit());
+    let limits = Limits::new(
+        &config.http_overrides,
+        platform::descriptor_limit(),
+        agent::DESCRIPTORS,
+    );
     let state = Arc::new(AppState::new(config, db, vault));
     lifecycle::watch_idle(&state)?;
     // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.

@@ -294,6 +294,8 @@ impl AppState {
     ) -> Result<DataKey, VaultError> {
         let began = Instant::now();
         let opened = {
+            // Tests wait for this line to know a check is queued (README "Vault").
+            log::debug!("master password check waits for its turn");
             let _turn = self.password_derivations.take();
             let derived = Instant::now();
             let opened = wrapped.open(password.expose());

@@ -30,6 +30,11 @@ use crate::state::AppState;
 /// longest-idle connection is closed for the new one.
 const MAX_CONNECTIONS: usize = 64;
 
+/// Descriptors the agent's connections may hold at most: each is its socket and a clone of
+/// it (to close it from the accept loop at the cap). The HTTP layer keeps them out of its
+/// own connection cap (main wires this into `http::Limits`).
+pub const DESCRIPTORS: usize = 2 * MAX_CONNECTIONS;
+
 /// Once a message's length has arrived, the rest must arrive within this.
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -30,7 +30,7 @@ use crate::config::AgentConfig;
 use crate::platform;
 use crate::state::AppState;
 
-pub use crate::agent::endpoint::Listening;
+pub use crate::agent::endpoint::{Listening, DESCRIPTORS};
 pub use crate::agent::place::Place;
 
 /// The agent's share of `AppState`.

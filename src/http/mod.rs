@@ -64,10 +64,6 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// the order `connections` documents; only when none may be closed is a new one refused.
 const MAX_CONNECTIONS: usize = 1000;
 
-/// Descriptors kept out of the connection cap for the SSH agent: its own cap of connections
-/// (64, README "SSH agent").
-const AGENT_DESCRIPTORS: usize = 64;
-
 /// Descriptors kept out of the connection cap for what the process itself holds: standard
 /// streams, the database and its journal, the lock file, the signal pipe, both listening
 /// sockets, a wake-up connection, with room to spare.
@@ -112,10 +108,15 @@ pub struct Limits {
 
 impl Limits {
     /// The limits under `descriptor_limit` (the process's soft `RLIMIT_NOFILE`, `None` for
-    /// none), which lowers the connection cap when it is too small for it.
-    pub fn new(overrides: &HttpOverrides, descriptor_limit: Option<u64>) -> Limits {
+    /// none), which lowers the connection cap when it is too small for it and the
+    /// `reserved` descriptors others hold (the SSH agent's, given by the caller).
+    pub fn new(
+        overrides: &HttpOverrides,
+        descriptor_limit: Option<u64>,
+        reserved: usize,
+    ) -> Limits {
         let wanted = overrides.max_connections.unwrap_or(MAX_CONNECTIONS);
-        let max_connections = connection_cap(wanted, descriptor_limit);
+        let max_connections = connection_cap(wanted, descriptor_limit, reserved);
         Limits {
             idle_timeout: overrides.idle_timeout.unwrap_or(IDLE_TIMEOUT),
             head_timeout: overrides.head_timeout.unwrap_or(HEAD_TIMEOUT),
@@ -129,18 +130,20 @@ impl Limits {
     }
 }
 
-/// The connection cap: `wanted`, lowered so that connections, the agent's and the process's
-/// own descriptors fit under `descriptor_limit`; where the limit is too small even for the
-/// spare descriptors, half of it (never below one).
-pub fn connection_cap(wanted: usize, descriptor_limit: Option<u64>) -> usize {
+/// The connection cap: `wanted`, lowered so that connections, the `reserved` descriptors
+/// (the agent's) and the process's own fit under `descriptor_limit`; where the limit is too
+/// small to keep the reserve and a quarter of it, half of it (never below one).
+pub fn connection_cap(wanted: usize, descriptor_limit: Option<u64>, reserved: usize) -> usize {
     let Some(limit) = descriptor_limit.and_then(|limit| usize::try_from(limit).ok()) else {
         return wanted.max(1);
     };
-    let spare = AGENT_DESCRIPTORS + OWN_DESCRIPTORS;
-    let room = match limit > 2 * spare {
-        true => limit - spare,
-        false => limit / 2,
-    };
+    let spare = reserved + OWN_DESCRIPTORS;
+    // What is left after the reserve, unless that is under a quarter of the limit: then the
+    // limit is too small to keep the reserve whole, and connections get half of it.
+    let room = limit
+        .checked_sub(spare)
+        .filter(|room| *room >= limit / 4)
+        .unwrap_or(limit / 2);
     wanted.min(room).max(1)
 }
 
@@ -236,12 +239,20 @@ mod tests {
 
     #[test]
     fn the_connection_cap_leaves_descriptors_for_the_agent_and_the_process() {
-        assert_eq!(connection_cap(1000, Some(1024)), 928);
-        assert_eq!(connection_cap(1000, Some(256)), 160);
-        assert_eq!(connection_cap(1000, Some(64)), 32);
-        assert_eq!(connection_cap(1000, Some(1)), 1);
-        assert_eq!(connection_cap(1000, Some(1_048_576)), 1000);
-        assert_eq!(connection_cap(1000, None), 1000);
-        assert_eq!(connection_cap(4, Some(1024)), 4);
+        let agent = 128;
+        assert_eq!(connection_cap(1000, Some(1024), agent), 864);
+        assert_eq!(connection_cap(1000, Some(512), agent), 352);
+        assert_eq!(connection_cap(1000, Some(256), agent), 96);
+        assert_eq!(connection_cap(1000, Some(200), agent), 100, "under a quarter left: half");
+        assert_eq!(connection_cap(1000, Some(64), agent), 32);
+        assert_eq!(connection_cap(1000, Some(1), agent), 1);
+        assert_eq!(connection_cap(1000, Some(1_048_576), agent), 1000);
+        assert_eq!(connection_cap(1000, None, agent), 1000);
+        assert_eq!(connection_cap(4, Some(1024), agent), 4);
+        assert_eq!(
+            connection_cap(1000, Some(256), 0),
+            224,
+            "no agent, nothing reserved"
+        );
     }
 }

@@ -817,6 +817,13 @@ fn the_right_password_unlocks_ahead_of_a_queue_of_concurrent_wrong_guesses() {
     service.post("/api/vault/lock", &json!({})).expect(200);
     let body = json!({"password": "a wrong guess"}).to_string();
     let json_type = [("Content-Type", "application/json".to_owned())];
+    let queued = |service: &Service| {
+        service
+            .stderr()
+            .matches("master password check waits for its turn")
+            .count()
+    };
+    let before = queued(&service);
     let mut guessers: Vec<Client> = (0..GUESSERS)
         .map(|_| {
             let mut client = service.client();
@@ -829,13 +836,14 @@ fn the_right_password_unlocks_ahead_of_a_queue_of_concurrent_wrong_guesses() {
             client
         })
         .collect();
-    // Every guess is sent and the first one answered (after its derivation and at least
-    // its 0.25 s delay): the others are waiting for their turns by now.
-    guessers[0]
-        .read_response()
-        .assert_error(401, "INVALID_PASSWORD");
+    // Every guess has reached the queue of checks (each logs it as it joins) before the
+    // right password is sent: it arrives behind all of them.
+    assert!(
+        wait_until(EVENT_DEADLINE, || queued(&service) >= before + GUESSERS),
+        "the guesses reach the queue"
+    );
     unlock(&service, "the right one").expect(200);
-    for guesser in &mut guessers[1..] {
+    for guesser in &mut guessers {
         guesser
             .read_response()
             .assert_error(401, "INVALID_PASSWORD");
