@@ -243,7 +243,11 @@ mod tests {
         assert_eq!(connection_cap(1000, Some(1024), agent), 864);
         assert_eq!(connection_cap(1000, Some(512), agent), 352);
         assert_eq!(connection_cap(1000, Some(256), agent), 96);
-        assert_eq!(connection_cap(1000, Some(200), agent), 100, "under a quarter left: half");
+        assert_eq!(
+            connection_cap(1000, Some(200), agent),
+            100,
+            "under a quarter left: half"
+        );
         assert_eq!(connection_cap(1000, Some(64), agent), 32);
         assert_eq!(connection_cap(1000, Some(1), agent), 1);
         assert_eq!(connection_cap(1000, Some(1_048_576), agent), 1000);
