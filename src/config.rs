@@ -99,17 +99,17 @@ pub struct Config {
     /// (`HOST_MANAGER_TEST_AUTO_LOCK_MS`), so tests run it short. `--auto-lock` still turns
     /// it on and is what `GET /api/vault` reports.
     pub test_auto_lock: Option<Duration>,
-    /// Test-only overrides of the HTTP layer's timeouts and connection cap (README,
+    /// Test-only overrides of the HTTP layer's timeouts and connection cap (docs/development.md,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
-    /// The SSH agent (README "SSH agent"); `None` with `--no-agent`.
+    /// The SSH agent (docs/agent.md "SSH agent"); `None` with `--no-agent`.
     pub agent: Option<AgentConfig>,
     /// The username an imported `Host` block without `User` gets: the login name of the
     /// user the service runs as (`$USER`, else `$LOGNAME`, else Windows' `%USERNAME%`, else
     /// `root`), which is what `ssh` itself would use. Read once here, never per request.
     pub import_user: String,
     /// Test-only bounds of the change log, the connection history and the feed's wait
-    /// (README, Development): tests reach a trim with a few writes, and generated requests
+    /// (docs/development.md, Development): tests reach a trim with a few writes, and generated requests
     /// (scripts/schemathesis) do not each wait 30 s.
     pub feed_overrides: FeedOverrides,
 }
@@ -121,7 +121,7 @@ pub struct FeedOverrides {
     pub changes_kept: Option<u64>,
     pub history_kept: Option<u64>,
     pub max_wait: Option<Duration>,
-    /// `HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT`: routine audit entries kept (README "Audit
+    /// `HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT`: routine audit entries kept (docs/api.md "Audit
     /// log"), so a test floods the log with a few signatures.
     pub audit_routine_kept: Option<u64>,
     /// `HOST_MANAGER_TEST_FEED_MAX_WAITERS`: the most requests waiting on the feed at once.
@@ -136,7 +136,7 @@ pub struct AgentConfig {
     /// directory there, else into the data dir.
     pub runtime_dir: Option<PathBuf>,
     /// `$TMPDIR` when it is set to an absolute path, else `/tmp`: where a private directory
-    /// for the socket is made when neither place above can hold it (README "SSH agent").
+    /// for the socket is made when neither place above can hold it (docs/agent.md "SSH agent").
     pub temp_dir: PathBuf,
     /// `HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS`: a test runs the approval timeout
     /// short. Not a flag, as the HTTP overrides.
@@ -156,7 +156,7 @@ pub struct HttpOverrides {
     pub answered_head_start: Option<Duration>,
 }
 
-/// Where the bearer token comes from, if one is required (README, Who may talk to the service).
+/// Where the bearer token comes from, if one is required (docs/security.md, Who may talk to the service).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenSource {
     None,

@@ -8,7 +8,7 @@ use std::fmt;
 /// Everything a handler or the server layer can answer with instead of success.
 #[derive(Debug)]
 pub enum ApiError {
-    /// No route has this path (README, Common behaviour).
+    /// No route has this path (docs/api.md, Common behaviour).
     NotFound,
     /// The path exists but not with this method; the slice is the `Allow` list.
     MethodNotAllowed(Vec<&'static str>),
@@ -70,7 +70,7 @@ pub enum ApiError {
     BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
-    /// No sign request with this id waits for a decision (README "SSH agent").
+    /// No sign request with this id waits for a decision (docs/agent.md "SSH agent").
     AgentRequestNotFound,
     /// `connect ?agent=true` for a host whose key the agent does not serve; the text says
     /// why.
@@ -283,7 +283,7 @@ impl fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 /// The one way a broken rule of `model/` reaches a client: 400 `VALIDATION_ERROR` whose
-/// details name the field and the rule (README, "Error codes"). Handlers just use `?`.
+/// details name the field and the rule (docs/api.md, "Error codes"). Handlers just use `?`.
 impl From<crate::model::validate::Invalid> for ApiError {
     fn from(err: crate::model::validate::Invalid) -> ApiError {
         ApiError::Validation {

@@ -104,7 +104,7 @@ const QUERY_KEYS: &[&str] = &[
     "hostname", "port", "host_id", "limit", "before", "since", "wait", "agent",
 ];
 
-/// `If-Match` values: none, well-formed and malformed (README, "Revisions and If-Match").
+/// `If-Match` values: none, well-formed and malformed (docs/api.md, "Revisions and If-Match").
 const IF_MATCHES: &[Option<&str>] = &[
     None,
     None,

@@ -1,4 +1,4 @@
-//! Who may talk to the service (README, Who may talk to the service), decided from request headers alone.
+//! Who may talk to the service (docs/security.md, Who may talk to the service), decided from request headers alone.
 //!
 //! Three attacks, three checks, in this order:
 //! - DNS rebinding: a web page whose name resolves to 127.0.0.1 sends `Host: evil.example`.
@@ -104,7 +104,7 @@ impl Gate {
         let Some(token) = &self.token else {
             return Ok(());
         };
-        // README, Who may talk to the service: health answers without a token, so the app can probe start-up.
+        // docs/security.md, Who may talk to the service: health answers without a token, so the app can probe start-up.
         if facts.method == Method::Get && facts.path == "/api/health" {
             return Ok(());
         }
@@ -141,7 +141,7 @@ pub fn preflight_headers(origin: &str) -> Vec<(&'static str, String)> {
 pub fn cors_headers(origin: &str) -> Vec<(&'static str, String)> {
     vec![
         ("Access-Control-Allow-Origin", origin.to_owned()),
-        // README "Revisions and If-Match": a page must read the ETag to send it back.
+        // docs/api.md "Revisions and If-Match": a page must read the ETag to send it back.
         ("Access-Control-Expose-Headers", "ETag".into()),
         ("Vary", "Origin".into()),
     ]
@@ -160,7 +160,7 @@ pub fn valid_origin(origin: &str) -> bool {
         && !rest.contains(['/', '?', '#', '@', ' ', '*'])
 }
 
-/// README, Who may talk to the service: exactly one Host naming the loopback, with or without a port.
+/// docs/security.md, Who may talk to the service: exactly one Host naming the loopback, with or without a port.
 fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
     let host = match facts.hosts.as_slice() {
         [] if facts.http_1_0 => return Ok(()),

@@ -30,7 +30,7 @@ use crate::store::hosts::read_unread_rows;
 use crate::store::{self, Db, StoreError};
 use crate::vault::{DataKey, Secret, Vault, VaultError, MAX_PASSWORD_BYTES};
 
-/// README, Who may talk to the service: a token from a file must have at least this many
+/// docs/security.md, Who may talk to the service: a token from a file must have at least this many
 /// characters, each one of `TOKEN_BYTES`.
 pub const MIN_TOKEN_CHARS: usize = 32;
 
@@ -55,7 +55,7 @@ pub enum StartError {
     },
     /// `--data-dir` names something that is not a directory.
     NotADirectory(PathBuf),
-    /// The data dir exists and is not safe to keep secrets in (README, Platforms).
+    /// The data dir exists and is not safe to keep secrets in (docs/platforms.md, Platforms).
     DataDir { dir: PathBuf, refusal: DirRefusal },
     /// Another service holds the data dir's lock.
     DataDirTaken(PathBuf),
@@ -138,7 +138,7 @@ pub fn own_data_dir(dir: &Path) -> Result<DataDirLock, StartError> {
 }
 
 /// Stores the change log's, the connection history's and the audit log's routine bounds
-/// (README, "Change feed" and "Audit log"): the documented ones unless a test overrides
+/// (docs/api.md, "Change feed" and "Audit log"): the documented ones unless a test overrides
 /// them.
 pub fn keep_logs(db: &Db, overrides: &FeedOverrides) -> Result<(), StartError> {
     let defaults = store::changes::Retention::default();
@@ -242,7 +242,7 @@ pub fn watch_shutdown(exit_with_parent: bool) -> Result<Receiver<Shutdown>, Star
 
 /// Loads the vault's data key, creating one on first start (no master password yet), and
 /// unlocks it with the password from stdin when one was given. With a master password set
-/// and none given, the vault starts locked (README, Vault). A wrong password does not stop
+/// and none given, the vault starts locked (docs/api.md, Vault). A wrong password does not stop
 /// the start: the vault stays locked and the app can still call unlock.
 pub fn open_vault(db: &Db, password: Option<Secret>) -> Result<Vault, StartError> {
     let mut vault = load_vault(db)?;
@@ -256,7 +256,7 @@ pub fn open_vault(db: &Db, password: Option<Secret>) -> Result<Vault, StartError
     Ok(vault)
 }
 
-/// The bearer token, when one is configured: the first line of `--token-file` (README,
+/// The bearer token, when one is configured: the first line of `--token-file` (docs/security.md,
 /// Who may talk to the service: at least 32 characters of visible ASCII, `!` to `~`, so no
 /// space, tab or control character) or 32 random bytes as hex for `--generate-token`.
 pub fn load_token(source: &TokenSource) -> Result<Option<Secret>, StartError> {
@@ -326,7 +326,7 @@ pub fn watch_idle(state: &Arc<AppState>) -> Result<(), StartError> {
 const WARM_PAUSE: Duration = Duration::from_millis(1);
 
 /// Reads the host list's memory on a thread of its own, after SERVICE_PORT: it costs time
-/// in proportion to the catalogue, and the port must come at once (README, Performance).
+/// in proportion to the catalogue, and the port must come at once (docs/performance.md, Performance).
 /// Then the hosts' rows, when the memory keeps them, a batch a lock.
 /// Requests that need it meanwhile wait for the database lock the reading holds. Holds the
 /// state only weakly until it starts; a failure only leaves the reading to the first list.

@@ -2,7 +2,7 @@
 //!
 //! The `resolve` match reads like the API's summary table; it is the only route table:
 //! the `Allow` header of a 405 is derived from it, so the two cannot drift apart.
-//! Order of checks (README, Vault): routing first, then the vault gate.
+//! Order of checks (docs/api.md, Vault): routing first, then the vault gate.
 //!
 //! Invariants: no handler checks the vault lock itself; `ROUTES` lists exactly the routes of
 //! `resolve` (the OpenAPI document and the README's examples are tested against it); no
@@ -180,10 +180,10 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let Some(endpoint) = resolve(req.method, &segments) else {
         return Err(not_routed(&segments));
     };
-    // README "Vault" (`--auto-lock`): a request is activity from its start to its end, and
+    // docs/api.md "Vault" (`--auto-lock`): a request is activity from its start to its end, and
     // counts itself before the vault's state is looked at (see `AppState::lock_if_idle`).
     let _activity = endpoint.counts_as_activity().then(|| state.activity());
-    // README, Vault: while locked, only these answer; everything else is 401.
+    // docs/api.md, Vault: while locked, only these answer; everything else is 401.
     if endpoint.needs_unlocked_vault() && state.vault_locked() {
         return Err(ApiError::VaultLocked);
     }

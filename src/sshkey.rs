@@ -40,11 +40,11 @@ use crate::vault::{random_bytes, Secret};
 /// here) and guides suggest `-a 100`; 1024 rounds cost about 8 s.
 pub const MAX_BCRYPT_ROUNDS: u32 = 1024;
 
-/// README "Keys": an imported RSA key has at least this many bits, as a generated one.
+/// docs/api.md "Keys": an imported RSA key has at least this many bits, as a generated one.
 /// OpenSSH still reads 1,024-bit keys, which are within reach of factoring.
 pub const MIN_RSA_BITS: usize = 2048;
 
-/// README "Keys": the longest private key text an import takes, in bytes. The largest key
+/// docs/api.md "Keys": the longest private key text an import takes, in bytes. The largest key
 /// the service accepts, a 16,384-bit RSA key with a passphrase, is about 13 KB; anything
 /// longer is refused before it is parsed.
 pub const MAX_PRIVATE_KEY_BYTES: usize = 64 * 1024;
@@ -268,7 +268,7 @@ pub enum SignError {
     /// The key is passphrase-protected and no passphrase is stored with it.
     NeedsPassphrase,
     /// An RSA signature was asked for without `rsa-sha2-256` or `rsa-sha2-512`: SHA-1
-    /// (`ssh-rsa`) signatures are never made (README "SSH agent").
+    /// (`ssh-rsa`) signatures are never made (docs/agent.md "SSH agent").
     Sha1Refused,
     /// The signing library failed; the text is for the log only.
     Failed(String),
@@ -449,7 +449,7 @@ impl From<ssh_key::Error> for KeyError {
     }
 }
 
-/// README "Keys": the conversion hint for PEM and PKCS#8 keys.
+/// docs/api.md "Keys": the conversion hint for PEM and PKCS#8 keys.
 pub const CONVERT_HINT: &str = "Only OpenSSH private keys (-----BEGIN OPENSSH PRIVATE KEY-----) \
     are accepted. Convert it with `ssh-keygen -p -f FILE`: it rewrites FILE in place in the \
     OpenSSH format (give the current passphrase, then the same one again, a new one, or none); \
@@ -705,7 +705,7 @@ fn readable_private_key(
 
 /// An RSA PKCS#1 v1.5 signature (RFC 8332), as the `rsa-sha2-256`/`-512` blob. The signing
 /// key is built from the key's own n, e, d, p and q: ssh-key 0.6.7's conversion passes p
-/// twice, which rsa 0.9.7 and later refuse (README "SSH agent"). Signing is blinded with
+/// twice, which rsa 0.9.7 and later refuse (docs/agent.md "SSH agent"). Signing is blinded with
 /// random numbers from `vault::random_bytes`.
 fn sign_rsa(rsa: &RsaKeypair, data: &[u8], hash: RsaHash) -> Result<Vec<u8>, SignError> {
     use rsa::signature::{RandomizedSigner, SignatureEncoding};

@@ -78,7 +78,7 @@ pub struct AppState {
     /// `Activity` (up when a request starts, down when it ends); `lock_if_idle` reads it
     /// under the vault lock and never locks while it is above zero.
     in_flight: AtomicUsize,
-    /// The SSH agent's socket and its sign requests waiting for approval (README "SSH
+    /// The SSH agent's socket and its sign requests waiting for approval (docs/agent.md "SSH
     /// agent").
     pub agent: Agent,
 }
@@ -245,7 +245,7 @@ impl AppState {
         self.vault().is_locked()
     }
 
-    /// Unlocks the vault with `password` (README "Vault"): the one path of
+    /// Unlocks the vault with `password` (docs/api.md "Vault"): the one path of
     /// `POST /api/vault/unlock` and the SSH agent's `UNLOCK`, so both go through the same
     /// guess throttle and the same audit. Unlocking an unlocked vault with the right password
     /// succeeds; a password changed during the check is `InvalidPassword` (it no longer is the
@@ -294,7 +294,7 @@ impl AppState {
     ) -> Result<DataKey, VaultError> {
         let began = Instant::now();
         let opened = {
-            // Tests wait for this line to know a check is queued (README "Vault").
+            // Tests wait for this line to know a check is queued (docs/api.md "Vault").
             log::debug!("master password check waits for its turn");
             let _turn = self.password_derivations.take();
             let derived = Instant::now();
@@ -312,7 +312,7 @@ impl AppState {
         }
     }
 
-    /// Counts a wrong password, audits it, serves what is left of its delay (README
+    /// Counts a wrong password, audits it, serves what is left of its delay (docs/api.md
     /// "Vault": repeated wrong passwords are slowed down, never locked out), then goes out
     /// through the answer gate: one wrong answer at a time, each at least
     /// `ANSWER_SPACING_DERIVATIONS` derivations after the previous one. A guesser sends its
@@ -334,7 +334,7 @@ impl AppState {
     }
 
     /// Audits the `failures`-th consecutive wrong password when `failures` is a power of two
-    /// (README, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot
+    /// (docs/api.md, "Audit log"): a streak of a million guesses is 20 entries, so a flood cannot
     /// push the rest of the log out, and the entry says how long the streak has grown.
     fn audit_failure(&self, event: &str, failures: u32) {
         if !failures.is_power_of_two() {
@@ -396,7 +396,7 @@ impl AppState {
     }
 
     /// Locks `vault`, held by the caller; `by` says who (`request`, `agent` or `auto-lock`)
-    /// in the audit log. README "Change feed": the lock's entry commits before the state changes
+    /// in the audit log. docs/api.md "Change feed": the lock's entry commits before the state changes
     /// (vault lock, then db), so a reader that sees the vault locked finds the entry, and
     /// one waiting on the feed is woken with it.
     fn lock_held(&self, vault: &mut Vault, by: &str) -> Result<(), VaultError> {

@@ -1,5 +1,5 @@
 """abuse: floods of hostile sockets, one kind at a time, against a normal client's fresh
-connections (README, "Threat model of the HTTP layer").
+connections (docs/security.md, "Threat model of the HTTP layer").
 
 Each flood runs SOCKETS sockets of one kind against a fresh service for DURATION seconds; each
 socket connects again when the service closes it. The kinds:

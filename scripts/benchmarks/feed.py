@@ -1,4 +1,4 @@
-"""feed: the change feed under load (README, "Change feed"). Does holding many waiting
+"""feed: the change feed under load (docs/api.md, "Change feed"). Does holding many waiting
 readers cost the other clients anything, and how soon does a waiting reader get a write?
 
   (1) a client's reads (GET /api/hosts/:id, one keep-alive connection, back to back),
@@ -92,7 +92,7 @@ class _Reader(threading.Thread):
     def __init__(self, service, since):
         super().__init__(daemon=True)
         # Connected in run(), right before its first request: a connection left unused while
-        # hundreds of others open may be closed to make room (README, "Threat model of the
+        # hundreds of others open may be closed to make room (docs/security.md, "Threat model of the
         # HTTP layer").
         self.service = service
         self.sock = None

@@ -1,4 +1,4 @@
-"""known-hosts: the host-key store at scale over HTTP (README, "Host keys (known_hosts)").
+"""known-hosts: the host-key store at scale over HTTP (docs/api.md, "Host keys (known_hosts)").
 
 Imports HOSTS concrete hosts through POST /api/import/ssh-config, then ENTRIES known_hosts
 lines of which half are hashed (`|1|salt|hash`, as `ssh-keygen -H` writes, computed here with
@@ -52,7 +52,7 @@ def run(args, profile, smoke=False):
         if verdict["status"] != "trusted":
             benchlib.fail(f"verify: {verdict}")
         verify = median_ms("POST", "/api/known-hosts/verify", hashed_host)
-        # The largest page the list gives (README: paged as GET /api/hosts).
+        # The largest page the list gives (docs/api.md: paged as GET /api/hosts).
         first_page = "/api/known-hosts?per_page=1000"
         listed = client.json("GET", first_page)
         linked = sum(1 for item in listed["items"] if item["host_ids"])

@@ -1,4 +1,4 @@
-"""scrub: what scrubbing removed secrets costs (README, "The vault's threat model").
+"""scrub: what scrubbing removed secrets costs (docs/security.md, "The vault's threat model").
 
 A write that deletes or replaces a sealed value is checkpointed (TRUNCATE) before its answer;
 every other write only asks a one-row temp table whether it did. Times N requests of each

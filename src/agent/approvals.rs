@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::model::agent::Reason;
 
-/// How long a sign request waits for the user's decision before it fails (README "SSH
+/// How long a sign request waits for the user's decision before it fails (docs/agent.md "SSH
 /// agent"): time to notice the prompt, switch to the app and read it. `ssh` itself waits
 /// for the agent without a limit, so this bound is what keeps a login from hanging.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -47,7 +47,7 @@ pub struct PendingView {
     /// The server's host key fingerprint from `session-bind@openssh.com`; `null` when the
     /// client did not bind the connection (older clients, `ssh-keygen -Y sign`).
     pub host_key_fingerprint: Option<String>,
-    /// The catalogue host of that host key, when it is known (README "SSH agent").
+    /// The catalogue host of that host key, when it is known (docs/agent.md "SSH agent").
     pub host_id: Option<String>,
     /// True when the request came through agent forwarding.
     pub forwarded: bool,

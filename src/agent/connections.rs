@@ -1,5 +1,5 @@
 //! The agent's open connections under their cap, whether each is answering a request, and
-//! closing the longest-idle one to make room for a new client (README "SSH agent").
+//! closing the longest-idle one to make room for a new client (docs/agent.md "SSH agent").
 //!
 //! Invariants: a connection is counted from admission until its `Ticket` drops (also when
 //! its thread unwinds) or it is closed from here; a connection answering a request (a

@@ -2,10 +2,10 @@
 //! prepares), removing it at shutdown, and the accept loop that gives every connection a
 //! thread of its own.
 //!
-//! Platform-neutral: the socket itself comes from `platform` (README, Platforms: a Unix
+//! Platform-neutral: the socket itself comes from `platform` (docs/platforms.md, Platforms: a Unix
 //! socket; on Windows the agent is not served yet, and `agent::start` stops before this).
 //!
-//! Invariants (README "SSH agent"): the socket is mode 0600 in a 0700 directory owned by
+//! Invariants (docs/agent.md "SSH agent"): the socket is mode 0600 in a 0700 directory owned by
 //! the service's user, so only that user's processes can connect; when no place can hold
 //! it, the caller gets every place's reason and the service goes on without the agent; the
 //! socket file (and a private temp directory made for it) is removed at shutdown; at most
@@ -61,7 +61,7 @@ impl Listening {
     }
 }
 
-/// Binds the socket (mode 0600) in the first place that takes it (README "SSH agent") and
+/// Binds the socket (mode 0600) in the first place that takes it (docs/agent.md "SSH agent") and
 /// starts accepting on a thread of its own; each place passed over is logged with its
 /// reason. The state is held weakly, so the database still closes when the server stops.
 /// `Err` says why no place could hold the socket.

@@ -1,6 +1,6 @@
-//! The SSH agent served by the same process (README "SSH agent"): `ssh`, `ssh-add` and git
+//! The SSH agent served by the same process (docs/agent.md "SSH agent"): `ssh`, `ssh-add` and git
 //! talk to it on a Unix socket, and it signs with keys that never leave the vault. Not
-//! served on Windows yet (README, Platforms).
+//! served on Windows yet (docs/platforms.md, Platforms).
 //!
 //! Shape: `place` chooses where the socket goes, `endpoint` owns the socket (made by
 //! `platform`) and gives every
@@ -87,7 +87,7 @@ impl Agent {
 
 /// Starts the agent unless `--no-agent` was given: binds its socket and starts accepting.
 /// The returned value removes the socket file when it drops (at shutdown). The agent never
-/// stops the service (README "SSH agent"): when no place can hold its socket, it is off,
+/// stops the service (docs/agent.md "SSH agent"): when no place can hold its socket, it is off,
 /// `GET /api/agent` says why, and a warning is logged.
 pub fn start(state: &Arc<AppState>) -> Option<Listening> {
     let Some(config) = state.config.agent.as_ref() else {

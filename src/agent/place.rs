@@ -1,4 +1,4 @@
-//! Where the agent's socket goes (README "SSH agent"): the places in order of preference, the
+//! Where the agent's socket goes (docs/agent.md "SSH agent"): the places in order of preference, the
 //! pure choice of the ones whose path fits a socket address, and getting a place ready (its
 //! private directory made or checked, a stale socket of a killed run cleared).
 //!
@@ -416,7 +416,7 @@ mod tests {
     }
 }
 
-/// Unix only: these make and check directories and their modes (README, Platforms).
+/// Unix only: these make and check directories and their modes (docs/platforms.md, Platforms).
 #[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used)]
 mod unix_tests {

@@ -9,7 +9,7 @@
 //! the private key of an `ADD_IDENTITY` or the passphrase of an `UNLOCK` is never copied
 //! here: the caller keeps it in a buffer wiped on drop.
 
-/// The largest message accepted, type byte included (README "SSH agent"): as OpenSSH's own
+/// The largest message accepted, type byte included (docs/agent.md "SSH agent"): as OpenSSH's own
 /// agent. The largest real request, an RSA-16384 `ADD_IDENTITY`, is under 10 KiB; a sign
 /// request carries a session hash and a few hundred bytes of user-auth data.
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
@@ -197,7 +197,7 @@ pub fn success() -> Vec<u8> {
 
 /// `SSH_AGENT_IDENTITIES_ANSWER` listing `(key blob, comment)` pairs, framed, and the
 /// positions of the pairs left out. OpenSSH's clients refuse an answer over
-/// `MAX_MESSAGE_BYTES` (README "SSH agent"), so a pair that would push the message past it
+/// `MAX_MESSAGE_BYTES` (docs/agent.md "SSH agent"), so a pair that would push the message past it
 /// is left out and the ones after it are still tried: every key that fits is listed.
 pub fn identities_answer<'a>(
     identities: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,

@@ -1,4 +1,4 @@
-//! Which requests refused on a forwarded connection go to the audit log (README "SSH
+//! Which requests refused on a forwarded connection go to the audit log (docs/agent.md "SSH
 //! agent"): a peer on a forwarded socket may flood refused requests, and one entry each
 //! would push the rest of the log out. The first `EACH` refusals of a streak are recorded
 //! one by one, then (as for wrong master passwords) only the 32nd, 64th, 128th, ... (each

@@ -48,7 +48,7 @@ pub struct Session {
 #[derive(Debug)]
 struct Binding {
     host_key: HostKey,
-    /// The catalogue hosts that trust this host key (README "Host keys (known_hosts)"),
+    /// The catalogue hosts that trust this host key (docs/api.md "Host keys (known_hosts)"),
     /// found when the binding was made.
     host_ids: Vec<String>,
     session_id: Vec<u8>,
@@ -85,7 +85,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
     if let Request::SessionBind(bind) = &request {
         session.forwarding_asked |= bind.forwarding;
     }
-    // README "SSH agent": a forwarded connection may list, sign and bind further hops;
+    // docs/agent.md "SSH agent": a forwarded connection may list, sign and bind further hops;
     // nothing it sends changes the vault (checked before the vault's state, so a forwarded
     // unlock is no guess at the master password either).
     if session.forwarded() {
@@ -96,7 +96,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
     }
     if state.vault_locked() {
         return match request {
-            // README "SSH agent": a locked vault lists no keys.
+            // docs/agent.md "SSH agent": a locked vault lists no keys.
             Request::Identities => proto::no_identities(),
             Request::Unlock { passphrase } => unlock(state, passphrase),
             // A binding opens no secret, and a forwarded connection must be known as one
@@ -240,7 +240,7 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
     };
     let destination = session.destination();
     let forwarded = session.forwarded();
-    // README "SSH agent": an approval for a server covers logins to that server only.
+    // docs/agent.md "SSH agent": an approval for a server covers logins to that server only.
     let login = destination.is_some_and(|binding| authenticates_to(binding, key_blob, data));
     let host_fingerprint = destination.map(|binding| binding.host_key.fingerprint.as_str());
     let approved_for_host = login
@@ -271,7 +271,7 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
             }
         }
     }
-    // README "Vault", `--auto-lock`: a signature the agent makes is the user at work (and
+    // docs/api.md "Vault", `--auto-lock`: a signature the agent makes is the user at work (and
     // the vault does not lock under it); a refused request is not. Taken before the vault
     // is opened: a vault locked in between refuses the signature.
     let _activity = state.activity();
@@ -371,7 +371,7 @@ fn for_the_bound_session(session: &Session, data: &[u8]) -> bool {
     }
 }
 
-/// Appends the `agent.signed` entry of a signature (README "SSH agent", Audit).
+/// Appends the `agent.signed` entry of a signature (docs/agent.md "SSH agent", Audit).
 fn audit_signature(
     state: &AppState,
     key: &AgentKey,
@@ -419,7 +419,7 @@ struct Asked<'a> {
     connection: u64,
 }
 
-/// Puts the request before the user and waits for the decision (README "SSH agent").
+/// Puts the request before the user and waits for the decision (docs/agent.md "SSH agent").
 fn approved(state: &AppState, key: &AgentKey, asked: &Asked<'_>) -> bool {
     let destination = asked.destination;
     let host_key_fingerprint = destination.map(|binding| binding.host_key.fingerprint.clone());
@@ -488,7 +488,7 @@ fn approved(state: &AppState, key: &AgentKey, asked: &Asked<'_>) -> bool {
     }
 }
 
-/// Puts a pending request's start (`waiting`) or end on the change feed (README "Change
+/// Puts a pending request's start (`waiting`) or end on the change feed (docs/api.md "Change
 /// feed"), so the app learns of it without polling. A failure is logged: the request still
 /// shows in `GET /api/agent/requests`.
 fn record_request(state: &AppState, id: &str, waiting: bool) {
@@ -572,7 +572,7 @@ fn session_bind(state: &AppState, session: &mut Session, bind: &SessionBind<'_>)
     Ok(())
 }
 
-/// The catalogue hosts for which the known-hosts store trusts `host_key` (README "Host keys
+/// The catalogue hosts for which the known-hosts store trusts `host_key` (docs/api.md "Host keys
 /// (known_hosts)"): its entries holding that key without a marker, matched against each
 /// host's lookup name as OpenSSH would. Empty when none does, or on a store error (logged).
 fn trusting_hosts(state: &AppState, host_key: &HostKey) -> Vec<String> {
@@ -701,7 +701,7 @@ fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<Nam
 }
 
 /// `REMOVE_IDENTITY` (`ssh-add -d`): the agent stops offering the key; it stays in the
-/// vault (README "SSH agent": delete it with `DELETE /api/keys/:id`).
+/// vault (docs/agent.md "SSH agent": delete it with `DELETE /api/keys/:id`).
 fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
     let Some(key) = find_key(state, key_blob) else {
         return Err(());

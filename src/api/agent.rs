@@ -1,4 +1,4 @@
-//! `/api/agent` endpoints (README "SSH agent"): the agent's status, the sign requests
+//! `/api/agent` endpoints (docs/agent.md "SSH agent"): the agent's status, the sign requests
 //! waiting for the user's decision, and the decision itself.
 //!
 //! Invariants: nothing here opens a secret or reaches the socket; a decision only wakes the
@@ -17,7 +17,7 @@ use crate::store;
 /// `GET /api/agent`.
 #[derive(Serialize)]
 struct AgentView<'a> {
-    /// True when the agent listens (not with `--no-agent`, not on Windows: README, Platforms).
+    /// True when the agent listens (not with `--no-agent`, not on Windows: docs/platforms.md, Platforms).
     enabled: bool,
     /// The socket for `SSH_AUTH_SOCK` and `IdentityAgent`; `null` when not enabled.
     socket: Option<String>,

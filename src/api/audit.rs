@@ -1,4 +1,4 @@
-//! `GET /api/audit?limit&before`: the audit log, newest first, in pages (README: "Audit
+//! `GET /api/audit?limit&before`: the audit log, newest first, in pages (docs/api.md: "Audit
 //! log").
 //!
 //! Invariants: read-only; `before` and `limit` are checked before the database is asked;
@@ -12,10 +12,10 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store;
 
-/// README "Audit log": 100 entries a page unless `limit` says otherwise.
+/// docs/api.md "Audit log": 100 entries a page unless `limit` says otherwise.
 pub const DEFAULT_AUDIT_LIMIT: u32 = 100;
 
-/// README "Audit log": at most 1,000 entries a page.
+/// docs/api.md "Audit log": at most 1,000 entries a page.
 pub const MAX_AUDIT_LIMIT: u32 = 1000;
 
 #[derive(Serialize)]
@@ -33,7 +33,7 @@ struct AuditView {
     subject: String,
     detail: Value,
     /// How many events the entry stands for: routine ones repeated within a minute are
-    /// merged (README "Audit log").
+    /// merged (docs/api.md "Audit log").
     count: i64,
 }
 

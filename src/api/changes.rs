@@ -1,4 +1,4 @@
-//! `GET /api/changes?since&wait&limit`: the change feed (README, "Change feed"). Answers at
+//! `GET /api/changes?since&wait&limit`: the change feed (docs/api.md, "Change feed"). Answers at
 //! once with the entries after `since`, or holds the request until a write commits one or
 //! `wait` runs out.
 //!
@@ -19,18 +19,18 @@ use crate::state::AppState;
 use crate::store;
 use crate::store::changes::{Change, ChangePage};
 
-/// README "Change feed": a request waits at most this long; more is clamped.
+/// docs/api.md "Change feed": a request waits at most this long; more is clamped.
 pub const MAX_WAIT_SECONDS: u64 = 30;
 
-/// README "Change feed": requests waiting at once at most; one more that would wait is 503
+/// docs/api.md "Change feed": requests waiting at once at most; one more that would wait is 503
 /// `BUSY` (`Retry-After: 1`). Each holds a connection and a thread, so this keeps long polls
-/// from taking the connection cap (README, "Threat model of the HTTP layer").
+/// from taking the connection cap (docs/security.md, "Threat model of the HTTP layer").
 pub const MAX_WAITERS: usize = 64;
 
-/// README "Change feed": entries a page holds unless `limit` says otherwise.
+/// docs/api.md "Change feed": entries a page holds unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: u64 = 100;
 
-/// README "Change feed": the most entries a page holds; more is clamped.
+/// docs/api.md "Change feed": the most entries a page holds; more is clamped.
 pub const MAX_LIMIT: u64 = 1000;
 
 #[derive(Serialize)]
@@ -61,7 +61,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let deadline = Instant::now() + wait;
     let since = match since {
         Some(since) => i64::try_from(since).unwrap_or(i64::MAX),
-        // README "Change feed": no cursor means from now on.
+        // docs/api.md "Change feed": no cursor means from now on.
         None => state.db.read(store::changes::latest)?,
     };
     let feed = state.db.feed();

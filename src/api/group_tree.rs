@@ -1,5 +1,5 @@
 //! The body of `GET /api/groups`, computed for every request from the groups kept in
-//! memory between requests (README, API: Groups).
+//! memory between requests (docs/api.md, API: Groups).
 //!
 //! Each group's row and JSON head (its stored fields, serialized once) are patched from the
 //! groups change log (store::groups `take_changed`); the tree's shape is worked out again
@@ -77,7 +77,7 @@ impl GroupTree {
         Ok(())
     }
 
-    /// The `{ items: [Group] }` body (README, Groups), with `count`'s direct host counts and their
+    /// The `{ items: [Group] }` body (docs/api.md, Groups), with `count`'s direct host counts and their
     /// sums over each subtree.
     pub fn render(&self, count: impl Fn(&str) -> u64) -> Vec<u8> {
         let shape = self.shape.as_deref().unwrap_or_default();

@@ -4,7 +4,7 @@
 //! tree: the stored fields plus `host_count`, `total_host_count` and the sorted `children`.
 //! Bodies are read as JSON objects so that validation, not serde, names the offending field;
 //! unknown fields are ignored. Writes to one group check its `If-Match` or body `revision`
-//! after the group is found and before anything moves (412, README "Revisions and
+//! after the group is found and before anything moves (412, docs/api.md "Revisions and
 //! If-Match"); single-group answers carry the revision as the `ETag`.
 //!
 //! Invariants: bodies become `model::group` values before any store call; a write to one
@@ -57,7 +57,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     group_reply(201, &view)
 }
 
-/// `GET /api/groups/:id` (extension, README, Groups).
+/// `GET /api/groups/:id` (extension, docs/api.md, Groups).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let view = state.db.read(|conn| store::groups::view(conn, id))?;
     group_reply(200, &view)
@@ -71,7 +71,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     apply(state, id, &patch, &precondition)
 }
 
-/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (README, Groups).
+/// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (docs/api.md, Groups).
 pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let precondition = Precondition::of(req)?;
     state.db.write(|tx| {
@@ -102,7 +102,7 @@ fn apply(
         precondition.check(Revised::Group, current)?;
         match store::groups::update(tx, id, patch)? {
             Placement::Placed => {}
-            // README, Groups: under itself or a descendant is INVALID_MOVE.
+            // docs/api.md, Groups: under itself or a descendant is INVALID_MOVE.
             Placement::UnderItself => {
                 return Err(ApiError::InvalidMove(
                     "a group cannot move under itself or one of its descendants".into(),

@@ -1,5 +1,5 @@
 //! `GET /api/history` and `GET /api/hosts/:id/history`: the connections made through
-//! `connect`, newest first, in pages (README, "Connection history").
+//! `connect`, newest first, in pages (docs/api.md, "Connection history").
 //!
 //! Invariants: read-only; `before` and `limit` are checked before the database is asked; an
 //! entry never carries a credential.
@@ -12,10 +12,10 @@ use crate::state::AppState;
 use crate::store;
 use crate::store::history::HistoryEntry;
 
-/// README "Connection history": entries a page holds unless `limit` says otherwise.
+/// docs/api.md "Connection history": entries a page holds unless `limit` says otherwise.
 pub const DEFAULT_LIMIT: u64 = 100;
 
-/// README "Connection history": the most entries a page holds; more is clamped.
+/// docs/api.md "Connection history": the most entries a page holds; more is clamped.
 pub const MAX_LIMIT: u64 = 1000;
 
 #[derive(Serialize)]

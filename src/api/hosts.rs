@@ -6,7 +6,7 @@
 //! never returned; `connect` is the one reply that carries secrets, built in a buffer of its
 //! final size (no reallocation copies) and sent with `Cache-Control: no-store`. For routes
 //! with an id, an unknown host is answered before the body is judged (404 before 400), and a
-//! stale `If-Match` or `revision` between the two (412, README "Revisions and If-Match").
+//! stale `If-Match` or `revision` between the two (412, docs/api.md "Revisions and If-Match").
 
 use std::io;
 
@@ -40,7 +40,7 @@ struct HostPage {
 }
 
 /// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`, plus the host's
-/// new `revision` (README, "Revisions and If-Match").
+/// new `revision` (docs/api.md, "Revisions and If-Match").
 #[derive(Serialize)]
 struct FavoriteView<'a> {
     id: &'a str,
@@ -48,7 +48,7 @@ struct FavoriteView<'a> {
     revision: i64,
 }
 
-/// README, Hosts: `connect` answers `{ host, credentials }`.
+/// docs/api.md, Hosts: `connect` answers `{ host, credentials }`.
 #[derive(Serialize)]
 struct ConnectView<'a> {
     host: HostView<'a>,
@@ -70,7 +70,7 @@ struct CredentialsView<'a> {
     private_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     passphrase: Option<&'a str>,
-    /// `connect?agent=true` (README "SSH agent"): the key's public half, for the
+    /// `connect?agent=true` (docs/agent.md "SSH agent"): the key's public half, for the
     /// `IdentityFile` of `ssh -o IdentitiesOnly=yes`, instead of the private key.
     #[serde(skip_serializing_if = "Option::is_none")]
     public_key: Option<&'a str>,
@@ -192,7 +192,7 @@ pub fn toggle_favorite(state: &AppState, req: &Req, id: &str) -> Result<Reply, A
     Ok(Reply::json(200, &view)?.with_header("ETag", etag(revision)))
 }
 
-/// The API: `{ group_id }`; README, Hosts: absent, `null` or `""` means ungrouped.
+/// The API: `{ group_id }`; docs/api.md, Hosts: absent, `null` or `""` means ungrouped.
 pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let precondition = Precondition::with_body(req, &body);
@@ -209,17 +209,17 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     host_reply(200, &host)
 }
 
-/// README, Hosts (extension): sets `last_used_at` and answers the decrypted
+/// docs/api.md, Hosts (extension): sets `last_used_at` and answers the decrypted
 /// credentials. The only response with a secret; `Cache-Control: no-store`. With
 /// `?agent=true` a key host gets its public key and the SSH agent's socket instead of the
-/// private key (README "SSH agent").
+/// private key (docs/agent.md "SSH agent").
 pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let via_agent = crate::api::agent::agent_param(req)?;
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         check_stored_fields(&host)?;
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
-        // README "Host keys (known_hosts)": no secret for a route with a changed or
+        // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
         // revoked host key pending.
         crate::api::known_hosts::check_route(conn, &host, &route)?;
         let proxy_jump = proxy_jump(&route)?;
@@ -238,7 +238,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         _ => open_credentials(state, id, &sealed)?,
     };
     // Set only once the secrets opened: a failed connect is not a use. The history entry
-    // commits with it (README, "Connection history").
+    // commits with it (docs/api.md, "Connection history").
     let host = record_use(state, host)?;
     let view = ConnectView {
         host: host.view(),
@@ -267,7 +267,7 @@ fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
     }
 }
 
-/// Sets `last_used_at`. README, Hosts: recording the use is not worth a refused session, so
+/// Sets `last_used_at`. docs/api.md, Hosts: recording the use is not worth a refused session, so
 /// when the write fails (a full disk above all) the credentials still go out, with the host
 /// as it was read, and a warning goes to the log. A host deleted meanwhile is not found.
 fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
@@ -290,7 +290,7 @@ fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
     }
 }
 
-/// README, Hosts: a host whose stored username or hostname breaks its rule (a row written
+/// docs/api.md, Hosts: a host whose stored username or hostname breaks its rule (a row written
 /// before the rule, by an older import or another tool) is never handed out: the app would
 /// put it on an `ssh` command line (`-oProxyCommand=...` as a user runs a command). 400
 /// `VALIDATION_ERROR` naming the field, never its value.
@@ -308,7 +308,7 @@ fn check_stored_fields(host: &Host) -> Result<(), ApiError> {
 }
 
 /// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
-/// README, Hosts: each hop's parts are checked here too (rows stored before the username
+/// docs/api.md, Hosts: each hop's parts are checked here too (rows stored before the username
 /// rule may break it), so one hop can never read as two: a username with `,` `@` `:` `/`,
 /// whitespace or shell syntax fails the connect instead.
 fn proxy_jump(route: &[Host]) -> Result<Option<String>, ApiError> {

@@ -25,7 +25,7 @@ use crate::store::{self, keys::KeyUpdate, keys::NewKey};
 use crate::vault::{SealContext, Secret};
 
 /// `POST /api/keys`: imports when the body has `private_key`, generates otherwise: of the
-/// given `type`, else ed25519 (README, "Keys").
+/// given `type`, else ed25519 (docs/api.md, "Keys").
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: KeyInput = req.json()?;
     let name = Name::required(input.name.as_ref())?;
@@ -151,7 +151,7 @@ struct MadeKey {
     comment: String,
 }
 
-/// README "Keys": an OpenSSH private key, checked with its passphrase when one is given
+/// docs/api.md "Keys": an OpenSSH private key, checked with its passphrase when one is given
 /// (bcrypt-pbkdf, only while one of `MAX_BCRYPT_CHECKS` places is free: else 503 `BUSY`).
 /// The comment is the request's, else the one inside the key file.
 fn import(
@@ -183,7 +183,7 @@ fn import_error(err: ImportError) -> ApiError {
     }
 }
 
-/// README "Keys": a new key of `spec`; RSA only while one of `MAX_RSA_GENERATIONS`
+/// docs/api.md "Keys": a new key of `spec`; RSA only while one of `MAX_RSA_GENERATIONS`
 /// places is free (else 503 `BUSY`). A passphrase costs bcrypt-pbkdf at 16 rounds (~120
 /// ms), fixed here rather than by the request, so it takes no place.
 fn generate(

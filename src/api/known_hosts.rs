@@ -1,5 +1,5 @@
 //! `/api/known-hosts` endpoints, `POST /api/import/known-hosts` and
-//! `GET /api/export/known-hosts`: the host-key trust store shared with OpenSSH (README:
+//! `GET /api/export/known-hosts`: the host-key trust store shared with OpenSSH (docs/api.md:
 //! "Host keys (known_hosts)"), and the check `connect` makes before it hands out a secret.
 //!
 //! Invariants: every verdict comes from `model::known_hosts::judge` over the entries that
@@ -210,7 +210,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     Ok(Reply::text(text))
 }
 
-/// README "Host keys (known_hosts)": `connect` refuses while the host, or any hop of its
+/// docs/api.md "Host keys (known_hosts)": `connect` refuses while the host, or any hop of its
 /// route (hops first, in `ssh -J` order), has a `changed` or `revoked` verdict pending.
 pub fn check_route(conn: &store::Conn, host: &Host, route: &[Host]) -> Result<(), ApiError> {
     for (hop, is_hop) in route.iter().map(|hop| (hop, true)).chain([(host, false)]) {

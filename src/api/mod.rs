@@ -26,7 +26,7 @@ use zeroize::Zeroizing;
 
 use crate::error::ApiError;
 
-/// README, Who may talk to the service: request bodies are capped at 1 MiB.
+/// docs/security.md, Who may talk to the service: request bodies are capped at 1 MiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The HTTP methods the router distinguishes.
@@ -122,7 +122,7 @@ impl Req {
         })
     }
 
-    /// The request with its `If-Match` header (README, "Revisions and If-Match").
+    /// The request with its `If-Match` header (docs/api.md, "Revisions and If-Match").
     pub fn with_if_match(mut self, if_match: Option<String>) -> Req {
         self.if_match = if_match;
         self

@@ -270,7 +270,7 @@ mod tests {
     }
 
     /// Handlers whose database write never fails the request: `connect` hands out the
-    /// credentials without recording the use when the write fails (README, Hosts).
+    /// credentials without recording the use when the write fails (docs/api.md, Hosts).
     const WRITES_THAT_CANNOT_FAIL: &[(&str, &str)] = &[("hosts", "connect")];
 
     /// The errors a handler's own code (and its file's functions it calls) names, the 507 of
@@ -313,7 +313,7 @@ mod tests {
             let (module, function) = handler_of(endpoint);
             let mut statuses: Vec<(u16, Option<&str>)> =
                 EVERY_ROUTE.iter().map(|status| (*status, None)).collect();
-            // The token is checked everywhere but on GET /api/health (README, "Who may talk
+            // The token is checked everywhere but on GET /api/health (docs/security.md, "Who may talk
             // to the service"); an id in the path may name nothing.
             if *template != "/api/health" {
                 statuses.push((401, Some("UNAUTHORIZED")));

@@ -1,4 +1,4 @@
-//! Optimistic concurrency (README, "Revisions and If-Match"): the precondition a write
+//! Optimistic concurrency (docs/api.md, "Revisions and If-Match"): the precondition a write
 //! states (an `If-Match` header, a `revision` in its body), checked against the resource's
 //! current revision, and the `ETag` of single-resource answers.
 //!

@@ -1,5 +1,5 @@
 //! `POST /api/import/ssh-config` and `GET /api/export/ssh-config`: an `~/.ssh/config` in,
-//! hosts with chains, keys and kept directives out, and back (README, "Jump chains, extra
+//! hosts with chains, keys and kept directives out, and back (docs/api.md, "Jump chains, extra
 //! options, and `~/.ssh/config`").
 //!
 //! Only the request and the answer live here: the import's plan is `model::ssh_config_import`
@@ -58,7 +58,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         let Some(group) = &group else {
             return Ok::<_, ApiError>((all.clone(), all));
         };
-        // README, Hosts: an unknown group id in a path or body is GROUP_NOT_FOUND.
+        // docs/api.md, Hosts: an unknown group id in a path or body is GROUP_NOT_FOUND.
         if !store::hosts::group_exists(conn, group)? {
             return Err(ApiError::GroupNotFound);
         }

@@ -1,5 +1,5 @@
 //! `/api/vault` endpoints: status, unlock, lock, set or change the master password, remove it
-//! (README, "Vault").
+//! (docs/api.md, "Vault").
 //!
 //! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
 //! wrong password run with no lock held: read what is needed under the vault lock, release
@@ -196,7 +196,7 @@ fn required(password: Option<Secret>, field: &str) -> Result<Secret, ApiError> {
     password.ok_or_else(|| ApiError::validation(field, "is required"))
 }
 
-/// README "Vault": a new master password is 1 to
+/// docs/api.md "Vault": a new master password is 1 to
 /// `MAX_PASSWORD_BYTES` bytes of UTF-8.
 fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     let password = required(password_field(value, "new_password")?, "new_password")?;
@@ -238,7 +238,7 @@ fn changed_meanwhile() -> ApiError {
 }
 
 /// Writes the vault row (header and data key) in one statement, in one transaction, with
-/// its change log entry and its audit `event` (README, "Change feed" and "Audit log").
+/// its change log entry and its audit `event` (docs/api.md, "Change feed" and "Audit log").
 fn persist(
     state: &AppState,
     header: Option<&[u8]>,

@@ -1,4 +1,4 @@
-//! The budget of bytes that request bodies may hold across all connections at once (README,
+//! The budget of bytes that request bodies may hold across all connections at once (docs/security.md,
 //! "Threat model of the HTTP layer"): a request takes its body's share before a byte of the
 //! body is read, and gives it back when its answer is written (the body lives until then).
 //!

@@ -189,7 +189,7 @@ fn facts<'a>(head: &'a Head, headers: &'a [httparse::Header<'a>]) -> Facts<'a> {
     }
 }
 
-/// The `If-Match` header for `api::Req` (README, "Revisions and If-Match"): several lines
+/// The `If-Match` header for `api::Req` (docs/api.md, "Revisions and If-Match"): several lines
 /// are one list, joined as RFC 9110 §5.3 allows.
 fn if_match(headers: &[httparse::Header<'_>]) -> Option<String> {
     let values: Vec<&str> = request::values(headers, "If-Match").collect();

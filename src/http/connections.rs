@@ -1,7 +1,7 @@
 //! The open connections: their count under the cap, what each is doing, how far it has
 //! come, and a way to close one from outside its thread.
 //!
-//! Eviction order (README, "Threat model of the HTTP layer"; docs/ARCHITECTURE.md): when a
+//! Eviction order (docs/security.md, "Threat model of the HTTP layer"; docs/ARCHITECTURE.md): when a
 //! new connection needs a place, the one closed is the one that made progress least lately.
 //! A connection not answered yet (no request of it passed the gate and was read whole) last
 //! made progress when it was admitted; an answered one waiting for its next request when it

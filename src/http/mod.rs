@@ -1,7 +1,7 @@
 //! Our HTTP/1.1 server on `httparse`: a blocking accept loop that gives every connection a
 //! thread of its own at once, bounded request heads and bodies, one-write responses.
 //!
-//! Shape (README, "Design"): `listener` accepts and admits connections under a cap kept by
+//! Shape (docs/security.md, "Design"): `listener` accepts and admits connections under a cap kept by
 //! `connections`; each connection's thread runs `connection`, which reads a head with
 //! `request`, passes it through the gate, reads the body, routes, and writes the answer with
 //! `response`. A request that waits long for its answer holds only its own thread.

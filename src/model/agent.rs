@@ -1,4 +1,4 @@
-//! The SSH agent's per-key policy (README "SSH agent"): whether the agent offers a key, when
+//! The SSH agent's per-key policy (docs/agent.md "SSH agent"): whether the agent offers a key, when
 //! a signature needs the user's approval, and what a request through agent forwarding may
 //! do; with the rules of `PUT /api/keys/:id`'s `agent` object and the decision the agent
 //! takes for one sign request.

@@ -1,5 +1,5 @@
 //! The caseless match key of a name: two group names under one parent, or two key names,
-//! clash when their keys are equal (README, Groups and Keys).
+//! clash when their keys are equal (docs/api.md, Groups and Keys).
 //!
 //! The key is Unicode's canonical caseless match, `NFD(casefold(NFD(s)))` (Unicode chapter
 //! 3, D145: full case folding, canonical decomposition and canonical ordering), so

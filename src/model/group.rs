@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::model::name::Name;
 use crate::model::validate::{self, Invalid};
 
-/// README, Groups: an icon is a short identifier, `[a-z0-9_-]{1,64}`.
+/// docs/api.md, Groups: an icon is a short identifier, `[a-z0-9_-]{1,64}`.
 pub const ICON_MAX_CHARS: usize = 64;
 
 /// The deepest a group may sit: a top-level group is at depth 1. A tree deeper than this
@@ -32,7 +32,7 @@ pub struct Group {
     pub icon: String,
     pub created_at: String,
     pub updated_at: String,
-    /// Bumped by every edit (README, "Revisions and If-Match").
+    /// Bumped by every edit (docs/api.md, "Revisions and If-Match").
     pub revision: i64,
 }
 
@@ -69,13 +69,13 @@ pub struct GroupView {
     pub revision: i64,
     /// Hosts directly in this group.
     pub host_count: u64,
-    /// Hosts in this group and every group below it (extension, README, Groups).
+    /// Hosts in this group and every group below it (extension, docs/api.md, Groups).
     pub total_host_count: u64,
     pub children: Vec<GroupView>,
 }
 
 impl NewGroup {
-    /// Checks a create body (README, Groups): `name` is required; `parent_id` `null` or
+    /// Checks a create body (docs/api.md, Groups): `name` is required; `parent_id` `null` or
     /// `""` (or absent) is the top level; `color` and `icon` `null` are `""` (none).
     /// Unknown fields are ignored.
     pub fn from_json(body: &Map<String, Value>) -> Result<NewGroup, Invalid> {
@@ -115,7 +115,7 @@ impl GroupPatch {
     }
 }
 
-/// README, Groups: an icon is `[a-z0-9_-]{1,64}`, or `""` for none.
+/// docs/api.md, Groups: an icon is `[a-z0-9_-]{1,64}`, or `""` for none.
 pub fn icon(value: &Value) -> Result<String, Invalid> {
     match value {
         Value::String(text) if is_icon(text) => Ok(text.clone()),
@@ -126,7 +126,7 @@ pub fn icon(value: &Value) -> Result<String, Invalid> {
     }
 }
 
-/// `parent_id`: `null` and `""` are the top level (README, Groups); any other string is a
+/// `parent_id`: `null` and `""` are the top level (docs/api.md, Groups); any other string is a
 /// group id, looked up later (an unknown or non-UUID id is 404 `GROUP_NOT_FOUND`).
 fn parent(value: &Value) -> Result<Option<String>, Invalid> {
     validate::optional_id("parent_id", value)

@@ -1,5 +1,5 @@
 //! Hosts as stored, as answered, as requested (create, partial update), and the
-//! rules that turn a request body into a checked value (README, Hosts).
+//! rules that turn a request body into a checked value (docs/api.md, Hosts).
 //!
 //! Invariants: no I/O; no secret value ever lives here: the api layer takes `auth.password`
 //! out of the body into a `Secret` first and passes only what kind of value it was
@@ -12,7 +12,7 @@ use crate::model::interop;
 use crate::model::name::{self, Name};
 use crate::model::validate::{self, Invalid};
 
-/// How a host authenticates (README, Hosts: `auth`).
+/// How a host authenticates (docs/api.md, Hosts: `auth`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthType {
     Password,
@@ -44,11 +44,11 @@ pub struct Host {
     pub jump_host_ids: Vec<String>,
     /// Extra ssh_config directives, verbatim, in order.
     pub ssh_options: Vec<String>,
-    /// Bumped by every edit (README, "Revisions and If-Match"); not by `connect`.
+    /// Bumped by every edit (docs/api.md, "Revisions and If-Match"); not by `connect`.
     pub revision: i64,
 }
 
-/// The Host object of the API, as every endpoint answers it (README, Hosts): every
+/// The Host object of the API, as every endpoint answers it (docs/api.md, Hosts): every
 /// field present, `group_id` omitted when ungrouped, `last_used_at` null until first use.
 #[derive(Serialize)]
 pub struct HostView<'a> {
@@ -462,7 +462,7 @@ impl HostPatch {
 /// The auth a host ends up with, from the request's `auth` and the host's current auth
 /// (`None` on create).
 ///
-/// README, Hosts: type `key` requires `key_id`. Decisions of this service: a non-empty
+/// docs/api.md, Hosts: type `key` requires `key_id`. Decisions of this service: a non-empty
 /// `key_id` with another type, or a non-empty `password` with a type other than `password`,
 /// is refused rather than silently dropped; switching away from `password` drops the stored
 /// password, and switching away from `key` drops `key_id`; an update that leaves the type

@@ -1,4 +1,4 @@
-//! The `GET /api/hosts` query: its parameters, checked (README, API: Hosts, "List"), and
+//! The `GET /api/hosts` query: its parameters, checked (docs/api.md, API: Hosts, "List"), and
 //! `Paging`, the `page` and `per_page` every paged list takes (`GET /api/known-hosts` too).
 //!
 //! Invariants: no I/O; a bad parameter is an `Invalid` naming it; a checked query never
@@ -6,7 +6,7 @@
 
 use crate::model::validate::Invalid;
 
-/// `per_page` defaults to 50 and is clamped to 1000 (README, API: Hosts, "List").
+/// `per_page` defaults to 50 and is clamped to 1000 (docs/api.md, API: Hosts, "List").
 pub const DEFAULT_PER_PAGE: u64 = 50;
 pub const MAX_PER_PAGE: u64 = 1000;
 
@@ -75,7 +75,7 @@ pub enum Direction {
 impl HostQuery {
     /// Checks the list parameters; `get` returns a query parameter's decoded value.
     /// Errors name the parameter: a non-numeric or < 1 page/per_page, an unknown
-    /// sort/order, a bad boolean (README, API: Hosts, "List").
+    /// sort/order, a bad boolean (docs/api.md, API: Hosts, "List").
     pub fn parse<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<HostQuery, Invalid> {
         let group = get("group").map(|group| match group {
             "" => GroupFilter::Ungrouped,
@@ -85,7 +85,7 @@ impl HostQuery {
             Some("") => return Err(Invalid::new("tag", "must not be empty")),
             tag => tag.map(str::to_owned),
         };
-        // No name or hostname worth finding holds a NUL; the README promises a 400.
+        // No name or hostname worth finding holds a NUL; docs/api.md promises a 400.
         if get("search").is_some_and(|search| search.contains('\0')) {
             return Err(Invalid::new("search", "must not contain a NUL character"));
         }

@@ -16,9 +16,9 @@ use crate::model::validate::Invalid;
 /// A comment ends up on an `authorized_keys` line: one line, short enough to read.
 pub const COMMENT_MAX_CHARS: usize = 255;
 
-/// README, Keys: RSA sizes, the default first.
+/// docs/api.md, Keys: RSA sizes, the default first.
 pub const RSA_BITS: [usize; 3] = [3072, 2048, 4096];
-/// README, Keys: ECDSA sizes (curves), the default first.
+/// docs/api.md, Keys: ECDSA sizes (curves), the default first.
 pub const ECDSA_BITS: [usize; 3] = [256, 384, 521];
 
 /// One stored key row, without its sealed secrets.
@@ -35,9 +35,9 @@ pub struct Key {
     pub has_passphrase: bool,
     pub created_at: String,
     pub updated_at: String,
-    /// The SSH agent's policy for this key (README "SSH agent").
+    /// The SSH agent's policy for this key (docs/agent.md "SSH agent").
     pub agent: AgentPolicy,
-    /// Bumped by every edit (README, "Revisions and If-Match").
+    /// Bumped by every edit (docs/api.md, "Revisions and If-Match").
     pub revision: i64,
 }
 
@@ -104,7 +104,7 @@ impl Key {
 }
 
 impl KeySpec {
-    /// Reads `type` (`ed25519`, `ecdsa` or `rsa`) and `bits` (README, Keys: rsa 2048,
+    /// Reads `type` (`ed25519`, `ecdsa` or `rsa`) and `bits` (docs/api.md, Keys: rsa 2048,
     /// 3072 default, 4096; ecdsa 256 default, 384, 521; ed25519 none). `bits: null` is the
     /// same as no `bits`.
     pub fn parse(key_type: &Value, bits: Option<&Value>) -> Result<KeySpec, Invalid> {

@@ -5,19 +5,19 @@
 //! Invariants: pure functions over text, no I/O and no crypto (hashed names and key blobs
 //! are checked by `sshkey`, which the api layer calls); the parser never panics, whatever
 //! the text (fuzzed below), and refuses a line with a reason rather than guessing; the
-//! writer never emits a line break from a stored value. The rules follow the README section
+//! writer never emits a line break from a stored value. The rules follow the docs/api.md section
 //! "Host keys (known_hosts)".
 
 use serde_json::Value;
 
 use crate::model::validate::{self, Invalid};
 
-/// The README's "Host keys (known_hosts)": a longer line is refused. An RSA key of 16,384
+/// docs/api.md, "Host keys (known_hosts)": a longer line is refused. An RSA key of 16,384
 /// bits (OpenSSH's maximum) takes about 2,800 characters, so this leaves room for long
 /// host lists and comments while bounding what one line may cost.
 pub const MAX_LINE_CHARS: usize = 16_384;
 
-/// The README's "Host keys (known_hosts)": at most this many host names on one line (a
+/// docs/api.md, "Host keys (known_hosts)": at most this many host names on one line (a
 /// comma list); each becomes its own entry.
 pub const MAX_NAMES_PER_LINE: usize = 256;
 
@@ -66,7 +66,7 @@ pub enum Parsed {
     Refused { number: usize, reason: String },
 }
 
-/// What `verify` answers (the README's "Host keys (known_hosts)").
+/// What `verify` answers (docs/api.md, "Host keys (known_hosts)").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     /// A stored key of this host is the presented key.
@@ -274,7 +274,7 @@ pub fn split_token(token: &str) -> (String, u16) {
 }
 
 /// The verdict on `presented` given every stored entry whose host names match the host
-/// (the README's "Host keys (known_hosts)"). Order matters: a revocation wins over
+/// (docs/api.md, "Host keys (known_hosts)"). Order matters: a revocation wins over
 /// everything, a valid CA signature over plain keys, and a plain key of another type never
 /// reads as `changed` (that false alarm trains users to click through).
 pub fn judge(presented: &Presented, matching: &[KnownKey]) -> Status {
@@ -335,7 +335,7 @@ pub fn render_line(marker: Marker, host: &str, public_key: &str, comment: &str) 
 }
 
 /// `hostname` of a verify or accept body: a bare DNS name or IP address, returned
-/// ASCII-lowercased (the README's "Host keys (known_hosts)").
+/// ASCII-lowercased (docs/api.md, "Host keys (known_hosts)").
 pub fn hostname(value: Option<&Value>) -> Result<String, Invalid> {
     let Some(value) = value else {
         return Err(Invalid::new("hostname", "is required"));
@@ -769,7 +769,7 @@ mod tests {
         assert_eq!(judge(&cert, &revoked_ca), Status::Revoked);
     }
 
-    /// The README's "Host keys (known_hosts)": the parser and the pattern matcher never
+    /// docs/api.md, "Host keys (known_hosts)": the parser and the pattern matcher never
     /// panic. `FUZZ_ITERATIONS` inputs (default 20,000; `scripts/fuzz` runs a million)
     /// built from pieces of real lines, spliced, cut and sprinkled with random bytes.
     #[test]

@@ -1,4 +1,4 @@
-//! The name of a host, a group or a key: one rule for all three (README, Hosts, Groups and
+//! The name of a host, a group or a key: one rule for all three (docs/api.md, Hosts, Groups and
 //! Keys: 1-100 characters once surrounding whitespace is trimmed), its sort key, its caseless
 //! match key, and the " (2)" renaming that makes a clashing name free again.
 //!
@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::model::fold;
 use crate::model::validate::Invalid;
 
-/// README, Hosts, Groups and Keys: a name is 1-100 characters after trimming.
+/// docs/api.md, Hosts, Groups and Keys: a name is 1-100 characters after trimming.
 pub const MAX_NAME_CHARS: usize = 100;
 
 /// The rule a refused name breaks, as the error's details say it.
@@ -68,7 +68,7 @@ impl Name {
     }
 
     /// The name a row takes when `name` clashes at its place: `name (2)`, `name (3)`, ...,
-    /// the first whose match key is not in `taken` (README, Groups and Keys). When the
+    /// the first whose match key is not in `taken` (docs/api.md, Groups and Keys). When the
     /// suffix would push the name past 100 characters, the end of the name is cut so the
     /// result still ends in the suffix.
     pub fn free(name: &str, taken: &HashSet<String>) -> Name {

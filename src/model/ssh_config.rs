@@ -18,7 +18,7 @@ pub const NAME_COMMENT: &str = "# host-manager name: ";
 /// `connect` answers to `~/.ssh/host-manager/<key_id>` (mode 0600).
 pub const IDENTITY_DIR: &str = "~/.ssh/host-manager/";
 
-/// Where the export points `UserKnownHostsFile` (README "Host keys (known_hosts)"): the
+/// Where the export points `UserKnownHostsFile` (docs/api.md "Host keys (known_hosts)"): the
 /// desktop app writes `GET /api/export/known-hosts` there, so `ssh` trusts exactly the keys
 /// the service trusts. An import drops this very directive (the export wrote it).
 pub const KNOWN_HOSTS_FILE: &str = "~/.ssh/host-manager/known_hosts";
@@ -26,7 +26,7 @@ pub const KNOWN_HOSTS_FILE: &str = "~/.ssh/host-manager/known_hosts";
 /// The suffix of an exported public key file: with `?agent=true` the export points
 /// `IdentityFile` at `~/.ssh/host-manager/<key_id>.pub` (the desktop app writes the key's
 /// public half there) and `IdentityAgent` at the SSH agent, so `ssh` asks the agent for
-/// that key first (README "SSH agent"). An import drops the `IdentityAgent` and
+/// that key first (docs/agent.md "SSH agent"). An import drops the `IdentityAgent` and
 /// `IdentitiesOnly` lines of such a block: the export wrote them.
 pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
 

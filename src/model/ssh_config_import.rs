@@ -1,4 +1,4 @@
-//! The plan of an `~/.ssh/config` import (README, "Jump chains, extra options, and
+//! The plan of an `~/.ssh/config` import (docs/api.md, "Jump chains, extra options, and
 //! `~/.ssh/config`"): which block becomes which host (a new one or a matched one), with what
 //! auth, chain and kept directives, and the answer that reports it. `store::ssh_config_import`
 //! carries the plan out inside the import's transaction.
@@ -60,7 +60,7 @@ pub struct Placed<'a> {
     pub hops: Vec<String>,
 }
 
-/// The body of an import answer (README: `{created, updated, unchanged, skipped,
+/// The body of an import answer (docs/api.md: `{created, updated, unchanged, skipped,
 /// missing_keys, warnings, dry_run}`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ImportReport {
@@ -368,7 +368,7 @@ impl ImportReport {
         let mut key_id = None;
         let mut kept = Vec::new();
         for (path, raw) in &block.identity_files {
-            // An agent export names the public key file (README "SSH agent").
+            // An agent export names the public key file (docs/agent.md "SSH agent").
             let exported = path
                 .strip_prefix(IDENTITY_DIR)
                 .map(|file| file.strip_suffix(PUBLIC_KEY_SUFFIX).unwrap_or(file))

@@ -13,7 +13,7 @@ use crate::model::group::{Group, GroupView};
 /// Nests `groups` under their parents. `direct_counts` maps a group id to the number of hosts
 /// directly in it; groups missing from it have none. Returns the top-level items, sorted.
 pub fn build(mut groups: Vec<Group>, direct_counts: &HashMap<String, u64>) -> Vec<GroupView> {
-    // README, Groups: children sorted by name, case-insensitively; id breaks ties so the
+    // docs/api.md, Groups: children sorted by name, case-insensitively; id breaks ties so the
     // order never depends on the query plan.
     groups.sort_unstable_by(|a, b| (&a.name_key, &a.id).cmp(&(&b.name_key, &b.id)));
     let count = groups.len();

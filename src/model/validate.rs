@@ -11,19 +11,19 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-/// README, Hosts and its limits: a username is 1-100 characters.
+/// docs/api.md, Hosts and its limits: a username is 1-100 characters.
 pub const MAX_USERNAME_CHARS: usize = 100;
 /// RFC 1123 / RFC 1035: at most 253 characters (without the optional trailing dot) and
 /// labels of 1-63 characters.
 pub const MAX_HOSTNAME_CHARS: usize = 253;
 pub const MAX_LABEL_CHARS: usize = 63;
-/// README, Hosts: each tag 1-64 characters, at most 64 tags.
+/// docs/api.md, Hosts: each tag 1-64 characters, at most 64 tags.
 pub const MAX_TAG_CHARS: usize = 64;
 pub const MAX_TAGS: usize = 64;
-/// README, Hosts: notes at most 10,000 characters.
+/// docs/api.md, Hosts: notes at most 10,000 characters.
 pub const MAX_NOTES_CHARS: usize = 10_000;
 
-/// Characters a username may not hold (README, Hosts): OpenSSH's own refusals (ssh.c's
+/// Characters a username may not hold (docs/api.md, Hosts): OpenSSH's own refusals (ssh.c's
 /// `valid_ruser`: the shell's quoting and control characters, since a jump host's user goes
 /// into a command line) and the separators of `ssh -J user@host:port,next` and of
 /// `ssh://` addresses, so a username can never add a hop or a host.
@@ -79,7 +79,7 @@ fn trimmed_rule(max: usize) -> String {
     format!("must be a string of 1 to {max} characters (surrounding spaces are trimmed)")
 }
 
-/// README, Hosts: a username is 1-100 characters after trimming, of what OpenSSH
+/// docs/api.md, Hosts: a username is 1-100 characters after trimming, of what OpenSSH
 /// accepts as a remote user and what keeps `proxy_jump` one hop per host (see
 /// `username_problem`).
 pub fn username(value: &Value) -> Result<String, Invalid> {
@@ -124,7 +124,7 @@ pub fn username_problem(text: &str) -> Option<&'static str> {
     None
 }
 
-/// README, Hosts: port is a JSON integer 1-65535; strings ("22") and numbers written
+/// docs/api.md, Hosts: port is a JSON integer 1-65535; strings ("22") and numbers written
 /// with a fraction or exponent (22.5, 22.0, 2.2e1) are refused.
 pub fn port(value: &Value) -> Result<u16, Invalid> {
     match value {
@@ -146,7 +146,7 @@ pub fn port_number(number: u64) -> Result<u16, Invalid> {
     }
 }
 
-/// README, Hosts: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
+/// docs/api.md, Hosts: a hostname is bare: an RFC 1123 DNS name or an IPv4/IPv6 literal.
 /// Returns the text unchanged (case kept).
 pub fn hostname(value: &Value) -> Result<String, Invalid> {
     match value {
@@ -215,7 +215,7 @@ pub fn hostname_problem(text: &str) -> Option<&'static str> {
     None
 }
 
-/// README, Hosts: `#RRGGBB` (hex digits in either case), or `""` for no colour.
+/// docs/api.md, Hosts: `#RRGGBB` (hex digits in either case), or `""` for no colour.
 pub fn color(value: &Value) -> Result<String, Invalid> {
     let rule = "must be \"\" or a colour of the form #RRGGBB";
     let Value::String(text) = value else {
@@ -230,7 +230,7 @@ pub fn color(value: &Value) -> Result<String, Invalid> {
     Err(Invalid::new("color", rule))
 }
 
-/// README, Hosts: an array of strings, each 1-64 characters after trimming; repeats
+/// docs/api.md, Hosts: an array of strings, each 1-64 characters after trimming; repeats
 /// (after trimming, compared exactly) are dropped keeping the first; at most 64 distinct tags.
 pub fn tags(value: &Value) -> Result<Vec<String>, Invalid> {
     let Value::Array(items) = value else {
@@ -250,7 +250,7 @@ pub fn tags(value: &Value) -> Result<Vec<String>, Invalid> {
     Ok(tags)
 }
 
-/// README, Hosts: free text of at most 10,000 characters, kept as given.
+/// docs/api.md, Hosts: free text of at most 10,000 characters, kept as given.
 pub fn notes(value: &Value) -> Result<String, Invalid> {
     match value {
         Value::String(text) if text.chars().count() <= MAX_NOTES_CHARS => Ok(text.clone()),
@@ -261,7 +261,7 @@ pub fn notes(value: &Value) -> Result<String, Invalid> {
     }
 }
 
-/// README, Hosts: `order` is a JSON integer that fits 64 bits (no fraction or exponent).
+/// docs/api.md, Hosts: `order` is a JSON integer that fits 64 bits (no fraction or exponent).
 pub fn order(value: &Value) -> Result<i64, Invalid> {
     match value {
         Value::Number(number) => number.as_i64(),

@@ -1,4 +1,4 @@
-//! Every difference between the operating systems the service runs on (README, Platforms):
+//! Every difference between the operating systems the service runs on (docs/platforms.md, Platforms):
 //! the default data dir, making and checking the data dir and the database's files, a file's
 //! identity for the clean-close record, stdin as a file, the shutdown signals, the SSH
 //! agent's endpoint, and the descriptor limit. The rest of the code calls these and holds no `cfg` of its own (only
@@ -41,7 +41,7 @@ fn open_files_limit(limits: &str) -> Option<Option<u64>> {
     }
 }
 
-/// Which rule picks the default data dir (README, Platforms).
+/// Which rule picks the default data dir (docs/platforms.md, Platforms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(
     dead_code,
@@ -62,7 +62,7 @@ pub const SYSTEM: System = System::Windows;
 #[cfg(not(any(target_os = "macos", windows)))]
 pub const SYSTEM: System = System::Xdg;
 
-/// The data dir without `--data-dir` (README, Platforms), from the environment `env`:
+/// The data dir without `--data-dir` (docs/platforms.md, Platforms), from the environment `env`:
 /// - Linux: `$XDG_DATA_HOME/host-manager`, else `$HOME/.local/share/host-manager` (XDG says
 ///   a relative `XDG_DATA_HOME` is invalid and must be ignored);
 /// - macOS: `$HOME/Library/Application Support/host-manager`, where Apple puts an app's data;

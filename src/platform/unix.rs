@@ -1,4 +1,4 @@
-//! Linux, macOS and the other Unix systems (README, Platforms): modes 0700 and 0600 and the
+//! Linux, macOS and the other Unix systems (docs/platforms.md, Platforms): modes 0700 and 0600 and the
 //! owner's user id protect the data dir and its files, SIGTERM and SIGINT reach the service
 //! through signal-hook's self-pipe, and the SSH agent listens on a Unix socket.
 //!

@@ -1,4 +1,4 @@
-//! Windows (README, Platforms): the data dir and its files are protected by the access
+//! Windows (docs/platforms.md, Platforms): the data dir and its files are protected by the access
 //! control list they inherit from the user's profile, the console's Ctrl+C, Ctrl+Break and
 //! close reach the service through the ctrlc crate, and the SSH agent is not served yet.
 //!
@@ -14,11 +14,11 @@ use std::os::windows::io::AsHandle;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Why the agent is off on Windows (README, Platforms): Windows' OpenSSH talks to its agent
+/// Why the agent is off on Windows (docs/platforms.md, Platforms): Windows' OpenSSH talks to its agent
 /// on a named pipe, and serving one with the per-message timeout the agent keeps on Unix
 /// takes overlapped I/O, which std does not offer.
 pub const AGENT_UNAVAILABLE: Option<&str> =
-    Some("the SSH agent is not available on Windows yet (README, Platforms)");
+    Some("the SSH agent is not available on Windows yet (docs/platforms.md, Platforms)");
 
 /// No descriptor limit binds the service on Windows: sockets are handles, and a process
 /// may hold millions of them, so the connection cap alone bounds them.
@@ -56,7 +56,7 @@ pub fn narrow_private_dir(_dir: &Path) -> io::Result<()> {
 }
 
 /// Never refuses; warns when `dir` is not under `%USERPROFILE%`, the one place whose ACL
-/// keeps other users out by default (README, Platforms).
+/// keeps other users out by default (docs/platforms.md, Platforms).
 pub fn refuse_data_dir(dir: &Path, _metadata: &Metadata) -> Result<(), DirRefusal> {
     let profile =
         std::env::var_os("USERPROFILE").and_then(|profile| Path::new(&profile).canonicalize().ok());
@@ -104,7 +104,7 @@ pub fn is_socket(_file_type: &FileType) -> bool {
 pub const FILE_IDENTITY_SIZE_FIELD: usize = 0;
 
 /// Size, modification and creation times: Windows' change time is not in stable std, so a
-/// tool that rewrites the file and sets its modification time back is not noticed (README,
+/// tool that rewrites the file and sets its modification time back is not noticed (docs/platforms.md,
 /// Platforms).
 pub fn file_identity(metadata: &Metadata) -> String {
     format!(
@@ -123,7 +123,7 @@ pub fn stdin_file() -> io::Result<File> {
 /// Calls `on_signal` at the console's Ctrl+C, Ctrl+Break, close, log-off and shut-down
 /// events (the ctrlc crate's handler thread; Windows has no SIGTERM to send a process). A
 /// close ends the process as soon as the handler returns, so that shutdown may be cut
-/// short; the database stays sound (README, Reliability).
+/// short; the database stays sound (docs/reliability.md, Reliability).
 pub fn watch_signals(on_signal: impl Fn() + Send + 'static) -> io::Result<()> {
     ctrlc::set_handler(on_signal).map_err(io::Error::other)
 }

@@ -1,4 +1,4 @@
-//! The audit log: security-relevant events in the order they happened (README: "Audit
+//! The audit log: security-relevant events in the order they happened (docs/api.md: "Audit
 //! log"), appended inside the transaction of the change they record.
 //!
 //! Every event kind is either a security event or a routine one (`class`, the one place
@@ -18,14 +18,14 @@ use rusqlite::{params, Connection};
 
 use crate::store::{now_timestamp, StoreError};
 
-/// README "Audit log": routine entries kept (each may stand for many merged events); at
+/// docs/api.md "Audit log": routine entries kept (each may stand for many merged events); at
 /// about 300 bytes an entry that is 3 MB. A test may set fewer (`set_routine_kept`).
 pub const ROUTINE_KEPT: u64 = 10_000;
 
-/// README "Audit log": a security event is kept at least this many days.
+/// docs/api.md "Audit log": a security event is kept at least this many days.
 pub const SECURITY_KEPT_DAYS: u32 = 90;
 
-/// README "Audit log": security events older than `SECURITY_KEPT_DAYS` go, oldest first,
+/// docs/api.md "Audit log": security events older than `SECURITY_KEPT_DAYS` go, oldest first,
 /// only while more than this many security entries exist.
 pub const SECURITY_KEPT_ENTRIES: i64 = 10_000;
 
@@ -44,7 +44,7 @@ pub const HOST_KEY_REPLACED: &str = "host_key.replaced";
 pub const HOST_KEY_DELETED: &str = "host_key.deleted";
 /// A known_hosts text was imported (not for a dry run).
 pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
-/// The SSH agent made a signature (README "SSH agent"): key, server, forwarded or not.
+/// The SSH agent made a signature (docs/agent.md "SSH agent"): key, server, forwarded or not.
 pub const AGENT_SIGNED: &str = "agent.signed";
 /// `ssh-add` stored a key in the vault through the SSH agent.
 pub const AGENT_KEY_ADDED: &str = "agent.key_added";
@@ -70,7 +70,7 @@ pub const VAULT_PASSWORD_CHANGED: &str = "vault.password_changed";
 /// The master password was removed.
 pub const VAULT_PASSWORD_REMOVED: &str = "vault.password_removed";
 
-/// Every event kind and its class: the one place that decides (README "Audit log").
+/// Every event kind and its class: the one place that decides (docs/api.md "Audit log").
 /// Only the agent's signatures come in floods; everything else records a decision about
 /// trust, keys or the vault.
 pub const EVENTS: &[(&str, Class)] = &[

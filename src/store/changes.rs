@@ -1,4 +1,4 @@
-//! The change log behind `GET /api/changes` (README, "Change feed"): reading the entries
+//! The change log behind `GET /api/changes` (docs/api.md, "Change feed"): reading the entries
 //! after a cursor, recording the vault's events, the current revision of a host, group or
 //! key, the logs' retention, and the `Feed` that requests waiting for a change share.
 //!
@@ -21,11 +21,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::store::{Db, StoreError};
 
-/// README "Change feed": the newest 10,000 entries are kept (about 1 MB). A window that was
+/// docs/api.md "Change feed": the newest 10,000 entries are kept (about 1 MB). A window that was
 /// away for longer than that many changes reloads instead of replaying them.
 pub const CHANGES_KEPT: u64 = 10_000;
 
-/// README "Connection history": the newest 10,000 connections are kept, across all hosts.
+/// docs/api.md "Connection history": the newest 10,000 connections are kept, across all hosts.
 pub const HISTORY_KEPT: u64 = 10_000;
 
 const SELECT_AFTER: &str =
@@ -158,7 +158,7 @@ pub fn record_vault(conn: &Connection, change: VaultChange) -> Result<(), StoreE
     Ok(())
 }
 
-/// Appends an SSH agent sign request's event (README "SSH agent"): `created` when request
+/// Appends an SSH agent sign request's event (docs/agent.md "SSH agent"): `created` when request
 /// `id` starts waiting for a decision, `deleted` when it ends.
 pub fn record_agent_request(conn: &Connection, id: &str, waiting: bool) -> Result<(), StoreError> {
     let op = match waiting {

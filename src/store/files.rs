@@ -100,7 +100,7 @@ fn cannot(path: &Path, what: &str, err: &io::Error) -> StoreError {
     StoreError::Unusable(format!("cannot {what} {}: {err}", path.display()))
 }
 
-/// Unix only: what these check are modes and symbolic links (README, Platforms).
+/// Unix only: what these check are modes and symbolic links (docs/platforms.md, Platforms).
 #[cfg(all(test, unix))]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -179,7 +179,7 @@ pub fn view(conn: &Connection, id: &str) -> Result<GroupView, StoreError> {
 
 /// One stored row. `GroupNotFound` when `id` is unknown.
 pub fn by_id(conn: &Connection, id: &str) -> Result<Group, StoreError> {
-    // README, Common behaviour: an id that is not a UUID is simply not found, so no parse first.
+    // docs/api.md, Common behaviour: an id that is not a UUID is simply not found, so no parse first.
     conn.prepare_cached(SELECT_GROUP_BY_ID)?
         .query_row(params![id], group_from_row)
         .optional()?
@@ -282,7 +282,7 @@ pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
     // name of one that moves along unchanged.
     taken.extend(child_keys.iter().cloned());
     for ((child, clashes), fold_key) in children.iter().zip(clashes).zip(child_keys) {
-        // README, Groups: a child whose name clashes at the destination gets " (2)", ...
+        // docs/api.md, Groups: a child whose name clashes at the destination gets " (2)", ...
         let (name, name_key, fold_key) = if clashes {
             let renamed = Name::free(&child.name, &taken);
             taken.insert(renamed.fold_key().to_owned());
@@ -299,7 +299,7 @@ pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
             params![child.id, destination, name, name_key, fold_key, now],
         )?;
     }
-    // README, Groups: hosts move to the parent, or become ungrouped.
+    // docs/api.md, Groups: hosts move to the parent, or become ungrouped.
     conn.execute(REPARENT_HOSTS, params![id, destination, now])?;
     Ok(())
 }
@@ -329,7 +329,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
         if let Some(renamed) = key_or_rename(&tx, step, id, name, &now, taken, scope)? {
             log::warn!(
                 "group {id} renamed to \"{}\": its name matches a sibling's when compared \
-                 caselessly (README, Groups)",
+                 caselessly (docs/api.md, Groups)",
                 renamed.as_str()
             );
         }
@@ -341,7 +341,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
 /// Whether `id` may move under `parent`: not under itself or a descendant, not too deep.
 fn check_placement(conn: &Connection, id: &str, parent: &str) -> Result<Placement, StoreError> {
     let (parent_depth, is_ancestor) = walk_ancestors(conn, parent, id)?;
-    // README, Groups: under itself or any descendant is refused.
+    // docs/api.md, Groups: under itself or any descendant is refused.
     if is_ancestor {
         return Ok(Placement::UnderItself);
     }
@@ -384,7 +384,7 @@ fn ensure_name_free(
     fold_key: &str,
     id: &str,
 ) -> Result<(), StoreError> {
-    // README, Groups: unique among siblings, compared case-insensitively, by the caseless
+    // docs/api.md, Groups: unique among siblings, compared case-insensitively, by the caseless
     // match key (full case folding, canonical equivalence).
     let taken: bool = conn
         .prepare_cached(SIBLING_NAME_TAKEN)?

@@ -1,4 +1,4 @@
-//! The connection history: one entry per `connect`, newest first, in pages (README,
+//! The connection history: one entry per `connect`, newest first, in pages (docs/api.md,
 //! "Connection history").
 //!
 //! Invariants: an entry is a snapshot of where the host pointed when it was used (name,

@@ -454,7 +454,7 @@ fn check_references(
     Ok(())
 }
 
-/// README, Hosts: without an `order`, a host goes after every other host of its group.
+/// docs/api.md, Hosts: without an `order`, a host goes after every other host of its group.
 fn end_of_group(
     conn: &Connection,
     group_id: Option<&str>,

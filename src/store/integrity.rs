@@ -1,4 +1,4 @@
-//! Refuses to open a damaged database, before anything writes to it (README, Reliability):
+//! Refuses to open a damaged database, before anything writes to it (docs/reliability.md, Reliability):
 //! - pages that fail SQLite's `PRAGMA quick_check` (a service on such a file would answer
 //!   `ok` and spread the damage with every write);
 //! - sealed secrets whose vault row is gone (starting would create a new, unprotected vault
@@ -7,7 +7,7 @@
 //! `quick_check` reads every page: about 0.3-0.4 s for the 100 MB of 100,000 hosts, far
 //! over the start-up budget. So a clean close records the closed file (on Unix its device,
 //! inode, size, modification and change times; on Windows its size, modification and
-//! creation times: README, Platforms) in `host-manager.db-clean`, and a start whose file still
+//! creation times: docs/platforms.md, Platforms) in `host-manager.db-clean`, and a start whose file still
 //! matches that record, with no WAL left over, skips the full check: nothing has written to
 //! the file since it was last checked or written by us. Any other start (first run, crash,
 //! kill, a file copied in or edited) runs the full check. The record is removed at start,
@@ -43,7 +43,7 @@ const SEALED_SECRETS: &str = "SELECT (SELECT count(*) FROM keys)
      + (SELECT count(*) FROM hosts WHERE password IS NOT NULL)";
 
 /// Refuses a database file that is empty or missing while its clean-close record says the
-/// last clean close left it with content (README, Reliability): starting would create a
+/// last clean close left it with content (docs/reliability.md, Reliability): starting would create a
 /// fresh database, with an open vault, in its place. Leaves the file and the record as they
 /// are, so the next start refuses too. Runs before anything creates or opens the file.
 pub fn refuse_lost(db_path: &Path) -> Result<(), StoreError> {
@@ -136,7 +136,7 @@ fn closed_cleanly(db_path: &Path, record: &Path) -> bool {
 }
 
 /// The record line of a file: what a write changes (on Unix the change time too, which no
-/// tool can set back; README, Platforms).
+/// tool can set back; docs/platforms.md, Platforms).
 fn describe(db_path: &Path) -> Option<String> {
     let metadata = fs::symlink_metadata(db_path).ok()?;
     Some(format!(

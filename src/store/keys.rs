@@ -22,7 +22,7 @@ use crate::store::{key_or_rename, next_updated_at, now_timestamp, StoreError};
 const SELECT_KEY_BY_ID: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
      revision FROM keys WHERE id = ?1";
-// README, Keys (decided here): keys are listed by name, case-insensitively, then id.
+// docs/api.md, Keys (decided here): keys are listed by name, case-insensitively, then id.
 const SELECT_KEYS: &str = "SELECT id, name, type, public_key, fingerprint, comment, \
      has_passphrase, created_at, updated_at, agent_enabled, agent_confirm, agent_forwarded, \
      revision FROM keys ORDER BY name_key, id";
@@ -133,7 +133,7 @@ pub fn name_taken(conn: &Connection, name: &str, except_id: &str) -> Result<bool
 
 /// The name for a key that comes without one of its own (an ssh_config import names it after
 /// its file, the agent's `ssh-add` after its comment): `wanted` trimmed, else the first free
-/// of `wanted (2)`, `wanted (3)`, ... (README, Keys). `None` when `wanted` breaks the name
+/// of `wanted (2)`, `wanted (3)`, ... (docs/api.md, Keys). `None` when `wanted` breaks the name
 /// rule.
 pub fn free_name(conn: &Connection, wanted: &str) -> Result<Option<Name>, StoreError> {
     let Ok(name) = Name::from_text(wanted) else {
@@ -163,7 +163,7 @@ pub fn id_by_fingerprint(
         .optional()?)
 }
 
-/// Renames or re-comments a key; `updated_at` moves past its previous value (README,
+/// Renames or re-comments a key; `updated_at` moves past its previous value (docs/api.md,
 /// Keys: it changes on every successful update). Errors: `KeyNotFound`, `DuplicateName`.
 pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key, StoreError> {
     let current = by_id(conn, id)?;
@@ -192,7 +192,7 @@ pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key
 }
 
 /// Deletes a key and its sealed secrets. Errors: `KeyNotFound`, `KeyInUse(n)` while `n`
-/// hosts reference it (README, Keys). Run it in one transaction: the count and the
+/// hosts reference it (docs/api.md, Keys). Run it in one transaction: the count and the
 /// delete must see the same hosts.
 pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
     by_id(conn, id)?;
@@ -226,7 +226,7 @@ pub fn fill_fold_keys(conn: &mut Connection) -> Result<usize, StoreError> {
         if let Some(renamed) = key_or_rename(&tx, step, id, name, &now, taken, scope)? {
             log::warn!(
                 "key {id} renamed to \"{}\": its name matches another key's when compared \
-                 caselessly (README, Keys)",
+                 caselessly (docs/api.md, Keys)",
                 renamed.as_str()
             );
         }
@@ -246,7 +246,7 @@ fn all_fold_keys(conn: &Connection) -> Result<HashSet<String>, StoreError> {
 }
 
 fn ensure_name_free(conn: &Connection, fold_key: &str, id: &str) -> Result<(), StoreError> {
-    // README, Keys: key names are unique, compared case-insensitively, by the caseless
+    // docs/api.md, Keys: key names are unique, compared case-insensitively, by the caseless
     // match key (full case folding, canonical equivalence).
     if name_taken(conn, fold_key, id)? {
         return Err(StoreError::DuplicateName(

@@ -1,4 +1,4 @@
-//! The host-key trust store in SQL (README: "Host keys (known_hosts)"): entries of
+//! The host-key trust store in SQL (docs/api.md: "Host keys (known_hosts)"): entries of
 //! `known_hosts`, and the `changed`/`revoked` verdicts (`host_key_alerts`) that block
 //! `connect`.
 //!

@@ -4,9 +4,9 @@
 //! members, `favorite` from its bits, a search from a scan of the search text
 //! (store::search_text; the last terms' sets are kept until the next change). The sets
 //! intersect; the page is then found in the sort's kept order, walked from its nearer end,
-//! or ranked when the set is small (README, "How the host list is answered").
+//! or ranked when the set is small (docs/performance.md, "How the host list is answered").
 //!
-//! Invariants: the list's order is defined here alone (`Keys::cmp`; README, API: Hosts,
+//! Invariants: the list's order is defined here alone (`Keys::cmp`; docs/api.md, API: Hosts,
 //! "List"). Nothing is answered from a state older than the connection's: each use first
 //! applies what the temp triggers logged (per connection, never in the file), or reads
 //! everything again after another connection's commit (`data_version`). No secret is read.

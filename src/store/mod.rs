@@ -185,7 +185,7 @@ impl Db {
     }
 
     /// `write`, ended as `ending` says: a dry run (`Ending::RollBack`) takes the very same
-    /// steps, answers what they found, and rolls them all back (README: the imports'
+    /// steps, answers what they found, and rolls them all back (docs/api.md: the imports'
     /// `dry_run`).
     pub fn write_ending<T, E: From<StoreError>>(
         &self,
@@ -280,7 +280,7 @@ impl Drop for Db {
 /// Opens (creating when missing) the database in `data_dir`, checks it, sets the pragmas and
 /// applies pending migrations. A database from a newer build, a damaged one, one emptied or
 /// removed since its last clean close, or one reached through a symlink is refused untouched
-/// (README, Reliability).
+/// (docs/reliability.md, Reliability).
 pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     let path = data_dir.join(DB_FILE);
     integrity::refuse_lost(&path)?;
@@ -366,7 +366,7 @@ pub(crate) fn key_or_rename(
 }
 
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
-/// `Z` (README, Common behaviour). The store chooses every stamp it writes: callers never
+/// `Z` (docs/api.md, Common behaviour). The store chooses every stamp it writes: callers never
 /// pass one in.
 pub fn now_timestamp() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
@@ -374,7 +374,7 @@ pub fn now_timestamp() -> String {
 
 /// A new `updated_at` strictly later than `previous`: now, or `previous` + 1 ms when the
 /// clock has not moved past it (two changes in one millisecond, or a clock stepped back), so
-/// that `updated_at` changes on every update (README, Hosts and Keys).
+/// that `updated_at` changes on every update (docs/api.md, Hosts and Keys).
 pub fn next_updated_at(previous: &str) -> String {
     let now = SystemTime::now();
     let floor = humantime::parse_rfc3339(previous)
@@ -393,7 +393,7 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // WAL: readers never block the writer, and a crash never corrupts the file.
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    // NORMAL (the README's Reliability level: a crash of the process never loses an acknowledged write):
+    // NORMAL (docs/reliability.md, Reliability level: a crash of the process never loses an acknowledged write):
     // each commit is in the WAL, in the OS's page cache, before the 201/200 leaves, and
     // scripts/fault kills the service mid-write to prove it. The WAL is fsynced at each
     // checkpoint, so a power loss can lose only the commits since the last one. FULL would
@@ -404,7 +404,7 @@ fn set_pragmas(conn: &Connection) -> Result<(), StoreError> {
     conn.pragma_update(None, "secure_delete", "ON")?;
     // The host list reads each page's rows by seq, scattered over the table: a cache that
     // holds the table (24 MB at 100,000 hosts) serves them from memory, where SQLite's
-    // default 2 MB read most of them from the file (README, Performance).
+    // default 2 MB read most of them from the file (docs/performance.md, Performance).
     conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // rusqlite keeps 16 by default, fewer than a mix of requests runs: each would be parsed

@@ -3,7 +3,7 @@
 //! its answer, by a checkpoint that copies the WAL into the database file and truncates it
 //! to zero bytes. With `secure_delete` on, the pages written back carry zeros where the old
 //! bytes were, so no file of the data dir (database, `-wal`, `-shm`) holds the old
-//! ciphertext any more (README, The vault's threat model).
+//! ciphertext any more (docs/security.md, The vault's threat model).
 //!
 //! Invariants: temp triggers (per connection, never in the file) note every such write,
 //! whichever code path made it; only those writes pay for a checkpoint, ordinary ones pay

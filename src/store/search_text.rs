@@ -1,5 +1,5 @@
 //! The search text: every host's `name_key` and lowercased hostname, in blocks of `BLOCK`
-//! slots, scanned for a term (README, API: Hosts, "List": a case-insensitive substring of
+//! slots, scanned for a term (docs/api.md, API: Hosts, "List": a case-insensitive substring of
 //! name or hostname; "How the host list is answered": why a scan). The sorts read their
 //! text keys here too.
 //!

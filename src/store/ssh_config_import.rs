@@ -1,4 +1,4 @@
-//! The writing half of an `~/.ssh/config` import (README, "Jump chains, extra options, and
+//! The writing half of an `~/.ssh/config` import (docs/api.md, "Jump chains, extra options, and
 //! `~/.ssh/config`"): the keys supplied with it, then the hosts and chains of the plan that
 //! `model::ssh_config_import` made.
 //!
@@ -43,7 +43,7 @@ impl Stored {
 }
 
 /// Checks the target group, stores the supplied keys not stored yet (matched by
-/// fingerprint, named after their file: README, Keys), and reads what the plan needs.
+/// fingerprint, named after their file: docs/api.md, Keys), and reads what the plan needs.
 /// Errors: `GroupNotFound` for an unknown `group_id`; `DuplicateName` cannot happen (names
 /// are made free).
 pub fn prepare(
@@ -52,7 +52,7 @@ pub fn prepare(
     supplied: &[ImportedKey<'_>],
 ) -> Result<Stored, StoreError> {
     if let Some(group_id) = group_id {
-        // README, Hosts: an unknown group in a body is GROUP_NOT_FOUND.
+        // docs/api.md, Hosts: an unknown group in a body is GROUP_NOT_FOUND.
         if !hosts::group_exists(conn, group_id)? {
             return Err(StoreError::GroupNotFound);
         }

@@ -22,7 +22,7 @@ use crate::vault::secret::wipe_stack;
 
 /// Format version of the header; bump it when the layout or the algorithms change.
 pub const HEADER_VERSION: u8 = 1;
-/// README "The vault's threat model": 600,000 PBKDF2-HMAC-SHA256 rounds for new vaults
+/// docs/security.md "The vault's threat model": 600,000 PBKDF2-HMAC-SHA256 rounds for new vaults
 /// (OWASP 2023).
 pub const PBKDF2_ROUNDS_NEW: u32 = 600_000;
 /// Below this a stored header is refused: no build of ours ever wrote fewer.
@@ -30,7 +30,7 @@ pub const PBKDF2_ROUNDS_MIN: u32 = 100_000;
 /// Above this a stored header is refused: about 1.1 s per derivation in a release build,
 /// room for the count to rise while a tampered header cannot stall a worker for minutes.
 pub const PBKDF2_ROUNDS_MAX: u32 = 10_000_000;
-/// README "The vault's threat model": a 16-byte random salt per password.
+/// docs/security.md "The vault's threat model": a 16-byte random salt per password.
 pub const SALT_BYTES: usize = 16;
 /// Exact length of a stored header.
 pub const HEADER_BYTES: usize = 1 + 4 + SALT_BYTES;
@@ -82,7 +82,7 @@ impl Header {
         }
         let rounds = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
         // A round count read from disk is bounded before it is used, so a tampered header
-        // cannot hang the service (README, "The vault's threat model").
+        // cannot hang the service (docs/security.md, "The vault's threat model").
         if !(PBKDF2_ROUNDS_MIN..=PBKDF2_ROUNDS_MAX).contains(&rounds) {
             return Err(HeaderError::Rounds(rounds));
         }

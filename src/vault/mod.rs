@@ -2,7 +2,7 @@
 //!
 //! One random 256-bit data key seals every secret (`seal`); with a master password set, the
 //! data key is stored wrapped under a key derived from the password (`kdf`). Changing the
-//! password re-wraps only the data key, and no secret is re-encrypted (README, "The vault's
+//! password re-wraps only the data key, and no secret is re-encrypted (docs/security.md, "The vault's
 //! threat model").
 //!
 //! Invariants: the only module that uses aes-gcm, pbkdf2 or sha2; never runs SQL (lifecycle
@@ -27,11 +27,11 @@ pub use crate::vault::seal::{DataKey, SealContext};
 pub use crate::vault::secret::Secret;
 pub use crate::vault::throttle::PasswordThrottle;
 
-/// README "Vault": a master password is 1 to 1,024 bytes of UTF-8.
+/// docs/api.md "Vault": a master password is 1 to 1,024 bytes of UTF-8.
 /// A passphrase of a hundred words fits; a megabyte body is not hashed.
 pub const MAX_PASSWORD_BYTES: usize = 1024;
 
-/// The vault's state (README, "Vault").
+/// The vault's state (docs/api.md, "Vault").
 #[derive(Debug)]
 pub enum Vault {
     /// No master password: the data key is stored unwrapped and always available.

@@ -14,7 +14,7 @@ pub fn random_bytes(out: &mut [u8]) {
     OsRng.fill_bytes(out);
 }
 
-/// A new resource id: UUID v4, lowercase, hyphenated (README, Common behaviour). Handlers and
+/// A new resource id: UUID v4, lowercase, hyphenated (docs/api.md, Common behaviour). Handlers and
 /// the agent choose ids; the store only stores them. (uuid's own "v4" feature would pull a
 /// second version of getrandom into the tree.)
 pub fn new_id() -> String {

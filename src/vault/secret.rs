@@ -121,7 +121,7 @@ const STACK_WIPE_BYTES: usize = 32 * 1024;
 
 /// Overwrites with zeros the stack just below the caller's frame. Crypto crates build key
 /// schedules and HMAC states by value and move them between frames; a move leaves the old
-/// bytes behind, where no `Drop` reaches them (README, "The vault's threat model"). Called
+/// bytes behind, where no `Drop` reaches them (docs/security.md, "The vault's threat model"). Called
 /// right after such a call returned, this function's frame lies where that call's frames
 /// were. Costs a few microseconds.
 #[inline(never)]

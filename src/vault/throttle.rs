@@ -1,5 +1,5 @@
 //! Slows down master password guessing: a growing delay after each consecutive wrong
-//! password (README, "Vault").
+//! password (docs/api.md, "Vault").
 //!
 //! The delay after the n-th consecutive failure is `FIRST_DELAY * 2^(n-1)`, capped at
 //! `MAX_DELAY` (0.25 s, 0.5 s, 1 s, 2 s, then 4 s). The streak ends with a right password, or

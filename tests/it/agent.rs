@@ -1,4 +1,4 @@
-//! The SSH agent (README "SSH agent") with real OpenSSH as the oracle: `ssh-add` lists,
+//! The SSH agent (docs/agent.md "SSH agent") with real OpenSSH as the oracle: `ssh-add` lists,
 //! adds and removes through the socket, `ssh` logs in to a throwaway sshd through it with
 //! every key type and no private key file, locking the vault empties it, approvals gate
 //! signatures, forwarding follows each key's policy, its lock, unlock and policy changes

@@ -1,4 +1,4 @@
-//! `GET /api/changes` (README, "Change feed"): a waiting client receives every change another
+//! `GET /api/changes` (docs/api.md, "Change feed"): a waiting client receives every change another
 //! client makes, in order; `seq` survives a restart; a reader behind the trim is reset; the
 //! vault's lock reaches waiting readers before the 401s; waiting requests end at shutdown.
 //!
@@ -628,7 +628,7 @@ fn a_request_waiting_on_the_feed_is_answered_at_shutdown() {
     );
 }
 
-/// README "Change feed": at most the waiter cap of requests wait at once; one more that
+/// docs/api.md "Change feed": at most the waiter cap of requests wait at once; one more that
 /// would wait is 503 `BUSY` with `Retry-After` at once, and the waiting one still gets the
 /// next change.
 #[test]

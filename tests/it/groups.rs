@@ -1,4 +1,4 @@
-//! `/api/groups` black-box tests (README, Groups and Common behaviour): every endpoint, every rule on
+//! `/api/groups` black-box tests (docs/api.md, Groups and Common behaviour): every endpoint, every rule on
 //! both sides of its edge, the five-level tree and its counts, cycles, and deletes that lose
 //! nothing.
 

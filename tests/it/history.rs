@@ -1,4 +1,4 @@
-//! The connection history (README, "Connection history"): each `connect` is an entry, read
+//! The connection history (docs/api.md, "Connection history"): each `connect` is an entry, read
 //! newest first per host and across hosts, in pages; bounded; gone with its host; never a
 //! credential.
 

@@ -1,5 +1,5 @@
 //! `/api/hosts`: shapes, validation edges, filters, sorts, paging, favorite, move, connect
-//! and secrets at rest (README, Hosts), all over HTTP against the binary.
+//! and secrets at rest (docs/api.md, Hosts), all over HTTP against the binary.
 
 use std::collections::HashSet;
 use std::fs;
@@ -981,7 +981,7 @@ fn a_host_whose_stored_username_breaks_the_rule_is_never_handed_out_by_connect()
     );
 }
 
-// ---- a full disk (README, Reliability) -------------------------------------------------
+// ---- a full disk (docs/reliability.md, Reliability) -------------------------------------------------
 
 /// A service whose data dir is a tmpfs of `size` bytes, mounted in a mount namespace of its
 /// own (`unshare`, no root needed where user namespaces are on): the disk really fills, and

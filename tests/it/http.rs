@@ -1,4 +1,4 @@
-//! The HTTP layer's connection handling (README, "Threat model of the HTTP layer"): a thread
+//! The HTTP layer's connection handling (docs/security.md, "Threat model of the HTTP layer"): a thread
 //! per connection at once, the connection cap, the timeouts, keep-alive, upgrade offers and
 //! hostile clients, over raw sockets. Timeouts under test are set short through the
 //! `HOST_MANAGER_TEST_*` variables and the tests assert the order of events, not wall times.
@@ -403,7 +403,7 @@ fn shutdown_closes_idle_connections_and_exits_zero() {
     let _ = idle.shutdown(Shutdown::Both);
 }
 
-/// The eviction order at the cap (README, "Threat model of the HTTP layer"): a connection
+/// The eviction order at the cap (docs/security.md, "Threat model of the HTTP layer"): a connection
 /// without a complete request yet (here, one that sent a byte and stopped) is closed for a
 /// new one before a connection that has been answered, even one idle for longer.
 #[test]
@@ -464,7 +464,7 @@ fn a_new_connection_that_sends_nothing_is_closed_at_the_head_timeout_not_the_idl
     );
 }
 
-/// README "Threat model of the HTTP layer": request bodies hold at most the body budget
+/// docs/security.md "Threat model of the HTTP layer": request bodies hold at most the body budget
 /// in all; past it a request with a body is 503 `BUSY` with `Retry-After`, answered from
 /// its head before a byte of its body is read, and the budget comes back once the holder
 /// is answered.

@@ -1,4 +1,4 @@
-//! Keys (README, "Keys"): import and generation checked against the real `ssh-keygen`,
+//! Keys (docs/api.md, "Keys"): import and generation checked against the real `ssh-keygen`,
 //! passphrases, refused formats, duplicates, rename, delete while in use, a 4096-bit
 //! generation that does not hold up other requests, and no private key or passphrase in
 //! any response, log line or file.
@@ -652,7 +652,7 @@ fn key_pasted_with_crlf_line_ends_and_no_final_newline_is_stored_so_ssh_keygen_r
     );
 }
 
-/// README "Keys": RSA-4096 takes seconds with ssh-key 0.6; while it runs, health and a
+/// docs/api.md "Keys": RSA-4096 takes seconds with ssh-key 0.6; while it runs, health and a
 /// db-backed list are still answered (no lock is held during generation). Rounds of both
 /// go on until the generation's answer arrives; at least one must finish before it.
 #[test]
@@ -1079,7 +1079,7 @@ fn key_asking_for_rounds(rounds: u32) -> String {
         .to_string()
 }
 
-/// README "Keys": bcrypt-pbkdf checks of a passphrase (up to 1,024 rounds, ~8 s of CPU)
+/// docs/api.md "Keys": bcrypt-pbkdf checks of a passphrase (up to 1,024 rounds, ~8 s of CPU)
 /// run at most two at once; a third is 503 `BUSY`, and the rest of the service answers.
 #[test]
 fn passphrase_checks_beyond_two_at_once_are_busy_and_health_still_answers() {
@@ -1114,7 +1114,7 @@ fn passphrase_checks_beyond_two_at_once_are_busy_and_health_still_answers() {
     assert_eq!(key_count(&service), 0);
 }
 
-/// README "Keys": a key file asking for more than 1,024 bcrypt rounds is refused whether or
+/// docs/api.md "Keys": a key file asking for more than 1,024 bcrypt rounds is refused whether or
 /// not a passphrase comes with it (OpenSSH would spend that work on every use of the key).
 #[test]
 fn key_asking_for_over_1024_bcrypt_rounds_is_invalid_key_even_without_a_passphrase() {
@@ -1142,7 +1142,7 @@ fn key_asking_for_exactly_1024_bcrypt_rounds_is_stored_without_a_passphrase() {
     assert_eq!(key_count(&service), 1);
 }
 
-/// README "Keys": RSA keys under 2,048 bits are refused, as generation refuses them, also
+/// docs/api.md "Keys": RSA keys under 2,048 bits are refused, as generation refuses them, also
 /// when encrypted and sent without their passphrase (the size is public).
 #[test]
 fn rsa_key_of_2047_bits_is_refused_naming_private_key_and_2048_bits_is_stored() {
@@ -1187,7 +1187,7 @@ fn random_mpint(len: usize) -> Mpint {
     Mpint::from_positive_bytes(&bytes).unwrap()
 }
 
-/// README "Keys": an RSA key whose private numbers do not belong to its public key (its
+/// docs/api.md "Keys": an RSA key whose private numbers do not belong to its public key (its
 /// signatures would never verify) is refused, with or without a passphrase to decrypt it.
 #[test]
 fn rsa_key_whose_private_numbers_do_not_fit_its_public_key_is_invalid_key() {

@@ -1,4 +1,4 @@
-//! Host keys (README "Host keys (known_hosts)" and "Audit log"), with OpenSSH as the
+//! Host keys (docs/api.md "Host keys (known_hosts)" and "Audit log"), with OpenSSH as the
 //! oracle: keys scanned from a throwaway sshd with `ssh-keyscan`, trusted through the API,
 //! and the export read by `ssh` and `ssh-keygen -F`; `ssh-keygen -H` output imported.
 

@@ -1,4 +1,4 @@
-//! HTTP-level limits and framing (README, "Threat model of the HTTP layer"), over raw sockets.
+//! HTTP-level limits and framing (docs/security.md, "Threat model of the HTTP layer"), over raw sockets.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -219,7 +219,7 @@ fn with_200_idle_sockets_open_a_request_is_answered() {
 }
 
 /// The connection cap leaves room under the descriptor limit for the agent and the process
-/// (README, "Threat model of the HTTP layer"): under `ulimit -n 64`, 150 sockets held open
+/// (docs/security.md, "Threat model of the HTTP layer"): under `ulimit -n 64`, 150 sockets held open
 /// never run `accept()` out of descriptors, and a fresh client is answered meanwhile.
 #[test]
 fn under_ulimit_64_a_flood_never_runs_accept_out_of_descriptors_and_a_fresh_client_is_answered() {
@@ -406,7 +406,7 @@ fn one_hundred_header_lines_are_served_and_one_more_is_431() {
     assert_eq!(status_of(&over), 431, "{over}");
 }
 
-/// The descriptors kept out of the connection cap are the SSH agent's (README, "Threat
+/// The descriptors kept out of the connection cap are the SSH agent's (docs/security.md, "Threat
 /// model of the HTTP layer"): under `ulimit -n 256`, with 63 agent clients connected and 300
 /// HTTP sockets held open, one more agent client (`ssh-add -l`) is still served, and so is a
 /// fresh HTTP client.

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-/// The SSH agent is served on Unix only (README, Platforms).
+/// The SSH agent is served on Unix only (docs/platforms.md, Platforms).
 #[cfg(unix)]
 mod agent;
 mod changes;

@@ -1,4 +1,4 @@
-//! Secrets in the service's memory once the vault is locked (README, "The vault's threat
+//! Secrets in the service's memory once the vault is locked (docs/security.md, "The vault's threat
 //! model"): after the first-run path (no password; a host password stored and read back;
 //! a master password set; lock; unlock, read back, lock again) nothing in the process's
 //! writable memory opens the vault: not the data key, not the key derived from the master
@@ -213,7 +213,7 @@ fn after_lock_no_key_or_password_that_opens_the_vault_is_left_in_memory() {
             }
         }
     }
-    // The one residual copy, written down in the README's vault threat model: SQLite does not
+    // The one residual copy, written down in docs/security.md, the vault's threat model: SQLite does not
     // wipe the buffers it frees, and one may still hold the page of the first run's vault row.
     eprintln!(
         "{} freed SQLite page images of the first-run vault row:\n{}",

@@ -1,4 +1,4 @@
-//! What differs between platforms (README, Platforms): why the agent is off, the default data
+//! What differs between platforms (docs/platforms.md, Platforms): why the agent is off, the default data
 //! dir, and on Windows the data dir outside the user's profile. Most tests here run only on
 //! their own platform: the Windows ones in `scripts/test`'s Wine stage.
 
@@ -45,7 +45,7 @@ mod windows {
                 "enabled": false,
                 "socket": null,
                 "location": null,
-                "reason": "the SSH agent is not available on Windows yet (README, Platforms)",
+                "reason": "the SSH agent is not available on Windows yet (docs/platforms.md, Platforms)",
                 "keys": [],
                 "pending": 0
             })

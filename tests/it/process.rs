@@ -132,7 +132,7 @@ fn second_instance_on_the_same_data_dir_exits_1_before_opening_the_database_whil
     assert_eq!(first.get("/api/hosts").expect(200)["total"], 1);
 }
 
-/// Unix: signals; Windows' Ctrl+C is checked by `scripts/test`'s Wine stage (README,
+/// Unix: signals; Windows' Ctrl+C is checked by `scripts/test`'s Wine stage (docs/platforms.md,
 /// Platforms).
 #[cfg(unix)]
 #[test]
@@ -181,7 +181,7 @@ fn without_exit_with_parent_closing_stdin_changes_nothing() {
     crate::support::assert_one_shutdown(&service, "signal");
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn data_dir_is_0700_and_database_files_are_0600() {
@@ -197,7 +197,7 @@ fn data_dir_is_0700_and_database_files_are_0600() {
     }
 }
 
-/// Linux (README, Platforms; Windows' default is in tests/it/platform.rs).
+/// Linux (docs/platforms.md, Platforms; Windows' default is in tests/it/platform.rs).
 #[cfg(all(unix, not(target_os = "macos")))]
 #[test]
 fn default_data_dir_is_under_xdg_data_home() {
@@ -340,7 +340,7 @@ fn restart_keeps_the_schema_and_serves_again() {
 
 // ---- the data dir and the database file (README, Command line) ------------------------
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn an_existing_shared_data_dir_is_refused_and_keeps_its_mode() {
@@ -360,7 +360,7 @@ fn an_existing_shared_data_dir_is_refused_and_keeps_its_mode() {
     );
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn an_existing_group_readable_data_dir_is_refused() {
@@ -373,7 +373,7 @@ fn an_existing_group_readable_data_dir_is_refused() {
     assert_eq!(mode_of(&dir), 0o750);
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn an_existing_read_only_data_dir_is_refused_and_keeps_its_mode() {
@@ -395,7 +395,7 @@ fn an_existing_read_only_data_dir_is_refused_and_keeps_its_mode() {
     );
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn an_existing_data_dir_of_another_user_is_refused() {
@@ -419,7 +419,7 @@ fn an_existing_data_dir_of_another_user_is_refused() {
     );
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn an_existing_private_data_dir_of_ours_is_used_as_it_is() {
@@ -437,7 +437,7 @@ fn an_existing_private_data_dir_of_ours_is_used_as_it_is() {
     assert_eq!(mode_of(&dir), 0o700);
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn a_missing_data_dir_and_its_missing_parents_are_created_0700() {
@@ -454,7 +454,7 @@ fn a_missing_data_dir_and_its_missing_parents_are_created_0700() {
     assert_eq!((mode_of(&dir), mode_of(&base.join("a"))), (0o700, 0o700));
 }
 
-/// Unix: modes, owners and symbolic links (README, Platforms).
+/// Unix: modes, owners and symbolic links (docs/platforms.md, Platforms).
 #[cfg(unix)]
 #[test]
 fn a_symlinked_database_file_is_refused_and_its_target_keeps_its_mode() {
@@ -481,7 +481,7 @@ fn a_symlinked_database_file_is_refused_and_its_target_keeps_its_mode() {
     );
 }
 
-// ---- damaged databases (README, Reliability) ------------------------------------------
+// ---- damaged databases (docs/reliability.md, Reliability) ------------------------------------------
 
 #[test]
 fn a_database_with_a_corrupt_page_refuses_to_start_and_is_left_untouched() {

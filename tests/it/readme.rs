@@ -1,11 +1,11 @@
-//! The README's API section runs: every ` ```sh ` block between `## API` and the next `## `
-//! heading is run in order against one live instance, and every `curl` line must answer
-//! the status its trailing `# -> NNN` comment states (2xx when it has none). The
-//! `## Command line` block is `host-manager --help` word for word.
+//! The docs run: every ` ```sh ` block of `docs/api.md`, and of the README's
+//! `## A five-minute tour`, is run in order against a live instance (one per file), and every
+//! `curl` line must answer the status its trailing `# -> NNN` comment states (2xx when it has
+//! none). The README's `## Command line` block is `host-manager --help` word for word.
 //!
-//! All blocks run, in order, as one `bash` script with `set -euo pipefail` and `PORT`
+//! A file's blocks run, in order, as one `bash` script with `set -euo pipefail` and `PORT`
 //! exported, so a line may capture an id into a variable that later lines and blocks use.
-//! A `curl` line is run as `check NNN 'README.md:LINE' curl ...`:
+//! A `curl` line is run as `check NNN 'FILE:LINE' curl ...`:
 //! `check` adds `-o FILE -w '%{http_code}'`, prints the body on stdout (so `$(...)` and
 //! pipes see it) and fails the script when the status differs.
 
@@ -37,16 +37,17 @@ struct Example {
     text: String,
 }
 
-/// The ` ```sh ` blocks of the `## API` section, in order.
-fn api_blocks(readme: &str) -> Vec<Vec<Example>> {
+/// The ` ```sh ` blocks of a document, in order: all of them when `section` is `None`, else
+/// those under the `## ` heading named `section`.
+fn sh_blocks(text: &str, section: Option<&str>) -> Vec<Vec<Example>> {
     let mut blocks = Vec::new();
-    let mut in_api = false;
+    let mut in_api = section.is_none();
     let mut block: Option<Vec<Example>> = None;
     let mut pending: Option<Example> = None;
-    for (index, raw) in readme.lines().enumerate() {
+    for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
-        if block.is_none() && raw.starts_with("## ") {
-            in_api = raw.trim() == "## API";
+        if let (None, Some(wanted), Some(heading)) = (&block, section, raw.strip_prefix("## ")) {
+            in_api = heading.trim() == wanted;
             continue;
         }
         if !in_api {
@@ -91,11 +92,11 @@ fn expected_status(text: &str) -> String {
         .map_or_else(|| "2??".to_owned(), str::to_owned)
 }
 
-/// A line as the test runs it: its `curl` wrapped in `check`.
-fn checked(example: &Example) -> String {
+/// A line as the test runs it: its `curl` wrapped in `check`; `file` names it in failures.
+fn checked(file: &str, example: &Example) -> String {
     match example.text.find("curl ") {
         Some(at) if !example.text.trim_start().starts_with('#') => format!(
-            "{}check '{}' 'README.md:{}' {}",
+            "{}check '{}' '{file}:{}' {}",
             &example.text[..at],
             expected_status(&example.text),
             example.line,
@@ -105,20 +106,21 @@ fn checked(example: &Example) -> String {
     }
 }
 
-fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    std::fs::read_to_string(path).unwrap()
+/// A file of the repository, by its path from the top.
+fn doc(file: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
 }
 
-fn script(readme: &str) -> (String, usize) {
+/// The script of `file`'s examples (see `sh_blocks`) and its number of `curl` lines.
+fn script(file: &str, section: Option<&str>) -> (String, usize) {
     let mut script = PRELUDE.to_owned();
     let mut curls = 0;
-    for block in api_blocks(readme) {
+    for block in sh_blocks(&doc(file), section) {
         for example in block {
             if example.text.contains("curl ") {
                 curls += 1;
             }
-            script.push_str(&checked(&example));
+            script.push_str(&checked(file, &example));
             script.push('\n');
         }
     }
@@ -126,21 +128,36 @@ fn script(readme: &str) -> (String, usize) {
 }
 
 #[test]
-fn every_curl_example_of_the_api_section_answers_the_status_it_states() {
-    let (script, curls) = script(&readme());
+fn every_curl_example_of_the_api_reference_answers_the_status_it_states() {
+    let (script, curls) = script("docs/api.md", None);
     assert!(curls >= 40, "only {curls} curl examples found:\n{script}");
-    let service = Service::start("readme");
-    let work = crate::support::fresh_dir("readme-work");
+    run_examples("api", &script);
+}
+
+#[test]
+fn every_curl_line_of_the_readme_tour_answers_the_status_it_states() {
+    let (script, curls) = script("README.md", Some("A five-minute tour"));
+    assert!(
+        curls >= 10,
+        "only {curls} curl lines found in the tour:\n{script}"
+    );
+    run_examples("tour", &script);
+}
+
+/// Runs `script` against a fresh service, failing with what the script printed.
+fn run_examples(name: &str, script: &str) {
+    let service = Service::start(name);
+    let work = crate::support::fresh_dir(&format!("{name}-work"));
     let output = Command::new("bash")
         .arg("-c")
-        .arg(&script)
+        .arg(script)
         .current_dir(&work)
         .env("PORT", service.port.to_string())
         .output()
         .unwrap();
     assert!(
         output.status.success(),
-        "a README example failed:\n{}\n--- stdout:\n{}\n--- script:\n{script}",
+        "a documented example failed:\n{}\n--- stdout:\n{}\n--- script:\n{script}",
         String::from_utf8_lossy(&output.stderr),
         String::from_utf8_lossy(&output.stdout)
     );
@@ -188,7 +205,7 @@ fn curl_operation(line: &str) -> Option<(String, String)> {
 
 #[test]
 fn every_documented_endpoint_has_a_curl_example() {
-    let (script, _) = script(&readme());
+    let (script, _) = script("docs/api.md", None);
     let examples: Vec<(String, String)> = script
         .lines()
         .filter(|line| line.contains("curl "))
@@ -222,7 +239,7 @@ fn the_command_line_section_is_the_help_text_word_for_word() {
     let output = Command::new(BIN).arg("--help").output().unwrap();
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).unwrap();
-    let readme = readme();
+    let readme = doc("README.md");
     let block = command_line_block(&readme);
     let differing = help
         .lines()
@@ -235,4 +252,45 @@ fn the_command_line_section_is_the_help_text_word_for_word() {
          line counts):\n--help:\n{help}\nREADME:\n{block}"
     );
     assert_eq!(block, help);
+}
+
+/// The error codes `docs/api.md`'s "Error codes" table lists, in backquotes in its rows.
+fn documented_error_codes() -> std::collections::BTreeSet<String> {
+    let api = doc("docs/api.md");
+    let start = api.find("## Error codes").expect("an Error codes section");
+    let table = &api[start..];
+    let end = table[3..].find("\n## ").map_or(table.len(), |at| at + 3);
+    table[..end]
+        .lines()
+        .filter(|line| line.starts_with("| 4") || line.starts_with("| 5"))
+        .flat_map(|line| {
+            let codes = line.split('|').nth(2).unwrap_or("").to_owned();
+            codes
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The codes `ApiError::code` answers, read from its `match` in `src/error.rs`.
+fn error_codes_of_the_code() -> std::collections::BTreeSet<String> {
+    let source = doc("src/error.rs");
+    let start = source.find("pub fn code(&self)").expect("ApiError::code");
+    let body = &source[start..];
+    let body = &body[..body.find("\n    }\n").expect("its end")];
+    body.lines()
+        .filter_map(|line| line.split("=> \"").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_error_code_table_of_the_api_reference_lists_exactly_the_codes_the_service_answers() {
+    let code = error_codes_of_the_code();
+    assert!(code.len() >= 30, "{code:?}");
+    assert_eq!(documented_error_codes(), code);
 }

@@ -1,4 +1,4 @@
-//! Revisions, `ETag` and `If-Match` (README, "Revisions and If-Match"): every host, group and
+//! Revisions, `ETag` and `If-Match` (docs/api.md, "Revisions and If-Match"): every host, group and
 //! key carries a revision bumped by each edit; writes based on an older one get 412
 //! `PRECONDITION_FAILED` and change nothing; of two racing writes exactly one wins.
 

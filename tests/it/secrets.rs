@@ -1,9 +1,9 @@
-//! Secrets at rest (README, Vault): host passwords, private keys and passphrases never
+//! Secrets at rest (docs/api.md, Vault): host passwords, private keys and passphrases never
 //! rest in plaintext. Distinctive secrets are stored, some are deleted, and the raw bytes of
 //! every file in the data dir (db, wal, shm) and the log are scanned for each secret in raw,
 //! hex and base64 forms: before and after the delete, with and without a master password.
 //! And a deleted or replaced secret's ciphertext is gone from every file of the data dir
-//! once the change is answered (README, The vault's threat model), also across kill -9.
+//! once the change is answered (docs/security.md, The vault's threat model), also across kill -9.
 
 use std::fs;
 use std::path::Path;

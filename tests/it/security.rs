@@ -1,4 +1,4 @@
-//! Who may talk to the service (README, Who may talk to the service), over raw sockets: each test names the
+//! Who may talk to the service (docs/security.md, Who may talk to the service), over raw sockets: each test names the
 //! attack it stops.
 
 use serde_json::Value;
@@ -249,7 +249,7 @@ fn remote_bind_without_allow_remote_or_token_refuses_to_start() {
     }
 }
 
-// ---- token files no client can match (README, Who may talk to the service) ------------
+// ---- token files no client can match (docs/security.md, Who may talk to the service) ------------
 
 /// Writes `content` as a token file and tries to start on it: the exit status and stderr.
 fn start_on_token_file(name: &str, content: &[u8]) -> (std::process::ExitStatus, String) {

@@ -1,4 +1,4 @@
-//! The vault (README, "Vault"): master password set, change and removal, lock and unlock,
+//! The vault (docs/api.md, "Vault"): master password set, change and removal, lock and unlock,
 //! the gate on every protected endpoint, start-up unlock from stdin, auto-lock, the
 //! brute-force delay, and no trace of the master password in logs or the data dir.
 
@@ -22,7 +22,7 @@ use crate::support::{
 /// A uuid that names no resource.
 const SOME_ID: &str = "00000000-0000-4000-8000-000000000000";
 
-/// Every route that needs an unlocked vault (README "Endpoints"), with a body where the
+/// Every route that needs an unlocked vault (docs/api.md "Endpoints"), with a body where the
 /// route takes one.
 fn protected_routes() -> Vec<(&'static str, String, Option<Value>)> {
     let host = json!({
@@ -586,7 +586,7 @@ fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out(
     );
 }
 
-/// README "Vault": guesses sent in parallel never keep the right password out. Every check
+/// docs/api.md "Vault": guesses sent in parallel never keep the right password out. Every check
 /// waits its turn for the key derivation instead of being refused, and a wrong guess serves
 /// its delay after its turn. Change and removal of the password go through the same checks.
 #[test]
@@ -656,7 +656,7 @@ fn right_password_is_never_refused_while_parallel_wrong_guesses_go_on() {
     }
 }
 
-/// README "Vault": a request in flight is activity for `--auto-lock`. An import whose
+/// docs/api.md "Vault": a request in flight is activity for `--auto-lock`. An import whose
 /// passphrase check (bcrypt at 400 rounds, about 3 s here) outlasts the idle time (300 ms
 /// for the test, checked every 75 ms) is stored, and the vault locks once the request has
 /// ended. The key is sealed after the check, which needs the vault open: a lock while the

@@ -1,4 +1,4 @@
-//! The vault's events in the audit log (README, "Audit log"): unlock, lock (by a request or
+//! The vault's events in the audit log (docs/api.md, "Audit log"): unlock, lock (by a request or
 //! `--auto-lock`), password set, change and removal, and wrong passwords, the latter written
 //! for the 1st, 2nd, 4th, 8th, ... failure of a streak; never a secret.
 

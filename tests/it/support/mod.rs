@@ -5,7 +5,7 @@
 //! child's stderr when the test failed.
 //!
 //! On Windows (the Windows build under Wine in `scripts/test`), a test cannot send a signal
-//! without unsafe code, so a service is stopped as a launching app stops it there (README,
+//! without unsafe code, so a service is stopped as a launching app stops it there (docs/platforms.md,
 //! Platforms): it runs with `--exit-with-parent` unless the test closes its stdin itself,
 //! and `terminate` closes its stdin.
 
