@@ -376,7 +376,13 @@ impl AppState {
     /// vault, so either this sees it and keeps the vault open, or the request sees the
     /// vault locked before doing any work.
     pub fn lock_if_idle(&self, after: Duration) -> bool {
-        if self.idle_for() < after || self.in_flight.load(Ordering::SeqCst) > 0 {
+        if self.idle_for() < after {
+            return false;
+        }
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            // The idle time has passed, but a request is running: it keeps the vault open
+            // (tests read this line to know the case happened).
+            log::debug!("auto-lock: idle time passed with a request in flight; not locking");
             return false;
         }
         let mut vault = self.vault();

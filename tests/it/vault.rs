@@ -541,10 +541,8 @@ fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out(
         .into_iter()
         .map(|mut client| {
             thread::spawn(move || {
-                let started = Instant::now();
                 let body = json!({"password": "wrong"});
-                let response = client.request("POST", "/api/vault/unlock", Some(&body));
-                (response, started.elapsed())
+                client.request("POST", "/api/vault/unlock", Some(&body))
             })
         })
         .collect();
@@ -556,23 +554,16 @@ fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out(
         logged_delays(&service)
     );
     assert_eq!(service.get("/api/health").expect(200)["vault_locked"], true);
-    assert!(
-        guesses.iter().any(|guess| !guess.is_finished()),
-        "health was answered only after every delayed guess"
-    );
-    let mut delayed = 0;
+    // Every wrong answer serves its delay (2 s or more, then the one-at-a-time gate): all
+    // five are still waiting when health, asked after their checks, is answered.
+    let waiting = guesses.iter().filter(|guess| !guess.is_finished()).count();
+    assert_eq!(waiting, 5, "guesses answered before health: {}", 5 - waiting);
     for guess in guesses {
-        let (response, took) = guess.join().unwrap();
-        response.assert_error(401, "INVALID_PASSWORD");
-        if took >= Duration::from_secs(2) {
-            delayed += 1;
-        }
+        guess
+            .join()
+            .unwrap()
+            .assert_error(401, "INVALID_PASSWORD");
     }
-    // Every wrong answer serves its delay (then leaves through the one-at-a-time gate).
-    assert_eq!(
-        delayed, 5,
-        "{delayed} of 5 guesses were delayed 2 s or more"
-    );
     let delays = logged_delays(&service);
     assert_eq!(delays[3], 2000, "{delays:?}");
     assert!(delays[4..].iter().all(|ms| *ms == 4000), "{delays:?}");
@@ -660,9 +651,8 @@ fn right_password_is_never_refused_while_parallel_wrong_guesses_go_on() {
 /// passphrase check (bcrypt at 400 rounds, about 3 s here) outlasts the idle time (300 ms
 /// for the test, checked every 75 ms) is stored, and the vault locks once the request has
 /// ended. The key is sealed after the check, which needs the vault open: a lock while the
-/// check ran would have failed the import, so its 201 shows the order of events. The import
-/// must outlast the idle time and a tick for that to show anything, which holds on any
-/// machine up to about ten times faster than this one.
+/// check ran would have failed the import, so its 201 shows the order of events. That the
+/// import outlasted the idle time and a tick is read from the service's own log, not timed.
 #[test]
 fn auto_lock_waits_for_a_request_in_flight_and_locks_after_it() {
     let dir = fresh_dir("vault-auto-lock-busy");
@@ -679,14 +669,15 @@ fn auto_lock_waits_for_a_request_in_flight_and_locks_after_it() {
     let service = start_with_short_auto_lock("vault-auto-lock-busy");
     set_password(&service, "pw");
     let body = json!({"name": "slow", "private_key": text, "passphrase": "secret"});
-    let started = Instant::now();
     let (status, key) = closing(&service.addr(), "POST", "/api/keys", &body);
-    let took = started.elapsed();
     assert_eq!(status, 201, "{key}");
+    // The case under test happened: a tick found the idle time passed while the import ran
+    // (otherwise the import was too fast for this machine to show anything).
     assert!(
-        took > Duration::from_millis(375),
-        "the import ({took:?}) must outlast the 300 ms idle time and a 75 ms tick to show \
-         anything"
+        service
+            .stderr()
+            .contains("auto-lock: idle time passed with a request in flight; not locking"),
+        "the import outlasted the idle time and a tick"
     );
     assert!(
         wait_until(EVENT_DEADLINE, || vault_locked(&service)),
