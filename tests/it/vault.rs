@@ -557,12 +557,14 @@ fn wrong_unlocks_are_slowed_down_without_blocking_other_requests_or_locking_out(
     // Every wrong answer serves its delay (2 s or more, then the one-at-a-time gate): all
     // five are still waiting when health, asked after their checks, is answered.
     let waiting = guesses.iter().filter(|guess| !guess.is_finished()).count();
-    assert_eq!(waiting, 5, "guesses answered before health: {}", 5 - waiting);
+    assert_eq!(
+        waiting,
+        5,
+        "guesses answered before health: {}",
+        5 - waiting
+    );
     for guess in guesses {
-        guess
-            .join()
-            .unwrap()
-            .assert_error(401, "INVALID_PASSWORD");
+        guess.join().unwrap().assert_error(401, "INVALID_PASSWORD");
     }
     let delays = logged_delays(&service);
     assert_eq!(delays[3], 2000, "{delays:?}");
