@@ -1321,6 +1321,28 @@ fn sign_request(blob: &[u8], data: &[u8]) -> Vec<u8> {
     message
 }
 
+/// `count` connections, each with a sign request for `blob` (over data that is no login)
+/// waiting for the user once this returns; each thread gives its connection's answer.
+fn waiting_sign_requests(
+    service: &Service,
+    socket: &Path,
+    blob: &[u8],
+    count: usize,
+) -> Vec<std::thread::JoinHandle<Option<Vec<u8>>>> {
+    let threads: Vec<_> = (0..count)
+        .map(|_| {
+            let mut stream = connect_socket(socket);
+            let message = sign_request(blob, b"not a login");
+            std::thread::spawn(move || exchange(&mut stream, &message))
+        })
+        .collect();
+    let waiting = wait_until(DEADLINE, || {
+        service.get("/api/agent").expect(200)["pending"] == count
+    });
+    assert!(waiting, "{count} requests wait");
+    threads
+}
+
 /// The `subject`s of the `agent.forwarded_refused` audit entries, oldest first.
 fn forwarded_refusals(service: &Service) -> Vec<String> {
     agent_audit(service)
@@ -1530,17 +1552,7 @@ fn thirty_two_requests_waiting_on_other_connections_do_not_refuse_the_users_logi
     let (public_file, _) = connect_via_agent(&service, &host, &work);
     // 32 other connections, each with a sign request waiting for the user.
     let blob = key_blob(&key);
-    let flood: Vec<_> = (0..32)
-        .map(|_| {
-            let mut stream = connect_socket(&socket);
-            let message = sign_request(&blob, b"not a login");
-            std::thread::spawn(move || exchange(&mut stream, &message))
-        })
-        .collect();
-    let waiting = wait_until(DEADLINE, || {
-        service.get("/api/agent").expect(200)["pending"] == 32
-    });
-    assert!(waiting, "32 requests wait");
+    let flood = waiting_sign_requests(&service, &socket, &blob, 32);
     let login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
     // The login's request is the one bound to a server.
     let mut mine = Value::Null;
@@ -1605,17 +1617,7 @@ fn at_the_connection_cap_a_connection_waiting_for_approval_is_never_closed_for_a
     set_policy(&service, &key, json!({"confirm": "always"}));
     let blob = key_blob(&key);
     // 64 connections, each with a sign request waiting for the user.
-    let waiting: Vec<_> = (0..64)
-        .map(|_| {
-            let mut stream = connect_socket(&socket);
-            let message = sign_request(&blob, b"not a login");
-            std::thread::spawn(move || exchange(&mut stream, &message))
-        })
-        .collect();
-    let all_wait = wait_until(DEADLINE, || {
-        service.get("/api/agent").expect(200)["pending"] == 64
-    });
-    assert!(all_wait, "64 requests wait");
+    let waiting = waiting_sign_requests(&service, &socket, &blob, 64);
     let mut refused = connect_socket(&socket);
     assert!(
         closed(&mut refused),
