@@ -22,6 +22,8 @@ mod logger;
 mod model;
 mod platform;
 mod router;
+#[cfg(test)]
+mod scratch;
 mod sshkey;
 mod state;
 mod store;

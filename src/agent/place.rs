@@ -432,12 +432,7 @@ mod unix_tests {
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("target/tmp")
-                .join(format!("place-{name}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            Scratch(dir.canonicalize().unwrap())
+            Scratch(crate::scratch::fresh(&format!("place-{name}")))
         }
 
         fn dir(&self, name: &str) -> PathBuf {

@@ -792,19 +792,28 @@ mod tests {
             .any(|s| matches!(s, Section::Host { patterns, .. } if patterns[0] == "evil")));
     }
 
-    #[test]
-    fn agent_export_names_the_public_key_file_the_agent_and_identities_only() {
-        let exported = vec![ExportHost {
+    /// Host `db` (db.example.com:22, user ops) with `key_id` served by the agent at `agent`.
+    fn agent_key_host(key_id: &str, agent: &str, options: Vec<String>) -> ExportHost {
+        ExportHost {
             alias: "db".into(),
             name: "db".into(),
             hostname: "db.example.com".into(),
             port: 22,
             username: "ops".into(),
-            key_id: Some("k1".into()),
-            identity_agent: Some("/run/user/1000/host-manager/agent 1.sock".into()),
+            key_id: Some(key_id.into()),
+            identity_agent: Some(agent.into()),
             proxy_jump: vec![],
-            options: vec!["ServerAliveInterval 30".into()],
-        }];
+            options,
+        }
+    }
+
+    #[test]
+    fn agent_export_names_the_public_key_file_the_agent_and_identities_only() {
+        let exported = vec![agent_key_host(
+            "k1",
+            "/run/user/1000/host-manager/agent 1.sock",
+            vec!["ServerAliveInterval 30".into()],
+        )];
         let text = render(&exported);
         assert!(
             text.contains(
@@ -823,17 +832,7 @@ mod tests {
 
     #[test]
     fn every_exported_path_writes_a_percent_as_two() {
-        let exported = vec![ExportHost {
-            alias: "db".into(),
-            name: "db".into(),
-            hostname: "db.example.com".into(),
-            port: 22,
-            username: "ops".into(),
-            key_id: Some("k%d".into()),
-            identity_agent: Some("/data/100%d/agent.sock".into()),
-            proxy_jump: vec![],
-            options: vec![],
-        }];
+        let exported = vec![agent_key_host("k%d", "/data/100%d/agent.sock", vec![])];
         let text = render(&exported);
         assert!(
             text.contains("    IdentityFile ~/.ssh/host-manager/k%%d.pub\n")

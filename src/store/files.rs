@@ -112,12 +112,7 @@ mod tests {
 
     /// A fresh directory under target/ (tests leave nothing elsewhere).
     fn scratch(name: &str) -> PathBuf {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target/tmp")
-            .join(format!("unit-files-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+        crate::scratch::fresh(&format!("unit-files-{name}"))
     }
 
     #[test]

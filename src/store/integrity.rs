@@ -195,7 +195,6 @@ pub fn vault_row_consistent(conn: &Connection, db_path: &Path) -> Result<(), Sto
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::fs;
-    use std::path::PathBuf;
 
     use rusqlite::Connection;
 
@@ -204,10 +203,7 @@ mod tests {
 
     #[test]
     fn the_recorded_size_is_the_file_size_a_clean_close_record_holds_on_this_platform() {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target/tmp")
-            .join(format!("integrity-size-{}", std::process::id()));
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let path = crate::scratch::fresh("integrity-size").join("db");
         fs::write(&path, vec![7u8; 184_320]).unwrap();
         let line = describe(&path).unwrap();
         fs::remove_file(&path).unwrap();
