@@ -40,7 +40,7 @@ import time
 
 import benchlib
 from benchlib import Client, call, failures, median, percentile, wrk
-from benchmarks import seed
+from benchmarks import plot, seed
 
 SECTIONS = ["http", "list", "search", "groups", "write", "startup", "unlock", "memory", "footprint"]
 HELP = {
@@ -54,14 +54,24 @@ HELP = {
     "memory": "RSS idle, with the list in memory, and its peak over the whole HTTP load",
     "footprint": "unique crates, crates in two versions, the stripped binary's size",
 }
-ENV = ["BENCH_HOSTS", "BENCH_GROUPS", "BENCH_KEYS", "BENCH_SECONDS", "BENCH_KEEP_DATA"]
+ENV = ["BENCH_HOSTS", "BENCH_GROUPS", "BENCH_KEYS", "BENCH_SECONDS", "BENCH_KEEP_DATA", "BENCH_PLOTS"]
 EPILOG = """environment (the catalogue sub-commands):
   BENCH_HOSTS      catalogue sizes, comma-separated (default 100000), e.g. 10000,100000,1000000:
                    each size is seeded and measured in turn, then one table shows how the
                    headline figures grow
   BENCH_GROUPS, BENCH_KEYS  groups and keys seeded (default 2000 / 50)
   BENCH_SECONDS    wrk duration per throughput figure (default 10; latency runs take 2/5 of it)
-  BENCH_KEEP_DATA  copy each seeded data dir to $BENCH_KEEP_DATA-<hosts>, for digging in"""
+  BENCH_KEEP_DATA  copy each seeded data dir to $BENCH_KEEP_DATA-<hosts>, for digging in
+  BENCH_PLOTS      where the growth plots go when BENCH_HOSTS names more than one size
+                   (default docs/figures, the plots docs/performance.md shows): one SVG per
+                   unit, written by this run from its own figures"""
+# The growth plots: file name, title, unit, and which headline figures each shows (those
+# whose label holds the text).
+PLOTS = [
+    ("growth-latency.svg", "The host list and the group tree: one client's p50", "ms", "p50 ms"),
+    ("growth-startup.svg", "Start-up: to SERVICE_PORT and to the first list answered", "ms", "median ms"),
+    ("growth-memory.svg", "Resident memory", "MiB", ": MiB"),
+]
 # Sections measured on the running service, over HTTP.
 HTTP_SECTIONS = {"http", "list", "search", "groups", "write", "memory", "unlock"}
 # Sections that need nginx, the reference server and the wrk loads.
@@ -145,6 +155,7 @@ class Catalogue:
             self.run_footprint()
         loads.append(benchlib.loadavg())
         self.print_tables(tables, loads)
+        self.write_plots()
 
     def needs_seed(self):
         if self.wanted & (HTTP_SECTIONS - {"unlock"}):
@@ -642,6 +653,29 @@ class Catalogue:
               "wrk -t2 -c16 keep-alive (POST with 8 writers: -t2 -c8, and its p50/p99 are under that load).")
         for note in self.notes:
             print(note)
+
+
+    def write_plots(self):
+        """The growth table as SVG plots (docs/performance.md shows them): with more than one
+        catalogue size into BENCH_PLOTS (default docs/figures); a smoke run writes them into its
+        scratch dir and reads them back as XML, so the plotting keeps working."""
+        if len(self.sizes) < 2 and not self.smoke:
+            return
+        default = self.work if self.smoke else os.path.join(benchlib.ROOT, "docs", "figures")
+        folder = os.environ.get("BENCH_PLOTS", default)
+        os.makedirs(folder, exist_ok=True)
+        for name, title, unit, ending in PLOTS:
+            series = {label: {size: plot.leading_number(text) for size, text in values.items()}
+                      for label, values in self.headline.items() if ending in label}
+            if not series:
+                continue
+            path = os.path.join(folder, name)
+            with open(path, "w") as out:
+                out.write(plot.growth_svg(title, unit, self.sizes, series))
+            if self.smoke:
+                import xml.etree.ElementTree as ElementTree
+                ElementTree.parse(path)  # raises on anything but well-formed XML
+            benchlib.log(f"plot: {path}")
 
 
 def _cpu_ticks(pid):
