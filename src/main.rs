@@ -24,6 +24,7 @@ mod platform;
 mod router;
 #[cfg(test)]
 mod scratch;
+mod session;
 mod sshkey;
 mod state;
 mod store;

@@ -94,7 +94,7 @@ pub fn respond(state: &AppState, session: &mut Session, request: Request<'_>) ->
             return proto::failure();
         }
     }
-    if state.vault_locked() {
+    if state.session.vault_locked() {
         return match request {
             // docs/agent.md "SSH agent": a locked vault lists no keys.
             Request::Identities => proto::no_identities(),
@@ -274,7 +274,7 @@ fn sign(state: &AppState, session: &Session, key_blob: &[u8], data: &[u8], flags
     // docs/api.md "Vault", `--auto-lock`: a signature the agent makes is the user at work (and
     // the vault does not lock under it); a refused request is not. Taken before the vault
     // is opened: a vault locked in between refuses the signature.
-    let _activity = state.activity();
+    let _activity = state.session.activity();
     let signature = match make_signature(state, &key, data, rsa_hash) {
         Ok(signature) => signature,
         Err(why) => {
@@ -451,7 +451,7 @@ fn approved(state: &AppState, key: &AgentKey, asked: &Asked<'_>) -> bool {
         view,
         remember,
         asked.connection,
-        || state.vault_locked(),
+        || state.session.vault_locked(),
         |view| {
             added.set(true);
             record_request(state, &view.id, true);
@@ -518,7 +518,7 @@ fn make_signature(
         field,
     };
     let (text, passphrase) = {
-        let vault = state.vault();
+        let vault = state.session.vault();
         let text = vault
             .open(context("private_key"), &sealed.private_key)
             .map_err(|err| err.to_string())?;
@@ -637,7 +637,7 @@ fn add(state: &AppState, identity: &NewIdentity<'_>) -> Result<(), ()> {
     let comment = comment_from_key_file(&String::from_utf8_lossy(identity.comment));
     let id = crate::vault::new_id();
     let sealed = {
-        let vault = state.vault();
+        let vault = state.session.vault();
         vault.seal(
             SealContext {
                 table: "keys",
@@ -777,7 +777,7 @@ fn lock(state: &AppState) -> Result<(), ()> {
 /// checked as `POST /api/vault/unlock` checks it.
 fn unlock(state: &AppState, passphrase: &[u8]) -> Vec<u8> {
     let password = Secret::new(passphrase.to_vec());
-    match state.unlock_vault(&password, "agent") {
+    match state.session.unlock(&state.db, &password, "agent") {
         Ok(()) => {
             log::info!("vault unlocked (ssh-add -X)");
             proto::success()

@@ -5,7 +5,7 @@
 //! wrong password run with no lock held: read what is needed under the vault lock, release
 //! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
 //! one assignment. A password check is never refused: each derivation waits its turn for
-//! one of `MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
+//! one of `session::MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
 //! that place is given back, so guesses cannot keep the right password from being checked.
 //! A password change holds the vault lock (then the db lock, in that order) across its one
 //! database write, so the row on disk and the state in memory change together. No password
@@ -62,7 +62,7 @@ struct RemovePasswordInput<'a> {
 /// `GET /api/vault`: answered while locked too.
 pub fn status(state: &AppState) -> Result<Reply, ApiError> {
     let (vault_locked, has_password) = {
-        let vault = state.vault();
+        let vault = state.session.vault();
         (vault.is_locked(), vault.has_password())
     };
     let view = VaultView {
@@ -79,7 +79,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
     // Shared with the SSH agent's UNLOCK: one guess throttle, one audit and change entry.
-    state.unlock_vault(&password, "request")?;
+    state.session.unlock(&state.db, &password, "request")?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -115,11 +115,11 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         )?;
     }
     let new = {
-        let _turn = state.password_derivations.take();
+        let _turn = state.session.derivation_turn();
         NewPassword::derive(new_password.expose())
     };
     {
-        let mut vault = state.vault();
+        let mut vault = state.session.vault();
         if !vault.password_is(expected.as_ref()) {
             return Err(changed_meanwhile());
         }
@@ -158,7 +158,7 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         audit::VAULT_PASSWORD_CHECK_FAILED,
     )?;
     {
-        let mut vault = state.vault();
+        let mut vault = state.session.vault();
         if !vault.password_is(Some(&wrapped)) {
             return Err(changed_meanwhile());
         }
@@ -212,13 +212,13 @@ fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     Ok(password)
 }
 
-/// The wrapped key a password is checked against, copied out so that the vault lock is
-/// released before PBKDF2 runs. `None` when no master password is set.
+/// The wrapped key a password is checked against (`Session::wrapped_key`: copied out so
+/// that the vault lock is released before PBKDF2 runs). `None` when no master password is set.
 fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
-    state.vault().wrapped_key().cloned()
+    state.session.wrapped_key()
 }
 
-/// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
+/// Checks `password` against `wrapped` (`Session::check_password`: the derivation in its
 /// turn, and a wrong password's delay, no lock held); a wrong one is audited as
 /// `failed_event`.
 fn check_password(
@@ -227,7 +227,9 @@ fn check_password(
     password: &Secret,
     failed_event: &str,
 ) -> Result<DataKey, ApiError> {
-    Ok(state.check_password(wrapped, password, failed_event)?)
+    Ok(state
+        .session
+        .check_password(&state.db, wrapped, password, failed_event)?)
 }
 
 /// Another request changed or removed the password while this one was checking: the
