@@ -28,6 +28,7 @@ mod session;
 mod sshkey;
 mod state;
 mod store;
+mod trust;
 mod vault;
 
 use std::collections::HashMap;

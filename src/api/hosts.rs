@@ -221,7 +221,9 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
         // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
         // revoked host key pending.
-        crate::api::known_hosts::check_route(conn, &host, &route)?;
+        if let Some(blocked) = crate::trust::check_route(conn, &host, &route)? {
+            return Err(ApiError::HostKeyChanged(blocked.to_string()));
+        }
         let proxy_jump = proxy_jump(&route)?;
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
