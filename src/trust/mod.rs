@@ -44,6 +44,7 @@ pub struct Verdict {
 
 /// The entry an accept stored (or found), the verdict before it, and the entries it
 /// replaced.
+#[derive(Debug)]
 pub struct Accepted {
     pub status: Status,
     pub entry: KnownHost,
@@ -379,4 +380,193 @@ fn stale<'a>(
             && entry.key_type == key.key_type
             && entry.fingerprint != key.fingerprint
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::model::known_hosts::{CertificateFacts, Marker, Status, HASH_MAGIC};
+    use crate::sshkey::{self, HostKey};
+    use crate::store::{self, Db};
+    use crate::trust::{self, exchange, Refusal, Target};
+
+    const ED_ONE: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIMOwA5TOpy+9utr0kI/LE9n6skbuGfbQKGB+Jib1zemO";
+    const ED_TWO: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOSlXXoHbJKn9M4J2GI0+/Bj80cgBHuj9+kvGzLxrchD";
+    const ED_CA: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIE8PJYMwAkCN5SYUygdDBpeuAydFnosIes0BayKXczns";
+    const ECDSA: &str = "AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPk+AYvT8esxXL7uaiuV5ilqXhY7QFUG10+dESEdAhirB8NQmdD2ddw6aiTVovagabZWc1nWLHUitqU7J1PSIRY=";
+
+    fn ed25519(base64: &str) -> HostKey {
+        sshkey::host_key("ssh-ed25519", base64).unwrap()
+    }
+
+    /// A store holding `known_hosts` text.
+    fn store_with(text: &str) -> Db {
+        let db = store::open_in_memory().unwrap();
+        let lines = exchange::read_lines(text);
+        let report = db.write(|tx| exchange::import(tx, &lines, false)).unwrap();
+        assert!(report.refused.is_empty(), "{text}");
+        db
+    }
+
+    fn target(hostname: &str, key: &HostKey) -> Target {
+        Target {
+            hostname: hostname.to_owned(),
+            port: 22,
+            name: hostname.to_owned(),
+            public_key: key.public_key.clone(),
+        }
+    }
+
+    fn verdict(db: &Db, hostname: &str, key: &HostKey) -> Status {
+        let presented = trust::presented(key, None);
+        db.write(|tx| trust::verify(tx, hostname, &presented))
+            .unwrap()
+            .status
+    }
+
+    fn accept(
+        db: &Db,
+        hostname: &str,
+        key: &HostKey,
+        replace: bool,
+    ) -> Result<trust::Accepted, Refusal> {
+        db.write(|tx| trust::accept(tx, &target(hostname, key), key, replace))
+    }
+
+    /// Whether `connect` to `hostname` is blocked by a pending verdict.
+    fn alert(db: &Db, hostname: &str) -> bool {
+        db.read(|conn| store::known_hosts::alert(conn, hostname))
+            .unwrap()
+            .is_some()
+    }
+
+    #[test]
+    fn a_host_with_nothing_stored_is_unknown_and_not_blocked() {
+        let db = store_with("");
+        assert_eq!(verdict(&db, "a.example", &ed25519(ED_ONE)), Status::Unknown);
+        assert!(!alert(&db, "a.example"));
+    }
+
+    #[test]
+    fn the_stored_key_is_trusted_and_another_of_its_type_is_changed_and_blocks_connect() {
+        let db = store_with(&format!("a.example ssh-ed25519 {ED_ONE}\n"));
+        assert_eq!(verdict(&db, "a.example", &ed25519(ED_ONE)), Status::Trusted);
+        assert!(!alert(&db, "a.example"));
+        assert_eq!(verdict(&db, "a.example", &ed25519(ED_TWO)), Status::Changed);
+        assert!(alert(&db, "a.example"), "a changed key blocks connect");
+    }
+
+    #[test]
+    fn a_key_of_a_type_not_stored_is_a_new_algorithm_not_a_change() {
+        let db = store_with(&format!("a.example ecdsa-sha2-nistp256 {ECDSA}\n"));
+        assert_eq!(
+            verdict(&db, "a.example", &ed25519(ED_ONE)),
+            Status::NewAlgorithm
+        );
+        assert!(!alert(&db, "a.example"));
+    }
+
+    #[test]
+    fn a_revoked_key_is_revoked_blocks_connect_and_is_never_accepted() {
+        let db = store_with(&format!(
+            "a.example ssh-ed25519 {ED_TWO}\n@revoked a.example ssh-ed25519 {ED_ONE}\n"
+        ));
+        let key = ed25519(ED_ONE);
+        assert_eq!(verdict(&db, "a.example", &key), Status::Revoked);
+        assert!(alert(&db, "a.example"));
+        for replace in [false, true] {
+            let refused = accept(&db, "a.example", &key, replace);
+            assert!(matches!(refused, Err(Refusal::Revoked(_))), "{refused:?}");
+        }
+        assert!(alert(&db, "a.example"), "a refused accept clears nothing");
+    }
+
+    #[test]
+    fn a_changed_key_is_replaced_only_when_asked_and_the_replace_clears_the_alert() {
+        let db = store_with(&format!("a.example ssh-ed25519 {ED_ONE}\n"));
+        let (old, new) = (ed25519(ED_ONE), ed25519(ED_TWO));
+        assert_eq!(verdict(&db, "a.example", &new), Status::Changed);
+        let refused = accept(&db, "a.example", &new, false);
+        assert!(
+            matches!(&refused, Err(Refusal::Changed(text)) if text.contains(&old.fingerprint)),
+            "{refused:?}"
+        );
+        let accepted = accept(&db, "a.example", &new, true).unwrap();
+        assert_eq!(accepted.status, Status::Changed);
+        assert_eq!(accepted.entry.source, "replace");
+        assert_eq!(accepted.replaced.len(), 1);
+        assert_eq!(accepted.replaced[0].fingerprint, old.fingerprint);
+        assert!(!alert(&db, "a.example"));
+        assert_eq!(verdict(&db, "a.example", &new), Status::Trusted);
+        assert_eq!(verdict(&db, "a.example", &old), Status::Changed);
+    }
+
+    #[test]
+    fn a_replace_keeps_the_wildcard_entry_that_covers_other_hosts() {
+        let db = store_with(&format!("*.example ssh-ed25519 {ED_ONE}\n"));
+        let new = ed25519(ED_TWO);
+        let accepted = accept(&db, "a.example", &new, true).unwrap();
+        assert!(accepted.replaced.is_empty());
+        assert_eq!(verdict(&db, "b.example", &ed25519(ED_ONE)), Status::Trusted);
+        assert_eq!(verdict(&db, "a.example", &new), Status::Trusted);
+    }
+
+    #[test]
+    fn accepting_a_trusted_key_again_stores_nothing_new() {
+        let db = store_with(&format!("a.example ssh-ed25519 {ED_ONE}\n"));
+        let key = ed25519(ED_ONE);
+        let accepted = accept(&db, "a.example", &key, false).unwrap();
+        assert_eq!(accepted.status, Status::Trusted);
+        assert_eq!(accepted.entry.source, "import");
+        let all = db.read(store::known_hosts::all).unwrap();
+        assert_eq!(all.len(), 1);
+    }
+
+    #[test]
+    fn a_certificate_of_a_stored_cert_authority_valid_for_the_host_is_ca_trusted() {
+        let db = store_with(&format!("@cert-authority *.example ssh-ed25519 {ED_CA}\n"));
+        let ca = ed25519(ED_CA);
+        let certificate = |valid_for_host| {
+            trust::presented(
+                &ed25519(ED_ONE),
+                Some(CertificateFacts {
+                    ca_fingerprint: ca.fingerprint.clone(),
+                    valid_for_host,
+                }),
+            )
+        };
+        let judged = |presented| {
+            db.write(|tx| trust::verify(tx, "a.example", &presented))
+                .unwrap()
+        };
+        let trusted = judged(certificate(true));
+        assert_eq!(trusted.status, Status::CaTrusted);
+        assert_eq!(trusted.known.len(), 1);
+        assert_eq!(trusted.known[0].marker, Marker::CertAuthority);
+        assert_eq!(judged(certificate(false)).status, Status::Unknown);
+        assert_eq!(
+            verdict(&db, "a.example", &ed25519(ED_ONE)),
+            Status::Unknown,
+            "a CA does not vouch for a plain key"
+        );
+    }
+
+    #[test]
+    fn a_hashed_name_matches_its_own_host_only() {
+        let (salt, hash) = sshkey::hash_name("a.example");
+        let db = store_with(&format!("{HASH_MAGIC}{salt}|{hash} ssh-ed25519 {ED_ONE}\n"));
+        let key = ed25519(ED_ONE);
+        assert_eq!(verdict(&db, "a.example", &key), Status::Trusted);
+        assert_eq!(verdict(&db, "b.example", &key), Status::Unknown);
+        assert_eq!(verdict(&db, "a.example", &ed25519(ED_TWO)), Status::Changed);
+    }
+
+    #[test]
+    fn importing_a_line_twice_leaves_it_unchanged() {
+        let text = format!("a.example,b.example ssh-ed25519 {ED_ONE}\n");
+        let db = store_with(&text);
+        let lines = exchange::read_lines(&text);
+        let again = db.write(|tx| exchange::import(tx, &lines, false)).unwrap();
+        assert_eq!((again.added, again.unchanged), (0, 2));
+    }
 }
