@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::known_hosts;
+use crate::model::known_hosts::{self, Marker};
 use crate::store::known_hosts::KnownHost;
 use crate::store::{self, StoreError};
 use crate::trust::matching_entries;
@@ -97,4 +97,26 @@ pub fn hosts_of(entries: &[KnownHost], catalogue: &[(String, String, u16)]) -> V
             true => host_ids(entry, &names),
         })
         .collect()
+}
+
+/// The catalogue hosts for which the store trusts the host key `public_key`: its entries
+/// holding that key without a marker, matched against each host's lookup name as OpenSSH
+/// would (the SSH agent names the server of a session binding by them).
+pub fn trusting(conn: &store::Conn, public_key: &str) -> Result<Vec<String>, StoreError> {
+    let entries: Vec<KnownHost> = store::known_hosts::all(conn)?
+        .into_iter()
+        .filter(|entry| entry.public_key == public_key && entry.marker == Marker::None)
+        .collect();
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let matchers: Vec<_> = entries.iter().map(crate::trust::matcher).collect();
+    Ok(store::known_hosts::catalogue_names(conn)?
+        .into_iter()
+        .filter(|(_, hostname, port)| {
+            let name = known_hosts::lookup_name(hostname, *port);
+            matchers.iter().any(|matcher| matcher.matches(&name))
+        })
+        .map(|(id, _, _)| id)
+        .collect())
 }
