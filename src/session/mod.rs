@@ -36,8 +36,8 @@ use crate::session::activity::{Activity, ActivityClock};
 use crate::session::slots::{AnswerGate, Slot, Slots};
 use crate::store::audit;
 use crate::store::changes::{self, VaultChange};
-use crate::store::Db;
-use crate::vault::{DataKey, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
+use crate::store::{self, Db, StoreError};
+use crate::vault::{DataKey, NewPassword, PasswordThrottle, Secret, Vault, VaultError, WrappedKey};
 
 /// PBKDF2 derivations of a master password (unlock, change, removal) running at once.
 /// Further ones wait their turn and are never refused: the right password always gets
@@ -52,6 +52,16 @@ pub const MAX_PASSWORD_DERIVATIONS: usize = 1;
 /// Wrong-password answers leave the answer gate at least this many derivations apart, so
 /// guesses come back slower than the newest-first turns take new checks.
 pub const ANSWER_SPACING_DERIVATIONS: u32 = 3;
+
+/// Why a master password change or removal stored nothing.
+#[derive(Debug)]
+pub enum ChangeError {
+    Vault(VaultError),
+    Store(StoreError),
+    /// Another request changed or removed the password while this one was checking it:
+    /// the check no longer says anything (the client may retry).
+    ChangedMeanwhile,
+}
 
 /// The vault and everything that guards its master password.
 pub struct Session {
@@ -189,6 +199,47 @@ impl Session {
         VaultError::InvalidPassword
     }
 
+    /// Sets the first master password (`expected` is `None`) or changes it (`expected` is
+    /// the wrapped key the current password was checked against), with `new` derived
+    /// beforehand. Lock order: vault, then db; the vault is held across the one write so
+    /// that the row on disk and the state in memory change together.
+    pub fn set_password(
+        &self,
+        db: &Db,
+        expected: Option<&WrappedKey>,
+        new: &NewPassword,
+    ) -> Result<(), ChangeError> {
+        {
+            let mut vault = self.vault();
+            if !vault.password_is(expected) {
+                return Err(ChangeError::ChangedMeanwhile);
+            }
+            let event = match expected {
+                None => audit::VAULT_PASSWORD_SET,
+                Some(_) => audit::VAULT_PASSWORD_CHANGED,
+            };
+            vault.set_password(new, |header, data_key| persist(db, header, data_key, event))?;
+        }
+        forget_replaced_rows(db);
+        Ok(())
+    }
+
+    /// Removes the master password checked against `expected`: the data key is stored
+    /// unwrapped again (vault, then db, as `set_password`).
+    pub fn remove_password(&self, db: &Db, expected: &WrappedKey) -> Result<(), ChangeError> {
+        {
+            let mut vault = self.vault();
+            if !vault.password_is(Some(expected)) {
+                return Err(ChangeError::ChangedMeanwhile);
+            }
+            vault.remove_password(|header, data_key| {
+                persist(db, header, data_key, audit::VAULT_PASSWORD_REMOVED)
+            })?;
+        }
+        forget_replaced_rows(db);
+        Ok(())
+    }
+
     /// Counts a request as activity until the returned value drops (`--auto-lock`). Take
     /// it before looking at the vault's state (see `lock_if_idle`).
     pub fn activity(&self) -> Activity<'_> {
@@ -243,6 +294,43 @@ fn log_vault_change(db: &Db, change: VaultChange, event: &str, by: &str) {
     });
     if let Err(err) = logged {
         log::error!("cannot log the vault change: {err}");
+    }
+}
+
+impl From<VaultError> for ChangeError {
+    fn from(err: VaultError) -> ChangeError {
+        ChangeError::Vault(err)
+    }
+}
+
+impl From<StoreError> for ChangeError {
+    fn from(err: StoreError) -> ChangeError {
+        ChangeError::Store(err)
+    }
+}
+
+/// Writes the vault row (header and data key) in one statement, in one transaction, with
+/// its change log entry and its audit `event` (docs/api.md, "Change feed" and "Audit log").
+fn persist(
+    db: &Db,
+    header: Option<&[u8]>,
+    data_key: &[u8],
+    event: &str,
+) -> Result<(), ChangeError> {
+    Ok(db.write(|tx| {
+        store::vault_meta::save(tx, header, data_key)?;
+        changes::record_vault(tx, VaultChange::PasswordChanged)?;
+        audit::append(tx, event, "vault", &serde_json::json!({}))
+    })?)
+}
+
+/// After the vault row changed, moves the WAL into the database file and empties it, so the
+/// replaced row (an unwrapped data key, a key wrapped under the old password) does not stay
+/// readable in the `-wal` file; `secure_delete` has zeroed it in the pages. Best effort:
+/// the change itself is already committed.
+fn forget_replaced_rows(db: &Db) {
+    if let Err(err) = db.read(store::checkpoint) {
+        log::warn!("cannot checkpoint the database after a vault change: {err}");
     }
 }
 
