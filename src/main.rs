@@ -24,9 +24,11 @@ mod platform;
 mod router;
 #[cfg(test)]
 mod scratch;
+mod session;
 mod sshkey;
 mod state;
 mod store;
+mod trust;
 mod vault;
 
 use std::collections::HashMap;

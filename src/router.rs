@@ -181,10 +181,12 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         return Err(not_routed(&segments));
     };
     // docs/api.md "Vault" (`--auto-lock`): a request is activity from its start to its end, and
-    // counts itself before the vault's state is looked at (see `AppState::lock_if_idle`).
-    let _activity = endpoint.counts_as_activity().then(|| state.activity());
+    // counts itself before the vault's state is looked at (see `Session::lock_if_idle`).
+    let _activity = endpoint
+        .counts_as_activity()
+        .then(|| state.session.activity());
     // docs/api.md, Vault: while locked, only these answer; everything else is 401.
-    if endpoint.needs_unlocked_vault() && state.vault_locked() {
+    if endpoint.needs_unlocked_vault() && state.session.vault_locked() {
         return Err(ApiError::VaultLocked);
     }
     call(state, req, endpoint)

@@ -37,36 +37,9 @@ pub fn serve(
 ) {
     let mut session = Session::new(ticket.id());
     loop {
-        // Between messages a client may stay quiet as long as it likes: `ssh -A` keeps a
-        // forwarded connection open for its whole session.
-        if link.limit_reads(None).is_err() {
+        let Some(message) = read_message(&mut link, message_timeout) else {
             return;
-        }
-        let mut header = [0u8; 4];
-        if link.read_exact(&mut header).is_err() {
-            return;
-        }
-        let length = match proto::frame_length(header) {
-            Ok(length) => length,
-            Err(why) => {
-                log::warn!(
-                    "agent: closed a connection: {why:?} (at most {} bytes)",
-                    proto::MAX_MESSAGE_BYTES
-                );
-                return;
-            }
         };
-        if link.limit_reads(Some(message_timeout)).is_err() {
-            return;
-        }
-        let mut message = Zeroizing::new(vec![0u8; length]);
-        if let Err(err) = link.read_exact(&mut message) {
-            log::warn!(
-                "agent: closed a connection whose message stopped arriving ({})",
-                err.kind()
-            );
-            return;
-        }
         let request = match proto::parse(&message) {
             Ok(request) => request,
             Err(why) => {
@@ -88,4 +61,34 @@ pub fn serve(
         }
         ticket.end();
     }
+}
+
+/// The next message's body: its length header waited for without a bound, the rest within
+/// `message_timeout`. `None` (logged when the client misbehaved) closes the connection.
+fn read_message(link: &mut impl Link, message_timeout: Duration) -> Option<Zeroizing<Vec<u8>>> {
+    // Between messages a client may stay quiet as long as it likes: `ssh -A` keeps a
+    // forwarded connection open for its whole session.
+    link.limit_reads(None).ok()?;
+    let mut header = [0u8; 4];
+    link.read_exact(&mut header).ok()?;
+    let length = match proto::frame_length(header) {
+        Ok(length) => length,
+        Err(why) => {
+            log::warn!(
+                "agent: closed a connection: {why:?} (at most {} bytes)",
+                proto::MAX_MESSAGE_BYTES
+            );
+            return None;
+        }
+    };
+    link.limit_reads(Some(message_timeout)).ok()?;
+    let mut message = Zeroizing::new(vec![0u8; length]);
+    if let Err(err) = link.read_exact(&mut message) {
+        log::warn!(
+            "agent: closed a connection whose message stopped arriving ({})",
+            err.kind()
+        );
+        return None;
+    }
+    Some(message)
 }

@@ -73,9 +73,9 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut place = None;
     loop {
         // Both before the read: a commit after it moves the generation, so the wait below
-        // returns at once; a lock before it committed its entry first (AppState::lock_vault).
+        // returns at once; a lock before it committed its entry first (Session::lock).
         let seen = feed.generation();
-        let locked = state.vault_locked();
+        let locked = state.session.vault_locked();
         let page = feed.page(&state.db, since, limit)?;
         let (items, next) = until_vault_lock(&page);
         if locked && !items.last().is_some_and(is_vault_lock) {

@@ -20,7 +20,7 @@ pub fn get(state: &AppState) -> Result<Reply, ApiError> {
     let view = HealthView {
         status: "ok",
         version: env!("CARGO_PKG_VERSION"),
-        vault_locked: state.vault_locked(),
+        vault_locked: state.session.vault_locked(),
     };
     Reply::json(200, &view)
 }

@@ -221,7 +221,9 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
         // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
         // revoked host key pending.
-        crate::api::known_hosts::check_route(conn, &host, &route)?;
+        if let Some(blocked) = crate::trust::check_route(conn, &host, &route)? {
+            return Err(ApiError::HostKeyChanged(blocked.to_string()));
+        }
         let proxy_jump = proxy_jump(&route)?;
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
@@ -378,7 +380,7 @@ fn seal_password(state: &AppState, id: &str, password: &Secret) -> Result<Vec<u8
         row_id: id,
         field: "password",
     };
-    Ok(state.vault().seal(context, password.expose())?)
+    Ok(state.session.vault().seal(context, password.expose())?)
 }
 
 /// Opens what `connect` hands out. Takes the vault lock once, holds no db lock.
@@ -387,7 +389,7 @@ fn open_credentials(
     host_id: &str,
     sealed: &SealedCredentials,
 ) -> Result<Credentials, ApiError> {
-    let vault = state.vault();
+    let vault = state.session.vault();
     Ok(match sealed {
         SealedCredentials::Password(None) => Credentials::Password(None),
         SealedCredentials::Password(Some(sealed)) => {
@@ -536,7 +538,7 @@ mod tests {
                 row_id: sealed_for,
                 field,
             };
-            state.vault().seal(context, bytes).unwrap()
+            state.session.vault().seal(context, bytes).unwrap()
         };
         let private_key = seal("private_key", PRIVATE_KEY.as_bytes());
         let passphrase = passphrase.map(|text| seal("passphrase", text.as_bytes()));

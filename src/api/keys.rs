@@ -214,7 +214,7 @@ fn seal(
         row_id: id,
         field,
     };
-    let vault = state.vault();
+    let vault = state.session.vault();
     let private_key = vault.seal(context("private_key"), key.text.expose())?;
     let passphrase = match passphrase {
         Some(passphrase) => Some(vault.seal(context("passphrase"), passphrase.expose())?),

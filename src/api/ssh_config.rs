@@ -137,7 +137,7 @@ fn read_keys(
             row_id: &id,
             field: "private_key",
         };
-        let sealed_private_key = state.vault().seal(context, key.text.expose())?;
+        let sealed_private_key = state.session.vault().seal(context, key.text.expose())?;
         keys.push(SuppliedKey {
             comment: key::comment_from_key_file(&key.info.comment),
             id,

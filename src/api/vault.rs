@@ -1,24 +1,23 @@
 //! `/api/vault` endpoints: status, unlock, lock, set or change the master password, remove it
 //! (docs/api.md, "Vault").
 //!
-//! Invariants: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
-//! wrong password run with no lock held: read what is needed under the vault lock, release
-//! it, derive, then lock again, check that nothing changed meanwhile and swap the state in
-//! one assignment. A password check is never refused: each derivation waits its turn for
-//! one of `MAX_PASSWORD_DERIVATIONS` places, and a wrong password's delay is served after
-//! that place is given back, so guesses cannot keep the right password from being checked.
-//! A password change holds the vault lock (then the db lock, in that order) across its one
-//! database write, so the row on disk and the state in memory change together. No password
-//! is ever logged, echoed or kept outside `Secret`; passwords are decoded from the body's
-//! JSON text straight into one.
+//! Each handler parses its body and calls the vault session (`session::Session`), which
+//! keeps the rules: PBKDF2 (`WrappedKey::open`, `NewPassword::derive`) and the delay after a
+//! wrong password run with no lock held, in their turn among
+//! `session::MAX_PASSWORD_DERIVATIONS` places, never refused; a password change holds the
+//! vault lock (then the db lock) across its one write and is refused as busy when the
+//! password changed meanwhile.
+//!
+//! Invariants: no password is ever logged, echoed or kept outside `Secret`; passwords are
+//! decoded from the body's JSON text straight into one.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
+use crate::session::ChangeError;
 use crate::state::AppState;
-use crate::store;
 use crate::store::audit;
 use crate::vault::{DataKey, NewPassword, Secret, WrappedKey, MAX_PASSWORD_BYTES};
 
@@ -62,7 +61,7 @@ struct RemovePasswordInput<'a> {
 /// `GET /api/vault`: answered while locked too.
 pub fn status(state: &AppState) -> Result<Reply, ApiError> {
     let (vault_locked, has_password) = {
-        let vault = state.vault();
+        let vault = state.session.vault();
         (vault.is_locked(), vault.has_password())
     };
     let view = VaultView {
@@ -79,7 +78,7 @@ pub fn unlock(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let input: UnlockInput = body(req)?;
     let password = required(password_field(input.password, "password")?, "password")?;
     // Shared with the SSH agent's UNLOCK: one guess throttle, one audit and change entry.
-    state.unlock_vault(&password, "request")?;
+    state.session.unlock(&state.db, &password, "request")?;
     log::info!("vault unlocked");
     Reply::json(
         200,
@@ -115,24 +114,14 @@ pub fn set_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         )?;
     }
     let new = {
-        let _turn = state.password_derivations.take();
+        let _turn = state.session.derivation_turn();
         NewPassword::derive(new_password.expose())
     };
-    {
-        let mut vault = state.vault();
-        if !vault.password_is(expected.as_ref()) {
-            return Err(changed_meanwhile());
-        }
-        // Lock order: vault, then db. Held across the write so that disk and memory agree.
-        let event = match expected {
-            None => audit::VAULT_PASSWORD_SET,
-            Some(_) => audit::VAULT_PASSWORD_CHANGED,
-        };
-        vault.set_password(&new, |header, data_key| {
-            persist(state, header, data_key, event)
-        })?;
-    }
-    forget_replaced_rows(state);
+    changed(
+        state
+            .session
+            .set_password(&state.db, expected.as_ref(), &new),
+    )?;
     match expected {
         None => log::info!("master password set"),
         Some(_) => log::info!("master password changed"),
@@ -157,16 +146,7 @@ pub fn remove_password(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         &current_password,
         audit::VAULT_PASSWORD_CHECK_FAILED,
     )?;
-    {
-        let mut vault = state.vault();
-        if !vault.password_is(Some(&wrapped)) {
-            return Err(changed_meanwhile());
-        }
-        vault.remove_password(|header, data_key| {
-            persist(state, header, data_key, audit::VAULT_PASSWORD_REMOVED)
-        })?;
-    }
-    forget_replaced_rows(state);
+    changed(state.session.remove_password(&state.db, &wrapped))?;
     log::info!("master password removed");
     status(state)
 }
@@ -212,13 +192,13 @@ fn new_password_field(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     Ok(password)
 }
 
-/// The wrapped key a password is checked against, copied out so that the vault lock is
-/// released before PBKDF2 runs. `None` when no master password is set.
+/// The wrapped key a password is checked against (`Session::wrapped_key`: copied out so
+/// that the vault lock is released before PBKDF2 runs). `None` when no master password is set.
 fn current_wrapped_key(state: &AppState) -> Option<WrappedKey> {
-    state.vault().wrapped_key().cloned()
+    state.session.wrapped_key()
 }
 
-/// Checks `password` against `wrapped` (`AppState::check_password`: the derivation in its
+/// Checks `password` against `wrapped` (`Session::check_password`: the derivation in its
 /// turn, and a wrong password's delay, no lock held); a wrong one is audited as
 /// `failed_event`.
 fn check_password(
@@ -227,37 +207,21 @@ fn check_password(
     password: &Secret,
     failed_event: &str,
 ) -> Result<DataKey, ApiError> {
-    Ok(state.check_password(wrapped, password, failed_event)?)
+    Ok(state
+        .session
+        .check_password(&state.db, wrapped, password, failed_event)?)
 }
 
-/// Another request changed or removed the password while this one was checking: the
-/// check no longer says anything. The client may retry and get a definite answer.
-fn changed_meanwhile() -> ApiError {
-    log::warn!("the master password changed during a password check; answering busy");
-    ApiError::Busy
-}
-
-/// Writes the vault row (header and data key) in one statement, in one transaction, with
-/// its change log entry and its audit `event` (docs/api.md, "Change feed" and "Audit log").
-fn persist(
-    state: &AppState,
-    header: Option<&[u8]>,
-    data_key: &[u8],
-    event: &str,
-) -> Result<(), ApiError> {
-    Ok(state.db.write(|tx| {
-        store::vault_meta::save(tx, header, data_key)?;
-        store::changes::record_vault(tx, store::changes::VaultChange::PasswordChanged)?;
-        audit::append(tx, event, "vault", &serde_json::json!({}))
-    })?)
-}
-
-/// After the vault row changed, moves the WAL into the database file and empties it, so the
-/// replaced row (an unwrapped data key, a key wrapped under the old password) does not stay
-/// readable in the `-wal` file; `secure_delete` has zeroed it in the pages. Best effort:
-/// the change itself is already committed.
-fn forget_replaced_rows(state: &AppState) {
-    if let Err(err) = state.db.read(store::checkpoint) {
-        log::warn!("cannot checkpoint the database after a vault change: {err}");
-    }
+/// The answer to a password change the session refused. Another request changed or
+/// removed the password while this one was checking it: the check no longer says
+/// anything, and the client may retry and get a definite answer.
+fn changed(result: Result<(), ChangeError>) -> Result<(), ApiError> {
+    result.map_err(|err| match err {
+        ChangeError::Vault(err) => ApiError::from(err),
+        ChangeError::Store(err) => ApiError::from(err),
+        ChangeError::ChangedMeanwhile => {
+            log::warn!("the master password changed during a password check; answering busy");
+            ApiError::Busy
+        }
+    })
 }
