@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::Host;
 use crate::model::host_query::Paging;
