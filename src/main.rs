@@ -10,7 +10,9 @@
 //! `lifecycle::print`; everything else goes to stderr.
 
 mod agent;
+mod agent_share;
 mod api;
+mod approvals;
 mod config;
 mod error;
 #[cfg(test)]

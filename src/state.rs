@@ -21,7 +21,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::agent::Agent;
+use crate::agent_share::AgentShare;
 use crate::api::group_tree::GroupTree;
 use crate::config::Config;
 use crate::store::audit;
@@ -80,7 +80,7 @@ pub struct AppState {
     in_flight: AtomicUsize,
     /// The SSH agent's socket and its sign requests waiting for approval (docs/agent.md "SSH
     /// agent").
-    pub agent: Agent,
+    pub agent: AgentShare,
 }
 
 /// A fixed number of places for one kind of slow work. `try_take` refuses beyond them;
@@ -213,7 +213,7 @@ impl AppState {
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
-        let agent = Agent::new(config.agent.as_ref());
+        let agent = AgentShare::new(config.agent.as_ref());
         AppState {
             config,
             db,

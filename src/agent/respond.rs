@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::agent::approvals::{Outcome, PendingView};
 use crate::agent::proto::{self, NewIdentity, Request, SessionBind};
+use crate::approvals::{Outcome, PendingView};
 use crate::model::agent::{AgentPolicy, Confirm, Forwarded, Reason, Verdict};
 use crate::model::key::comment_from_key_file;
 use crate::model::known_hosts::{lookup_name, Marker};
@@ -170,7 +170,7 @@ fn changes_the_vault(request: &Request<'_>) -> Option<&'static str> {
 
 /// Logs a request refused on a forwarded connection, and records it in the audit log as
 /// `agent.forwarded_refused` (each of the first 16 of a streak, then the 32nd, 64th, ...:
-/// `agent::refusals`).
+/// `agent_share::refusals`).
 fn refuse_forwarded(state: &AppState, session: &Session, what: &str) {
     let via = session
         .bindings
