@@ -3,8 +3,11 @@
 //!
 //! Shape (docs/security.md, "Design"): `listener` accepts and admits connections under a cap kept by
 //! `connections`; each connection's thread runs `connection`, which reads a head with
-//! `request`, passes it through the gate, reads the body, routes, and writes the answer with
-//! `response`. A request that waits long for its answer holds only its own thread.
+//! `request`, passes it through the `gate`, reads the body, hands the request to the
+//! `Handler` it serves (wired at start-up: the router), and writes the answer with
+//! `response`. `message` holds the values of an exchange (`Req`, `Reply`, `Method`) and
+//! `error` the layer's own refusals (`HttpError`); nothing here names a type of the layers
+//! above. A request that waits long for its answer holds only its own thread.
 //!
 //! Invariants: the only module that names `httparse`; nothing a client sends before the gate
 //! passes costs more than its bounded buffer, its thread and its deadline, and a refused
