@@ -53,6 +53,8 @@ pub struct Route {
     pub method: Method,
     /// The path, `{id}` standing for any one segment.
     pub path: &'static str,
+    /// The number of segments of `path`: most rows are told apart by it alone.
+    segments: usize,
     pub vault: Vault,
     pub usage: Use,
     pub handle: Handle,
@@ -71,6 +73,7 @@ macro_rules! route {
         Route {
             method: Method::$method,
             path: $path,
+            segments: segment_count($path),
             vault: Vault::$vault,
             usage: Use::$usage,
             handle: Handle::$shape(api::$module::$function),
@@ -134,6 +137,19 @@ pub static ROUTES: &[Route] = &[
     route!(Get "/api/history", Unlocked Work, Req history::list, "listHistory"),
 ];
 
+/// The segments of a template: its slashes.
+const fn segment_count(template: &str) -> usize {
+    let bytes = template.as_bytes();
+    let (mut index, mut count) = (0, 0);
+    while index < bytes.len() {
+        if bytes[index] == b'/' {
+            count += 1;
+        }
+        index += 1;
+    }
+    count
+}
+
 /// How a path matches a route's template.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fit {
@@ -146,19 +162,24 @@ enum Fit {
 
 /// Whether `path` (segments) fits `template`, and the segment its `{id}` stands for.
 fn fit<'a>(template: &str, path: &[&'a str]) -> (Fit, &'a str) {
-    let mut parts = template.strip_prefix('/').unwrap_or(template).split('/');
+    let mut rest = template;
     let mut id = None;
     for segment in path {
-        match parts.next() {
-            Some("{id}") => id = Some(*segment),
-            Some(part) if part == *segment => {}
+        let Some(part) = rest.strip_prefix('/') else {
+            return (Fit::No, "");
+        };
+        let end = part.find('/').unwrap_or(part.len());
+        match &part[..end] {
+            "{id}" => id = Some(*segment),
+            literal if literal == *segment => {}
             _ => return (Fit::No, ""),
         }
+        rest = &part[end..];
     }
-    match (parts.next(), id) {
-        (Some(_), _) => (Fit::No, ""),
-        (None, None) => (Fit::Literal, ""),
-        (None, Some(id)) => (Fit::WithId, id),
+    match (rest.is_empty(), id) {
+        (false, _) => (Fit::No, ""),
+        (true, None) => (Fit::Literal, ""),
+        (true, Some(id)) => (Fit::WithId, id),
     }
 }
 
@@ -167,7 +188,7 @@ fn fit<'a>(template: &str, path: &[&'a str]) -> (Fit, &'a str) {
 pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<(&'static Route, &'a str)> {
     let mut literal_elsewhere = false;
     let mut with_id = None;
-    for route in ROUTES {
+    for route in ROUTES.iter().filter(|route| route.segments == path.len()) {
         match (fit(route.path, path), route.method == method) {
             ((Fit::Literal, _), true) => return Some((route, "")),
             ((Fit::Literal, _), false) => literal_elsewhere = true,
