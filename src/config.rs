@@ -16,6 +16,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::http::HttpOverrides;
 use crate::model::validate;
 use crate::platform;
 
@@ -141,19 +142,6 @@ pub struct AgentConfig {
     /// `HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS`: a test runs the approval timeout
     /// short. Not a flag, as the HTTP overrides.
     pub approval_timeout: Option<Duration>,
-}
-
-/// Values the HTTP layer uses instead of its defaults, from `HOST_MANAGER_TEST_*`
-/// variables. Not flags on purpose: they exist for tests and benchmarks, not for users.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HttpOverrides {
-    pub idle_timeout: Option<Duration>,
-    pub head_timeout: Option<Duration>,
-    pub body_timeout: Option<Duration>,
-    pub write_timeout: Option<Duration>,
-    pub max_connections: Option<usize>,
-    pub body_budget: Option<usize>,
-    pub answered_head_start: Option<Duration>,
 }
 
 /// Where the bearer token comes from, if one is required (docs/security.md, Who may talk to the service).
@@ -293,7 +281,7 @@ impl Config {
         }
         let mut allowed_origins = Vec::new();
         for origin in raw.allowed_origins {
-            if !crate::gate::valid_origin(&origin) {
+            if !crate::http::gate::valid_origin(&origin) {
                 return Err(ConfigError(format!(
                     "--allow-origin {origin:?} is not scheme://host[:port]"
                 )));

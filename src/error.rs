@@ -1,17 +1,15 @@
-//! The one HTTP-facing error type: every failure a request can meet, with its status and code.
+//! `ApiError`: every failure a handler can meet, with its status and code. What the HTTP
+//! layer itself refuses (framing, limits, the gate, routing) is `http::HttpError`; both
+//! render through `http::Reply::error` (`api::error_reply` for this one).
 //!
 //! Invariants: a variant carries ids, field names and rules, never a secret value; an
-//! `Internal` cause is logged by the server and never reaches a response body.
+//! `Internal` cause is logged by the router and never reaches a response body.
 
 use std::fmt;
 
-/// Everything a handler or the server layer can answer with instead of success.
+/// Everything a handler can answer with instead of success.
 #[derive(Debug)]
 pub enum ApiError {
-    /// No route has this path (docs/api.md, Common behaviour).
-    NotFound,
-    /// The path exists but not with this method; the slice is the `Allow` list.
-    MethodNotAllowed(Vec<&'static str>),
     /// The body is not JSON at all; the text says where parsing stopped.
     InvalidJson(String),
     /// A field broke a validation rule: `details` names the field and the rule.
@@ -57,17 +55,6 @@ pub enum ApiError {
     VaultLocked,
     InvalidPassword,
     VaultNoPassword,
-    Unauthorized,
-    Forbidden(String),
-    PayloadTooLarge,
-    /// The request line is longer than the HTTP layer accepts.
-    UriTooLong,
-    /// The header section is too long or has too many lines.
-    HeadersTooLarge,
-    /// The request head or body did not arrive in time.
-    RequestTimeout,
-    /// The request itself is malformed at the HTTP level (framing, encoding).
-    BadRequest(String),
     /// Too many slow operations at once; the client may retry.
     Busy,
     /// No sign request with this id waits for a decision (docs/agent.md "SSH agent").
@@ -108,18 +95,14 @@ impl ApiError {
             | ApiError::InvalidMove(_)
             | ApiError::InvalidJumpChain(_)
             | ApiError::InvalidKey(_)
-            | ApiError::InvalidPassphrase
-            | ApiError::BadRequest(_) => 400,
-            ApiError::VaultLocked | ApiError::InvalidPassword | ApiError::Unauthorized => 401,
-            ApiError::Forbidden(_) => 403,
-            ApiError::NotFound
-            | ApiError::HostNotFound
+            | ApiError::InvalidPassphrase => 400,
+            ApiError::VaultLocked | ApiError::InvalidPassword => 401,
+            ApiError::HostNotFound
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
             | ApiError::KnownHostNotFound
             | ApiError::AgentRequestNotFound => 404,
-            ApiError::MethodNotAllowed(_) => 405,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse(_)
@@ -128,11 +111,7 @@ impl ApiError {
             | ApiError::HostKeyRevoked(_)
             | ApiError::VaultNoPassword
             | ApiError::AgentUnavailable(_) => 409,
-            ApiError::RequestTimeout => 408,
             ApiError::PreconditionFailed { .. } => 412,
-            ApiError::PayloadTooLarge => 413,
-            ApiError::UriTooLong => 414,
-            ApiError::HeadersTooLarge => 431,
             ApiError::Busy => 503,
             // RFC 4918 §11.5 Insufficient Storage: the request was fine, the disk is not.
             ApiError::StorageFull => 507,
@@ -143,8 +122,6 @@ impl ApiError {
     /// The stable upper-case identifier of the API's error body.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::NotFound => "NOT_FOUND",
-            ApiError::MethodNotAllowed(_) => "METHOD_NOT_ALLOWED",
             ApiError::InvalidJson(_) => "INVALID_JSON",
             ApiError::Validation { .. } | ApiError::InvalidParameter { .. } => "VALIDATION_ERROR",
             ApiError::HostNotFound | ApiError::JumpHostNotFound(_) => "HOST_NOT_FOUND",
@@ -165,13 +142,6 @@ impl ApiError {
             ApiError::VaultLocked => "VAULT_LOCKED",
             ApiError::InvalidPassword => "INVALID_PASSWORD",
             ApiError::VaultNoPassword => "VAULT_NO_PASSWORD",
-            ApiError::Unauthorized => "UNAUTHORIZED",
-            ApiError::Forbidden(_) => "FORBIDDEN",
-            ApiError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ApiError::UriTooLong => "URI_TOO_LONG",
-            ApiError::HeadersTooLarge => "HEADERS_TOO_LARGE",
-            ApiError::RequestTimeout => "REQUEST_TIMEOUT",
-            ApiError::BadRequest(_) => "BAD_REQUEST",
             ApiError::Busy => "BUSY",
             ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
             ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
@@ -183,8 +153,6 @@ impl ApiError {
     /// The short human message of the error body.
     pub fn message(&self) -> &'static str {
         match self {
-            ApiError::NotFound => "no such endpoint",
-            ApiError::MethodNotAllowed(_) => "method not allowed on this endpoint",
             ApiError::InvalidJson(_) => "request body is not valid JSON",
             ApiError::Validation { .. } => "validation failed",
             ApiError::InvalidParameter { .. } => "invalid query parameter",
@@ -206,13 +174,6 @@ impl ApiError {
             ApiError::VaultLocked => "vault is locked",
             ApiError::InvalidPassword => "wrong master password",
             ApiError::VaultNoPassword => "vault has no master password",
-            ApiError::Unauthorized => "missing or wrong bearer token",
-            ApiError::Forbidden(_) => "forbidden",
-            ApiError::PayloadTooLarge => "request body too large",
-            ApiError::UriTooLong => "request line too long",
-            ApiError::HeadersTooLarge => "request headers too large",
-            ApiError::RequestTimeout => "request not received in time",
-            ApiError::BadRequest(_) => "malformed request",
             ApiError::Busy => "service busy, retry shortly",
             ApiError::AgentRequestNotFound => "no such sign request waits",
             ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
@@ -232,9 +193,7 @@ impl ApiError {
             | ApiError::InvalidKey(text)
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
-            | ApiError::Forbidden(text)
-            | ApiError::AgentUnavailable(text)
-            | ApiError::BadRequest(text) => Some(text.clone()),
+            | ApiError::AgentUnavailable(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {
                 Some(format!("query parameter {name}: {rule}"))
@@ -248,19 +207,6 @@ impl ApiError {
                  again and retry with that revision"
             )),
 
-            ApiError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),
-            ApiError::PayloadTooLarge => {
-                Some(format!("the limit is {} bytes", crate::api::MAX_BODY_BYTES))
-            }
-            ApiError::UriTooLong => Some(format!(
-                "the limit is {} bytes",
-                crate::http::MAX_REQUEST_LINE_BYTES
-            )),
-            ApiError::HeadersTooLarge => Some(format!(
-                "the limits are {} bytes and {} header lines",
-                crate::http::MAX_HEADER_SECTION_BYTES,
-                crate::http::MAX_HEADERS
-            )),
             ApiError::StorageFull => Some(
                 "the disk that holds the data dir is full; nothing was changed: free some \
                  space there and retry"

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use zeroize::Zeroizing;
 
 use crate::api::openapi::documented;
-use crate::api::{Method, Req};
+use crate::http::{Method, Req};
 use crate::router;
 use crate::state::AppState;
 use crate::vault::{DataKey, Vault};
@@ -299,7 +299,7 @@ fn no_request_panics_or_answers_500_or_an_undocumented_status() {
             match Req::new(method, &target, Zeroizing::new(body.clone())) {
                 Ok(req) => router::route(&state, &req.with_if_match(if_match.clone()))
                     .map(|reply| (reply.status, reply.body.to_vec())),
-                Err(err) => Err(err),
+                Err(err) => Err(router::Failure::from(err)),
             }
         }));
         let described = || {

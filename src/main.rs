@@ -10,12 +10,13 @@
 //! `lifecycle::print`; everything else goes to stderr.
 
 mod agent;
+mod agent_share;
 mod api;
+mod approvals;
 mod config;
 mod error;
 #[cfg(test)]
 mod fuzz;
-mod gate;
 mod http;
 mod lifecycle;
 mod logger;
@@ -36,7 +37,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::config::{Command, Config, USAGE};
-use crate::gate::Gate;
+use crate::http::gate::Gate;
 use crate::http::Limits;
 use crate::lifecycle::StartError;
 use crate::state::AppState;
@@ -103,7 +104,8 @@ fn serve(config: Config) -> Result<(), StartError> {
     lifecycle::warm_host_list(&state);
     // Connection threads may outlive `serve` holding the state; the database closes now.
     let db_owner = Arc::clone(&state);
-    http::serve(state, gate, listener, limits, shutdown).map_err(StartError::Server)?;
+    let service = Arc::new(router::Service::new(state));
+    http::serve(service, gate, listener, limits, shutdown).map_err(StartError::Server)?;
     // Removes the socket file: a client then finds no agent rather than a dead one.
     drop(agent_socket);
     db_owner.db.close();

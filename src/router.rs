@@ -1,195 +1,204 @@
-//! Maps (method, path) to an endpoint, answers 404/405, and applies the vault gate once.
+//! The one route table: every endpoint declared once as a row (method, path template, what
+//! it needs of the vault, whether it is activity, its handler, its OpenAPI operationId).
+//! Resolution, the 405 `Allow` list and the tests of the OpenAPI document all read `ROUTES`;
+//! `Service` is what `http` serves (the router over the shared state).
 //!
-//! The `resolve` match reads like the API's summary table; it is the only route table:
-//! the `Allow` header of a 405 is derived from it, so the two cannot drift apart.
-//! Order of checks (docs/api.md, Vault): routing first, then the vault gate.
+//! Order of checks (docs/api.md, Vault): routing first (404, 405), then the vault gate
+//! (401 `VAULT_LOCKED`), then the handler.
 //!
-//! Invariants: no handler checks the vault lock itself; `ROUTES` lists exactly the routes of
-//! `resolve` (the OpenAPI document and the README's examples are tested against it); no
-//! httparse and no SQL here.
+//! Invariants: no handler checks the vault lock itself; a path segment matches a route's
+//! `{id}` only where no route of any method has that segment literally (`verify` and
+//! `accept` are actions on /api/known-hosts, never entry ids); resolving allocates nothing;
+//! no httparse and no SQL here.
 
-use crate::api::{self, Method, Reply, Req};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::api::{self, error_reply};
 use crate::error::ApiError;
+use crate::http::{self, HttpError, Method, Reply, Req};
 use crate::state::AppState;
 
-/// Every endpoint of the service; ids borrowed from the path.
+/// What a route needs of the vault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint<'a> {
-    Health,
-    OpenApi,
-    VaultStatus,
-    VaultUnlock,
-    VaultLock,
-    VaultSetPassword,
-    VaultRemovePassword,
-    ListHosts,
-    CreateHost,
-    GetHost(&'a str),
-    UpdateHost(&'a str),
-    DeleteHost(&'a str),
-    ToggleFavorite(&'a str),
-    MoveHost(&'a str),
-    ConnectHost(&'a str),
-    HostHistory(&'a str),
-    ListGroups,
-    CreateGroup,
-    GetGroup(&'a str),
-    UpdateGroup(&'a str),
-    DeleteGroup(&'a str),
-    MoveGroup(&'a str),
-    ListKeys,
-    CreateKey,
-    GetKey(&'a str),
-    UpdateKey(&'a str),
-    DeleteKey(&'a str),
-    ImportSshConfig,
-    ExportSshConfig,
-    ListKnownHosts,
-    GetKnownHost(&'a str),
-    DeleteKnownHost(&'a str),
-    VerifyHostKey,
-    AcceptHostKey,
-    ImportKnownHosts,
-    ExportKnownHosts,
-    ListAudit,
-    AgentStatus,
-    AgentRequests,
-    DecideAgentRequest(&'a str),
-    ListChanges,
-    ListHistory,
+pub enum Vault {
+    /// Answers whether the vault is locked or not.
+    Any,
+    /// Answers 401 `VAULT_LOCKED` while the vault is locked.
+    Unlocked,
 }
 
-/// Every (method, path template) `resolve` matches, in the order of the `resolve` match;
-/// `{id}` stands for any one path segment. `src/api/openapi.json` documents exactly these
-/// (tests below): a route added to `resolve` without a line here and an entry in the
-/// document fails `cargo test`.
-#[cfg(test)]
-pub const ROUTES: &[(Method, &str)] = &[
-    (Method::Get, "/api/health"),
-    (Method::Get, "/api/openapi.json"),
-    (Method::Get, "/api/vault"),
-    (Method::Post, "/api/vault/unlock"),
-    (Method::Post, "/api/vault/lock"),
-    (Method::Put, "/api/vault/password"),
-    (Method::Delete, "/api/vault/password"),
-    (Method::Get, "/api/hosts"),
-    (Method::Post, "/api/hosts"),
-    (Method::Get, "/api/hosts/{id}"),
-    (Method::Put, "/api/hosts/{id}"),
-    (Method::Delete, "/api/hosts/{id}"),
-    (Method::Patch, "/api/hosts/{id}/favorite"),
-    (Method::Put, "/api/hosts/{id}/move"),
-    (Method::Post, "/api/hosts/{id}/connect"),
-    (Method::Get, "/api/hosts/{id}/history"),
-    (Method::Get, "/api/groups"),
-    (Method::Post, "/api/groups"),
-    (Method::Get, "/api/groups/{id}"),
-    (Method::Put, "/api/groups/{id}"),
-    (Method::Delete, "/api/groups/{id}"),
-    (Method::Put, "/api/groups/{id}/move"),
-    (Method::Get, "/api/keys"),
-    (Method::Post, "/api/keys"),
-    (Method::Get, "/api/keys/{id}"),
-    (Method::Put, "/api/keys/{id}"),
-    (Method::Delete, "/api/keys/{id}"),
-    (Method::Post, "/api/import/ssh-config"),
-    (Method::Get, "/api/export/ssh-config"),
-    (Method::Get, "/api/known-hosts"),
-    (Method::Get, "/api/known-hosts/{id}"),
-    (Method::Delete, "/api/known-hosts/{id}"),
-    (Method::Post, "/api/known-hosts/verify"),
-    (Method::Post, "/api/known-hosts/accept"),
-    (Method::Post, "/api/import/known-hosts"),
-    (Method::Get, "/api/export/known-hosts"),
-    (Method::Get, "/api/audit"),
-    (Method::Get, "/api/agent"),
-    (Method::Get, "/api/agent/requests"),
-    (Method::Post, "/api/agent/requests/{id}"),
-    (Method::Get, "/api/changes"),
-    (Method::Get, "/api/history"),
+/// Whether a request restarts the `--auto-lock` countdown (docs/api.md, "Vault").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// The user at work: activity from the request's start to its end.
+    Work,
+    /// A poll of the service's own status: an app that checks health every few seconds, or
+    /// whose windows follow the change feed, must not keep the vault open for ever.
+    Poll,
+}
+
+/// A route's handler, called with what its own signature takes.
+#[derive(Clone, Copy)]
+pub enum Handle {
+    Plain(fn() -> Result<Reply, ApiError>),
+    State(fn(&AppState) -> Result<Reply, ApiError>),
+    Req(fn(&AppState, &Req) -> Result<Reply, ApiError>),
+    Id(fn(&AppState, &str) -> Result<Reply, ApiError>),
+    ReqId(fn(&AppState, &Req, &str) -> Result<Reply, ApiError>),
+}
+
+/// One endpoint.
+pub struct Route {
+    pub method: Method,
+    /// The path, `{id}` standing for any one segment.
+    pub path: &'static str,
+    /// The number of segments of `path`: most rows are told apart by it alone.
+    segments: usize,
+    pub vault: Vault,
+    pub usage: Use,
+    pub handle: Handle,
+    /// `module::function` of the handler under `api::`, for the tests of the document.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub handler: &'static str,
+    /// The operation's `operationId` in `src/api/openapi.json` (tested to match).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub operation: &'static str,
+}
+
+/// One row: `route!(METHOD "path", vault use, shape module::function, "operationId")`.
+macro_rules! route {
+    ($method:ident $path:literal, $vault:ident $usage:ident,
+     $shape:ident $module:ident::$function:ident, $operation:literal) => {
+        Route {
+            method: Method::$method,
+            path: $path,
+            segments: segment_count($path),
+            vault: Vault::$vault,
+            usage: Use::$usage,
+            handle: Handle::$shape(api::$module::$function),
+            handler: concat!(stringify!($module), "::", stringify!($function)),
+            operation: $operation,
+        }
+    };
+}
+
+/// Every endpoint of the service (docs/api.md, "Endpoints"), the only route table.
+#[rustfmt::skip]
+pub static ROUTES: &[Route] = &[
+    route!(Get "/api/health", Any Poll, State health::get, "getHealth"),
+    route!(Get "/api/openapi.json", Any Poll, Plain openapi::get, "getOpenApi"),
+
+    route!(Get "/api/vault", Any Poll, State vault::status, "getVault"),
+    route!(Post "/api/vault/unlock", Any Work, Req vault::unlock, "unlockVault"),
+    route!(Post "/api/vault/lock", Any Work, State vault::lock, "lockVault"),
+    route!(Put "/api/vault/password", Unlocked Work, Req vault::set_password, "setVaultPassword"),
+    route!(Delete "/api/vault/password", Unlocked Work, Req vault::remove_password, "removeVaultPassword"),
+
+    route!(Get "/api/hosts", Unlocked Work, Req hosts::list, "listHosts"),
+    route!(Post "/api/hosts", Unlocked Work, Req hosts::create, "createHost"),
+    route!(Get "/api/hosts/{id}", Unlocked Work, Id hosts::get, "getHost"),
+    route!(Put "/api/hosts/{id}", Unlocked Work, ReqId hosts::update, "updateHost"),
+    route!(Delete "/api/hosts/{id}", Unlocked Work, ReqId hosts::delete, "deleteHost"),
+    route!(Patch "/api/hosts/{id}/favorite", Unlocked Work, ReqId hosts::toggle_favorite, "toggleFavorite"),
+    route!(Put "/api/hosts/{id}/move", Unlocked Work, ReqId hosts::move_to, "moveHost"),
+    route!(Post "/api/hosts/{id}/connect", Unlocked Work, ReqId hosts::connect, "connectHost"),
+    route!(Get "/api/hosts/{id}/history", Unlocked Work, ReqId history::of_host, "listHostHistory"),
+
+    route!(Get "/api/groups", Unlocked Work, State groups::list, "listGroups"),
+    route!(Post "/api/groups", Unlocked Work, Req groups::create, "createGroup"),
+    route!(Get "/api/groups/{id}", Unlocked Work, Id groups::get, "getGroup"),
+    route!(Put "/api/groups/{id}", Unlocked Work, ReqId groups::update, "updateGroup"),
+    route!(Delete "/api/groups/{id}", Unlocked Work, ReqId groups::delete, "deleteGroup"),
+    route!(Put "/api/groups/{id}/move", Unlocked Work, ReqId groups::move_to, "moveGroup"),
+
+    route!(Get "/api/keys", Unlocked Work, State keys::list, "listKeys"),
+    route!(Post "/api/keys", Unlocked Work, Req keys::create, "createKey"),
+    route!(Get "/api/keys/{id}", Unlocked Work, Id keys::get, "getKey"),
+    route!(Put "/api/keys/{id}", Unlocked Work, ReqId keys::update, "updateKey"),
+    route!(Delete "/api/keys/{id}", Unlocked Work, ReqId keys::delete, "deleteKey"),
+
+    route!(Post "/api/import/ssh-config", Unlocked Work, Req ssh_config::import, "importSshConfig"),
+    route!(Get "/api/export/ssh-config", Unlocked Work, Req ssh_config::export, "exportSshConfig"),
+
+    route!(Get "/api/known-hosts", Unlocked Work, Req known_hosts::list, "listKnownHosts"),
+    route!(Get "/api/known-hosts/{id}", Unlocked Work, Id known_hosts::get, "getKnownHost"),
+    route!(Delete "/api/known-hosts/{id}", Unlocked Work, Id known_hosts::delete, "deleteKnownHost"),
+    route!(Post "/api/known-hosts/verify", Unlocked Work, Req known_hosts::verify, "verifyHostKey"),
+    route!(Post "/api/known-hosts/accept", Unlocked Work, Req known_hosts::accept, "acceptHostKey"),
+    route!(Post "/api/import/known-hosts", Unlocked Work, Req known_hosts::import, "importKnownHosts"),
+    route!(Get "/api/export/known-hosts", Unlocked Work, Req known_hosts::export, "exportKnownHosts"),
+    route!(Get "/api/audit", Unlocked Work, Req audit::list, "listAudit"),
+
+    route!(Get "/api/agent", Unlocked Work, State agent::status, "getAgent"),
+    route!(Get "/api/agent/requests", Unlocked Work, State agent::requests, "listAgentRequests"),
+    route!(Post "/api/agent/requests/{id}", Unlocked Work, ReqId agent::decide, "decideAgentRequest"),
+    route!(Get "/api/changes", Unlocked Poll, Req changes::list, "listChanges"),
+    route!(Get "/api/history", Unlocked Work, Req history::list, "listHistory"),
 ];
 
-/// The route table. `None` when this method is not defined for the path.
-pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<Endpoint<'a>> {
-    use Endpoint::*;
-    use Method::{Delete, Get, Patch, Post, Put};
-    let endpoint = match (method, path) {
-        (Get, ["api", "health"]) => Health,
-        (Get, ["api", "openapi.json"]) => OpenApi,
-
-        (Get, ["api", "vault"]) => VaultStatus,
-        (Post, ["api", "vault", "unlock"]) => VaultUnlock,
-        (Post, ["api", "vault", "lock"]) => VaultLock,
-        (Put, ["api", "vault", "password"]) => VaultSetPassword,
-        (Delete, ["api", "vault", "password"]) => VaultRemovePassword,
-
-        (Get, ["api", "hosts"]) => ListHosts,
-        (Post, ["api", "hosts"]) => CreateHost,
-        (Get, ["api", "hosts", id]) => GetHost(id),
-        (Put, ["api", "hosts", id]) => UpdateHost(id),
-        (Delete, ["api", "hosts", id]) => DeleteHost(id),
-        (Patch, ["api", "hosts", id, "favorite"]) => ToggleFavorite(id),
-        (Put, ["api", "hosts", id, "move"]) => MoveHost(id),
-        (Post, ["api", "hosts", id, "connect"]) => ConnectHost(id),
-        (Get, ["api", "hosts", id, "history"]) => HostHistory(id),
-
-        (Get, ["api", "groups"]) => ListGroups,
-        (Post, ["api", "groups"]) => CreateGroup,
-        (Get, ["api", "groups", id]) => GetGroup(id),
-        (Put, ["api", "groups", id]) => UpdateGroup(id),
-        (Delete, ["api", "groups", id]) => DeleteGroup(id),
-        (Put, ["api", "groups", id, "move"]) => MoveGroup(id),
-
-        (Get, ["api", "keys"]) => ListKeys,
-        (Post, ["api", "keys"]) => CreateKey,
-        (Get, ["api", "keys", id]) => GetKey(id),
-        (Put, ["api", "keys", id]) => UpdateKey(id),
-        (Delete, ["api", "keys", id]) => DeleteKey(id),
-
-        (Post, ["api", "import", "ssh-config"]) => ImportSshConfig,
-        (Get, ["api", "export", "ssh-config"]) => ExportSshConfig,
-
-        (Get, ["api", "known-hosts"]) => ListKnownHosts,
-        (Get, ["api", "known-hosts", id]) => GetKnownHost(id),
-        (Delete, ["api", "known-hosts", id]) => DeleteKnownHost(id),
-        (Post, ["api", "known-hosts", "verify"]) => VerifyHostKey,
-        (Post, ["api", "known-hosts", "accept"]) => AcceptHostKey,
-        (Post, ["api", "import", "known-hosts"]) => ImportKnownHosts,
-        (Get, ["api", "export", "known-hosts"]) => ExportKnownHosts,
-        (Get, ["api", "audit"]) => ListAudit,
-
-        (Get, ["api", "agent"]) => AgentStatus,
-        (Get, ["api", "agent", "requests"]) => AgentRequests,
-        (Post, ["api", "agent", "requests", id]) => DecideAgentRequest(id),
-        (Get, ["api", "changes"]) => ListChanges,
-        (Get, ["api", "history"]) => ListHistory,
-
-        _ => return None,
-    };
-    // `verify` and `accept` are actions on /api/known-hosts, never entry ids: a GET or
-    // DELETE of them is a 405 that allows POST, as the OpenAPI document says.
-    if let GetKnownHost("verify" | "accept") | DeleteKnownHost("verify" | "accept") = endpoint {
-        return None;
+/// The segments of a template: its slashes.
+const fn segment_count(template: &str) -> usize {
+    let bytes = template.as_bytes();
+    let (mut index, mut count) = (0, 0);
+    while index < bytes.len() {
+        if bytes[index] == b'/' {
+            count += 1;
+        }
+        index += 1;
     }
-    Some(endpoint)
+    count
 }
 
-/// Routes one request to its handler.
-pub fn route(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
-    let segments = req.segments();
-    let Some(endpoint) = resolve(req.method, &segments) else {
-        return Err(not_routed(&segments));
-    };
-    // docs/api.md "Vault" (`--auto-lock`): a request is activity from its start to its end, and
-    // counts itself before the vault's state is looked at (see `Session::lock_if_idle`).
-    let _activity = endpoint
-        .counts_as_activity()
-        .then(|| state.session.activity());
-    // docs/api.md, Vault: while locked, only these answer; everything else is 401.
-    if endpoint.needs_unlocked_vault() && state.session.vault_locked() {
-        return Err(ApiError::VaultLocked);
+/// How a path matches a route's template.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    No,
+    /// Every segment literally.
+    Literal,
+    /// With the `{id}` segment standing for this one.
+    WithId,
+}
+
+/// Whether `path` (segments) fits `template`, and the segment its `{id}` stands for.
+fn fit<'a>(template: &str, path: &[&'a str]) -> (Fit, &'a str) {
+    let mut rest = template;
+    let mut id = None;
+    for segment in path {
+        let Some(part) = rest.strip_prefix('/') else {
+            return (Fit::No, "");
+        };
+        let end = part.find('/').unwrap_or(part.len());
+        match &part[..end] {
+            "{id}" => id = Some(*segment),
+            literal if literal == *segment => {}
+            _ => return (Fit::No, ""),
+        }
+        rest = &part[end..];
     }
-    call(state, req, endpoint)
+    match (rest.is_empty(), id) {
+        (false, _) => (Fit::No, ""),
+        (true, None) => (Fit::Literal, ""),
+        (true, Some(id)) => (Fit::WithId, id),
+    }
+}
+
+/// The route of `method` for `path` and the segment its `{id}` stands for (`""` when it
+/// has none); `None` when this method is not defined for the path. One pass over the table.
+pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<(&'static Route, &'a str)> {
+    let mut literal_elsewhere = false;
+    let mut with_id = None;
+    for route in ROUTES.iter().filter(|route| route.segments == path.len()) {
+        match (fit(route.path, path), route.method == method) {
+            ((Fit::Literal, _), true) => return Some((route, "")),
+            ((Fit::Literal, _), false) => literal_elsewhere = true,
+            ((Fit::WithId, id), true) => with_id = with_id.or(Some((route, id))),
+            _ => {}
+        }
+    }
+    // A segment some route has literally is never an id (docs/api.md: a GET of
+    // /api/known-hosts/verify is a 405 that allows POST).
+    with_id.filter(|_| !literal_elsewhere)
 }
 
 /// The methods defined for `path`, in `Allow` header order; empty when the path is unknown.
@@ -201,102 +210,124 @@ pub fn allowed_methods(path: &[&str]) -> Vec<&'static str> {
         .collect()
 }
 
-impl Endpoint<'_> {
-    /// Whether this request restarts the `--auto-lock` countdown. Polls of the service's
-    /// own status are not the user at work: an app that checks health every few seconds,
-    /// or whose windows follow the change feed, must not keep the vault open forever.
-    fn counts_as_activity(self) -> bool {
-        !matches!(
-            self,
-            Endpoint::Health | Endpoint::OpenApi | Endpoint::VaultStatus | Endpoint::ListChanges
-        )
+/// Why a request got no success: the router's own refusal (404, 405) or the handler's error.
+#[derive(Debug)]
+pub enum Failure {
+    Routing(HttpError),
+    Handler(ApiError),
+}
+
+#[cfg_attr(not(test), allow(dead_code))]
+impl Failure {
+    pub fn status(&self) -> u16 {
+        match self {
+            Failure::Routing(err) => err.status(),
+            Failure::Handler(err) => err.status(),
+        }
     }
 
-    pub fn needs_unlocked_vault(self) -> bool {
-        !matches!(
-            self,
-            Endpoint::Health
-                | Endpoint::OpenApi
-                | Endpoint::VaultStatus
-                | Endpoint::VaultUnlock
-                | Endpoint::VaultLock
-        )
+    pub fn code(&self) -> &'static str {
+        match self {
+            Failure::Routing(err) => err.code(),
+            Failure::Handler(err) => err.code(),
+        }
+    }
+
+    fn reply(&self) -> Reply {
+        match self {
+            Failure::Routing(err) => err.reply(),
+            Failure::Handler(err) => error_reply(err),
+        }
     }
 }
 
-fn call(state: &AppState, req: &Req, endpoint: Endpoint<'_>) -> Result<Reply, ApiError> {
-    use api::{
-        agent, audit, changes, groups, health, history, hosts, keys, known_hosts, openapi,
-        ssh_config, vault,
+impl From<HttpError> for Failure {
+    fn from(err: HttpError) -> Failure {
+        Failure::Routing(err)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Routing(err) => err.fmt(f),
+            Failure::Handler(err) => err.fmt(f),
+        }
+    }
+}
+
+/// Routes one request to its handler.
+pub fn route(state: &AppState, req: &Req) -> Result<Reply, Failure> {
+    let segments = req.segments();
+    let Some((route, id)) = resolve(req.method, &segments) else {
+        return Err(Failure::Routing(not_routed(&segments)));
     };
-    use Endpoint::*;
-    match endpoint {
-        Health => health::get(state),
-        OpenApi => openapi::get(),
-
-        VaultStatus => vault::status(state),
-        VaultUnlock => vault::unlock(state, req),
-        VaultLock => vault::lock(state),
-        VaultSetPassword => vault::set_password(state, req),
-        VaultRemovePassword => vault::remove_password(state, req),
-
-        ListHosts => hosts::list(state, req),
-        CreateHost => hosts::create(state, req),
-        GetHost(id) => hosts::get(state, id),
-        UpdateHost(id) => hosts::update(state, req, id),
-        DeleteHost(id) => hosts::delete(state, req, id),
-        ToggleFavorite(id) => hosts::toggle_favorite(state, req, id),
-        MoveHost(id) => hosts::move_to(state, req, id),
-        ConnectHost(id) => hosts::connect(state, req, id),
-        HostHistory(id) => history::of_host(state, req, id),
-
-        ListGroups => groups::list(state),
-        CreateGroup => groups::create(state, req),
-        GetGroup(id) => groups::get(state, id),
-        UpdateGroup(id) => groups::update(state, req, id),
-        DeleteGroup(id) => groups::delete(state, req, id),
-        MoveGroup(id) => groups::move_to(state, req, id),
-
-        ListKeys => keys::list(state),
-        CreateKey => keys::create(state, req),
-        GetKey(id) => keys::get(state, id),
-        UpdateKey(id) => keys::update(state, req, id),
-        DeleteKey(id) => keys::delete(state, req, id),
-
-        ImportSshConfig => ssh_config::import(state, req),
-        ExportSshConfig => ssh_config::export(state, req),
-
-        ListKnownHosts => known_hosts::list(state, req),
-        GetKnownHost(id) => known_hosts::get(state, id),
-        DeleteKnownHost(id) => known_hosts::delete(state, id),
-        VerifyHostKey => known_hosts::verify(state, req),
-        AcceptHostKey => known_hosts::accept(state, req),
-        ImportKnownHosts => known_hosts::import(state, req),
-        ExportKnownHosts => known_hosts::export(state, req),
-        ListAudit => audit::list(state, req),
-        AgentStatus => agent::status(state),
-        AgentRequests => agent::requests(state),
-        DecideAgentRequest(id) => agent::decide(state, req, id),
-        ListChanges => changes::list(state, req),
-        ListHistory => history::list(state, req),
+    // docs/api.md "Vault" (`--auto-lock`): a request is activity from its start to its end, and
+    // counts itself before the vault's state is looked at (see `Session::lock_if_idle`).
+    let _activity = (route.usage == Use::Work).then(|| state.session.activity());
+    // docs/api.md, Vault: while locked, only these answer; everything else is 401.
+    if route.vault == Vault::Unlocked && state.session.vault_locked() {
+        return Err(Failure::Handler(ApiError::VaultLocked));
     }
+    let outcome = match route.handle {
+        Handle::Plain(handle) => handle(),
+        Handle::State(handle) => handle(state),
+        Handle::Req(handle) => handle(state, req),
+        Handle::Id(handle) => handle(state, id),
+        Handle::ReqId(handle) => handle(state, req, id),
+    };
+    outcome.map_err(Failure::Handler)
 }
 
-fn not_routed(path: &[&str]) -> ApiError {
+fn not_routed(path: &[&str]) -> HttpError {
     let allow = allowed_methods(path);
     if allow.is_empty() {
-        return ApiError::NotFound;
+        return HttpError::NotFound;
     }
-    ApiError::MethodNotAllowed(allow)
+    HttpError::MethodNotAllowed(allow)
+}
+
+/// What `http` serves: the router over the shared state.
+pub struct Service {
+    state: Arc<AppState>,
+}
+
+impl Service {
+    pub fn new(state: Arc<AppState>) -> Service {
+        Service { state }
+    }
+}
+
+impl http::Handler for Service {
+    fn answer(&self, req: &Req) -> Reply {
+        match route(&self.state, req) {
+            Ok(reply) => reply,
+            Err(failure) => {
+                if let Failure::Handler(ApiError::Internal(cause)) = &failure {
+                    log::error!(
+                        "{} {}: internal error: {cause}",
+                        req.method.as_str(),
+                        req.path
+                    );
+                }
+                failure.reply()
+            }
+        }
+    }
+
+    fn stop(&self) {
+        self.state.db.feed().stop();
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
-    use crate::api::Method;
-    use crate::router::{allowed_methods, resolve, Endpoint, ROUTES};
+    use crate::error::ApiError;
+    use crate::http::Method;
+    use crate::router::{allowed_methods, resolve, Failure, ROUTES};
 
     /// A sample id for `{id}` (any segment routes; a UUID like the real ones).
     const SAMPLE_ID: &str = "0b6f3c9e-1d2a-4c5b-8e7f-9a0b1c2d3e4f";
@@ -331,84 +362,55 @@ mod tests {
         "/hosts",
     ];
 
-    fn routed_set() -> BTreeSet<(&'static str, &'static str)> {
+    fn routed_set() -> BTreeSet<(String, String)> {
         ROUTES
             .iter()
-            .map(|(method, template)| (method.as_str(), *template))
+            .map(|route| (route.method.as_str().to_owned(), route.path.to_owned()))
             .collect()
     }
 
-    /// (METHOD, template) of every operation in the served OpenAPI document.
-    fn documented_set() -> BTreeSet<(String, String)> {
+    /// (METHOD, template) of every operation in the served OpenAPI document, with its
+    /// operationId.
+    fn documented() -> BTreeMap<(String, String), String> {
         let document: serde_json::Value =
             serde_json::from_str(crate::api::openapi::DOCUMENT).unwrap();
-        let mut set = BTreeSet::new();
+        let mut found = BTreeMap::new();
         for (template, item) in document["paths"].as_object().unwrap() {
-            for method in item.as_object().unwrap().keys() {
+            for (method, operation) in item.as_object().unwrap() {
                 if matches!(
                     method.as_str(),
                     "get" | "put" | "post" | "delete" | "options" | "head" | "patch" | "trace"
                 ) {
-                    set.insert((method.to_uppercase(), template.clone()));
+                    let id = operation["operationId"].as_str().unwrap_or("").to_owned();
+                    found.insert((method.to_uppercase(), template.clone()), id);
                 }
             }
         }
-        set
-    }
-
-    /// The (METHOD, template) of every arm of the `resolve` match, read from this file's
-    /// source: an arm added there is seen even when its path uses a word no other route has.
-    fn resolve_arms() -> BTreeSet<(String, String)> {
-        let source = include_str!("router.rs");
-        let start = source
-            .find("let endpoint = match (method, path) {")
-            .unwrap();
-        let end = start + source[start..].find("_ => return None").unwrap();
-        let mut arms = BTreeSet::new();
-        for line in source[start..end].lines().skip(1) {
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let (pattern, _) = line.split_once("=>").unwrap();
-            let pattern = pattern.trim().trim_start_matches('(').trim_end_matches(')');
-            let (method, path) = pattern.split_once(", [").unwrap();
-            let template: String = path
-                .trim_end_matches(']')
-                .split(", ")
-                .map(|segment| match segment.strip_prefix('"') {
-                    Some(word) => format!("/{}", word.trim_end_matches('"')),
-                    None => "/{id}".to_owned(),
-                })
-                .collect();
-            arms.insert((method.to_uppercase(), template));
-        }
-        arms
+        found
     }
 
     #[test]
-    fn every_arm_of_resolve_is_in_the_table() {
-        let table: BTreeSet<(String, String)> = routed_set()
-            .into_iter()
-            .map(|(method, template)| (method.to_owned(), template.to_owned()))
-            .collect();
-        let arms = resolve_arms();
-        let missing: Vec<_> = arms.difference(&table).collect();
-        let extra: Vec<_> = table.difference(&arms).collect();
-        assert!(
-            missing.is_empty() && extra.is_empty(),
-            "arms of resolve() missing from ROUTES: {missing:?}; in ROUTES but no arm: {extra:?}"
+    fn every_route_in_the_table_is_declared_once_and_resolves_to_itself() {
+        assert_eq!(
+            routed_set().len(),
+            ROUTES.len(),
+            "a route is declared twice"
         );
-    }
-
-    #[test]
-    fn every_route_in_the_table_resolves() {
-        for (method, template) in ROUTES {
+        for route in ROUTES {
+            let (found, id) = resolve(route.method, &segments(route.path)).unwrap();
             assert!(
-                resolve(*method, &segments(template)).is_some(),
-                "{} {template} is in ROUTES but resolve() does not match it",
-                method.as_str()
+                std::ptr::eq(found, route),
+                "{} {} resolves to {}",
+                route.method.as_str(),
+                route.path,
+                found.path
             );
+            let expected = if route.path.contains("{id}") {
+                SAMPLE_ID
+            } else {
+                ""
+            };
+            assert_eq!(id, expected);
         }
     }
 
@@ -416,12 +418,14 @@ mod tests {
     fn resolve_matches_exactly_the_routes_in_the_table() {
         let templates: BTreeSet<&str> = ROUTES
             .iter()
-            .map(|(_, template)| *template)
+            .map(|route| route.path)
             .chain(NEAR_MISSES.iter().copied())
             .collect();
         for template in templates {
             for method in Method::ROUTABLE {
-                let listed = ROUTES.contains(&(method, template));
+                let listed = ROUTES
+                    .iter()
+                    .any(|route| route.method == method && route.path == template);
                 let resolved = resolve(method, &segments(template)).is_some();
                 assert_eq!(
                     resolved,
@@ -435,11 +439,8 @@ mod tests {
 
     #[test]
     fn the_openapi_document_has_exactly_the_routed_operations() {
-        let routed: BTreeSet<(String, String)> = routed_set()
-            .into_iter()
-            .map(|(method, template)| (method.to_owned(), template.to_owned()))
-            .collect();
-        let documented = documented_set();
+        let routed = routed_set();
+        let documented: BTreeSet<(String, String)> = documented().into_keys().collect();
         let undocumented: Vec<_> = routed.difference(&documented).collect();
         let unrouted: Vec<_> = documented.difference(&routed).collect();
         assert!(
@@ -450,8 +451,23 @@ mod tests {
     }
 
     #[test]
+    fn every_route_names_the_operation_id_the_document_gives_it() {
+        let documented = documented();
+        for route in ROUTES {
+            let key = (route.method.as_str().to_owned(), route.path.to_owned());
+            assert_eq!(
+                documented.get(&key).map(String::as_str),
+                Some(route.operation),
+                "{} {}",
+                route.method.as_str(),
+                route.path
+            );
+        }
+    }
+
+    #[test]
     fn every_documented_operation_resolves() {
-        for (method, template) in documented_set() {
+        for (method, template) in documented().into_keys() {
             let method = Method::parse(&method);
             assert!(
                 resolve(method, &segments(&template)).is_some(),
@@ -477,13 +493,29 @@ mod tests {
 
     #[test]
     fn favorite_is_patch_only() {
-        assert_eq!(
-            resolve(Method::Patch, &["api", "hosts", "a", "favorite"]),
-            Some(Endpoint::ToggleFavorite("a"))
-        );
-        assert_eq!(
-            resolve(Method::Put, &["api", "hosts", "a", "favorite"]),
-            None
-        );
+        let (route, id) = resolve(Method::Patch, &["api", "hosts", "a", "favorite"]).unwrap();
+        assert_eq!((route.operation, id), ("toggleFavorite", "a"));
+        assert!(resolve(Method::Put, &["api", "hosts", "a", "favorite"]).is_none());
+    }
+
+    #[test]
+    fn an_action_of_known_hosts_is_never_an_entry_id() {
+        for action in ["verify", "accept"] {
+            let path = ["api", "known-hosts", action];
+            assert!(resolve(Method::Get, &path).is_none());
+            assert!(resolve(Method::Delete, &path).is_none());
+            assert_eq!(allowed_methods(&path), vec!["POST"]);
+        }
+        let entry = ["api", "known-hosts", "verify-not"];
+        assert_eq!(resolve(Method::Get, &entry).unwrap().1, "verify-not");
+    }
+
+    #[test]
+    fn an_internal_error_hides_its_cause() {
+        let reply = Failure::Handler(ApiError::internal("SQLITE_CORRUPT at table hosts")).reply();
+        assert_eq!(reply.status, 500);
+        assert!(!String::from_utf8(reply.body.to_vec())
+            .unwrap()
+            .contains("SQLITE"));
     }
 }

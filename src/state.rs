@@ -15,7 +15,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::agent::Agent;
+use crate::agent_share::AgentShare;
 use crate::api::group_tree::GroupTree;
 use crate::config::Config;
 use crate::session::slots::Slots;
@@ -43,7 +43,7 @@ pub struct AppState {
     pub rsa_generations: Slots,
     /// The SSH agent's socket and its sign requests waiting for approval (docs/agent.md "SSH
     /// agent").
-    pub agent: Agent,
+    pub agent: AgentShare,
 }
 
 impl AppState {
@@ -61,7 +61,7 @@ impl AppState {
     }
 
     pub fn new(config: Config, db: Db, vault: Vault) -> AppState {
-        let agent = Agent::new(config.agent.as_ref());
+        let agent = AgentShare::new(config.agent.as_ref());
         AppState {
             config,
             db,

@@ -6,84 +6,28 @@
 //! `platform`) and gives every
 //! connection a thread of its own; `connection` reads length-framed messages under their
 //! limits; `proto` parses them (pure, fuzzed); `respond` answers them with the vault, the
-//! store and each key's policy; `approvals` holds sign requests waiting for the user.
+//! store and each key's policy. The agent's share of the state (its socket's status, the
+//! sign requests waiting for the user in `approvals`, the forwarded refusals' streak) is
+//! `agent_share`, below the state.
 //!
 //! Invariants: no HTTP and no SQL text here (the store and the vault's pub fns do the
 //! work); a private key is opened only to sign and wiped right after; a malformed or
 //! oversized message closes its own connection and nothing else; nothing a client sends
 //! can make a request wait for ever.
 
-pub mod approvals;
 mod connection;
 mod connections;
 mod endpoint;
 mod place;
 pub mod proto;
-mod refusals;
 mod respond;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use crate::agent::approvals::{Approvals, APPROVAL_TIMEOUT};
-use crate::config::AgentConfig;
 use crate::platform;
 use crate::state::AppState;
 
 pub use crate::agent::endpoint::{Listening, DESCRIPTORS};
-pub use crate::agent::place::Place;
-
-/// The agent's share of `AppState`.
-pub struct Agent {
-    /// The socket path and the place that took it, set once when the endpoint listens;
-    /// empty with `--no-agent`, on Windows, or when no place could hold it. Written once at
-    /// start, before any request.
-    socket: OnceLock<(PathBuf, Place)>,
-    /// Why there is no socket, for `GET /api/agent` and the 409 `AGENT_UNAVAILABLE`:
-    /// `--no-agent` or the platform, unless `no_place` says more.
-    off_because: &'static str,
-    /// Why no place could hold the socket, set at start when that happened.
-    no_place: OnceLock<String>,
-    /// Sign requests waiting for the user, and approvals remembered until the vault locks.
-    pub approvals: Approvals,
-    /// Requests refused on forwarded connections, for their audit entries.
-    forwarded_refusals: refusals::Streak,
-}
-
-impl Agent {
-    pub fn new(config: Option<&AgentConfig>) -> Agent {
-        let timeout = config
-            .and_then(|config| config.approval_timeout)
-            .unwrap_or(APPROVAL_TIMEOUT);
-        Agent {
-            socket: OnceLock::new(),
-            off_because: match (config, platform::AGENT_UNAVAILABLE) {
-                (None, _) => "the SSH agent is not served (--no-agent)",
-                (Some(_), Some(reason)) => reason,
-                (Some(_), None) => "the SSH agent is not served",
-            },
-            no_place: OnceLock::new(),
-            approvals: Approvals::new(timeout),
-            forwarded_refusals: refusals::Streak::default(),
-        }
-    }
-
-    /// Where clients connect (`SSH_AUTH_SOCK`); `None` when the agent is not served.
-    pub fn socket(&self) -> Option<&Path> {
-        self.socket.get().map(|(path, _)| path.as_path())
-    }
-
-    /// Which place holds the socket; `None` when the agent is not served.
-    pub fn place(&self) -> Option<Place> {
-        self.socket.get().map(|(_, place)| *place)
-    }
-
-    /// Why the agent is not served (`--no-agent`, Windows, or no place for its socket),
-    /// when `socket` is `None`.
-    pub fn off_because(&self) -> &str {
-        self.no_place.get().map_or(self.off_because, String::as_str)
-    }
-}
 
 /// Starts the agent unless `--no-agent` was given: binds its socket and starts accepting.
 /// The returned value removes the socket file when it drops (at shutdown). The agent never
@@ -107,13 +51,13 @@ pub fn start(state: &Arc<AppState>) -> Option<Listening> {
                 place.name()
             );
             // Set before SERVICE_PORT is printed, so no request ever sees it unset.
-            let _ = state.agent.socket.set((path, place));
+            state.agent.listening(path, place.name());
             Some(listening)
         }
         Err(why) => {
             let reason = format!("the SSH agent is off: no place could hold its socket ({why})");
             log::warn!("{reason}");
-            let _ = state.agent.no_place.set(reason);
+            state.agent.no_place(reason);
             None
         }
     }

@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::approvals::PendingView;
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
+use crate::approvals::PendingView;
 use crate::error::ApiError;
 use crate::model::ssh_config::ExportAgent;
 use crate::state::AppState;
@@ -65,7 +65,7 @@ pub fn status(state: &AppState) -> Result<Reply, ApiError> {
     let view = AgentView {
         enabled: socket.is_some(),
         socket: socket.map(|path| path.to_string_lossy().into_owned()),
-        location: state.agent.place().map(|place| place.name()),
+        location: state.agent.location(),
         reason: socket.is_none().then(|| state.agent.off_because()),
         keys: keys
             .iter()

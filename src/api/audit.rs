@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::{Reply, Req};
+use crate::api::{JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store;

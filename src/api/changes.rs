@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::api::{number_parameter, Reply, Req};
+use crate::api::{number_parameter, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store;

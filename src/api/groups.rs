@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::api::group_tree::GroupTree;
 use crate::api::revision::{etag, Precondition};
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::group::{GroupPatch, GroupView, NewGroup};
 use crate::state::AppState;

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::api::Reply;
+use crate::api::{JsonReply, Reply};
 use crate::error::ApiError;
 use crate::state::AppState;
 

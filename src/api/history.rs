@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::api::{number_parameter, Reply, Req};
+use crate::api::{number_parameter, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::store;

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{
     AuthType, Host, HostPatch, HostView, NewHost, PasswordAction, PasswordField,
@@ -510,7 +510,8 @@ mod tests {
     use zeroize::Zeroizing;
 
     use crate::api::hosts::{connect, create};
-    use crate::api::{Method, Req};
+    use crate::api::Req;
+    use crate::http::Method;
     use crate::state::AppState;
     use crate::store;
     use crate::vault::{DataKey, SealContext, Vault};

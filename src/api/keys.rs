@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::key::{self, KeyPatch, KeySpec, KeyView};
 use crate::model::name::Name;
@@ -259,8 +259,9 @@ mod tests {
     use zeroize::Zeroizing;
 
     use crate::api::keys::create;
-    use crate::api::{Method, Req};
+    use crate::api::Req;
     use crate::error::ApiError;
+    use crate::http::Method;
     use crate::model::key::KeySpec;
     use crate::sshkey::{self, OpenSshKey};
     use crate::state::{AppState, MAX_BCRYPT_CHECKS, MAX_RSA_GENERATIONS};

@@ -10,7 +10,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::host_query::Paging;
 use crate::model::known_hosts;

@@ -1,9 +1,10 @@
 //! `GET /api/openapi.json` (extension): the service's OpenAPI 3.1 document, written by hand
 //! in `src/api/openapi.json` and served byte for byte as compiled in.
 //!
-//! Invariants: the document names exactly the routes of `router::ROUTES` (tested below and
-//! in `router::tests`); every status an operation can answer is documented on it (tested
-//! below from the route table, the handlers' code and the error mapping, and by the request
+//! Invariants: the document names exactly the routes of `router::ROUTES`, each with the
+//! row's operationId (tested in `router::tests`); every status an operation can answer is
+//! documented on it (tested below from the route table, the handlers' code and the error
+//! mapping, and by the request
 //! fuzzer in `fuzz.rs` for every answer it meets); parameters of one name share one schema;
 //! every operation has a summary and every tag a description; Redocly CLI's recommended
 //! rules pass (`scripts/openapi-lint`); every response schema matches what the service sends
@@ -33,7 +34,7 @@ mod tests {
 
     use crate::api::openapi::documented::{self, document};
     use crate::error::ApiError;
-    use crate::router::{resolve, ROUTES};
+    use crate::router::{Route, Vault, ROUTES};
 
     /// Every `$ref` string anywhere in `value`.
     fn refs<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
@@ -79,7 +80,7 @@ mod tests {
     /// (500), and the connection refused for want of a thread (503).
     const EVERY_ROUTE: &[u16] = &[400, 403, 408, 413, 414, 431, 500, 503];
 
-    /// The handlers' sources, by the module name `router::call` uses.
+    /// The handlers' sources, by the module name of the route table's `handler`.
     const HANDLERS: &[(&str, &str)] = &[
         ("agent", include_str!("agent.rs")),
         ("audit", include_str!("audit.rs")),
@@ -95,15 +96,13 @@ mod tests {
         ("vault", include_str!("vault.rs")),
     ];
 
-    const ROUTER: &str = include_str!("../router.rs");
-
     /// One value of every `ApiError` variant; `variant_name` has no wildcard arm, so a new
-    /// variant does not compile until it is named there (and should be added here).
+    /// variant does not compile until it is named there (and should be added here). The HTTP
+    /// layer's own errors (`HttpError`) are the statuses of `EVERY_ROUTE`, 401
+    /// `UNAUTHORIZED`, 404 and 405.
     fn every_error() -> Vec<ApiError> {
         let text = String::new;
         vec![
-            ApiError::NotFound,
-            ApiError::MethodNotAllowed(Vec::new()),
             ApiError::InvalidJson(text()),
             ApiError::validation("f", "r"),
             ApiError::parameter("p", "r"),
@@ -129,13 +128,6 @@ mod tests {
             ApiError::VaultLocked,
             ApiError::InvalidPassword,
             ApiError::VaultNoPassword,
-            ApiError::Unauthorized,
-            ApiError::Forbidden(text()),
-            ApiError::PayloadTooLarge,
-            ApiError::UriTooLong,
-            ApiError::HeadersTooLarge,
-            ApiError::RequestTimeout,
-            ApiError::BadRequest(text()),
             ApiError::Busy,
             ApiError::AgentRequestNotFound,
             ApiError::AgentUnavailable(text()),
@@ -146,8 +138,6 @@ mod tests {
 
     fn variant_name(err: &ApiError) -> &'static str {
         match err {
-            ApiError::NotFound => "NotFound",
-            ApiError::MethodNotAllowed(_) => "MethodNotAllowed",
             ApiError::InvalidJson(_) => "InvalidJson",
             ApiError::Validation { .. } => "Validation",
             ApiError::InvalidParameter { .. } => "InvalidParameter",
@@ -170,13 +160,6 @@ mod tests {
             ApiError::VaultLocked => "VaultLocked",
             ApiError::InvalidPassword => "InvalidPassword",
             ApiError::VaultNoPassword => "VaultNoPassword",
-            ApiError::Unauthorized => "Unauthorized",
-            ApiError::Forbidden(_) => "Forbidden",
-            ApiError::PayloadTooLarge => "PayloadTooLarge",
-            ApiError::UriTooLong => "UriTooLong",
-            ApiError::HeadersTooLarge => "HeadersTooLarge",
-            ApiError::RequestTimeout => "RequestTimeout",
-            ApiError::BadRequest(_) => "BadRequest",
             ApiError::Busy => "Busy",
             ApiError::AgentRequestNotFound => "AgentRequestNotFound",
             ApiError::AgentUnavailable(_) => "AgentUnavailable",
@@ -254,19 +237,17 @@ mod tests {
         text
     }
 
-    /// `module::function` that `router::call` hands `endpoint` (its `Debug` name) to.
-    fn handler_of(endpoint: &str) -> (&'static str, &'static str) {
-        let line = ROUTER
-            .lines()
-            .map(str::trim)
-            .find(|line| {
-                line.strip_prefix(endpoint)
-                    .is_some_and(|rest| rest.starts_with(" =>") || rest.starts_with("(id) =>"))
-            })
-            .unwrap_or_else(|| panic!("{endpoint} is not in router::call"));
-        let call = line.split("=> ").nth(1).unwrap();
-        let (module, rest) = call.split_once("::").unwrap();
-        (module, &rest[..rest.find('(').unwrap()])
+    /// `(module, function)` of a route's handler under `api::`.
+    fn handler_of(route: &Route) -> (&'static str, &'static str) {
+        route.handler.split_once("::").unwrap()
+    }
+
+    /// The route of an operationId.
+    fn route_of(operation: &str) -> &'static Route {
+        ROUTES
+            .iter()
+            .find(|route| route.operation == operation)
+            .unwrap_or_else(|| panic!("{operation} is not in router::ROUTES"))
     }
 
     /// Handlers whose database write never fails the request: `connect` hands out the
@@ -302,15 +283,9 @@ mod tests {
     fn every_status_an_operation_can_answer_is_documented_with_its_code() {
         let document = document();
         let mut missing = Vec::new();
-        for (method, template) in ROUTES {
-            let path: Vec<&str> = template
-                .trim_start_matches('/')
-                .split('/')
-                .map(|part| if part == "{id}" { "some-id" } else { part })
-                .collect();
-            let endpoint = format!("{:?}", resolve(*method, &path).unwrap());
-            let endpoint = endpoint.split('(').next().unwrap();
-            let (module, function) = handler_of(endpoint);
+        for route in ROUTES {
+            let (method, template) = (&route.method, &route.path);
+            let (module, function) = handler_of(route);
             let mut statuses: Vec<(u16, Option<&str>)> =
                 EVERY_ROUTE.iter().map(|status| (*status, None)).collect();
             // The token is checked everywhere but on GET /api/health (docs/security.md, "Who may talk
@@ -321,7 +296,7 @@ mod tests {
             if template.contains("{id}") {
                 statuses.push((404, None));
             }
-            if resolve(*method, &path).is_some_and(|endpoint| endpoint.needs_unlocked_vault()) {
+            if route.vault == Vault::Unlocked {
                 statuses.push((401, Some("VAULT_LOCKED")));
             }
             for err in handler_errors(&handler_text(module, function)) {
@@ -359,7 +334,7 @@ mod tests {
     #[test]
     fn handler_text_follows_the_functions_a_handler_calls() {
         // POST /api/known-hosts/accept names HOST_KEY_REVOKED in a helper it calls.
-        let (module, function) = handler_of("AcceptHostKey");
+        let (module, function) = handler_of(route_of("acceptHostKey"));
         let text = handler_text(module, function);
         assert!(handler_errors(&text)
             .iter()
@@ -467,8 +442,8 @@ pub mod documented {
     use serde_json::Value;
 
     use crate::api::openapi::DOCUMENT;
-    use crate::api::Method;
-    use crate::router::{resolve, ROUTES};
+    use crate::http::Method;
+    use crate::router::resolve;
 
     pub fn document() -> Value {
         serde_json::from_str(DOCUMENT).unwrap()
@@ -485,19 +460,7 @@ pub mod documented {
     /// The route template (from `ROUTES`, as `resolve` matches it) of a request's path, or
     /// `None` when the service does not route it (404 or 405).
     pub fn template(method: Method, path: &[&str]) -> Option<&'static str> {
-        resolve(method, path)?;
-        ROUTES
-            .iter()
-            .filter(|(route_method, _)| *route_method == method)
-            .map(|(_, template)| *template)
-            .find(|template| {
-                let parts: Vec<&str> = template.trim_start_matches('/').split('/').collect();
-                parts.len() == path.len()
-                    && parts
-                        .iter()
-                        .zip(path)
-                        .all(|(part, segment)| *part == "{id}" || part == segment)
-            })
+        resolve(method, path).map(|(route, _)| route.path)
     }
 
     /// The documented response of `status` on the operation, resolved; `None` if absent.

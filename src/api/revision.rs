@@ -154,7 +154,8 @@ mod tests {
     use zeroize::Zeroizing;
 
     use crate::api::revision::{parse_if_match, Match, Precondition};
-    use crate::api::{Method, Req};
+    use crate::api::Req;
+    use crate::http::Method;
     use crate::store::changes::Revised;
 
     fn req(if_match: Option<&str>) -> Req {

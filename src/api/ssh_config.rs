@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::api::{Reply, Req};
+use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::key;
 use crate::model::ssh_config::{self, Outcome};

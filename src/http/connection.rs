@@ -11,14 +11,11 @@ use std::net::{Shutdown, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use crate::api::{Method, Reply, Req};
-use crate::error::ApiError;
-use crate::gate::{self, Facts, Pass};
 use crate::http::connections::{Phase, Ticket};
+use crate::http::gate::{self, Facts, Pass};
 use crate::http::request::{self, Buffer, Head, ReadError};
 use crate::http::response::{self, Framing};
-use crate::http::Context;
-use crate::router;
+use crate::http::{Context, Handler, HttpError, Method, Reply, Req};
 
 /// How long, and how many bytes, a refused connection is read from before it closes: enough
 /// for a client still sending a body of a few MiB to finish and read its 413, bounded so a
@@ -89,7 +86,7 @@ fn serve_one(
     // The body's share of the budget is taken before any of it is read, and held until
     // the handler is done with the body.
     let Some(share) = context.bodies.try_take(head.body.reserved_bytes()) else {
-        return refuse(stream, &ApiError::Busy, Some(&head));
+        return refuse(stream, &HttpError::Busy, Some(&head));
     };
     if head.expects_continue && head.body != request::BodyFraming::None {
         if let Err(err) = (&*stream).write_all(response::CONTINUE) {
@@ -114,8 +111,8 @@ fn serve_one(
         }
         Pass::Serve { cors_origin } => {
             let reply = match Req::new(method, &head.target, body) {
-                Ok(req) => handle(context, &req.with_if_match(if_match)),
-                Err(err) => Reply::error(&err),
+                Ok(req) => answer(&*context.app, &req.with_if_match(if_match)),
+                Err(err) => err.reply(),
             };
             match cors_origin {
                 Some(origin) => with_headers(reply, gate::cors_headers(&origin)),
@@ -189,7 +186,7 @@ fn facts<'a>(head: &'a Head, headers: &'a [httparse::Header<'a>]) -> Facts<'a> {
     }
 }
 
-/// The `If-Match` header for `api::Req` (docs/api.md, "Revisions and If-Match"): several lines
+/// The `If-Match` header for `Req` (docs/api.md, "Revisions and If-Match"): several lines
 /// are one list, joined as RFC 9110 §5.3 allows.
 fn if_match(headers: &[httparse::Header<'_>]) -> Option<String> {
     let values: Vec<&str> = request::values(headers, "If-Match").collect();
@@ -203,15 +200,15 @@ fn if_match(headers: &[httparse::Header<'_>]) -> Option<String> {
 fn refuse_read(stream: &TcpStream, err: ReadError, head: Option<&Head>) -> Next {
     match err {
         ReadError::Closed => Next::Close,
-        ReadError::TimedOut => refuse(stream, &ApiError::RequestTimeout, head),
+        ReadError::TimedOut => refuse(stream, &HttpError::RequestTimeout, head),
         ReadError::Refused(err) => refuse(stream, &err, head),
     }
 }
 
 /// Answers `err` and closes the connection: nothing more is read from it, so an unread body
 /// or whatever follows an ambiguous request is never taken for a request.
-fn refuse(stream: &TcpStream, err: &ApiError, head: Option<&Head>) -> Next {
-    let reply = Reply::error(err);
+fn refuse(stream: &TcpStream, err: &HttpError, head: Option<&Head>) -> Next {
+    let reply = err.reply();
     if (&*stream)
         .write_all(&response::format(&reply, Framing::Close))
         .is_ok()
@@ -254,28 +251,14 @@ fn with_headers(mut reply: Reply, headers: Vec<(&'static str, String)>) -> Reply
     reply
 }
 
-/// Runs the router under `catch_unwind`: a panic answers 500 and the thread lives on.
-fn handle(context: &Context, req: &Req) -> Reply {
-    answer(req, || router::route(&context.state, req))
-}
-
-/// Turns a handler's outcome (or its panic) into a reply, logging internal causes.
-fn answer(req: &Req, route: impl FnOnce() -> Result<Reply, ApiError>) -> Reply {
-    match panic::catch_unwind(AssertUnwindSafe(route)) {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(err)) => {
-            if let ApiError::Internal(cause) = &err {
-                log::error!(
-                    "{} {}: internal error: {cause}",
-                    req.method.as_str(),
-                    req.path
-                );
-            }
-            Reply::error(&err)
-        }
+/// Runs the application's answer under `catch_unwind`: a panic answers 500 and the thread
+/// lives on.
+fn answer(app: &dyn Handler, req: &Req) -> Reply {
+    match panic::catch_unwind(AssertUnwindSafe(|| app.answer(req))) {
+        Ok(reply) => reply,
         Err(_) => {
             log::error!("{} {}: handler panicked", req.method.as_str(), req.path);
-            Reply::error(&ApiError::Internal("panic".into()))
+            HttpError::Internal.reply()
         }
     }
 }
@@ -285,33 +268,28 @@ fn answer(req: &Req, route: impl FnOnce() -> Result<Reply, ApiError>) -> Reply {
 mod tests {
     use zeroize::Zeroizing;
 
-    use crate::api::{Method, Req};
-    use crate::error::ApiError;
     use crate::http::connection::answer;
+    use crate::http::{Handler, Method, Reply, Req};
 
-    fn req() -> Req {
-        Req::new(Method::Get, "/api/x", Zeroizing::new(Vec::new())).unwrap()
+    /// An application whose every answer panics with internals in its message.
+    struct Panicking;
+
+    impl Handler for Panicking {
+        fn answer(&self, _req: &Req) -> Reply {
+            panic!("secret internals: /etc/passwd")
+        }
+        fn stop(&self) {}
     }
 
     #[test]
     fn a_panicking_handler_answers_500_internal_error_without_internals() {
-        let reply = answer(&req(), || panic!("secret internals: /etc/passwd"));
+        let req = Req::new(Method::Get, "/api/x", Zeroizing::new(Vec::new())).unwrap();
+        let reply = answer(&Panicking, &req);
         assert_eq!(reply.status, 500);
         let body = String::from_utf8(reply.body.to_vec()).unwrap();
         assert_eq!(
             body,
             r#"{"error":"internal error","code":"INTERNAL_ERROR"}"#
         );
-    }
-
-    #[test]
-    fn an_internal_error_hides_its_cause() {
-        let reply = answer(&req(), || {
-            Err(ApiError::internal("SQLITE_CORRUPT at table hosts"))
-        });
-        assert_eq!(reply.status, 500);
-        assert!(!String::from_utf8(reply.body.to_vec())
-            .unwrap()
-            .contains("SQLITE"));
     }
 }

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::api::Reply;
-use crate::error::ApiError;
-use crate::http::{connection, response, Context};
+use crate::http::{connection, response, Context, HttpError};
 
 /// The first and the longest pause after an `accept()` error.
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
@@ -90,7 +88,7 @@ fn start(context: &Arc<Context>, stream: TcpStream) {
 /// Answers 503 `BUSY` and closes, without ever blocking: a fresh socket's send buffer takes a
 /// few hundred bytes at once, and if it does not, the client gets a plain close.
 fn refuse(stream: &TcpStream) {
-    let bytes = response::format(&Reply::error(&ApiError::Busy), response::Framing::Close);
+    let bytes = response::format(&HttpError::Busy.reply(), response::Framing::Close);
     if stream.set_nonblocking(true).is_ok() {
         let _ = (&*stream).write_all(&bytes);
     }

@@ -3,8 +3,11 @@
 //!
 //! Shape (docs/security.md, "Design"): `listener` accepts and admits connections under a cap kept by
 //! `connections`; each connection's thread runs `connection`, which reads a head with
-//! `request`, passes it through the gate, reads the body, routes, and writes the answer with
-//! `response`. A request that waits long for its answer holds only its own thread.
+//! `request`, passes it through the `gate`, reads the body, hands the request to the
+//! `Handler` it serves (wired at start-up: the router), and writes the answer with
+//! `response`. `message` holds the values of an exchange (`Req`, `Reply`, `Method`) and
+//! `error` the layer's own refusals (`HttpError`); nothing here names a type of the layers
+//! above. A request that waits long for its answer holds only its own thread.
 //!
 //! Invariants: the only module that names `httparse`; nothing a client sends before the gate
 //! passes costs more than its bounded buffer, its thread and its deadline, and a refused
@@ -15,7 +18,10 @@
 mod body_budget;
 mod connection;
 mod connections;
+mod error;
+pub mod gate;
 mod listener;
+mod message;
 mod request;
 mod response;
 
@@ -27,11 +33,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::config::HttpOverrides;
-use crate::gate::Gate;
 use crate::http::body_budget::BodyBudget;
 use crate::http::connections::Connections;
-use crate::state::AppState;
+use crate::http::gate::Gate;
+
+pub use crate::http::error::HttpError;
+pub use crate::http::message::{Method, Reply, Req, JSON, MAX_BODY_BYTES};
 
 /// The longest request line (method, target, version) accepted; longer is 414. Far above any
 /// URL the API needs (the longest is a search term of a few hundred bytes).
@@ -82,7 +89,7 @@ const ANSWERED_HEAD_START: Duration = Duration::from_millis(250);
 
 /// The most bytes all request bodies being read or handled may hold at once; past it a
 /// request with a body is answered 503 `BUSY` before a byte of its body is read. A chunked
-/// body counts as the largest one allowed (`api::MAX_BODY_BYTES`).
+/// body counts as the largest one allowed (`MAX_BODY_BYTES`).
 const BODY_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 
 /// How long shutdown waits for requests in flight before the process exits anyway.
@@ -90,6 +97,31 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Why the service stops serving: a signal, or the launching app went away.
 pub struct Shutdown(pub &'static str);
+
+/// What the HTTP layer serves: the application behind it, wired at start-up (the router
+/// over the shared state). The gate has already admitted the request, and its body was read
+/// whole, before `answer` is called.
+pub trait Handler: Send + Sync {
+    /// The answer to one request. A panic in it is caught by the caller and answered 500.
+    fn answer(&self, req: &Req) -> Reply;
+    /// Shutdown has started: requests waiting for something (the change feed's long polls)
+    /// answer now instead of holding the grace period.
+    fn stop(&self);
+}
+
+/// Values the HTTP layer uses instead of its defaults, from `HOST_MANAGER_TEST_*`
+/// variables (read by `config`). Not flags on purpose: they exist for tests and
+/// benchmarks, not for users.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpOverrides {
+    pub idle_timeout: Option<Duration>,
+    pub head_timeout: Option<Duration>,
+    pub body_timeout: Option<Duration>,
+    pub write_timeout: Option<Duration>,
+    pub max_connections: Option<usize>,
+    pub body_budget: Option<usize>,
+    pub answered_head_start: Option<Duration>,
+}
 
 /// The timeouts, the connection cap and the body budget, each a constant above unless a
 /// test overrides it.
@@ -149,7 +181,7 @@ pub fn connection_cap(wanted: usize, descriptor_limit: Option<u64>, reserved: us
 
 /// What every connection thread shares.
 struct Context {
-    state: Arc<AppState>,
+    app: Arc<dyn Handler>,
     gate: Gate,
     limits: Limits,
     connections: Arc<Connections>,
@@ -169,7 +201,7 @@ impl Context {
 /// connections that wait for a request, and lets requests in flight finish for up to
 /// `SHUTDOWN_GRACE`.
 pub fn serve(
-    state: Arc<AppState>,
+    app: Arc<dyn Handler>,
     gate: Gate,
     listener: TcpListener,
     limits: Limits,
@@ -183,7 +215,7 @@ pub fn serve(
         limits.body_budget
     );
     let context = Arc::new(Context {
-        state,
+        app,
         gate,
         limits,
         connections: Arc::new(Connections::new(
@@ -206,7 +238,7 @@ pub fn serve(
     log::info!("shutting down ({reason})");
     context.stopping.store(true, Ordering::SeqCst);
     // Requests waiting on the change feed answer now instead of holding the grace period.
-    context.state.db.feed().stop();
+    context.app.stop();
     // The accept loop blocks in accept(); one connection of our own wakes it to see the flag.
     if TcpStream::connect_timeout(&wake_address, Duration::from_secs(1)).is_ok() {
         let _ = acceptor.join();

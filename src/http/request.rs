@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use zeroize::Zeroizing;
 
-use crate::api::MAX_BODY_BYTES;
-use crate::error::ApiError;
-use crate::http::{MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES};
+use crate::http::{
+    HttpError, MAX_BODY_BYTES, MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES,
+};
 
 /// The connection's buffer: room for the largest head the limits allow (request line, its
 /// line end, header section). Bytes past a head (a body, a pipelined request) wait here.
@@ -40,11 +40,11 @@ pub enum ReadError {
     /// The deadline passed.
     TimedOut,
     /// The request is malformed or over a limit: answer this and close.
-    Refused(ApiError),
+    Refused(HttpError),
 }
 
-impl From<ApiError> for ReadError {
-    fn from(err: ApiError) -> ReadError {
+impl From<HttpError> for ReadError {
+    fn from(err: HttpError) -> ReadError {
         ReadError::Refused(err)
     }
 }
@@ -86,7 +86,7 @@ impl Buffer {
         // Only a line longer than the head limits can fill the buffer (the head checks
         // refuse them before that; a trailer line is refused here).
         if room == 0 {
-            return Err(ReadError::Refused(ApiError::HeadersTooLarge));
+            return Err(ReadError::Refused(HttpError::HeadersTooLarge));
         }
         let start = self.bytes.len();
         self.bytes.resize(start + room.min(READ_CHUNK_BYTES), 0);
@@ -123,7 +123,7 @@ pub fn read_head(
             return Ok(length);
         }
         match buffer.fill(stream, deadline) {
-            Err(ReadError::TimedOut) => return Err(ApiError::RequestTimeout.into()),
+            Err(ReadError::TimedOut) => return Err(HttpError::RequestTimeout.into()),
             other => other?,
         }
     }
@@ -131,7 +131,7 @@ pub fn read_head(
 
 /// `Some(length)` when `data` starts with a complete head within the limits, `None` when
 /// more bytes are needed, an error when a limit is passed or the head is malformed.
-pub fn complete_head(data: &[u8]) -> Result<Option<usize>, ApiError> {
+pub fn complete_head(data: &[u8]) -> Result<Option<usize>, HttpError> {
     // Empty lines before a request line are allowed (RFC 9112 §2.2) and not part of it.
     let leading = data
         .iter()
@@ -147,7 +147,7 @@ pub fn complete_head(data: &[u8]) -> Result<Option<usize>, ApiError> {
             None => (data.len() - leading).saturating_sub(1),
         };
     if line_length > MAX_REQUEST_LINE_BYTES {
-        return Err(ApiError::UriTooLong);
+        return Err(HttpError::UriTooLong);
     }
     let Some(line_end) = line_end else {
         return Ok(None);
@@ -157,7 +157,7 @@ pub fn complete_head(data: &[u8]) -> Result<Option<usize>, ApiError> {
     let mut request = httparse::Request::new(&mut headers);
     let status = match request.parse(data) {
         Ok(status) => status,
-        Err(httparse::Error::TooManyHeaders) => return Err(ApiError::HeadersTooLarge),
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeadersTooLarge),
         Err(err) => return Err(malformed(err)),
     };
     let head_end = match status {
@@ -166,7 +166,7 @@ pub fn complete_head(data: &[u8]) -> Result<Option<usize>, ApiError> {
     };
     let section_length = head_end.unwrap_or(data.len()) - section_start.min(data.len());
     if section_length > MAX_HEADER_SECTION_BYTES {
-        return Err(ApiError::HeadersTooLarge);
+        return Err(HttpError::HeadersTooLarge);
     }
     Ok(head_end)
 }
@@ -209,21 +209,21 @@ impl BodyFraming {
 pub fn parse_head<T>(
     data: &[u8],
     inspect: impl FnOnce(&Head, &[httparse::Header<'_>]) -> T,
-) -> Result<(Head, T), ApiError> {
+) -> Result<(Head, T), HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     match request.parse(data) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => {
-            return Err(ApiError::BadRequest("incomplete request head".into()))
+            return Err(HttpError::BadRequest("incomplete request head".into()))
         }
-        Err(httparse::Error::TooManyHeaders) => return Err(ApiError::HeadersTooLarge),
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeadersTooLarge),
         Err(err) => return Err(malformed(err)),
     }
     let (Some(method), Some(target), Some(version)) =
         (request.method, request.path, request.version)
     else {
-        return Err(ApiError::BadRequest("incomplete request line".into()));
+        return Err(HttpError::BadRequest("incomplete request line".into()));
     };
     let http_1_0 = version == 0;
     let connection_tokens = || {
@@ -264,7 +264,7 @@ pub fn values<'a>(
 /// Strict framing: one `Content-Length` of digits, or `Transfer-Encoding: chunked` alone;
 /// anything else is refused, since a guess can desynchronize the connection (request
 /// smuggling). A declared length over the limit is 413 before any read.
-fn body_framing(headers: &[httparse::Header<'_>]) -> Result<BodyFraming, ApiError> {
+fn body_framing(headers: &[httparse::Header<'_>]) -> Result<BodyFraming, HttpError> {
     let lengths: Vec<&str> = values(headers, "Content-Length").collect();
     let encodings: Vec<&str> = values(headers, "Transfer-Encoding").collect();
     match (lengths.as_slice(), encodings.as_slice()) {
@@ -272,16 +272,16 @@ fn body_framing(headers: &[httparse::Header<'_>]) -> Result<BodyFraming, ApiErro
         ([], [encoding]) if encoding.trim().eq_ignore_ascii_case("chunked") => {
             Ok(BodyFraming::Chunked)
         }
-        ([], _) => Err(ApiError::BadRequest(
+        ([], _) => Err(HttpError::BadRequest(
             "only Transfer-Encoding: chunked is supported".into(),
         )),
-        ([_], [_, ..]) => Err(ApiError::BadRequest(
+        ([_], [_, ..]) => Err(HttpError::BadRequest(
             "Content-Length and Transfer-Encoding together".into(),
         )),
         ([length], []) => {
             let length = length.trim();
             if length.is_empty() || !length.bytes().all(|byte| byte.is_ascii_digit()) {
-                return Err(ApiError::BadRequest(
+                return Err(HttpError::BadRequest(
                     "Content-Length is not a number".into(),
                 ));
             }
@@ -289,10 +289,10 @@ fn body_framing(headers: &[httparse::Header<'_>]) -> Result<BodyFraming, ApiErro
                 Ok(0) => Ok(BodyFraming::None),
                 Ok(length) if length <= MAX_BODY_BYTES => Ok(BodyFraming::Length(length)),
                 // Over the limit, or beyond usize: refused from the declared length alone.
-                _ => Err(ApiError::PayloadTooLarge),
+                _ => Err(HttpError::PayloadTooLarge),
             }
         }
-        _ => Err(ApiError::BadRequest("more than one Content-Length".into())),
+        _ => Err(HttpError::BadRequest("more than one Content-Length".into())),
     }
 }
 
@@ -310,7 +310,7 @@ pub fn read_body(
         BodyFraming::Chunked => read_chunked(stream, buffer, deadline),
     };
     match body {
-        Err(ReadError::TimedOut) => Err(ApiError::RequestTimeout.into()),
+        Err(ReadError::TimedOut) => Err(HttpError::RequestTimeout.into()),
         other => other,
     }
 }
@@ -350,10 +350,10 @@ fn read_chunked(
                     break size;
                 }
                 Ok(httparse::Status::Partial) if buffer.data().len() > MAX_CHUNK_LINE_BYTES => {
-                    return Err(ApiError::BadRequest("chunk-size line too long".into()).into())
+                    return Err(HttpError::BadRequest("chunk-size line too long".into()).into())
                 }
                 Ok(httparse::Status::Partial) => buffer.fill(stream, deadline)?,
-                Err(_) => return Err(ApiError::BadRequest("malformed chunk size".into()).into()),
+                Err(_) => return Err(HttpError::BadRequest("malformed chunk size".into()).into()),
             }
         };
         if size == 0 {
@@ -363,7 +363,7 @@ fn read_chunked(
         let remaining = MAX_BODY_BYTES - body.len();
         let size = match usize::try_from(size) {
             Ok(size) if size <= remaining => size,
-            _ => return Err(ApiError::PayloadTooLarge.into()),
+            _ => return Err(HttpError::PayloadTooLarge.into()),
         };
         let end = body.len() + size;
         while body.len() < end {
@@ -378,7 +378,7 @@ fn read_chunked(
             buffer.fill(stream, deadline)?;
         }
         if &buffer.data()[..2] != b"\r\n" {
-            return Err(ApiError::BadRequest("chunk data not followed by CRLF".into()).into());
+            return Err(HttpError::BadRequest("chunk data not followed by CRLF".into()).into());
         }
         buffer.consume(2);
     }
@@ -405,7 +405,7 @@ fn skip_trailers(
             None => buffer.fill(stream, deadline)?,
         }
         if skipped > MAX_HEADER_SECTION_BYTES {
-            return Err(ApiError::HeadersTooLarge.into());
+            return Err(HttpError::HeadersTooLarge.into());
         }
     }
 }
@@ -436,15 +436,15 @@ fn read_before(stream: &TcpStream, into: &mut [u8], deadline: Instant) -> Result
     }
 }
 
-fn malformed(err: httparse::Error) -> ApiError {
-    ApiError::BadRequest(format!("malformed request head: {err}"))
+fn malformed(err: httparse::Error) -> HttpError {
+    HttpError::BadRequest(format!("malformed request head: {err}"))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::error::ApiError;
     use crate::http::request::{complete_head, parse_head, BodyFraming};
+    use crate::http::HttpError;
     use crate::http::{MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES};
 
     /// A request line of exactly `length` bytes.
@@ -459,7 +459,7 @@ mod tests {
         format!("X: {}\r\n\r\n", "b".repeat(length - fixed))
     }
 
-    fn code(result: Result<Option<usize>, ApiError>) -> &'static str {
+    fn code(result: Result<Option<usize>, HttpError>) -> &'static str {
         result.err().map(|err| err.code()).unwrap_or("none")
     }
 
@@ -572,7 +572,7 @@ mod tests {
     #[test]
     fn declared_length_of_exactly_1_mib_is_accepted_and_one_more_byte_is_413() {
         let base = "POST / HTTP/1.1\r\nHost: localhost\r\n";
-        let limit = crate::api::MAX_BODY_BYTES;
+        let limit = crate::http::MAX_BODY_BYTES;
         assert_eq!(
             framing(&format!("{base}Content-Length: {limit}\r\n\r\n")),
             Ok(BodyFraming::Length(limit))

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use zeroize::Zeroizing;
 
-use crate::api::Reply;
+use crate::http::Reply;
 
 /// What the response says about the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,8 +100,8 @@ fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use zeroize::Zeroizing;
 
-    use crate::api::Reply;
     use crate::http::response::{format, format_head_only, Framing};
+    use crate::http::Reply;
 
     fn text(bytes: &[u8]) -> String {
         String::from_utf8(bytes.to_vec()).unwrap()
@@ -111,7 +111,7 @@ mod tests {
     fn response_is_one_buffer_with_length_and_type() {
         let reply = Reply {
             status: 200,
-            content_type: crate::api::JSON,
+            content_type: crate::http::JSON,
             headers: vec![("Allow", "GET".into())],
             body: Zeroizing::new(b"{}".to_vec()),
         };
@@ -157,7 +157,7 @@ mod tests {
     fn head_keeps_the_length_but_sends_no_body() {
         let reply = Reply {
             status: 405,
-            content_type: crate::api::JSON,
+            content_type: crate::http::JSON,
             headers: vec![],
             body: Zeroizing::new(b"{\"a\":1}".to_vec()),
         };

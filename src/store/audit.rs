@@ -51,7 +51,7 @@ pub const AGENT_KEY_ADDED: &str = "agent.key_added";
 /// `ssh-add -d` or `-D`: the SSH agent stopped offering keys (they stay in the vault).
 pub const AGENT_KEYS_DISABLED: &str = "agent.keys_disabled";
 /// A forwarded connection asked to add, remove, lock or unlock and was refused (each of
-/// the first 16 of a streak, then the 32nd, 64th, ...: `agent::refusals`).
+/// the first 16 of a streak, then the 32nd, 64th, ...: `agent_share::refusals`).
 pub const AGENT_FORWARDED_REFUSED: &str = "agent.forwarded_refused";
 /// The vault was unlocked with the master password.
 pub const VAULT_UNLOCKED: &str = "vault.unlocked";

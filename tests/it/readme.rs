@@ -275,17 +275,26 @@ fn documented_error_codes() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// The codes `ApiError::code` answers, read from its `match` in `src/error.rs`.
+/// The codes the service answers: those of `ApiError::code` (handlers, `src/error.rs`) and
+/// `HttpError::code` (the HTTP layer: framing, limits, gate, routing, `src/http/error.rs`),
+/// read from their `match`es.
 fn error_codes_of_the_code() -> std::collections::BTreeSet<String> {
-    let source = doc("src/error.rs");
-    let start = source.find("pub fn code(&self)").expect("ApiError::code");
-    let body = &source[start..];
-    let body = &body[..body.find("\n    }\n").expect("its end")];
-    body.lines()
-        .filter_map(|line| line.split("=> \"").nth(1))
-        .filter_map(|rest| rest.split('"').next())
-        .map(str::to_owned)
-        .collect()
+    let mut codes = std::collections::BTreeSet::new();
+    for file in ["src/error.rs", "src/http/error.rs"] {
+        let source = doc(file);
+        let start = source.find("pub fn code(&self)").expect("a code function");
+        let body = &source[start..];
+        let body = &body[..body.find("\n    }\n").expect("its end")];
+        let found: Vec<String> = body
+            .lines()
+            .filter_map(|line| line.split("=> \"").nth(1))
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_owned)
+            .collect();
+        assert!(found.len() >= 10, "{file}: {found:?}");
+        codes.extend(found);
+    }
+    codes
 }
 
 #[test]

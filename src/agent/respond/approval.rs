@@ -2,14 +2,14 @@
 //! shown by `GET /api/agent/requests`, put on the change feed while it waits, and the
 //! decision.
 //!
-//! Invariants: a wait ends by a decision, a timeout or a lock (`agent::approvals`); an
+//! Invariants: a wait ends by a decision, a timeout or a lock (`approvals`); an
 //! allow is remembered for the server only for a `once_per_host` key and a login to the
 //! bound server; no vault or db lock is held while waiting.
 
 use std::time::{Duration, Instant};
 
-use crate::agent::approvals::{Outcome, PendingView};
 use crate::agent::respond::Binding;
+use crate::approvals::{Outcome, PendingView};
 use crate::model::agent::{Confirm, Reason};
 use crate::state::AppState;
 use crate::store::{self, agent::AgentKey};

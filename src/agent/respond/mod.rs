@@ -180,7 +180,7 @@ fn changes_the_vault(request: &Request<'_>) -> Option<&'static str> {
 
 /// Logs a request refused on a forwarded connection, and records it in the audit log as
 /// `agent.forwarded_refused` (each of the first 16 of a streak, then the 32nd, 64th, ...:
-/// `agent::refusals`).
+/// `agent_share::refusals`).
 fn refuse_forwarded(state: &AppState, session: &Session, what: &str) {
     let via = session
         .bindings

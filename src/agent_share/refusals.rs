@@ -44,7 +44,7 @@ impl Streak {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use crate::agent::refusals::{Streak, EACH, QUIET};
+    use crate::agent_share::refusals::{Streak, EACH, QUIET};
 
     #[test]
     fn the_first_16_of_a_streak_are_recorded_then_only_powers_of_two() {

@@ -253,7 +253,7 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
-    use crate::agent::approvals::{
+    use crate::approvals::{
         Approvals, Outcome, PendingView, MAX_PENDING, MAX_PENDING_PER_CONNECTION,
     };
     use crate::model::agent::Reason;

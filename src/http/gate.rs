@@ -11,8 +11,7 @@
 //!
 //! Invariants: pure (no I/O, no HTTP parser); never logs or returns the token.
 
-use crate::api::Method;
-use crate::error::ApiError;
+use crate::http::{HttpError, Method};
 use crate::vault::Secret;
 
 /// How long a browser may cache a preflight answer.
@@ -60,7 +59,7 @@ impl Gate {
         }
     }
 
-    pub fn check(&self, facts: &Facts<'_>) -> Result<Pass, ApiError> {
+    pub fn check(&self, facts: &Facts<'_>) -> Result<Pass, HttpError> {
         check_host(facts)?;
         let origin = self.check_origin(facts)?;
         if let (Method::Options, Some(origin), Some(_)) =
@@ -77,22 +76,22 @@ impl Gate {
     }
 
     /// The allowed origin of the request, if it names one; 403 for any other.
-    fn check_origin(&self, facts: &Facts<'_>) -> Result<Option<String>, ApiError> {
+    fn check_origin(&self, facts: &Facts<'_>) -> Result<Option<String>, HttpError> {
         let origin = match facts.origins.as_slice() {
             [] => None,
             [origin] => Some(origin.trim().to_ascii_lowercase()),
-            _ => return Err(ApiError::Forbidden("more than one Origin header".into())),
+            _ => return Err(HttpError::Forbidden("more than one Origin header".into())),
         };
         match origin {
             Some(origin) if self.allowed_origins.contains(&origin) => Ok(Some(origin)),
-            Some(_) => Err(ApiError::Forbidden(
+            Some(_) => Err(HttpError::Forbidden(
                 "this Origin is not allowed (see --allow-origin)".into(),
             )),
             None if facts
                 .fetch_site
                 .is_some_and(|site| site.trim().eq_ignore_ascii_case("cross-site")) =>
             {
-                Err(ApiError::Forbidden(
+                Err(HttpError::Forbidden(
                     "cross-site requests are not allowed".into(),
                 ))
             }
@@ -100,7 +99,7 @@ impl Gate {
         }
     }
 
-    fn check_token(&self, facts: &Facts<'_>) -> Result<(), ApiError> {
+    fn check_token(&self, facts: &Facts<'_>) -> Result<(), HttpError> {
         let Some(token) = &self.token else {
             return Ok(());
         };
@@ -114,7 +113,7 @@ impl Gate {
         };
         match presented {
             Some(presented) if constant_time_eq(presented.as_bytes(), token.expose()) => Ok(()),
-            _ => Err(ApiError::Unauthorized),
+            _ => Err(HttpError::Unauthorized),
         }
     }
 }
@@ -161,12 +160,12 @@ pub fn valid_origin(origin: &str) -> bool {
 }
 
 /// docs/security.md, Who may talk to the service: exactly one Host naming the loopback, with or without a port.
-fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
+fn check_host(facts: &Facts<'_>) -> Result<(), HttpError> {
     let host = match facts.hosts.as_slice() {
         [] if facts.http_1_0 => return Ok(()),
-        [] => return Err(ApiError::Forbidden("a Host header is required".into())),
+        [] => return Err(HttpError::Forbidden("a Host header is required".into())),
         [host] => host.trim(),
-        _ => return Err(ApiError::Forbidden("more than one Host header".into())),
+        _ => return Err(HttpError::Forbidden("more than one Host header".into())),
     };
     let name = match host.rsplit_once(':') {
         // `[::1]:8080`, `localhost:8080`; a bare `[::1]` has its colons inside the brackets.
@@ -183,7 +182,7 @@ fn check_host(facts: &Facts<'_>) -> Result<(), ApiError> {
     {
         return Ok(());
     }
-    Err(ApiError::Forbidden(
+    Err(HttpError::Forbidden(
         "the Host header must name localhost, 127.0.0.1 or [::1]".into(),
     ))
 }
@@ -212,8 +211,8 @@ fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::api::Method;
-    use crate::gate::{constant_time_eq, valid_origin, Facts, Gate, Pass};
+    use crate::http::gate::{constant_time_eq, valid_origin, Facts, Gate, Pass};
+    use crate::http::Method;
     use crate::vault::Secret;
 
     fn facts<'a>(hosts: Vec<&'a str>) -> Facts<'a> {
