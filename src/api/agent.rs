@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::agent::approvals::PendingView;
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
-use crate::model::ssh_config::ExportAgent;
+use crate::model::ssh_config_export::ExportAgent;
 use crate::state::AppState;
 use crate::store;
 
