@@ -7,6 +7,7 @@ pub mod agent;
 pub mod fold;
 pub mod group;
 pub mod host;
+pub mod host_auth;
 pub mod host_query;
 pub mod interop;
 pub mod key;
