@@ -8,6 +8,7 @@ pub mod fold;
 pub mod group;
 pub mod host;
 pub mod host_auth;
+pub mod host_patterns;
 pub mod host_query;
 pub mod interop;
 pub mod key;

@@ -6,6 +6,7 @@ use hmac::{Hmac, Mac};
 use sha1::Sha1;
 use ssh_key::{HashAlg, PublicKey};
 
+use crate::model::host_patterns::pattern_matches;
 use crate::model::known_hosts::{self, CertificateFacts, HostToken};
 use crate::sshkey::error::KeyError;
 use crate::vault::random_bytes;
@@ -59,7 +60,7 @@ pub fn presented_key(
     let principal = certificate
         .valid_principals()
         .iter()
-        .any(|principal| known_hosts::pattern_matches(principal, hostname));
+        .any(|principal| pattern_matches(principal, hostname));
     // `validate` checks the signature with the certificate's own CA key and the validity
     // window; whether that CA is trusted for this host is the store's question.
     let valid_for_host = certificate.cert_type() == ssh_key::certificate::CertType::Host
@@ -133,7 +134,7 @@ impl<'a> HostMatcher<'a> {
     pub fn matches(&self, name: &str) -> bool {
         match self {
             HostMatcher::Exact(token) => token.eq_ignore_ascii_case(name),
-            HostMatcher::Pattern(pattern) => known_hosts::pattern_matches(pattern, name),
+            HostMatcher::Pattern(pattern) => pattern_matches(pattern, name),
             HostMatcher::Hashed(hashed) => {
                 hashed.as_ref().is_some_and(|hashed| hashed.matches(name))
             }
