@@ -17,6 +17,7 @@ pub mod name;
 pub mod ssh_config;
 pub mod ssh_config_export;
 pub mod ssh_config_import;
+pub mod ssh_config_report;
 pub mod ssh_words;
 pub mod tree;
 pub mod unicode_tables;
