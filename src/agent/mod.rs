@@ -21,6 +21,8 @@ mod place;
 pub mod proto;
 mod refusals;
 mod respond;
+mod userauth;
+mod wire;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
