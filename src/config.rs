@@ -239,79 +239,13 @@ impl RawArgs {
 
 impl Config {
     fn from_raw(raw: RawArgs, env: &HashMap<String, String>) -> Result<Config, ConfigError> {
-        let port = match raw
-            .port
-            .as_deref()
-            .or(env.get("HOST_MANAGER_PORT").map(String::as_str))
-        {
-            Some(text) => text.parse::<u16>().map_err(|_| {
-                ConfigError(format!(
-                    "--port (or HOST_MANAGER_PORT) must be 0-65535, got {text:?}"
-                ))
-            })?,
-            None => 0,
-        };
-        let bind = match raw.bind.as_deref() {
-            Some(text) => text
-                .parse::<IpAddr>()
-                .map_err(|_| ConfigError(format!("--bind must be an IP address, got {text:?}")))?,
-            None => IpAddr::from([127, 0, 0, 1]),
-        };
-        let token = match (raw.token_file, raw.generate_token) {
-            (Some(_), true) => {
-                return Err(ConfigError(
-                    "--token-file and --generate-token exclude each other".into(),
-                ))
-            }
-            (Some(file), false) => TokenSource::File(PathBuf::from(file)),
-            (None, true) => TokenSource::Generate,
-            (None, false) => TokenSource::None,
-        };
-        // README, Command line and Who may talk to the service: the service is local; another address must be asked for
-        // twice (--bind and --allow-remote) and then never runs without a token.
-        if !bind.is_loopback() && !raw.allow_remote {
-            return Err(ConfigError(format!(
-                "--bind {bind} is not a loopback address; add --allow-remote"
-            )));
-        }
-        if !bind.is_loopback() && token == TokenSource::None {
-            return Err(ConfigError(format!(
-                "--bind {bind} needs --token-file or --generate-token"
-            )));
-        }
-        let mut allowed_origins = Vec::new();
-        for origin in raw.allowed_origins {
-            if !crate::http::gate::valid_origin(&origin) {
-                return Err(ConfigError(format!(
-                    "--allow-origin {origin:?} is not scheme://host[:port]"
-                )));
-            }
-            allowed_origins.push(origin.to_ascii_lowercase());
-        }
-        let data_dir = match raw
-            .data_dir
-            .or_else(|| env.get("HOST_MANAGER_DATA_DIR").cloned())
-        {
-            Some(dir) if dir.is_empty() => {
-                return Err(ConfigError("--data-dir must not be empty".into()))
-            }
-            Some(dir) => PathBuf::from(dir),
-            None => platform::default_data_dir(platform::SYSTEM, env).map_err(ConfigError)?,
-        };
-        let auto_lock = match raw.auto_lock.as_deref() {
-            None => None,
-            Some(text) => match text.parse::<u64>() {
-                Ok(0) => None,
-                Ok(seconds) if seconds <= MAX_AUTO_LOCK_SECONDS => {
-                    Some(Duration::from_secs(seconds))
-                }
-                _ => {
-                    return Err(ConfigError(format!(
-                        "--auto-lock must be a number of seconds 0-{MAX_AUTO_LOCK_SECONDS}, got {text:?}"
-                    )))
-                }
-            },
-        };
+        let port = port(raw.port.as_deref(), env)?;
+        let bind = bind(raw.bind.as_deref())?;
+        let token = token_source(raw.token_file, raw.generate_token)?;
+        check_remote(bind, raw.allow_remote, &token)?;
+        let allowed_origins = allowed_origins(raw.allowed_origins)?;
+        let data_dir = data_dir(raw.data_dir, env)?;
+        let auto_lock = auto_lock(raw.auto_lock.as_deref())?;
         Ok(Config {
             bind,
             port,
@@ -324,20 +258,114 @@ impl Config {
             test_auto_lock: test_number(env, "HOST_MANAGER_TEST_AUTO_LOCK_MS")?
                 .map(Duration::from_millis),
             http_overrides: HttpOverrides::from_env(env)?,
-            feed_overrides: FeedOverrides {
-                changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
-                history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
-                max_waiters: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAITERS")?
-                    .and_then(|count| usize::try_from(count).ok()),
-                max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
-                    .map(Duration::from_millis),
-                audit_routine_kept: test_number(env, "HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT")?,
-            },
+            feed_overrides: FeedOverrides::from_env(env)?,
             agent: match raw.no_agent {
                 true => None,
                 false => Some(AgentConfig::from_env(env)?),
             },
             import_user: import_user(env),
+        })
+    }
+}
+
+/// `--port`, else `HOST_MANAGER_PORT`, else 0 (the system picks one).
+fn port(flag: Option<&str>, env: &HashMap<String, String>) -> Result<u16, ConfigError> {
+    match flag.or(env.get("HOST_MANAGER_PORT").map(String::as_str)) {
+        Some(text) => text.parse::<u16>().map_err(|_| {
+            ConfigError(format!(
+                "--port (or HOST_MANAGER_PORT) must be 0-65535, got {text:?}"
+            ))
+        }),
+        None => Ok(0),
+    }
+}
+
+/// `--bind`, else 127.0.0.1.
+fn bind(flag: Option<&str>) -> Result<IpAddr, ConfigError> {
+    match flag {
+        Some(text) => text
+            .parse::<IpAddr>()
+            .map_err(|_| ConfigError(format!("--bind must be an IP address, got {text:?}"))),
+        None => Ok(IpAddr::from([127, 0, 0, 1])),
+    }
+}
+
+/// `--token-file` or `--generate-token` (not both), or no token.
+fn token_source(file: Option<String>, generate: bool) -> Result<TokenSource, ConfigError> {
+    match (file, generate) {
+        (Some(_), true) => Err(ConfigError(
+            "--token-file and --generate-token exclude each other".into(),
+        )),
+        (Some(file), false) => Ok(TokenSource::File(PathBuf::from(file))),
+        (None, true) => Ok(TokenSource::Generate),
+        (None, false) => Ok(TokenSource::None),
+    }
+}
+
+/// README, Command line and Who may talk to the service: the service is local; another
+/// address must be asked for twice (--bind and --allow-remote) and then never runs without a
+/// token.
+fn check_remote(bind: IpAddr, allow_remote: bool, token: &TokenSource) -> Result<(), ConfigError> {
+    if !bind.is_loopback() && !allow_remote {
+        return Err(ConfigError(format!(
+            "--bind {bind} is not a loopback address; add --allow-remote"
+        )));
+    }
+    if !bind.is_loopback() && *token == TokenSource::None {
+        return Err(ConfigError(format!(
+            "--bind {bind} needs --token-file or --generate-token"
+        )));
+    }
+    Ok(())
+}
+
+/// Each `--allow-origin`, checked to be `scheme://host[:port]`, in lower case.
+fn allowed_origins(origins: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    origins
+        .into_iter()
+        .map(|origin| match crate::http::gate::valid_origin(&origin) {
+            true => Ok(origin.to_ascii_lowercase()),
+            false => Err(ConfigError(format!(
+                "--allow-origin {origin:?} is not scheme://host[:port]"
+            ))),
+        })
+        .collect()
+}
+
+/// `--data-dir`, else `HOST_MANAGER_DATA_DIR`, else the platform's default; never empty.
+fn data_dir(flag: Option<String>, env: &HashMap<String, String>) -> Result<PathBuf, ConfigError> {
+    match flag.or_else(|| env.get("HOST_MANAGER_DATA_DIR").cloned()) {
+        Some(dir) if dir.is_empty() => Err(ConfigError("--data-dir must not be empty".into())),
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => platform::default_data_dir(platform::SYSTEM, env).map_err(ConfigError),
+    }
+}
+
+/// `--auto-lock` in seconds: 0 or absent is off, at most `MAX_AUTO_LOCK_SECONDS`.
+fn auto_lock(flag: Option<&str>) -> Result<Option<Duration>, ConfigError> {
+    let Some(text) = flag else {
+        return Ok(None);
+    };
+    match text.parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(seconds) if seconds <= MAX_AUTO_LOCK_SECONDS => Ok(Some(Duration::from_secs(seconds))),
+        _ => Err(ConfigError(format!(
+            "--auto-lock must be a number of seconds 0-{MAX_AUTO_LOCK_SECONDS}, got {text:?}"
+        ))),
+    }
+}
+
+impl FeedOverrides {
+    /// The `HOST_MANAGER_TEST_*` overrides of the change feed and the audit log.
+    fn from_env(env: &HashMap<String, String>) -> Result<FeedOverrides, ConfigError> {
+        Ok(FeedOverrides {
+            changes_kept: test_number(env, "HOST_MANAGER_TEST_CHANGES_KEPT")?,
+            history_kept: test_number(env, "HOST_MANAGER_TEST_HISTORY_KEPT")?,
+            max_waiters: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAITERS")?
+                .and_then(|count| usize::try_from(count).ok()),
+            max_wait: test_number(env, "HOST_MANAGER_TEST_FEED_MAX_WAIT_MS")?
+                .map(Duration::from_millis),
+            audit_routine_kept: test_number(env, "HOST_MANAGER_TEST_AUDIT_ROUTINE_KEPT")?,
         })
     }
 }

@@ -21,6 +21,8 @@ mod endpoint;
 mod place;
 pub mod proto;
 mod respond;
+mod userauth;
+mod wire;
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! The ssh-agent wire protocol (draft-miller-ssh-agent, and OpenSSH's `PROTOCOL.agent` for
 //! `session-bind@openssh.com`): message framing, a parser for every request the agent
-//! answers, and the encoders of its replies.
+//! answers, and the encoders of its replies. The bounds-checked reader is `wire`'s; a sign
+//! request's data read as a user-authentication request is `userauth`'s (re-exported here).
 //!
 //! Invariants: pure functions over bytes, no I/O, no allocation that grows with a claimed
 //! length (every length is checked against the bytes actually there first), and no panic
@@ -8,6 +9,10 @@
 //! seeded messages through `scripts/fuzz`). A request borrows from the caller's buffer, so
 //! the private key of an `ADD_IDENTITY` or the passphrase of an `UNLOCK` is never copied
 //! here: the caller keeps it in a buffer wiped on drop.
+
+pub use crate::agent::userauth::{userauth_request, userauth_session_id};
+pub use crate::agent::wire::Malformed;
+use crate::agent::wire::{frame, put_string, Reader};
 
 /// The largest message accepted, type byte included (docs/agent.md "SSH agent"): as OpenSSH's own
 /// agent. The largest real request, an RSA-16384 `ADD_IDENTITY`, is under 10 KiB; a sign
@@ -112,19 +117,6 @@ pub struct SessionBind<'a> {
     pub session_id: &'a [u8],
     pub signature: &'a [u8],
     pub forwarding: bool,
-}
-
-/// Why a message could not be read. The connection it came on is closed.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Malformed {
-    /// A length of 0, or above `MAX_MESSAGE_BYTES`.
-    BadLength(u32),
-    /// The message ends inside a field.
-    Truncated,
-    /// Bytes left after the last field.
-    TrailingBytes,
-    /// A boolean other than 0 or 1, or a constraint number the protocol does not define.
-    BadValue,
 }
 
 /// The body length a 4-byte frame header announces, when it is acceptable.
@@ -235,77 +227,6 @@ pub fn sign_response(signature: &[u8]) -> Vec<u8> {
     frame(&body)
 }
 
-/// The user-authentication request a sign request's data holds (RFC 4252 §7), when it is
-/// one: its session identifier. `None` for any other data (`ssh-keygen -Y sign`, a git
-/// commit signature).
-pub fn userauth_session_id(data: &[u8]) -> Option<&[u8]> {
-    /// SSH_MSG_USERAUTH_REQUEST (RFC 4252 §6).
-    const USERAUTH_REQUEST: u8 = 50;
-    let mut reader = Reader(data);
-    let session_id = reader.string().ok()?;
-    match reader.take(1).ok()? {
-        [USERAUTH_REQUEST] => Some(session_id),
-        _ => None,
-    }
-}
-
-/// A sign request's data read as an SSH user-authentication request with a public key
-/// (RFC 4252 §7, and OpenSSH's `publickey-hostbound-v00@openssh.com`), as OpenSSH's own
-/// agent reads it before a destination-constrained key may sign.
-#[derive(Debug, PartialEq, Eq)]
-pub struct UserAuth<'a> {
-    pub session_id: &'a [u8],
-    /// The public key blob the request authenticates with.
-    pub key_blob: &'a [u8],
-    /// The server's host key blob, for the host-bound method only.
-    pub host_key: Option<&'a [u8]>,
-}
-
-/// `data` as a complete public-key user-authentication request with its signature flag
-/// set, for the `ssh-connection` service, and nothing after it; `None` for anything else
-/// (`ssh-keygen -Y sign`, a git commit, arbitrary bytes).
-pub fn userauth_request(data: &[u8]) -> Option<UserAuth<'_>> {
-    /// SSH_MSG_USERAUTH_REQUEST (RFC 4252 §6).
-    const USERAUTH_REQUEST: u8 = 50;
-    const HOSTBOUND: &[u8] = b"publickey-hostbound-v00@openssh.com";
-    let mut reader = Reader(data);
-    let session_id = reader.string().ok()?;
-    if reader.take(1).ok()? != [USERAUTH_REQUEST] {
-        return None;
-    }
-    let _user = reader.string().ok()?;
-    if reader.string().ok()? != b"ssh-connection" {
-        return None;
-    }
-    let method = reader.string().ok()?;
-    if method != b"publickey" && method != HOSTBOUND {
-        return None;
-    }
-    if !reader.boolean().ok()? {
-        return None;
-    }
-    let _algorithm = reader.string().ok()?;
-    let key_blob = reader.string().ok()?;
-    let host_key = match method == HOSTBOUND {
-        true => Some(reader.string().ok()?),
-        false => None,
-    };
-    reader.finish().ok()?;
-    Some(UserAuth {
-        session_id,
-        key_blob,
-        host_key,
-    })
-}
-
-/// Appends `bytes` as an SSH `string` (RFC 4251 §5): a 4-byte length, then the bytes.
-pub fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
-    // Every field written here is far below 4 GiB (a message is at most 256 KiB).
-    let length = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&length.to_be_bytes());
-    out.extend_from_slice(bytes);
-}
-
 /// The number of `string`/`mpint` fields that follow the key type in the agent encoding
 /// of a private key (draft-miller-ssh-agent §4.2).
 fn private_fields(key_type: &[u8]) -> Option<usize> {
@@ -353,69 +274,16 @@ fn parse_add(mut reader: Reader<'_>, constrained: bool) -> Result<Request<'_>, M
     }))
 }
 
-fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 4);
-    put_string(&mut out, body);
-    out
-}
-
-/// Reads SSH wire types (RFC 4251 §5) from a byte slice, checking every length against
-/// what is left.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Result<&'a [u8], Malformed> {
-        if self.0.len() < len {
-            return Err(Malformed::Truncated);
-        }
-        let (head, tail) = self.0.split_at(len);
-        self.0 = tail;
-        Ok(head)
-    }
-
-    fn u32(&mut self) -> Result<u32, Malformed> {
-        let bytes = self.take(4)?;
-        let mut word = [0u8; 4];
-        word.copy_from_slice(bytes);
-        Ok(u32::from_be_bytes(word))
-    }
-
-    fn string(&mut self) -> Result<&'a [u8], Malformed> {
-        let length = usize::try_from(self.u32()?).map_err(|_| Malformed::Truncated)?;
-        self.take(length)
-    }
-
-    fn boolean(&mut self) -> Result<bool, Malformed> {
-        match self.take(1)? {
-            [0] => Ok(false),
-            [1] => Ok(true),
-            _ => Err(Malformed::BadValue),
-        }
-    }
-
-    fn finish(&self) -> Result<(), Malformed> {
-        match self.0.is_empty() {
-            true => Ok(()),
-            false => Err(Malformed::TrailingBytes),
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::agent::proto::{
-        failure, frame_length, identities_answer, no_identities, parse, put_string, sign_response,
-        success, userauth_request, userauth_session_id, Constraints, Malformed, NewIdentity,
-        Request, SessionBind, UserAuth, MAX_MESSAGE_BYTES,
+        failure, frame_length, identities_answer, no_identities, parse, sign_response, success,
+        userauth_request, userauth_session_id, Constraints, Malformed, NewIdentity, Request,
+        SessionBind, MAX_MESSAGE_BYTES,
     };
+    use crate::agent::wire::string;
     use crate::fuzz::Rng;
-
-    fn string(bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        put_string(&mut out, bytes);
-        out
-    }
 
     fn message(message_type: u8, fields: &[&[u8]]) -> Vec<u8> {
         let mut out = vec![message_type];
@@ -688,78 +556,6 @@ mod tests {
         assert!(body.len() <= MAX_MESSAGE_BYTES, "{}", body.len());
         assert_eq!(body[1..5], 2u32.to_be_bytes(), "two pairs listed");
         assert!(body.ends_with(b"three"));
-    }
-
-    #[test]
-    fn publickey_userauth_data_is_read_and_anything_short_of_it_is_not() {
-        let head = [
-            string(b"sid"),
-            vec![50],
-            string(b"user"),
-            string(b"ssh-connection"),
-        ]
-        .concat();
-        let plain = [
-            head.clone(),
-            string(b"publickey"),
-            vec![1],
-            string(b"ssh-ed25519"),
-            string(b"blob"),
-        ]
-        .concat();
-        assert_eq!(
-            userauth_request(&plain),
-            Some(UserAuth {
-                session_id: b"sid",
-                key_blob: b"blob",
-                host_key: None
-            })
-        );
-        let hostbound = [
-            head.clone(),
-            string(b"publickey-hostbound-v00@openssh.com"),
-            vec![1],
-            string(b"ssh-ed25519"),
-            string(b"blob"),
-            string(b"hostkey"),
-        ]
-        .concat();
-        assert_eq!(
-            userauth_request(&hostbound).and_then(|auth| auth.host_key),
-            Some(&b"hostkey"[..])
-        );
-        let no_signature = [head.clone(), string(b"publickey"), vec![0]].concat();
-        let other_service = [
-            string(b"sid"),
-            vec![50],
-            string(b"user"),
-            string(b"x"),
-            string(b"publickey"),
-            vec![1],
-            string(b"a"),
-            string(b"blob"),
-        ]
-        .concat();
-        let trailing = [plain.clone(), vec![0]].concat();
-        let sshsig = b"SSHSIG\0\0\0\x04file".to_vec();
-        for data in [
-            no_signature,
-            other_service,
-            trailing,
-            sshsig,
-            plain[..20].to_vec(),
-        ] {
-            assert_eq!(userauth_request(&data), None, "{data:?}");
-        }
-    }
-
-    #[test]
-    fn userauth_data_gives_its_session_id_and_other_data_gives_none() {
-        let userauth = [string(b"session"), vec![50], string(b"user")].concat();
-        assert_eq!(userauth_session_id(&userauth), Some(&b"session"[..]));
-        let sshsig = [string(b"session"), vec![51]].concat();
-        assert_eq!(userauth_session_id(&sshsig), None);
-        assert_eq!(userauth_session_id(b"SSHSIG"), None);
     }
 
     /// xorshift64*, as src/fuzz.rs: seeded, so a failure replays with `FUZZ_SEED`.

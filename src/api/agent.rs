@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::approvals::PendingView;
 use crate::error::ApiError;
-use crate::model::ssh_config::ExportAgent;
+use crate::model::ssh_config_export::ExportAgent;
 use crate::state::AppState;
 use crate::store;
 

@@ -17,6 +17,7 @@ use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::key;
 use crate::model::ssh_config::{self, Outcome};
+use crate::model::ssh_config_export;
 use crate::model::ssh_config_import::{self, ImportPlan, ImportRequest};
 use crate::sshkey::{self, OpenSshKey};
 use crate::state::AppState;
@@ -65,7 +66,7 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         let members = store::catalogue::hosts_under_group(conn, group)?;
         Ok((all, members))
     })?;
-    Ok(Reply::text(ssh_config::export(
+    Ok(Reply::text(ssh_config_export::export(
         &hosts.0,
         &hosts.1,
         agent.as_ref(),

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::model::ssh_config::{is_config_blank, split_keyword};
+use crate::model::ssh_words::{is_config_blank, split_keyword};
 use crate::model::validate::Invalid;
 
 /// This service's limit: at most 8 hops in one host's own chain.
@@ -119,7 +119,7 @@ pub fn ssh_options(value: &Value) -> Result<Vec<String>, Invalid> {
 
 /// One directive, trimmed: `Keyword value` or `Keyword=value` on one line, at most
 /// `MAX_SSH_OPTION_CHARS` characters, and not a keyword that `RESERVED_KEYWORDS` lists. The
-/// keyword is read as `ssh` reads it (`ssh_config::split_keyword`): a Unicode space is part
+/// keyword is read as `ssh` reads it (`ssh_words::split_keyword`): a Unicode space is part
 /// of it, so `ForwardAgent<NBSP>yes` is refused here rather than breaking the exported file.
 pub fn ssh_option(text: &str) -> Result<String, String> {
     let text = text.trim_matches(is_config_blank);

@@ -1,6 +1,7 @@
 //! OpenSSH `known_hosts` text and the host-key trust rules: the parser behind
-//! `POST /api/import/known-hosts`, the writer behind `GET /api/export/known-hosts`, host
-//! name patterns as OpenSSH matches them, and the verdict of `POST /api/known-hosts/verify`.
+//! `POST /api/import/known-hosts`, the writer behind `GET /api/export/known-hosts`, and the
+//! verdict of `POST /api/known-hosts/verify`; host names and patterns as OpenSSH matches
+//! them live in `host_patterns`, re-exported here.
 //!
 //! Invariants: pure functions over text, no I/O and no crypto (hashed names and key blobs
 //! are checked by `sshkey`, which the api layer calls); the parser never panics, whatever
@@ -12,6 +13,8 @@ use serde_json::Value;
 
 use crate::model::validate::{self, Invalid};
 
+pub use crate::model::host_patterns::{is_wildcard, lookup_name, split_token, DEFAULT_PORT};
+
 /// docs/api.md, "Host keys (known_hosts)": a longer line is refused. An RSA key of 16,384
 /// bits (OpenSSH's maximum) takes about 2,800 characters, so this leaves room for long
 /// host lists and comments while bounding what one line may cost.
@@ -20,9 +23,6 @@ pub const MAX_LINE_CHARS: usize = 16_384;
 /// docs/api.md, "Host keys (known_hosts)": at most this many host names on one line (a
 /// comma list); each becomes its own entry.
 pub const MAX_NAMES_PER_LINE: usize = 256;
-
-/// Default SSH port: OpenSSH writes a host on it without brackets or port.
-pub const DEFAULT_PORT: u16 = 22;
 
 /// The prefix of a hashed name: `|1|<base64 salt>|<base64 hash>` (OpenSSH `HASH_MAGIC`).
 pub const HASH_MAGIC: &str = "|1|";
@@ -212,65 +212,6 @@ pub fn parse(text: &str) -> Vec<Parsed> {
             })
         })
         .collect()
-}
-
-/// The name OpenSSH looks a host up by: the host alone on port 22, else `[host]:port`;
-/// ASCII-lowercased, as ssh lowercases the host name it connects to.
-pub fn lookup_name(hostname: &str, port: u16) -> String {
-    let host = hostname.to_ascii_lowercase();
-    match port {
-        DEFAULT_PORT => host,
-        _ => format!("[{host}]:{port}"),
-    }
-}
-
-/// Whether a plain token matches `name` (a `lookup_name`): `*` matches any run of
-/// characters, `?` exactly one, everything else itself without case (OpenSSH
-/// `match_pattern`). Iterative, so no pattern can make it recurse deeply.
-pub fn pattern_matches(pattern: &str, name: &str) -> bool {
-    let pattern = pattern.as_bytes();
-    let name = name.as_bytes();
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        match pattern.get(p) {
-            Some(b'*') => {
-                star = Some((p, n));
-                p += 1;
-            }
-            Some(&c) if c == b'?' || c.eq_ignore_ascii_case(&name[n]) => {
-                p += 1;
-                n += 1;
-            }
-            _ => match star {
-                Some((star_p, star_n)) => {
-                    p = star_p + 1;
-                    n = star_n + 1;
-                    star = Some((star_p, star_n + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
-}
-
-/// True when a plain token holds `*` or `?` (it may match many hosts).
-pub fn is_wildcard(token: &str) -> bool {
-    token.contains(['*', '?'])
-}
-
-/// The host name and port a plain token names: `[h]:2222` is `("h", 2222)`, `h` is
-/// `("h", 22)`. A wildcard token gives its pattern.
-pub fn split_token(token: &str) -> (String, u16) {
-    if let Some(rest) = token.strip_prefix('[') {
-        if let Some((host, port)) = rest.rsplit_once("]:") {
-            if let Ok(port) = port.parse::<u16>() {
-                return (host.to_owned(), port);
-            }
-        }
-    }
-    (token.to_owned(), DEFAULT_PORT)
 }
 
 /// The verdict on `presented` given every stored entry whose host names match the host
@@ -487,10 +428,10 @@ fn one_line(text: &str) -> String {
 mod tests {
     use std::panic;
 
+    use crate::model::host_patterns::{pattern_matches, split_token};
     use crate::model::known_hosts::{
-        judge, lookup_name, parse, pattern_matches, public_key, render_line, split_token,
-        CertificateFacts, HostToken, KnownKey, Line, Marker, Parsed, Presented, Status,
-        MAX_LINE_CHARS, MAX_NAMES_PER_LINE,
+        judge, parse, public_key, render_line, CertificateFacts, HostToken, KnownKey, Line, Marker,
+        Parsed, Presented, Status, MAX_LINE_CHARS, MAX_NAMES_PER_LINE,
     };
 
     const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
@@ -650,39 +591,6 @@ mod tests {
         assert_eq!(line.hosts.len(), MAX_NAMES_PER_LINE);
         let too_many = format!("{} ssh-ed25519 {KEY}", names(MAX_NAMES_PER_LINE + 1));
         assert!(refused(&too_many).contains("more than 256"));
-    }
-
-    #[test]
-    fn lookup_name_brackets_every_port_but_22() {
-        assert_eq!(lookup_name("Example.COM", 22), "example.com");
-        assert_eq!(lookup_name("example.com", 2222), "[example.com]:2222");
-        assert_eq!(lookup_name("2001:db8::1", 2200), "[2001:db8::1]:2200");
-    }
-
-    #[test]
-    fn patterns_match_like_openssh() {
-        assert!(pattern_matches("*.corp", "a.corp"));
-        assert!(
-            !pattern_matches("*.corp", "[a.corp]:2222"),
-            "a port is part of the name"
-        );
-        assert!(pattern_matches("[*.corp]:2222", "[a.corp]:2222"));
-        assert!(pattern_matches("192.0.2.?", "192.0.2.7"));
-        assert!(!pattern_matches("192.0.2.?", "192.0.2.17"));
-        assert!(pattern_matches("WEB", "web"));
-        assert!(pattern_matches("*", "[anything]:1"));
-        assert!(!pattern_matches("a*b*c", "aXbXd"));
-        assert!(pattern_matches("a*b*c", "aXbXbc"));
-    }
-
-    #[test]
-    fn split_token_reads_the_port_of_the_bracketed_form() {
-        assert_eq!(split_token("[h]:2222"), ("h".to_owned(), 2222));
-        assert_eq!(split_token("h"), ("h".to_owned(), 22));
-        assert_eq!(
-            split_token("[2001:db8::1]:22"),
-            ("2001:db8::1".to_owned(), 22)
-        );
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! OpenSSH client configuration text (ssh_config(5)): the parser behind
-//! `POST /api/import/ssh-config` and the writer behind `GET /api/export/ssh-config`.
+//! `POST /api/import/ssh-config`, which reads each block into what a host needs, and the
+//! names the export writes (`ssh_config_export`) so an import knows them again.
 //!
 //! Invariants: pure functions over text, no I/O (an `Include` is reported, never followed);
-//! the writer never emits a line break from a value, so a host's fields can never open a
-//! new block in the exported file.
+//! blanks, keywords and arguments are read as `ssh` reads them (`ssh_words`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use crate::model::host::{AuthType, Host};
+use crate::model::ssh_words::{is_config_blank, split_args, split_keyword};
 use crate::model::validate;
 
 /// The comment the export writes above each `Host` line so an import gets the name back:
@@ -99,38 +99,6 @@ pub struct HostBlock {
 pub enum Outcome {
     Host(HostBlock),
     Skipped { block: String, reason: String },
-}
-
-/// What an `?agent=true` export needs: the SSH agent's socket, and the ids of the keys the
-/// agent serves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExportAgent {
-    pub socket: String,
-    pub key_ids: HashSet<String>,
-}
-
-/// A host as the export writes it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExportHost {
-    pub alias: String,
-    pub name: String,
-    pub hostname: String,
-    pub port: u16,
-    pub username: String,
-    pub key_id: Option<String>,
-    /// The SSH agent's socket, when the key is served by it and the export asked for the
-    /// agent: `IdentityFile` then names the public key file.
-    pub identity_agent: Option<String>,
-    /// Aliases of the direct chain, in order.
-    pub proxy_jump: Vec<String>,
-    pub options: Vec<String>,
-}
-
-/// True for the characters OpenSSH's config reader takes as blanks: C's `isspace` in the C
-/// locale (space, tab, CR, LF, vertical tab, form feed). Unicode spaces (no-break space,
-/// U+2028, ...) are not blanks to `ssh`: they are part of a word, so they are here too.
-pub fn is_config_blank(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\r' | '\n' | '\x0b' | '\x0c')
 }
 
 /// Splits a config text into sections (ssh_config(5): `#` comments, blank lines,
@@ -225,185 +193,9 @@ pub fn is_wildcard(pattern: &str) -> bool {
     pattern.contains('*') || pattern.contains('?') || pattern.starts_with('!')
 }
 
-/// A stable alias for `name`: lowercase ASCII letters, digits, `.`, `_` and `-`, other
-/// runs turned into one `-`; `host` when nothing is left; `-2`, `-3`, ... when taken.
-pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
-    let mut slug = String::new();
-    for c in name.chars().flat_map(char::to_lowercase) {
-        match c {
-            'a'..='z' | '0'..='9' | '.' | '_' | '-' => slug.push(c),
-            _ if !slug.ends_with('-') => slug.push('-'),
-            _ => {}
-        }
-    }
-    let slug = slug.trim_matches(|c| c == '-' || c == '.').to_owned();
-    let base = match slug.is_empty() {
-        true => "host".to_owned(),
-        false => slug,
-    };
-    let mut alias = base.clone();
-    let mut n = 2;
-    while taken.contains(&alias) {
-        alias = format!("{base}-{n}");
-        n += 1;
-    }
-    taken.insert(alias.clone());
-    alias
-}
-
-/// The export of `members` plus every host their chains pass through. Aliases are given
-/// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
-/// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
-/// point at it.
-pub fn export(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> String {
-    let mut taken = HashSet::new();
-    let aliases: HashMap<&str, String> = all
-        .iter()
-        .map(|host| (host.id.as_str(), alias_for(&host.name, &mut taken)))
-        .collect();
-    let by_id: HashMap<&str, &Host> = all.iter().map(|host| (host.id.as_str(), host)).collect();
-    let mut included: HashSet<&str> = HashSet::new();
-    let mut stack: Vec<&str> = members.iter().map(|host| host.id.as_str()).collect();
-    while let Some(id) = stack.pop() {
-        if !included.insert(id) {
-            continue;
-        }
-        if let Some(host) = by_id.get(id) {
-            stack.extend(host.jump_host_ids.iter().map(String::as_str));
-        }
-    }
-    let hosts: Vec<ExportHost> = all
-        .iter()
-        .filter(|host| included.contains(host.id.as_str()))
-        .map(|host| ExportHost {
-            alias: aliases.get(host.id.as_str()).cloned().unwrap_or_default(),
-            name: host.name.clone(),
-            hostname: host.hostname.clone(),
-            port: host.port,
-            username: host.username.clone(),
-            key_id: match host.auth_type {
-                AuthType::Key => host.key_id.clone(),
-                AuthType::Password | AuthType::Agent => None,
-            },
-            identity_agent: agent
-                .filter(|agent| {
-                    host.auth_type == AuthType::Key
-                        && host
-                            .key_id
-                            .as_ref()
-                            .is_some_and(|id| agent.key_ids.contains(id))
-                })
-                .map(|agent| agent.socket.clone()),
-            proxy_jump: host
-                .jump_host_ids
-                .iter()
-                .filter_map(|id| aliases.get(id.as_str()).cloned())
-                .collect(),
-            options: host.ssh_options.clone(),
-        })
-        .collect();
-    render(&hosts)
-}
-
-/// The exported config text: a header, then one block per host in the given order.
-pub fn render(hosts: &[ExportHost]) -> String {
-    let mut out = String::from(
-        "# Exported by host-manager. IdentityFile points where the desktop app writes the\n\
-         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600), and\n\
-         # UserKnownHostsFile where it writes the known-hosts export.\n",
-    );
-    for host in hosts {
-        out.push('\n');
-        out.push_str(NAME_COMMENT);
-        out.push_str(&one_line(&host.name));
-        out.push('\n');
-        out.push_str(&format!("Host {}\n", host.alias));
-        out.push_str(&format!("    HostName {}\n", host.hostname));
-        out.push_str(&format!("    Port {}\n", host.port));
-        out.push_str(&format!("    User {}\n", quote(&host.username)));
-        match (&host.key_id, &host.identity_agent) {
-            (Some(key_id), Some(socket)) => {
-                let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
-                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
-                out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
-                out.push_str("    IdentitiesOnly yes\n");
-            }
-            (Some(key_id), None) => {
-                let file = format!("{IDENTITY_DIR}{key_id}");
-                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
-            }
-            (None, _) => {}
-        }
-        out.push_str(&format!(
-            "    UserKnownHostsFile {}\n",
-            path(KNOWN_HOSTS_FILE)
-        ));
-        if !host.proxy_jump.is_empty() {
-            out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
-        }
-        for option in &host.options {
-            out.push_str(&format!("    {}\n", one_line(option)));
-        }
-    }
-    out
-}
-
 fn flush(sections: &mut Vec<Section>, current: &mut Option<Section>) {
     if let Some(section) = current.take() {
         sections.push(section);
-    }
-}
-
-/// The keyword and the rest: the keyword ends at a blank or `=`; one `=` may separate
-/// it from the arguments, with blanks on either side (ssh_config(5)).
-pub fn split_keyword(line: &str) -> (&str, &str) {
-    let end = line
-        .find(|c: char| is_config_blank(c) || c == '=')
-        .unwrap_or(line.len());
-    let (keyword, rest) = line.split_at(end);
-    let rest = rest.trim_start_matches(is_config_blank);
-    let rest = rest.strip_prefix('=').unwrap_or(rest);
-    (keyword, rest)
-}
-
-/// Arguments as OpenSSH's `argv_split` reads them: whitespace-separated, `"` or `'`
-/// quotes group, a backslash escapes a quote, a backslash or (unquoted) a space, and an
-/// unquoted `#` at the start of an argument ends the line.
-fn split_args(text: &str) -> Result<Vec<String>, String> {
-    let mut args = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    let mut index = 0;
-    loop {
-        while index < chars.len() && is_config_blank(chars[index]) {
-            index += 1;
-        }
-        if index >= chars.len() || chars[index] == '#' {
-            return Ok(args);
-        }
-        let mut arg = String::new();
-        let mut quote: Option<char> = None;
-        while index < chars.len() {
-            let c = chars[index];
-            let next = chars.get(index + 1).copied();
-            match (c, quote) {
-                ('\\', _)
-                    if matches!(next, Some('\'' | '"' | '\\'))
-                        || (quote.is_none() && next == Some(' ')) =>
-                {
-                    arg.extend(next);
-                    index += 1;
-                }
-                (c, None) if is_config_blank(c) => break,
-                ('"' | '\'', None) => quote = Some(c),
-                (c, Some(open)) if c == open => quote = None,
-                (c, _) => arg.push(c),
-            }
-            index += 1;
-        }
-        if quote.is_some() {
-            return Err("a quote is not closed".into());
-        }
-        args.push(arg);
     }
 }
 
@@ -524,51 +316,11 @@ fn drop_exported_agent_lines(block: &mut HostBlock) {
     });
 }
 
-/// A value on one line: control characters (a line break above all) become spaces.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// A file path as one ssh_config argument: `ssh` expands `%` tokens in `IdentityFile`,
-/// `IdentityAgent` and `UserKnownHostsFile` (`%d` is the home directory, `%h` the host...),
-/// so each `%` is written `%%`, which it reads back as one `%`; then quoted as `quote` does.
-fn path(text: &str) -> String {
-    quote(&text.replace('%', "%%"))
-}
-
-/// A value as one ssh_config argument: quoted (with `"` and `\` escaped) when it holds
-/// whitespace, a quote, a backslash or a `#`.
-fn quote(text: &str) -> String {
-    let text = one_line(text);
-    let plain = !text.is_empty()
-        && !text
-            .chars()
-            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | '#'));
-    if plain {
-        return text;
-    }
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        if matches!(c, '"' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::HashSet;
-
-    use crate::model::ssh_config::{
-        alias_for, interpret, parse, quote, render, split_args, ExportHost, HostBlock, Outcome,
-        Section,
-    };
+    use crate::model::ssh_config::{interpret, parse, HostBlock, Outcome};
+    use crate::model::ssh_words::split_args;
 
     fn hosts(text: &str) -> Vec<HostBlock> {
         interpret(&parse(text))
@@ -719,127 +471,6 @@ mod tests {
         assert_eq!(block.name, "Web 1");
         let block = &hosts("# host-manager name: Web 1\n\nHost web-1\n")[0];
         assert_eq!(block.name, "web-1", "a blank line breaks the link");
-    }
-
-    #[test]
-    fn args_split_like_openssh() {
-        assert_eq!(
-            split_args(r#"a "b c" 'd e' f\ g"#).unwrap(),
-            vec!["a", "b c", "d e", "f g"]
-        );
-        assert_eq!(split_args(r#""say \"hi\"""#).unwrap(), vec![r#"say "hi""#]);
-        assert_eq!(split_args("a #rest").unwrap(), vec!["a"]);
-        assert!(split_args("\"open").is_err());
-    }
-
-    #[test]
-    fn aliases_are_slugs_made_unique_in_order() {
-        let mut taken = HashSet::new();
-        assert_eq!(alias_for("Web 1", &mut taken), "web-1");
-        assert_eq!(alias_for("web 1", &mut taken), "web-1-2");
-        assert_eq!(alias_for("Web/1", &mut taken), "web-1-3");
-        assert_eq!(alias_for("***", &mut taken), "host");
-        assert_eq!(alias_for("Ünïcode", &mut taken), "n-code");
-    }
-
-    #[test]
-    fn quote_wraps_values_with_spaces_and_escapes_quotes() {
-        assert_eq!(quote("root"), "root");
-        assert_eq!(quote("john doe"), "\"john doe\"");
-        assert_eq!(quote("a\"b"), "\"a\\\"b\"");
-        assert_eq!(split_args(&quote("a \"b\\")).unwrap(), vec!["a \"b\\"]);
-    }
-
-    #[test]
-    fn rendered_config_parses_back_to_the_same_hosts() {
-        let exported = vec![
-            ExportHost {
-                alias: "web-1".into(),
-                name: "Web 1".into(),
-                hostname: "2001:db8::1".into(),
-                port: 2222,
-                username: "john doe".into(),
-                key_id: Some("k1".into()),
-                identity_agent: None,
-                proxy_jump: vec!["bastion".into()],
-                options: vec!["ServerAliveInterval 30".into()],
-            },
-            ExportHost {
-                alias: "bastion".into(),
-                name: "bastion\nHost evil".into(),
-                hostname: "b.example.com".into(),
-                port: 22,
-                username: "ops".into(),
-                key_id: None,
-                identity_agent: None,
-                proxy_jump: vec![],
-                options: vec![],
-            },
-        ];
-        let text = render(&exported);
-        let blocks = hosts(&text);
-        assert_eq!(blocks.len(), 2, "{text}");
-        assert_eq!(blocks[0].name, "Web 1");
-        assert_eq!(blocks[0].hostname, "2001:db8::1");
-        assert_eq!(blocks[0].port, 2222);
-        assert_eq!(blocks[0].username.as_deref(), Some("john doe"));
-        assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1");
-        assert_eq!(blocks[0].proxy_jump, vec!["bastion"]);
-        assert_eq!(blocks[0].options, vec!["ServerAliveInterval 30"]);
-        assert_eq!(blocks[1].name, "bastion Host evil");
-        assert!(!parse(&text)
-            .iter()
-            .any(|s| matches!(s, Section::Host { patterns, .. } if patterns[0] == "evil")));
-    }
-
-    /// Host `db` (db.example.com:22, user ops) with `key_id` served by the agent at `agent`.
-    fn agent_key_host(key_id: &str, agent: &str, options: Vec<String>) -> ExportHost {
-        ExportHost {
-            alias: "db".into(),
-            name: "db".into(),
-            hostname: "db.example.com".into(),
-            port: 22,
-            username: "ops".into(),
-            key_id: Some(key_id.into()),
-            identity_agent: Some(agent.into()),
-            proxy_jump: vec![],
-            options,
-        }
-    }
-
-    #[test]
-    fn agent_export_names_the_public_key_file_the_agent_and_identities_only() {
-        let exported = vec![agent_key_host(
-            "k1",
-            "/run/user/1000/host-manager/agent 1.sock",
-            vec!["ServerAliveInterval 30".into()],
-        )];
-        let text = render(&exported);
-        assert!(
-            text.contains(
-                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
-            ),
-            "{text}"
-        );
-        let blocks = hosts(&text);
-        assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1.pub");
-        assert_eq!(
-            blocks[0].options,
-            vec!["ServerAliveInterval 30"],
-            "the export's own lines go"
-        );
-    }
-
-    #[test]
-    fn every_exported_path_writes_a_percent_as_two() {
-        let exported = vec![agent_key_host("k%d", "/data/100%d/agent.sock", vec![])];
-        let text = render(&exported);
-        assert!(
-            text.contains("    IdentityFile ~/.ssh/host-manager/k%%d.pub\n")
-                && text.contains("    IdentityAgent /data/100%%d/agent.sock\n"),
-            "{text}"
-        );
-        assert!(!text.replace("%%", "").contains('%'), "{text}");
     }
 
     #[test]

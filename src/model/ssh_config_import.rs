@@ -1,7 +1,7 @@
 //! The plan of an `~/.ssh/config` import (docs/api.md, "Jump chains, extra options, and
 //! `~/.ssh/config`"): which block becomes which host (a new one or a matched one), with what
-//! auth, chain and kept directives, and the answer that reports it. `store::ssh_config_import`
-//! carries the plan out inside the import's transaction.
+//! auth, chain and kept directives; the answer that reports it is `ssh_config_report`.
+//! `store::ssh_config_import` carries the plan out inside the import's transaction.
 //!
 //! Invariants: pure, no I/O: the stored hosts and keys it decides against are handed in, and
 //! so is the maker of new ids; a block's directives that cannot be kept are reported, never
@@ -10,7 +10,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::model::host::{
@@ -19,6 +18,7 @@ use crate::model::host::{
 use crate::model::interop::{self, ChainVerdict, MAX_JUMP_HOPS, MAX_SSH_OPTIONS};
 use crate::model::name;
 use crate::model::ssh_config::{HostBlock, Outcome, IDENTITY_DIR, PUBLIC_KEY_SUFFIX};
+use crate::model::ssh_config_report::{ImportReport, Item, MissingKey, Skip};
 use crate::model::validate::{self, Invalid};
 
 /// A checked `POST /api/import/ssh-config` body, without its `keys` (the api layer reads
@@ -58,45 +58,6 @@ pub struct Placed<'a> {
     pub auth: AuthChange,
     pub options: Vec<String>,
     pub hops: Vec<String>,
-}
-
-/// The body of an import answer (docs/api.md: `{created, updated, unchanged, skipped,
-/// missing_keys, warnings, dry_run}`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ImportReport {
-    pub created: Vec<Item>,
-    pub updated: Vec<Item>,
-    pub unchanged: Vec<Item>,
-    pub skipped: Vec<Skip>,
-    pub missing_keys: Vec<MissingKey>,
-    pub warnings: Vec<Warning>,
-    pub dry_run: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Item {
-    /// `null` in a dry run's `created` (nothing was stored).
-    pub id: Option<String>,
-    pub name: String,
-    pub block: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Skip {
-    pub block: String,
-    pub reason: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct MissingKey {
-    pub block: String,
-    pub identity_file: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Warning {
-    pub block: String,
-    pub message: String,
 }
 
 /// Decision of this service: hosts match when name (case-insensitively), hostname, port
@@ -409,48 +370,6 @@ impl ImportReport {
         };
         (auth, kept)
     }
-
-    /// The block's name, hostname, port and user (`default_user` when it has no `User`),
-    /// checked by the hosts API's rules; `None`, with the block reported skipped, when one
-    /// breaks its rule.
-    fn fields_of(&mut self, block: &HostBlock, default_user: &str) -> Option<HostFields> {
-        let user = block.username.as_deref().unwrap_or(default_user);
-        let port = u64::from(block.port);
-        match HostFields::from_text(&block.name, &block.hostname, port, user) {
-            Ok(fields) => Some(fields),
-            Err(invalid) => {
-                self.skipped.push(Skip {
-                    block: block.label.clone(),
-                    reason: refusal(block, &invalid),
-                });
-                None
-            }
-        }
-    }
-
-    /// The directives a block keeps, each checked like `ssh_options` of the hosts API; one
-    /// that fails (or beyond the count limit) is reported and dropped.
-    fn checked_options(&mut self, block: &HostBlock, options: Vec<String>) -> Vec<String> {
-        let mut kept = Vec::new();
-        for option in options {
-            match interop::ssh_option(&option) {
-                Ok(_) if kept.len() >= MAX_SSH_OPTIONS => self.warn(
-                    block,
-                    format!("more than {MAX_SSH_OPTIONS} directives; dropped: {option}"),
-                ),
-                Ok(option) => kept.push(option),
-                Err(rule) => self.warn(block, format!("directive dropped ({rule}): {option}")),
-            }
-        }
-        kept
-    }
-
-    fn warn(&mut self, block: &HostBlock, message: String) {
-        self.warnings.push(Warning {
-            block: block.label.clone(),
-            message,
-        });
-    }
 }
 
 /// The names of the files an import's blocks read keys from: the supplied keys worth
@@ -464,23 +383,6 @@ pub fn identity_paths(outcomes: &[Outcome]) -> HashSet<&str> {
         })
         .flat_map(|block| block.identity_files.iter().map(|(path, _)| path.as_str()))
         .collect()
-}
-
-/// Why a block whose fields break a rule of the API is not imported, naming the directive
-/// the field came from (never its value: it is refused, and could be anything).
-fn refusal(block: &HostBlock, invalid: &Invalid) -> String {
-    let source = match invalid.field.as_str() {
-        "name" => "the name (the first Host alias, or the host-manager name comment)",
-        "hostname" => "HostName (or the Host alias when there is none)",
-        "port" => "Port",
-        "username" if block.username.is_some() => "User",
-        "username" => "the default user (the block has no User)",
-        _ => "a field",
-    };
-    format!(
-        "{source} {} (the API's rule for {}); the host is not imported",
-        invalid.rule, invalid.field
-    )
 }
 
 fn match_key(name: &str, hostname: &str, port: u16, username: &str) -> MatchKey {

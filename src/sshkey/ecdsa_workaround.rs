@@ -15,10 +15,10 @@
 //!
 //! When to remove it: once the ssh-key in `Cargo.lock` reads the short-scalar keys of the
 //! unit tests below by itself, `ssh_key_alone_still_refuses_short_scalars` fails. Then
-//! delete this file and its three call sites in `sshkey.rs` (`parse`'s fallback,
-//! `decrypt`'s ECDSA branch, and `from_agent`'s ECDSA section, which then only needs the
-//! padding other key types get), and move the tests that import short-scalar keys (and
-//! their keys) into `sshkey.rs`'s tests.
+//! delete this file and its three call sites (`parse::parse`'s fallback,
+//! `encrypted::decrypt`'s ECDSA branch, and `from_agent`'s ECDSA section, which then only
+//! needs the padding other key types get), and move the tests that import short-scalar keys
+//! (and their keys) into `parse`'s tests.
 //!
 //! Invariants: only ECDSA keys get here: after ssh-key alone failed (`parse`), for every
 //! encrypted ECDSA key (`decrypt`) and every ECDSA key from `ssh-add` (`full_size_scalar`);
@@ -29,8 +29,8 @@
 use ssh_key::PrivateKey;
 use zeroize::Zeroizing;
 
+use crate::sshkey::error::ImportError;
 use crate::sshkey::wire::{put_string, put_u32, unencrypted, Container, Reader};
-use crate::sshkey::ImportError;
 use crate::vault::Secret;
 
 /// Parses an unencrypted OpenSSH ECDSA private key whose scalar ssh-key cannot decode as
@@ -173,8 +173,9 @@ mod tests {
     use ssh_key::PrivateKey;
 
     use crate::sshkey::ecdsa_workaround::{full_size_scalar, pem_body};
+    use crate::sshkey::error::ImportError;
+    use crate::sshkey::parse::import;
     use crate::sshkey::wire::{put_string, Reader};
-    use crate::sshkey::{import, ImportError};
     use crate::vault::Secret;
 
     /// P-521 keys by ssh-keygen with a 65-byte scalar (`ssh-keygen -lf`:

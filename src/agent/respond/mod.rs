@@ -222,9 +222,9 @@ pub(super) fn find_key(state: &AppState, key_blob: &[u8]) -> Option<AgentKey> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::agent::proto::put_string;
     use crate::agent::respond::sign::for_the_bound_session;
     use crate::agent::respond::{Binding, Session};
+    use crate::agent::wire::put_string;
     use crate::sshkey::HostKey;
 
     fn binding(name: &str, session_id: &[u8], forwarding: bool) -> Binding {

@@ -1,0 +1,326 @@
+//! The `~/.ssh/config` export behind `GET /api/export/ssh-config`: stable aliases, the hosts
+//! a selection's jump chains pass through, and the writer.
+//!
+//! Invariants: the writer never emits a line break from a value, so a host's fields can never
+//! open a new block in the exported file; what it writes, `ssh_config::parse` reads back to
+//! the same hosts.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::model::host::{AuthType, Host};
+use crate::model::ssh_config::{IDENTITY_DIR, KNOWN_HOSTS_FILE, NAME_COMMENT, PUBLIC_KEY_SUFFIX};
+
+/// What an `?agent=true` export needs: the SSH agent's socket, and the ids of the keys the
+/// agent serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportAgent {
+    pub socket: String,
+    pub key_ids: HashSet<String>,
+}
+
+/// A host as the export writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportHost {
+    pub alias: String,
+    pub name: String,
+    pub hostname: String,
+    pub port: u16,
+    pub username: String,
+    pub key_id: Option<String>,
+    /// The SSH agent's socket, when the key is served by it and the export asked for the
+    /// agent: `IdentityFile` then names the public key file.
+    pub identity_agent: Option<String>,
+    /// Aliases of the direct chain, in order.
+    pub proxy_jump: Vec<String>,
+    pub options: Vec<String>,
+}
+
+/// A stable alias for `name`: lowercase ASCII letters, digits, `.`, `_` and `-`, other
+/// runs turned into one `-`; `host` when nothing is left; `-2`, `-3`, ... when taken.
+pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
+    let mut slug = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        match c {
+            'a'..='z' | '0'..='9' | '.' | '_' | '-' => slug.push(c),
+            _ if !slug.ends_with('-') => slug.push('-'),
+            _ => {}
+        }
+    }
+    let slug = slug.trim_matches(|c| c == '-' || c == '.').to_owned();
+    let base = match slug.is_empty() {
+        true => "host".to_owned(),
+        false => slug,
+    };
+    let mut alias = base.clone();
+    let mut n = 2;
+    while taken.contains(&alias) {
+        alias = format!("{base}-{n}");
+        n += 1;
+    }
+    taken.insert(alias.clone());
+    alias
+}
+
+/// The export of `members` plus every host their chains pass through. Aliases are given
+/// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
+/// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
+/// point at it.
+pub fn export(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> String {
+    let mut taken = HashSet::new();
+    let aliases: HashMap<&str, String> = all
+        .iter()
+        .map(|host| (host.id.as_str(), alias_for(&host.name, &mut taken)))
+        .collect();
+    let by_id: HashMap<&str, &Host> = all.iter().map(|host| (host.id.as_str(), host)).collect();
+    let mut included: HashSet<&str> = HashSet::new();
+    let mut stack: Vec<&str> = members.iter().map(|host| host.id.as_str()).collect();
+    while let Some(id) = stack.pop() {
+        if !included.insert(id) {
+            continue;
+        }
+        if let Some(host) = by_id.get(id) {
+            stack.extend(host.jump_host_ids.iter().map(String::as_str));
+        }
+    }
+    let hosts: Vec<ExportHost> = all
+        .iter()
+        .filter(|host| included.contains(host.id.as_str()))
+        .map(|host| ExportHost {
+            alias: aliases.get(host.id.as_str()).cloned().unwrap_or_default(),
+            name: host.name.clone(),
+            hostname: host.hostname.clone(),
+            port: host.port,
+            username: host.username.clone(),
+            key_id: match host.auth_type {
+                AuthType::Key => host.key_id.clone(),
+                AuthType::Password | AuthType::Agent => None,
+            },
+            identity_agent: agent
+                .filter(|agent| {
+                    host.auth_type == AuthType::Key
+                        && host
+                            .key_id
+                            .as_ref()
+                            .is_some_and(|id| agent.key_ids.contains(id))
+                })
+                .map(|agent| agent.socket.clone()),
+            proxy_jump: host
+                .jump_host_ids
+                .iter()
+                .filter_map(|id| aliases.get(id.as_str()).cloned())
+                .collect(),
+            options: host.ssh_options.clone(),
+        })
+        .collect();
+    render(&hosts)
+}
+
+/// The exported config text: a header, then one block per host in the given order.
+pub fn render(hosts: &[ExportHost]) -> String {
+    let mut out = String::from(
+        "# Exported by host-manager. IdentityFile points where the desktop app writes the\n\
+         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600), and\n\
+         # UserKnownHostsFile where it writes the known-hosts export.\n",
+    );
+    for host in hosts {
+        out.push('\n');
+        out.push_str(NAME_COMMENT);
+        out.push_str(&one_line(&host.name));
+        out.push('\n');
+        out.push_str(&format!("Host {}\n", host.alias));
+        out.push_str(&format!("    HostName {}\n", host.hostname));
+        out.push_str(&format!("    Port {}\n", host.port));
+        out.push_str(&format!("    User {}\n", quote(&host.username)));
+        match (&host.key_id, &host.identity_agent) {
+            (Some(key_id), Some(socket)) => {
+                let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
+                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+                out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
+                out.push_str("    IdentitiesOnly yes\n");
+            }
+            (Some(key_id), None) => {
+                let file = format!("{IDENTITY_DIR}{key_id}");
+                out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+            }
+            (None, _) => {}
+        }
+        out.push_str(&format!(
+            "    UserKnownHostsFile {}\n",
+            path(KNOWN_HOSTS_FILE)
+        ));
+        if !host.proxy_jump.is_empty() {
+            out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
+        }
+        for option in &host.options {
+            out.push_str(&format!("    {}\n", one_line(option)));
+        }
+    }
+    out
+}
+
+/// A value on one line: control characters (a line break above all) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// A file path as one ssh_config argument: `ssh` expands `%` tokens in `IdentityFile`,
+/// `IdentityAgent` and `UserKnownHostsFile` (`%d` is the home directory, `%h` the host...),
+/// so each `%` is written `%%`, which it reads back as one `%`; then quoted as `quote` does.
+fn path(text: &str) -> String {
+    quote(&text.replace('%', "%%"))
+}
+
+/// A value as one ssh_config argument: quoted (with `"` and `\` escaped) when it holds
+/// whitespace, a quote, a backslash or a `#`.
+fn quote(text: &str) -> String {
+    let text = one_line(text);
+    let plain = !text.is_empty()
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | '#'));
+    if plain {
+        return text;
+    }
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::HashSet;
+
+    use crate::model::ssh_config::{interpret, parse, HostBlock, Outcome, Section};
+    use crate::model::ssh_config_export::{alias_for, quote, render, ExportHost};
+    use crate::model::ssh_words::split_args;
+
+    /// The hosts an import reads back from `text`.
+    fn hosts(text: &str) -> Vec<HostBlock> {
+        interpret(&parse(text))
+            .into_iter()
+            .filter_map(|outcome| match outcome {
+                Outcome::Host(block) => Some(block),
+                Outcome::Skipped { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn aliases_are_slugs_made_unique_in_order() {
+        let mut taken = HashSet::new();
+        assert_eq!(alias_for("Web 1", &mut taken), "web-1");
+        assert_eq!(alias_for("web 1", &mut taken), "web-1-2");
+        assert_eq!(alias_for("Web/1", &mut taken), "web-1-3");
+        assert_eq!(alias_for("***", &mut taken), "host");
+        assert_eq!(alias_for("Ünïcode", &mut taken), "n-code");
+    }
+
+    #[test]
+    fn quote_wraps_values_with_spaces_and_escapes_quotes() {
+        assert_eq!(quote("root"), "root");
+        assert_eq!(quote("john doe"), "\"john doe\"");
+        assert_eq!(quote("a\"b"), "\"a\\\"b\"");
+        assert_eq!(split_args(&quote("a \"b\\")).unwrap(), vec!["a \"b\\"]);
+    }
+
+    #[test]
+    fn rendered_config_parses_back_to_the_same_hosts() {
+        let exported = vec![
+            ExportHost {
+                alias: "web-1".into(),
+                name: "Web 1".into(),
+                hostname: "2001:db8::1".into(),
+                port: 2222,
+                username: "john doe".into(),
+                key_id: Some("k1".into()),
+                identity_agent: None,
+                proxy_jump: vec!["bastion".into()],
+                options: vec!["ServerAliveInterval 30".into()],
+            },
+            ExportHost {
+                alias: "bastion".into(),
+                name: "bastion\nHost evil".into(),
+                hostname: "b.example.com".into(),
+                port: 22,
+                username: "ops".into(),
+                key_id: None,
+                identity_agent: None,
+                proxy_jump: vec![],
+                options: vec![],
+            },
+        ];
+        let text = render(&exported);
+        let blocks = hosts(&text);
+        assert_eq!(blocks.len(), 2, "{text}");
+        assert_eq!(blocks[0].name, "Web 1");
+        assert_eq!(blocks[0].hostname, "2001:db8::1");
+        assert_eq!(blocks[0].port, 2222);
+        assert_eq!(blocks[0].username.as_deref(), Some("john doe"));
+        assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1");
+        assert_eq!(blocks[0].proxy_jump, vec!["bastion"]);
+        assert_eq!(blocks[0].options, vec!["ServerAliveInterval 30"]);
+        assert_eq!(blocks[1].name, "bastion Host evil");
+        assert!(!parse(&text)
+            .iter()
+            .any(|s| matches!(s, Section::Host { patterns, .. } if patterns[0] == "evil")));
+    }
+
+    /// Host `db` (db.example.com:22, user ops) with `key_id` served by the agent at `agent`.
+    fn agent_key_host(key_id: &str, agent: &str, options: Vec<String>) -> ExportHost {
+        ExportHost {
+            alias: "db".into(),
+            name: "db".into(),
+            hostname: "db.example.com".into(),
+            port: 22,
+            username: "ops".into(),
+            key_id: Some(key_id.into()),
+            identity_agent: Some(agent.into()),
+            proxy_jump: vec![],
+            options,
+        }
+    }
+
+    #[test]
+    fn agent_export_names_the_public_key_file_the_agent_and_identities_only() {
+        let exported = vec![agent_key_host(
+            "k1",
+            "/run/user/1000/host-manager/agent 1.sock",
+            vec!["ServerAliveInterval 30".into()],
+        )];
+        let text = render(&exported);
+        assert!(
+            text.contains(
+                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
+            ),
+            "{text}"
+        );
+        let blocks = hosts(&text);
+        assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1.pub");
+        assert_eq!(
+            blocks[0].options,
+            vec!["ServerAliveInterval 30"],
+            "the export's own lines go"
+        );
+    }
+
+    #[test]
+    fn every_exported_path_writes_a_percent_as_two() {
+        let exported = vec![agent_key_host("k%d", "/data/100%d/agent.sock", vec![])];
+        let text = render(&exported);
+        assert!(
+            text.contains("    IdentityFile ~/.ssh/host-manager/k%%d.pub\n")
+                && text.contains("    IdentityAgent /data/100%%d/agent.sock\n"),
+            "{text}"
+        );
+        assert!(!text.replace("%%", "").contains('%'), "{text}");
+    }
+}
