@@ -1,6 +1,6 @@
 //! The budget of bytes that request bodies may hold across all connections at once (docs/security.md,
 //! "Threat model of the HTTP layer"): a request takes its body's share before a byte of the
-//! body is read, and gives it back when its answer is written (the body lives until then).
+//! body is read, and gives it back when its handler is done (the body lives until then).
 //!
 //! Invariants: the bytes taken never exceed the budget; a share is given back when its
 //! `BodyShare` drops, also on unwind; lock-free (one atomic counter), so no lock order.

@@ -1,7 +1,7 @@
 //! Our HTTP/1.1 server on `httparse`: a blocking accept loop that gives every connection a
 //! thread of its own at once, bounded request heads and bodies, one-write responses.
 //!
-//! Shape (docs/security.md, "Design"): `listener` accepts and admits connections under a cap kept by
+//! Shape (docs/security.md, "Why the service speaks HTTP/1.1 itself"): `listener` accepts and admits connections under a cap kept by
 //! `connections`; each connection's thread runs `connection`, which reads a head with
 //! `request`, passes it through the `gate`, reads the body, hands the request to the
 //! `Handler` it serves (wired at start-up: the router), and writes the answer with
