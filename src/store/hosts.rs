@@ -351,7 +351,7 @@ fn read_rows(
         return Ok(Vec::new());
     }
     let seqs: Vec<i64> = unread.keys().copied().collect();
-    let json = |err: serde_json::Error| StoreError::Sqlite(err.to_string());
+    let json = |err: serde_json::Error| StoreError::Json(err.to_string());
     let seq_list = serde_json::to_string(&seqs).map_err(json)?;
     let mut statement = conn.prepare_cached(SELECT_ROWS)?;
     let mut cursor = statement.query([&seq_list])?;
@@ -407,8 +407,8 @@ pub(crate) fn host_from_row(
     let auth_type: String = row.get(first + 5)?;
     let port: i64 = row.get(first + 3)?;
     let (Some(auth_type), Ok(port)) = (AuthType::parse(&auth_type), u16::try_from(port)) else {
-        return Ok(Err(StoreError::Sqlite(
-            "a hosts row has an auth_type or port this build does not know".into(),
+        return Ok(Err(StoreError::CorruptRow(
+            "a hosts row has an auth_type or port this build does not know",
         )));
     };
     Ok(Ok(Host {
@@ -482,7 +482,7 @@ fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreE
 pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
     let group = crate::model::group::NewGroup {
         name: crate::model::name::Name::from_text(id)
-            .map_err(|err| StoreError::Sqlite(err.to_string()))?,
+            .map_err(|err| StoreError::BrokenInvariant(err.to_string()))?,
         parent_id: None,
         color: String::new(),
         icon: String::new(),
@@ -527,6 +527,25 @@ mod tests {
                 .map(|(_, value)| *value)
         })
         .unwrap()
+    }
+
+    /// A port out of range (written past the store, say by an older build or a tool) is named
+    /// as a corrupt row, not passed off as SQLite's fault.
+    #[test]
+    fn a_stored_port_out_of_range_is_a_corrupt_row_error() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            insert(tx, "a", &new_host("a", "a", json!({})), None)?;
+            tx.execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE hosts SET port = 70000 WHERE id = 'a';
+                 PRAGMA ignore_check_constraints = OFF;",
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        let err = db.read(|conn| by_id(conn, "a")).unwrap_err();
+        assert!(matches!(err, StoreError::CorruptRow(_)), "{err}");
     }
 
     #[test]

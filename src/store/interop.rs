@@ -36,7 +36,7 @@ pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), Stor
         return Ok(());
     }
     let ids: Vec<&str> = hosts.iter().map(|host| host.id.as_str()).collect();
-    let id_list = serde_json::to_string(&ids).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+    let id_list = serde_json::to_string(&ids).map_err(|err| StoreError::Json(err.to_string()))?;
     let mut index: HashMap<String, usize> = HashMap::with_capacity(hosts.len());
     for (position, host) in hosts.iter().enumerate() {
         index.insert(host.id.clone(), position);
@@ -135,7 +135,7 @@ pub fn chains_from(
     while !frontier.is_empty() {
         frontier.retain(|id| Some(id.as_str()) != stop_at && seen.insert(id.clone()));
         let id_list =
-            serde_json::to_string(&frontier).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+            serde_json::to_string(&frontier).map_err(|err| StoreError::Json(err.to_string()))?;
         let mut next = Vec::new();
         let mut statement = conn.prepare_cached(SELECT_JUMPS_OF)?;
         let mut rows = statement.query([&id_list])?;

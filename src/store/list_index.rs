@@ -866,5 +866,5 @@ fn time_key(text: &str) -> Option<u64> {
 }
 
 fn too_large() -> StoreError {
-    StoreError::Sqlite("the hosts' slots pass what the list's memory can index".into())
+    StoreError::ListFull
 }

@@ -75,6 +75,18 @@ pub enum StoreError {
     Unusable(String),
     /// Anything else from SQLite; the text is for the log only.
     Sqlite(String),
+    /// A stored row holds a value this build does not understand (which table and column).
+    CorruptRow(&'static str),
+    /// A list bound as one JSON parameter (`json_each`) or a row rendered as JSON could not
+    /// be encoded; the text is serde_json's, for the log only.
+    Json(String),
+    /// A rule the store keeps itself was found broken (what it was); never the input's fault.
+    BrokenInvariant(String),
+    /// The WAL checkpoint after a write that removed sealed bytes was blocked by another
+    /// connection's reader (store::scrub retries after the next write).
+    CheckpointBlocked,
+    /// The hosts' slots passed what the list's memory can number (`u32`).
+    ListFull,
 }
 
 impl fmt::Display for StoreError {
@@ -90,6 +102,15 @@ impl fmt::Display for StoreError {
             StoreError::StorageFull(cause) => write!(f, "the disk is full: {cause}"),
             StoreError::Unusable(why) => write!(f, "{why}"),
             StoreError::Sqlite(cause) => write!(f, "sqlite: {cause}"),
+            StoreError::CorruptRow(what) => write!(f, "a stored row is corrupt: {what}"),
+            StoreError::Json(cause) => write!(f, "cannot encode JSON: {cause}"),
+            StoreError::BrokenInvariant(what) => write!(f, "a store invariant broke: {what}"),
+            StoreError::CheckpointBlocked => {
+                write!(f, "the WAL checkpoint was blocked by another connection")
+            }
+            StoreError::ListFull => {
+                write!(f, "the hosts' slots pass what the list's memory can index")
+            }
         }
     }
 }
@@ -331,9 +352,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
 pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
     let blocked: i64 = conn.query_row(CHECKPOINT_TRUNCATE, [], |row| row.get(0))?;
     if blocked != 0 {
-        return Err(StoreError::Sqlite(
-            "the WAL checkpoint was blocked by another connection".into(),
-        ));
+        return Err(StoreError::CheckpointBlocked);
     }
     Ok(())
 }
