@@ -22,7 +22,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::agent::Agent;
-use crate::api::group_tree::GroupTree;
 use crate::config::Config;
 use crate::store::audit;
 use crate::store::changes::{self, VaultChange};
@@ -53,8 +52,6 @@ pub struct AppState {
     pub config: Config,
     pub db: Db,
     vault: Mutex<Vault>,
-    /// The group tree kept between `GET /api/groups` requests; locked only under the db's.
-    pub group_tree: Mutex<GroupTree>,
     /// The growing delay after consecutive wrong master passwords.
     pub password_failures: PasswordThrottle,
     /// Places for PBKDF2 derivations of a master password (`take`: waited for).
@@ -218,7 +215,6 @@ impl AppState {
             config,
             db,
             vault: Mutex::new(vault),
-            group_tree: Mutex::default(),
             password_failures: PasswordThrottle::default(),
             password_derivations: Slots::alternating(MAX_PASSWORD_DERIVATIONS),
             wrong_answers: AnswerGate::default(),

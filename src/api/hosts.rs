@@ -105,7 +105,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
     let (items, total) = state
         .db
-        .read_list(|conn, index| store::hosts::list(conn, index, &query))?;
+        .read_list(|conn, memory| store::list::rows::list(conn, memory, &query))?;
     let page = HostPage {
         items,
         total,

@@ -19,10 +19,9 @@ pub mod integrity;
 pub mod interop;
 pub mod keys;
 pub mod known_hosts;
-pub mod list_index;
+pub mod list;
 pub mod migrate;
 pub mod scrub;
-pub mod search_text;
 pub mod ssh_config_import;
 pub mod vault_meta;
 
@@ -155,8 +154,9 @@ impl Ending {
 /// and `write`.
 pub struct Db {
     conn: Mutex<Connection>,
-    /// The host list's in-memory orders and search text; locked only while `conn` is.
-    list_index: Mutex<list_index::ListIndex>,
+    /// The list's read side in memory (store::list): the host list and the group tree.
+    /// Lock order: `conn`, then `list`; `list` is locked only while `conn` is.
+    list: Mutex<list::ListMemory>,
     /// Told of every commit of `write`: wakes the change feed's waiting requests.
     feed: changes::Feed,
     /// Set when the checkpoint after a write that removed sealed bytes failed (another
@@ -178,20 +178,20 @@ impl Db {
         work(&self.lock())
     }
 
-    /// Runs `work` on the connection and the host list's in-memory index, outside any
+    /// Runs `work` on the connection and the list's memory (store::list), outside any
     /// explicit transaction.
     pub fn read_list<T, E: From<StoreError>>(
         &self,
-        work: impl FnOnce(&Connection, &mut list_index::ListIndex) -> Result<T, E>,
+        work: impl FnOnce(&Connection, &mut list::ListMemory) -> Result<T, E>,
     ) -> Result<T, E> {
         let conn = self.lock();
-        let mut index = self.list_index.lock().unwrap_or_else(|poisoned| {
+        let mut memory = self.list.lock().unwrap_or_else(|poisoned| {
             // A panic mid-update may leave it half patched: start it afresh.
-            let mut index = poisoned.into_inner();
-            *index = list_index::ListIndex::default();
-            index
+            let mut memory = poisoned.into_inner();
+            *memory = list::ListMemory::default();
+            memory
         });
-        work(&conn, &mut index)
+        work(&conn, &mut memory)
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.
@@ -314,12 +314,12 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     migrate::migrate(&mut conn)?;
     groups::fill_fold_keys(&mut conn)?;
     keys::fill_fold_keys(&mut conn)?;
-    list_index::install(&conn)?;
+    list::install(&conn)?;
     scrub::install(&conn)?;
     files::restrict_sidecars(&path);
     Ok(Db {
         conn: Mutex::new(conn),
-        list_index: Mutex::default(),
+        list: Mutex::default(),
         feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: Some(path),
@@ -333,11 +333,11 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     let mut conn = Connection::open_in_memory()?;
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
-    list_index::install(&conn)?;
+    list::install(&conn)?;
     scrub::install(&conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
-        list_index: Mutex::default(),
+        list: Mutex::default(),
         feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: None,
