@@ -324,7 +324,7 @@ pub fn watch_idle(state: &Arc<AppState>) -> Result<(), StartError> {
 /// Reads the list's memory on a thread of its own, after SERVICE_PORT: it costs time in
 /// proportion to the catalogue, and the port must come at once (docs/performance.md,
 /// Performance). The hosts are read a chunk a lock and sorted with no lock held, then the
-/// hosts' rows, when the memory keeps them, a batch a lock (store::list::rows `warm`), so
+/// hosts' rows, when the memory keeps them, a batch a lock (`store::Db::warm_list`), so
 /// requests are answered between. Holds the state only weakly until it starts; a failure
 /// only leaves the reading to the first list.
 pub fn warm_host_list(state: &Arc<AppState>) {
@@ -335,7 +335,7 @@ pub fn warm_host_list(state: &Arc<AppState>) {
             let Some(state) = state.upgrade() else {
                 return;
             };
-            if let Err(err) = store::list::rows::warm(&state.db) {
+            if let Err(err) = state.db.warm_list() {
                 log::warn!("cannot read the host list into memory yet: {err}");
             }
         });

@@ -218,7 +218,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         check_stored_fields(&host)?;
-        let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
+        let route = store::hosts::route_hosts(conn, &host.jump_host_ids)?;
         // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
         // revoked host key pending.
         crate::api::known_hosts::check_route(conn, &host, &route)?;

@@ -51,6 +51,9 @@ const PAGE_CACHE_KIB: i64 = 32 * 1024;
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE_CAPACITY: usize = 64;
 
+/// Rows read into the list's memory a batch at a time at start-up, a lock each.
+const WARM_ROWS: usize = 1024;
+
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
 
@@ -192,6 +195,40 @@ impl Db {
             memory
         });
         work(&conn, &mut memory)
+    }
+
+    /// Reads the list's memory, then every row it keeps, at start-up (after SERVICE_PORT): the
+    /// hosts a chunk a lock and sorted with no lock held, the rows a batch a lock and rendered
+    /// with none, so requests are answered between (docs/performance.md, Performance).
+    pub fn warm_list(&self) -> Result<(), StoreError> {
+        let mut building = self.read_list(|conn, memory| memory.building(conn))?;
+        while let Some(chunk) = self.read_list(|conn, _| building.read_chunk(conn))? {
+            building.apply(chunk)?;
+        }
+        building.finish();
+        self.read_list(|conn, memory| memory.install(conn, building))?;
+        let mut from = 0;
+        loop {
+            let (read_at, hosts, next) = self.read_list(|conn, memory| {
+                let (unread, next) = memory.unread(conn, from, WARM_ROWS)?;
+                Ok::<_, StoreError>((
+                    list::rows::stamp(conn)?,
+                    list::rows::read_hosts(conn, &unread)?,
+                    next,
+                ))
+            })?;
+            if hosts.is_empty() {
+                return Ok(());
+            }
+            let rows = list::rows::render(hosts)?;
+            self.read_list(|conn, memory| {
+                if list::rows::stamp(conn)? == read_at {
+                    memory.keep(&rows);
+                }
+                Ok::<_, StoreError>(())
+            })?;
+            from = next;
+        }
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.

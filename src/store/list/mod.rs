@@ -165,7 +165,7 @@ impl ListMemory {
     }
 
     /// Keeps the rows just read for `seq`s (under the lock the page was found under, or
-    /// with nothing changed since: `rows::warm`); past the bound, drops them all and keeps
+    /// with nothing changed since: `Db::warm_list`); past the bound, drops them all and keeps
     /// none until everything is read again.
     pub fn keep(&mut self, rows: &[(i64, Box<RawValue>)]) {
         let Some(hosts) = self.hosts.as_mut().filter(|hosts| hosts.keeps_rows) else {

@@ -1,7 +1,7 @@
 //! The host list's rows: a page found in the list's memory, then the rows the memory does
 //! not keep, read by `seq` in one query and rendered as the list shows them (docs/api.md,
-//! API: Hosts, "List"); and the start-up read of the memory and of every row, a chunk or a
-//! batch a lock, with the slow parts done with no lock held.
+//! API: Hosts, "List"); and the pieces of the start-up read of every row (`Db::warm_list`),
+//! which renders with no lock held.
 //!
 //! Invariants: no secret is read (`password IS NOT NULL` only); a row rendered with no lock
 //! held is kept only when nothing was written since it was read.
@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::model::host::Host;
 use crate::model::host_query::HostQuery;
 use crate::store::list::{ListMemory, Listed};
-use crate::store::{Db, StoreError};
+use crate::store::StoreError;
 
 /// Rows of a page: `?1` is a JSON array of `seq`s (the tags are in the list's memory).
 const SELECT_ROWS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
@@ -25,8 +25,6 @@ const SELECT_ROWS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.use
 /// page then needs no query for them).
 const ANY_EXTENSIONS: &str = "SELECT EXISTS (SELECT 1 FROM host_jumps) \
      OR EXISTS (SELECT 1 FROM host_ssh_options)";
-/// Rows read a batch at a time at start-up, a lock each.
-const WARM_BATCH: usize = 1024;
 
 /// One page of hosts as JSON (`Host::view`), jump chains and kept options included, and
 /// the number of hosts matching the filters: the page from the list's memory, then the rows
@@ -47,43 +45,13 @@ pub fn list(
     Ok((rows.collect(), page.total))
 }
 
-/// Reads the list's memory, then every row it keeps, at start-up (after SERVICE_PORT): the
-/// hosts a chunk a lock and sorted with no lock held, the rows a batch a lock and rendered
-/// with none, so requests are answered between (docs/performance.md, Performance).
-pub fn warm(db: &Db) -> Result<(), StoreError> {
-    let mut building = db.read_list(|conn, memory| memory.building(conn))?;
-    while let Some(chunk) = db.read_list(|conn, _| building.read_chunk(conn))? {
-        building.apply(chunk)?;
-    }
-    building.finish();
-    db.read_list(|conn, memory| memory.install(conn, building))?;
-    let mut from = 0;
-    loop {
-        let (read_at, hosts, next) = db.read_list(|conn, memory| {
-            let (unread, next) = memory.unread(conn, from, WARM_BATCH)?;
-            Ok::<_, StoreError>((stamp(conn)?, read_hosts(conn, &unread)?, next))
-        })?;
-        if hosts.is_empty() {
-            return Ok(());
-        }
-        let rows = render(hosts)?;
-        db.read_list(|conn, memory| {
-            if stamp(conn)? == read_at {
-                memory.keep(&rows);
-            }
-            Ok::<_, StoreError>(())
-        })?;
-        from = next;
-    }
-}
-
 /// Moves with every write of this connection and every commit of another.
-fn stamp(conn: &Connection) -> Result<(i64, u64), StoreError> {
+pub fn stamp(conn: &Connection) -> Result<(i64, u64), StoreError> {
     Ok((super::data_version(conn)?, conn.total_changes()))
 }
 
 /// The hosts of `page` not kept yet, by `seq`, tags and extensions included.
-fn read_hosts(conn: &Connection, page: &[Listed]) -> Result<Vec<(i64, Host)>, StoreError> {
+pub fn read_hosts(conn: &Connection, page: &[Listed]) -> Result<Vec<(i64, Host)>, StoreError> {
     let mut unread: HashMap<i64, &[String]> = HashMap::new();
     for listed in page {
         if let Listed::Unread(seq, tags) = listed {
@@ -117,7 +85,7 @@ fn read_hosts(conn: &Connection, page: &[Listed]) -> Result<Vec<(i64, Host)>, St
 }
 
 /// Hosts as the list shows them.
-fn render(hosts: Vec<(i64, Host)>) -> Result<Vec<(i64, Box<RawValue>)>, StoreError> {
+pub fn render(hosts: Vec<(i64, Host)>) -> Result<Vec<(i64, Box<RawValue>)>, StoreError> {
     let rows = hosts
         .into_iter()
         .map(|(seq, host)| serde_json::value::to_raw_value(&host.view()).map(|row| (seq, row)));

@@ -13,7 +13,7 @@ use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::hosts::{
     by_id, delete, insert, insert_group_for_tests, move_to, toggle_favorite, touch_last_used,
 };
-use crate::store::list::rows::{self, list};
+use crate::store::list::rows::list;
 use crate::store::list::ListMemory;
 use crate::store::{open_in_memory, StoreError};
 
@@ -353,13 +353,13 @@ fn rows_past_the_bound_are_not_kept_and_pages_stay_right() {
     );
 }
 
-/// Start-up's reading (`rows::warm`: the hosts a chunk a lock, the rows a batch a lock)
+/// Start-up's reading (`Db::warm_list`: the hosts a chunk a lock, the rows a batch a lock)
 /// keeps every live host's row before any page is asked, each as `by_id` reads it.
 #[test]
 fn start_up_reads_every_row_before_any_page() {
     let db = varied_catalogue();
     db.write(|tx| delete(tx, &id_of(5))).unwrap();
-    rows::warm(&db).unwrap();
+    db.warm_list().unwrap();
     db.read_list(|conn, memory| {
         assert_eq!(memory.kept_rows(), 59);
         let everything = query(&[("per_page", "1000")]);
