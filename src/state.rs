@@ -1,7 +1,7 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
-//! Lock order when both are needed: vault first, then db; the group tree only under the db
-//! lock (api::groups `list`). Config is read-only after start-up. Besides the mutexes it
+//! Lock order when both are needed: vault first, then db (whose list memory, the group tree
+//! included, is locked only under its connection's lock: store::list). Config is read-only after start-up. Besides the mutexes it
 //! holds the places for slow work (`Slots`, the one capped counter of the service: key
 //! derivations, bcrypt checks, RSA generations; the SSH agent caps its connections with one
 //! too), the gate wrong-password answers leave through (`AnswerGate`), the wrong-password

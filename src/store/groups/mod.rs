@@ -129,7 +129,7 @@ pub enum Placement {
 }
 
 /// Sets up the log of changed groups the temp triggers fill (per connection, never in the
-/// file), for the group tree (api::group_tree). Called by store::list_index `install`.
+/// file), for the group tree (store::list::group_tree). Called by store::list `install`.
 pub fn install_change_log(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch(CREATE_CHANGE_LOG)?;
     Ok(())
@@ -141,7 +141,7 @@ pub fn all(conn: &Connection) -> Result<Vec<Group>, StoreError> {
 }
 
 /// The groups changed since the last call, each id with its row (`None`: deleted), and
-/// empties the log. Their only reader is the group tree (api::groups).
+/// empties the log. Their only reader is the group tree (store::list::group_tree).
 pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_CHANGED_GROUPS)?;
     let changed = statement
@@ -158,7 +158,7 @@ pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, S
 }
 
 /// The whole forest: one query for the groups, one for the direct host counts. The oracle
-/// the group tree's rendering (api::groups) is tested against.
+/// the group tree's rendering (store::list::group_tree) is tested against.
 #[cfg(test)]
 pub fn tree(conn: &Connection) -> Result<Vec<GroupView>, StoreError> {
     let groups = query_groups(conn, SELECT_ALL_GROUPS, params![])?;
