@@ -28,7 +28,7 @@ pub mod vault_meta;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use rusqlite::ffi;
@@ -158,8 +158,11 @@ impl Ending {
 pub struct Db {
     conn: Mutex<Connection>,
     /// The list's read side in memory (store::list): the host list and the group tree.
-    /// Lock order: `conn`, then `list`; `list` is locked only while `conn` is.
+    /// Lock order: `conn`, then `list`; `conn` is never taken while `list` is held.
     list: Mutex<list::ListMemory>,
+    /// Told when the start-up read of the list's memory ends (`warm_list`), which list
+    /// requests wait for, holding no lock, rather than reading it a second time.
+    warmed: Condvar,
     /// Told of every commit of `write`: wakes the change feed's waiting requests.
     feed: changes::Feed,
     /// Set when the checkpoint after a write that removed sealed bytes failed (another
@@ -182,31 +185,49 @@ impl Db {
     }
 
     /// Runs `work` on the connection and the list's memory (store::list), outside any
-    /// explicit transaction.
+    /// explicit transaction. While the start-up read of the memory runs aside, waits for
+    /// it holding no lock (other requests go on meanwhile).
     pub fn read_list<T, E: From<StoreError>>(
         &self,
         work: impl FnOnce(&Connection, &mut list::ListMemory) -> Result<T, E>,
     ) -> Result<T, E> {
-        let conn = self.lock();
-        let mut memory = self.list.lock().unwrap_or_else(|poisoned| {
-            // A panic mid-update may leave it half patched: start it afresh.
-            let mut memory = poisoned.into_inner();
-            *memory = list::ListMemory::default();
-            memory
-        });
+        let (mut conn, mut memory) = (self.lock(), self.lock_list());
+        while memory.waits_for_warm_up() {
+            drop(conn);
+            let woken = self.warmed.wait(memory);
+            // Lock order: the connection first, so the list's lock is let go and taken again.
+            drop(woken.unwrap_or_else(|poisoned| poisoned.into_inner()));
+            (conn, memory) = (self.lock(), self.lock_list());
+        }
         work(&conn, &mut memory)
     }
 
-    /// Reads the list's memory, then every row it keeps, at start-up (after SERVICE_PORT): the
-    /// hosts a chunk a lock and sorted with no lock held, the rows a batch a lock and rendered
-    /// with none, so requests are answered between (docs/performance.md, Performance).
+    /// Reads the list's memory, then every row it keeps, at start-up (after SERVICE_PORT):
+    /// the hosts a chunk under the connection's lock alone and put in a table with no lock
+    /// held, sorted with none, taken in under a brief lock; then the rows a batch a lock,
+    /// rendered with none. Requests are answered between; list requests wait for the table
+    /// (docs/performance.md, Performance).
     pub fn warm_list(&self) -> Result<(), StoreError> {
-        let mut building = self.read_list(|conn, memory| memory.building(conn))?;
-        while let Some(chunk) = self.read_list(|conn, _| building.read_chunk(conn))? {
+        let warming = Warming::start(self);
+        let mut building = {
+            let conn = self.lock();
+            let building = self.lock_list().building(&conn);
+            building?
+        };
+        while let Some(chunk) = self.read(|conn| building.read_chunk(conn))? {
             building.apply(chunk)?;
         }
         building.finish();
-        self.read_list(|conn, memory| memory.install(conn, building))?;
+        {
+            let conn = self.lock();
+            self.lock_list().install(&conn, building)?;
+        }
+        drop(warming);
+        self.warm_rows()
+    }
+
+    /// The rows of the list's memory, a batch a lock, rendered with no lock held.
+    fn warm_rows(&self) -> Result<(), StoreError> {
         let mut from = 0;
         loop {
             let (read_at, hosts, next) = self.read_list(|conn, memory| {
@@ -229,6 +250,15 @@ impl Db {
             })?;
             from = next;
         }
+    }
+
+    fn lock_list(&self) -> MutexGuard<'_, list::ListMemory> {
+        self.list.lock().unwrap_or_else(|poisoned| {
+            // A panic mid-update may leave it half patched: start it afresh.
+            let mut memory = poisoned.into_inner();
+            *memory = list::ListMemory::default();
+            memory
+        })
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.
@@ -305,6 +335,24 @@ impl Db {
     }
 }
 
+/// The start-up read of the list's memory under way: list requests wait until it drops
+/// (also on an error or a panic), which wakes them.
+struct Warming<'db>(&'db Db);
+
+impl Warming<'_> {
+    fn start(db: &Db) -> Warming<'_> {
+        db.lock_list().set_warming(true);
+        Warming(db)
+    }
+}
+
+impl Drop for Warming<'_> {
+    fn drop(&mut self) {
+        self.0.lock_list().set_warming(false);
+        self.0.warmed.notify_all();
+    }
+}
+
 impl Db {
     /// Closes the connection at shutdown (SQLite checkpoints and removes the WAL), then
     /// records the closed file so the next start can skip the full page check
@@ -357,6 +405,7 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list: Mutex::default(),
+        warmed: Condvar::new(),
         feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: Some(path),
@@ -375,6 +424,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     Ok(Db {
         conn: Mutex::new(conn),
         list: Mutex::default(),
+        warmed: Condvar::new(),
         feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: None,

@@ -6,8 +6,9 @@
 //! Invariants: one change tracker for hosts and groups: nothing is answered from a state
 //! older than the connection's: each use first applies what the temp triggers logged (per
 //! connection, never in the file), or reads everything again after another connection's
-//! commit (`data_version`). One lock (`Db`'s list lock), taken only while the connection's
-//! is held, except to build a table aside (`Building`), which holds neither while it sorts.
+//! commit (`data_version`). One lock (`Db`'s list lock), after the connection's; a table
+//! built aside at start-up (`Building`) is read a chunk under the connection's lock and
+//! put together and sorted holding neither.
 //! A failure leaves nothing behind, so the next use reads everything again. No secret.
 
 pub mod group_tree;
@@ -47,6 +48,8 @@ pub struct ListMemory {
     tracker: Tracker,
     /// At most this many bytes of rows as JSON are kept.
     row_bytes: usize,
+    /// The start-up read of a table aside is under way (`Db::warm_list`).
+    warming: bool,
 }
 
 /// How fresh the memory is: the `data_version` it was read at and the connection's
@@ -109,7 +112,18 @@ impl ListMemory {
             tree: None,
             tracker: Tracker::default(),
             row_bytes,
+            warming: false,
         }
+    }
+
+    /// Marks the start-up read of a table aside as under way, or over.
+    pub fn set_warming(&mut self, warming: bool) {
+        self.warming = warming;
+    }
+
+    /// True while a use would read a table that the start-up read is about to take in.
+    pub fn waits_for_warm_up(&self) -> bool {
+        self.warming && self.hosts.is_none()
     }
 
     /// `query`'s page in order, and how many hosts match.
