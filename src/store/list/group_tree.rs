@@ -25,26 +25,27 @@ use crate::store::StoreError;
 pub struct GroupTree {
     /// Whether every group was read (else `refresh` reads them all).
     read: bool,
-    entries: Vec<Entry>,
+    pub(super) entries: Vec<Entry>,
     /// Entry by group id.
     index: HashMap<String, usize>,
     /// Entries by name key, then id: the order of siblings.
     sorted: Vec<usize>,
     /// The entries in tree order (each parent before its sorted children), `None` after a
     /// change.
-    shape: Option<Vec<Node>>,
+    pub(super) shape: Option<Vec<Node>>,
 }
 
-struct Entry {
-    group: Group,
-    head: String,
+pub(super) struct Entry {
+    pub(super) group: Group,
+    /// Its view's JSON up to the counts.
+    pub(super) head: String,
 }
 
 /// A group in the shape, and where its subtree ends in the shape.
 #[derive(Clone, Copy)]
-struct Node {
-    entry: usize,
-    end: usize,
+pub(super) struct Node {
+    pub(super) entry: usize,
+    pub(super) end: usize,
 }
 
 /// No entry.
@@ -71,36 +72,6 @@ impl GroupTree {
             self.shape = Some(self.shaped().unwrap_or_else(|| self.built()));
         }
         Ok(())
-    }
-
-    /// The `{ items: [Group] }` body (docs/api.md, Groups), with `count`'s direct host counts and their
-    /// sums over each subtree.
-    pub fn render(&self, count: impl Fn(&str) -> u64) -> Vec<u8> {
-        let shape = self.shape.as_deref().unwrap_or_default();
-        let direct: Vec<u64> = shape
-            .iter()
-            .map(|node| count(&self.entries[node.entry].group.id))
-            .collect();
-        let mut totals = direct.clone();
-        for at in (0..shape.len()).rev() {
-            let mut child = at + 1;
-            while child < shape[at].end {
-                totals[at] = totals[at].saturating_add(totals[child]);
-                child = shape[child].end;
-            }
-        }
-        let size = self.entries.iter().map(|entry| entry.head.len() + 80);
-        let mut body = Vec::with_capacity(size.sum::<usize>() + 16);
-        body.extend_from_slice(br#"{"items":["#);
-        let mut at = 0;
-        while at < shape.len() {
-            if at > 0 {
-                body.push(b',');
-            }
-            at = self.render_node(&mut body, shape, (&direct, &totals), at);
-        }
-        body.extend_from_slice(b"]}");
-        body
     }
 
     /// Keeps a group's row and serializes its head: its view's JSON up to the counts.
@@ -229,47 +200,6 @@ impl GroupTree {
             shape[at].end = shape.len();
         }
     }
-
-    /// Writes the group at `at` and its subtree; returns where the subtree ends.
-    fn render_node(
-        &self,
-        body: &mut Vec<u8>,
-        shape: &[Node],
-        (direct, totals): (&[u64], &[u64]),
-        at: usize,
-    ) -> usize {
-        let node = shape[at];
-        body.extend_from_slice(self.entries[node.entry].head.as_bytes());
-        body.extend_from_slice(br#""host_count":"#);
-        push_number(body, direct[at]);
-        body.extend_from_slice(br#","total_host_count":"#);
-        push_number(body, totals[at]);
-        body.extend_from_slice(br#","children":["#);
-        let mut child = at + 1;
-        while child < node.end {
-            if child > at + 1 {
-                body.push(b',');
-            }
-            child = self.render_node(body, shape, (direct, totals), child);
-        }
-        body.extend_from_slice(b"]}");
-        node.end
-    }
-}
-
-/// Appends `number` in decimal.
-fn push_number(body: &mut Vec<u8>, mut number: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (number % 10) as u8;
-        number /= 10;
-        if number == 0 {
-            break;
-        }
-    }
-    body.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod sets;
 mod table;
 #[cfg(test)]
 mod tests;
+mod tree_body;
 
 use rusqlite::Connection;
 use serde_json::value::RawValue;
