@@ -217,10 +217,11 @@ impl ListMemory {
 
     /// Takes in a table read aside, unless the memory has one already or another
     /// connection committed since it was started; then brings it up to the connection's
-    /// state from the logs, which hold every write of this connection since.
-    pub fn install(&mut self, conn: &Connection, built: Building) -> Result<(), StoreError> {
+    /// state from the logs, which hold every write of this connection since. True when
+    /// it was taken in.
+    pub fn install(&mut self, conn: &Connection, built: Building) -> Result<bool, StoreError> {
         if self.hosts.is_some() || data_version(conn)? != built.data_version {
-            return Ok(());
+            return Ok(false);
         }
         if self.tracker.data_version != Some(built.data_version) {
             self.tree = None;
@@ -230,7 +231,7 @@ impl ListMemory {
             data_version: Some(built.data_version),
             changes_seen: None,
         };
-        self.current(conn).map(drop)
+        self.current(conn).map(|_| true)
     }
 
     /// The memory at the connection's state.
