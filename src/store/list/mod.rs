@@ -297,14 +297,13 @@ impl Building {
     /// Puts a chunk's hosts in the table (no lock needed).
     pub fn apply(&mut self, chunk: reading::Chunk) -> Result<(), StoreError> {
         for host in &chunk.hosts {
-            self.table.put(host)?;
+            self.table.put(host, &chunk)?;
             self.bytes += host.row_bytes;
             self.after = host.seq;
         }
-        chunk
-            .tags
-            .into_iter()
-            .for_each(|tags| self.table.set_tags(tags));
+        for (seq, tags) in chunk.tags_by_host() {
+            self.table.set_tags(seq, tags, &chunk.names);
+        }
         Ok(())
     }
 

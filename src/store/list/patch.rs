@@ -38,9 +38,10 @@ pub fn patch(conn: &Connection, mut table: HostTable) -> Result<Option<HostTable
         places.push(found);
     }
     for (seq, slot) in &changed {
-        let (row, tags) = reading::host(conn, *seq)?;
-        table.write(*slot, row.as_ref());
-        table.set_tags(tags);
+        let chunk = reading::host(conn, *seq)?;
+        table.write(*slot, chunk.hosts.first().map(|row| (row, &chunk)));
+        let tags = chunk.tags_by_host().next().map(|(_, tags)| tags);
+        table.set_tags(*seq, tags.unwrap_or_default(), &chunk.names);
         if let Some(row) = table.rows.get_mut(*slot as usize).and_then(Option::take) {
             table.row_bytes -= row.get().len();
         }

@@ -5,6 +5,9 @@
 //! Invariants: reads only; no secret column is named; the change log lives in `temp`, per
 //! connection, never in the file; our own constants are the only text formatted into SQL.
 
+use std::collections::HashMap;
+use std::ops::Range;
+
 use rusqlite::{Connection, Row};
 
 use crate::store::list::order::{id_key, time_key, NEVER, UNREADABLE};
@@ -26,32 +29,98 @@ const LOGGED: [(&str, &str); 4] = [
     ("host_ssh_options", "host_id"),
 ];
 
-/// A host as the list's memory holds it: its sort keys, group and favorite bit.
+/// A host as the list's memory holds it: its sort keys, group and favorite bit; its texts
+/// are in its `Chunk`'s (one buffer a chunk, not a string a host).
 pub struct SlotRow {
     pub seq: i64,
     pub id: u128,
-    pub name_key: String,
+    pub name_key: Range<usize>,
     /// Lowercased.
-    pub hostname: String,
+    pub hostname: Range<usize>,
     pub created: u64,
     pub last_used: u64,
-    /// `""`: no group.
-    pub group: String,
+    /// Its number in the chunk's `names`; `""` is no group.
+    pub group: usize,
     pub favorite: bool,
     /// About what the host's row as JSON costs to keep.
     pub row_bytes: i64,
 }
 
-/// A host's tags as `(position, tag)` pairs, by `seq`.
-pub struct HostTags {
+/// A host's tag at a position, its name a number in the chunk's `names`.
+pub struct TagRow {
     pub seq: i64,
-    pub tags: Vec<(i64, String)>,
+    pub position: i64,
+    pub name: usize,
 }
 
-/// Up to `limit` hosts after `seq` `after`, in `seq` order, with their tags.
+/// Hosts in `seq` order with their tags (by host), and the texts and names they point into.
+#[derive(Default)]
 pub struct Chunk {
     pub hosts: Vec<SlotRow>,
-    pub tags: Vec<HostTags>,
+    pub tags: Vec<TagRow>,
+    text: String,
+    pub names: Vec<String>,
+    numbers: HashMap<String, usize>,
+}
+
+impl Chunk {
+    /// The text at `range` of this chunk's buffer.
+    pub fn text(&self, range: &Range<usize>) -> &str {
+        self.text.get(range.clone()).unwrap_or_default()
+    }
+
+    fn push_text(&mut self, text: &str) -> Range<usize> {
+        let start = self.text.len();
+        self.text.push_str(text);
+        start..self.text.len()
+    }
+
+    fn name(&mut self, name: &str) -> usize {
+        if let Some(number) = self.numbers.get(name) {
+            return *number;
+        }
+        self.names.push(name.to_owned());
+        self.numbers.insert(name.to_owned(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    /// Adds a host (never used, created at 0, its id its `seq`), for unit tests.
+    #[cfg(test)]
+    pub fn push_host(&mut self, seq: i64, name_key: &str, group: &str, favorite: bool) {
+        let hostname = self.push_text(&format!("{name_key}.example"));
+        let name_key = self.push_text(name_key);
+        let group = self.name(group);
+        self.hosts.push(SlotRow {
+            seq,
+            id: seq as u128,
+            name_key,
+            hostname,
+            created: 0,
+            last_used: NEVER,
+            group,
+            favorite,
+            row_bytes: 0,
+        });
+    }
+
+    /// Adds a host's tag, for unit tests.
+    #[cfg(test)]
+    pub fn push_tag(&mut self, seq: i64, position: i64, tag: &str) {
+        let name = self.name(tag);
+        self.tags.push(TagRow {
+            seq,
+            position,
+            name,
+        });
+    }
+
+    /// Each host's tags in `tags`' order: `(seq, [(position, name)])`.
+    pub fn tags_by_host(&self) -> impl Iterator<Item = (i64, Vec<(i64, usize)>)> + '_ {
+        self.tags.chunk_by(|a, b| a.seq == b.seq).map(|tags| {
+            let pairs = tags.iter().map(|tag| (tag.position, tag.name)).collect();
+            (tags[0].seq, pairs)
+        })
+    }
 }
 
 /// Sets up the connection's change logs of hosts and groups. Call once per connection,
@@ -109,57 +178,59 @@ pub fn chunk(conn: &Connection, after: i64, limit: usize) -> Result<Chunk, Store
     let mut statement = conn.prepare_cached(&sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut rows = statement.query(rusqlite::params![after, limit])?;
-    let mut hosts = Vec::new();
+    let mut chunk = Chunk::default();
     while let Some(row) = rows.next()? {
-        hosts.push(SlotRow::from_row(row)?);
+        let host = SlotRow::from_row(row, &mut chunk)?;
+        chunk.hosts.push(host);
     }
-    let tags = match (hosts.first(), hosts.last()) {
-        (Some(first), Some(last)) => tags(conn, first.seq, last.seq)?,
-        _ => Vec::new(),
-    };
-    Ok(Chunk { hosts, tags })
+    let range = chunk
+        .hosts
+        .first()
+        .map(|first| first.seq)
+        .zip(chunk.hosts.last().map(|last| last.seq));
+    if let Some((first, last)) = range {
+        read_tags(conn, first, last, &mut chunk)?;
+    }
+    Ok(chunk)
 }
 
-/// One host's row (`None`: gone) and its tags (maybe none).
-pub fn host(conn: &Connection, seq: i64) -> Result<(Option<SlotRow>, HostTags), StoreError> {
+/// One host's row (none: gone) and its tags (maybe none), as a chunk.
+pub fn host(conn: &Connection, seq: i64) -> Result<Chunk, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM main.hosts WHERE seq = ?1");
     let mut statement = conn.prepare_cached(&sql)?;
-    let row = match statement.query([seq])?.next()? {
-        Some(row) => Some(SlotRow::from_row(row)?),
-        None => None,
-    };
-    let tags = tags(conn, seq, seq)?.pop();
-    Ok((
-        row,
-        tags.unwrap_or(HostTags {
-            seq,
-            tags: Vec::new(),
-        }),
-    ))
+    let mut chunk = Chunk::default();
+    if let Some(row) = statement.query([seq])?.next()? {
+        let host = SlotRow::from_row(row, &mut chunk)?;
+        chunk.hosts.push(host);
+    }
+    read_tags(conn, seq, seq, &mut chunk)?;
+    Ok(chunk)
 }
 
-/// The tags of the hosts from `first` to `last`, by host; hosts without tags are left out.
-fn tags(conn: &Connection, first: i64, last: i64) -> Result<Vec<HostTags>, StoreError> {
+/// The tags of the hosts from `first` to `last`, by host, into `chunk`.
+fn read_tags(
+    conn: &Connection,
+    first: i64,
+    last: i64,
+    chunk: &mut Chunk,
+) -> Result<(), StoreError> {
     let mut statement = conn.prepare_cached(SELECT_TAGS)?;
     let mut rows = statement.query([first, last])?;
-    let mut hosts: Vec<HostTags> = Vec::new();
     while let Some(row) = rows.next()? {
-        let seq: i64 = row.get(0)?;
         let tag = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
-        let pair = (row.get::<_, i64>(1)?, tag.to_owned());
-        match hosts.last_mut().filter(|host| host.seq == seq) {
-            Some(host) => host.tags.push(pair),
-            None => hosts.push(HostTags {
-                seq,
-                tags: vec![pair],
-            }),
-        }
+        let name = chunk.name(tag);
+        let (seq, position) = (row.get(0)?, row.get(1)?);
+        chunk.tags.push(TagRow {
+            seq,
+            position,
+            name,
+        });
     }
-    Ok(hosts)
+    Ok(())
 }
 
 impl SlotRow {
-    fn from_row(row: &Row<'_>) -> Result<SlotRow, StoreError> {
+    fn from_row(row: &Row<'_>, chunk: &mut Chunk) -> Result<SlotRow, StoreError> {
         let text = |column: usize| -> Result<&str, StoreError> {
             let value = row.get_ref(column)?.as_str_or_null();
             Ok(value.map_err(rusqlite::Error::from)?.unwrap_or_default())
@@ -167,11 +238,11 @@ impl SlotRow {
         Ok(SlotRow {
             seq: row.get(0)?,
             id: id_key(text(1)?),
-            name_key: text(2)?.to_owned(),
-            hostname: text(3)?.to_lowercase(),
+            name_key: chunk.push_text(text(2)?),
+            hostname: chunk.push_text(&text(3)?.to_lowercase()),
             created: time_key(text(4)?).unwrap_or(UNREADABLE),
             last_used: time_key(text(5)?).unwrap_or(NEVER),
-            group: text(6)?.to_owned(),
+            group: chunk.name(text(6)?),
             favorite: row.get(7)?,
             row_bytes: row.get(8)?,
         })

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::list::order::{Order, SortKeys, NEVER, SORTS};
 use crate::store::list::paging::{self, Shown, Window};
-use crate::store::list::reading::{HostTags, SlotRow};
+use crate::store::list::reading::{Chunk, SlotRow};
 use crate::store::list::sets::{MemberSets, SlotSet};
 use crate::store::StoreError;
 
@@ -110,20 +110,23 @@ impl HostTable {
     }
 
     /// Puts a new host (above every other) in its slot.
-    pub fn put(&mut self, row: &SlotRow) -> Result<(), StoreError> {
+    pub fn put(&mut self, row: &SlotRow, chunk: &Chunk) -> Result<(), StoreError> {
         let slot = self.slot_of(row.seq).ok_or(StoreError::ListFull)?;
-        self.write(slot, Some(row));
+        self.write(slot, Some((row, chunk)));
         Ok(())
     }
 
-    /// Sets a slot's keys, text and group from `row` (`None`: the host is gone).
-    pub fn write(&mut self, slot: u32, row: Option<&SlotRow>) {
-        let group = row.map_or(NO_SLOT_GROUP, |row| self.groups.intern(&row.group));
+    /// Sets a slot's keys, text and group from a row of `chunk` (`None`: the host is gone).
+    pub fn write(&mut self, slot: u32, row: Option<(&SlotRow, &Chunk)>) {
+        let group = row.map_or(NO_SLOT_GROUP, |(row, chunk)| {
+            let name = chunk.names.get(row.group).map_or("", String::as_str);
+            self.groups.intern(name)
+        });
         let old = std::mem::replace(&mut self.group_of[slot as usize], group);
         self.groups.remove(old, slot);
         self.groups.add(group, slot);
         let (keys, index) = (&mut self.keys, slot as usize);
-        let Some(row) = row else {
+        let Some((row, chunk)) = row else {
             self.live.remove(slot);
             self.favorite.remove(slot);
             keys.text.put(slot, "", "");
@@ -137,17 +140,22 @@ impl HostTable {
         keys.ids[index] = row.id;
         keys.created[index] = row.created;
         keys.last_used[index] = row.last_used;
-        keys.text.put(slot, &row.name_key, &row.hostname);
+        keys.text
+            .put(slot, chunk.text(&row.name_key), chunk.text(&row.hostname));
     }
 
-    /// Replaces a host's tags (none: `tags` empty), in their member sets too.
-    pub fn set_tags(&mut self, host: HostTags) {
-        let Ok(slot) = self.seqs.binary_search(&host.seq) else {
+    /// Replaces host `seq`'s tags (`(position, name)` pairs, names numbered in `names`; none
+    /// when empty), in their member sets too.
+    pub fn set_tags(&mut self, seq: i64, mut tags: Vec<(i64, usize)>, names: &[String]) {
+        let Ok(slot) = self.seqs.binary_search(&seq) else {
             return;
         };
-        let mut tags = host.tags;
         tags.sort_unstable_by_key(|(position, _)| *position);
-        let numbers: Vec<u32> = tags.iter().map(|(_, tag)| self.tags.intern(tag)).collect();
+        let name = |number: usize| names.get(number).map_or("", String::as_str);
+        let numbers: Vec<u32> = tags
+            .iter()
+            .map(|(_, tag)| self.tags.intern(name(*tag)))
+            .collect();
         let (slot, old) = (slot as u32, self.tags_of[slot] as usize);
         if self.tag_lists[old] == numbers {
             return;
@@ -250,22 +258,7 @@ impl HostTable {
 mod tests {
     use super::{HostTable, Listed};
     use crate::model::host_query::HostQuery;
-    use crate::store::list::order::NEVER;
-    use crate::store::list::reading::{HostTags, SlotRow};
-
-    fn row(seq: i64, name: &str, group: &str, favorite: bool) -> SlotRow {
-        SlotRow {
-            seq,
-            id: seq as u128,
-            name_key: name.into(),
-            hostname: format!("{name}.example"),
-            created: 0,
-            last_used: NEVER,
-            group: group.into(),
-            favorite,
-            row_bytes: 0,
-        }
-    }
+    use crate::store::list::reading::Chunk;
 
     fn query(pairs: &[(&str, &str)]) -> HostQuery {
         HostQuery::parse(|name| pairs.iter().find(|(key, _)| *key == name).map(|(_, v)| *v))
@@ -273,24 +266,20 @@ mod tests {
     }
 
     fn table() -> HostTable {
+        let mut chunk = Chunk::default();
+        chunk.push_host(1, "web", "g", true);
+        chunk.push_host(2, "db", "", false);
+        chunk.push_host(5, "mail", "g", false);
+        chunk.push_tag(1, 0, "prod");
+        chunk.push_tag(1, 1, "eu");
+        chunk.push_tag(5, 0, "prod");
         let mut table = HostTable::new();
-        for row in [
-            row(1, "web", "g", true),
-            row(2, "db", "", false),
-            row(5, "mail", "g", false),
-        ] {
-            table.put(&row).unwrap();
+        for host in &chunk.hosts {
+            table.put(host, &chunk).unwrap();
         }
-        let tags = |seq, tags: &[&str]| HostTags {
-            seq,
-            tags: tags
-                .iter()
-                .enumerate()
-                .map(|(at, tag)| (at as i64, tag.to_string()))
-                .collect(),
-        };
-        table.set_tags(tags(1, &["prod", "eu"]));
-        table.set_tags(tags(5, &["prod"]));
+        for (seq, tags) in chunk.tags_by_host() {
+            table.set_tags(seq, tags, &chunk.names);
+        }
         table.finish(0, 1 << 20);
         table
     }
