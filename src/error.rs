@@ -257,6 +257,11 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::Unusable(cause) | crate::store::StoreError::Sqlite(cause) => {
                 ApiError::Internal(cause)
             }
+            err @ (crate::store::StoreError::CorruptRow(_)
+            | crate::store::StoreError::Json(_)
+            | crate::store::StoreError::BrokenInvariant(_)
+            | crate::store::StoreError::CheckpointBlocked
+            | crate::store::StoreError::ListFull) => ApiError::Internal(err.to_string()),
         }
     }
 }

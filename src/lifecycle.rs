@@ -26,7 +26,6 @@ use crate::config::{FeedOverrides, TokenSource};
 use crate::http::Shutdown;
 use crate::platform::{self, DirRefusal};
 use crate::state::AppState;
-use crate::store::hosts::read_unread_rows;
 use crate::store::{self, Db, StoreError};
 use crate::vault::{DataKey, Secret, Vault, VaultError, MAX_PASSWORD_BYTES};
 
@@ -322,14 +321,12 @@ pub fn watch_idle(state: &Arc<AppState>) -> Result<(), StartError> {
     Ok(())
 }
 
-/// Between two batches of rows read into the list's memory at start-up.
-const WARM_PAUSE: Duration = Duration::from_millis(1);
-
-/// Reads the host list's memory on a thread of its own, after SERVICE_PORT: it costs time
-/// in proportion to the catalogue, and the port must come at once (docs/performance.md, Performance).
-/// Then the hosts' rows, when the memory keeps them, a batch a lock.
-/// Requests that need it meanwhile wait for the database lock the reading holds. Holds the
-/// state only weakly until it starts; a failure only leaves the reading to the first list.
+/// Reads the list's memory on a thread of its own, after SERVICE_PORT: it costs time in
+/// proportion to the catalogue, and the port must come at once (docs/performance.md,
+/// Performance). The hosts are read a chunk a lock and sorted with no lock held, then the
+/// hosts' rows, when the memory keeps them, a batch a lock (`store::Db::warm_list`), so
+/// requests are answered between. Holds the state only weakly until it starts; a failure
+/// only leaves the reading to the first list.
 pub fn warm_host_list(state: &Arc<AppState>) {
     let state = Arc::downgrade(state);
     let started = thread::Builder::new()
@@ -338,22 +335,7 @@ pub fn warm_host_list(state: &Arc<AppState>) {
             let Some(state) = state.upgrade() else {
                 return;
             };
-            let warmed = state
-                .db
-                .read_list(|conn, index| index.warm(conn))
-                .and_then(|()| {
-                    // The rows 1,024 at a time, a lock each, so requests are answered between.
-                    let mut from = 0;
-                    let mut read =
-                        |conn: &_, index: &mut _| read_unread_rows(conn, index, &mut from, 1024);
-                    while state.db.read_list(&mut read)? {
-                        // A pause, so a request woken by the unlock takes the lock before the
-                        // next batch does (the mutex is not fair).
-                        thread::sleep(WARM_PAUSE);
-                    }
-                    Ok(())
-                });
-            if let Err(err) = warmed {
+            if let Err(err) = state.db.warm_list() {
                 log::warn!("cannot read the host list into memory yet: {err}");
             }
         });

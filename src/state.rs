@@ -1,22 +1,20 @@
 //! `AppState`: the one value shared by every worker thread.
 //!
-//! It holds the configuration (read-only after start-up), the database, the vault session
+//! It holds the configuration (read-only after start-up), the database (whose list memory,
+//! the group tree included, lives in the store: `store::list`), the vault session
 //! (`session::Session`: the vault, its master password checks, locks and `--auto-lock`
 //! clock, with the lock order in its module doc), the places for slow work outside the
-//! session (`Slots`: bcrypt checks, RSA generations), the group tree kept between
-//! `GET /api/groups` requests (only under the db lock, api::groups `list`), and the SSH
-//! agent's share (its socket and the sign requests waiting for approval).
+//! session (`Slots`: bcrypt checks, RSA generations), and the SSH agent's share (its socket
+//! and the sign requests waiting for approval).
 //!
 //! Invariants: nothing here runs slow work or holds a lock of its own; a lock (by a
 //! request, the agent or `--auto-lock`) always ends the agent's approvals after the vault
 //! lock is released, since a waiting sign request holds the approvals' lock while it asks
 //! whether the vault is locked.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::agent_share::AgentShare;
-use crate::api::group_tree::GroupTree;
 use crate::config::Config;
 use crate::session::slots::Slots;
 use crate::session::Session;
@@ -35,8 +33,6 @@ pub struct AppState {
     pub db: Db,
     /// The vault and everything that guards its master password.
     pub session: Session,
-    /// The group tree kept between `GET /api/groups` requests; locked only under the db's.
-    pub group_tree: Mutex<GroupTree>,
     /// Places for bcrypt-pbkdf checks of an imported key's passphrase (`try_take`).
     pub bcrypt_checks: Slots,
     /// Places for RSA key generations (`try_take`).
@@ -66,7 +62,6 @@ impl AppState {
             config,
             db,
             session: Session::new(vault),
-            group_tree: Mutex::default(),
             bcrypt_checks: Slots::new(MAX_BCRYPT_CHECKS),
             rsa_generations: Slots::new(MAX_RSA_GENERATIONS),
             agent,

@@ -13,7 +13,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::api::group_tree::GroupTree;
 use crate::api::revision::{etag, Precondition};
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
@@ -24,18 +23,10 @@ use crate::store::changes::Revised;
 use crate::store::groups::Placement;
 
 /// `GET /api/groups`: the top-level groups with their subtrees and counts, rendered from
-/// the groups kept in memory (api::group_tree) and the host counts of the list's memory.
+/// the list's memory (store::list: the groups kept between requests and the hosts' member
+/// sets).
 pub fn list(state: &AppState) -> Result<Reply, ApiError> {
-    let body = state.db.read_list(|conn, index| {
-        let mut tree = state.group_tree.lock().unwrap_or_else(|poisoned| {
-            // A panic mid-patch may leave it half done: start it afresh.
-            let mut tree = poisoned.into_inner();
-            *tree = GroupTree::default();
-            tree
-        });
-        tree.refresh(conn)?;
-        Ok::<_, ApiError>(tree.render(index.group_host_counts(conn)?))
-    })?;
+    let body = state.db.read_list(|conn, memory| memory.group_tree(conn))?;
     Ok(Reply::json_bytes(200, body))
 }
 

@@ -105,7 +105,7 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
     let (items, total) = state
         .db
-        .read_list(|conn, index| store::hosts::list(conn, index, &query))?;
+        .read_list(|conn, memory| store::list::rows::list(conn, memory, &query))?;
     let page = HostPage {
         items,
         total,
@@ -218,7 +218,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         check_stored_fields(&host)?;
-        let route = store::interop::route_hosts(conn, &host.jump_host_ids)?;
+        let route = store::hosts::route_hosts(conn, &host.jump_host_ids)?;
         // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
         // revoked host key pending.
         if let Some(blocked) = crate::trust::check_route(conn, &host, &route)? {

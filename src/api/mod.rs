@@ -8,7 +8,6 @@
 pub mod agent;
 pub mod audit;
 pub mod changes;
-pub mod group_tree;
 pub mod groups;
 pub mod health;
 pub mod history;

@@ -1,10 +1,11 @@
 //! The OpenSSH host extensions in SQL: ProxyJump chains (`host_jumps`: write, judge against
-//! the stored chains, follow into a route, count users) and kept directives
+//! the stored chains, follow, count users) and kept directives
 //! (`host_ssh_options`).
 //!
 //! Invariants: a chain is written only after the caller judged it (`model::interop`)
 //! inside the same transaction; the extensions of a page of hosts are read in one query
-//! per table, never one per host; whole-catalogue reads live in `store::catalogue`.
+//! per table, never one per host; whole-catalogue reads live in `store::catalogue`. It
+//! names no other store module: store::hosts calls it (and turns a route into hosts).
 
 use std::collections::{HashMap, HashSet};
 
@@ -36,7 +37,7 @@ pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), Stor
         return Ok(());
     }
     let ids: Vec<&str> = hosts.iter().map(|host| host.id.as_str()).collect();
-    let id_list = serde_json::to_string(&ids).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+    let id_list = serde_json::to_string(&ids).map_err(|err| StoreError::Json(err.to_string()))?;
     let mut index: HashMap<String, usize> = HashMap::with_capacity(hosts.len());
     for (position, host) in hosts.iter().enumerate() {
         index.insert(host.id.clone(), position);
@@ -135,7 +136,7 @@ pub fn chains_from(
     while !frontier.is_empty() {
         frontier.retain(|id| Some(id.as_str()) != stop_at && seen.insert(id.clone()));
         let id_list =
-            serde_json::to_string(&frontier).map_err(|err| StoreError::Sqlite(err.to_string()))?;
+            serde_json::to_string(&frontier).map_err(|err| StoreError::Json(err.to_string()))?;
         let mut next = Vec::new();
         let mut statement = conn.prepare_cached(SELECT_JUMPS_OF)?;
         let mut rows = statement.query([&id_list])?;
@@ -148,20 +149,6 @@ pub fn chains_from(
         frontier = next;
     }
     Ok(chains)
-}
-
-/// The hosts of the full route through `chain`, in `ssh -J` order (each hop's own chain
-/// first). A route beyond the hop limit (which `judge_chain` keeps from being stored) is
-/// cut at the limit.
-pub fn route_hosts(conn: &Connection, chain: &[String]) -> Result<Vec<Host>, StoreError> {
-    if chain.is_empty() {
-        return Ok(Vec::new());
-    }
-    let chains = chains_from(conn, chain, None)?;
-    let ids = interop::route(chain, &chains).unwrap_or_else(|| chain.to_vec());
-    ids.iter()
-        .map(|id| crate::store::hosts::by_id(conn, id))
-        .collect()
 }
 
 /// How many hosts use `host_id` as a hop.

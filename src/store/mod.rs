@@ -19,17 +19,16 @@ pub mod integrity;
 pub mod interop;
 pub mod keys;
 pub mod known_hosts;
-pub mod list_index;
+pub mod list;
 pub mod migrate;
 pub mod scrub;
-pub mod search_text;
 pub mod ssh_config_import;
 pub mod vault_meta;
 
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use rusqlite::ffi;
@@ -51,6 +50,9 @@ const PAGE_CACHE_KIB: i64 = 32 * 1024;
 
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE_CAPACITY: usize = 64;
+
+/// Rows read into the list's memory a batch at a time at start-up, a lock each.
+const WARM_ROWS: usize = 1024;
 
 /// The database file inside the data dir.
 pub const DB_FILE: &str = "host-manager.db";
@@ -75,6 +77,18 @@ pub enum StoreError {
     Unusable(String),
     /// Anything else from SQLite; the text is for the log only.
     Sqlite(String),
+    /// A stored row holds a value this build does not understand (which table and column).
+    CorruptRow(&'static str),
+    /// A list bound as one JSON parameter (`json_each`) or a row rendered as JSON could not
+    /// be encoded; the text is serde_json's, for the log only.
+    Json(String),
+    /// A rule the store keeps itself was found broken (what it was); never the input's fault.
+    BrokenInvariant(String),
+    /// The WAL checkpoint after a write that removed sealed bytes was blocked by another
+    /// connection's reader (store::scrub retries after the next write).
+    CheckpointBlocked,
+    /// The hosts' slots passed what the list's memory can number (`u32`).
+    ListFull,
 }
 
 impl fmt::Display for StoreError {
@@ -90,6 +104,15 @@ impl fmt::Display for StoreError {
             StoreError::StorageFull(cause) => write!(f, "the disk is full: {cause}"),
             StoreError::Unusable(why) => write!(f, "{why}"),
             StoreError::Sqlite(cause) => write!(f, "sqlite: {cause}"),
+            StoreError::CorruptRow(what) => write!(f, "a stored row is corrupt: {what}"),
+            StoreError::Json(cause) => write!(f, "cannot encode JSON: {cause}"),
+            StoreError::BrokenInvariant(what) => write!(f, "a store invariant broke: {what}"),
+            StoreError::CheckpointBlocked => {
+                write!(f, "the WAL checkpoint was blocked by another connection")
+            }
+            StoreError::ListFull => {
+                write!(f, "the hosts' slots pass what the list's memory can index")
+            }
         }
     }
 }
@@ -134,8 +157,12 @@ impl Ending {
 /// and `write`.
 pub struct Db {
     conn: Mutex<Connection>,
-    /// The host list's in-memory orders and search text; locked only while `conn` is.
-    list_index: Mutex<list_index::ListIndex>,
+    /// The list's read side in memory (store::list): the host list and the group tree.
+    /// Lock order: `conn`, then `list`; `conn` is never taken while `list` is held.
+    list: Mutex<list::ListMemory>,
+    /// Told when the start-up read of the list's memory ends (`warm_list`), which list
+    /// requests wait for, holding no lock, rather than reading it a second time.
+    warmed: Condvar,
     /// Told of every commit of `write`: wakes the change feed's waiting requests.
     feed: changes::Feed,
     /// Set when the checkpoint after a write that removed sealed bytes failed (another
@@ -157,20 +184,81 @@ impl Db {
         work(&self.lock())
     }
 
-    /// Runs `work` on the connection and the host list's in-memory index, outside any
-    /// explicit transaction.
+    /// Runs `work` on the connection and the list's memory (store::list), outside any
+    /// explicit transaction. While the start-up read of the memory runs aside, waits for
+    /// it holding no lock (other requests go on meanwhile).
     pub fn read_list<T, E: From<StoreError>>(
         &self,
-        work: impl FnOnce(&Connection, &mut list_index::ListIndex) -> Result<T, E>,
+        work: impl FnOnce(&Connection, &mut list::ListMemory) -> Result<T, E>,
     ) -> Result<T, E> {
-        let conn = self.lock();
-        let mut index = self.list_index.lock().unwrap_or_else(|poisoned| {
+        let (mut conn, mut memory) = (self.lock(), self.lock_list());
+        while memory.waits_for_warm_up() {
+            drop(conn);
+            let woken = self.warmed.wait(memory);
+            // Lock order: the connection first, so the list's lock is let go and taken again.
+            drop(woken.unwrap_or_else(|poisoned| poisoned.into_inner()));
+            (conn, memory) = (self.lock(), self.lock_list());
+        }
+        work(&conn, &mut memory)
+    }
+
+    /// Reads the list's memory, then every row it keeps, at start-up (after SERVICE_PORT):
+    /// the hosts a chunk under the connection's lock alone and put in a table with no lock
+    /// held, sorted with none, taken in under a brief lock; then the rows a batch a lock,
+    /// rendered with none. Requests are answered between; list requests wait for the table
+    /// (docs/performance.md, Performance).
+    pub fn warm_list(&self) -> Result<(), StoreError> {
+        let warming = Warming::start(self);
+        let mut building = {
+            let conn = self.lock();
+            let building = self.lock_list().building(&conn);
+            building?
+        };
+        while let Some(chunk) = self.read(|conn| building.read_chunk(conn))? {
+            building.apply(chunk)?;
+        }
+        building.finish();
+        {
+            let conn = self.lock();
+            self.lock_list().install(&conn, building)?;
+        }
+        drop(warming);
+        self.warm_rows()
+    }
+
+    /// The rows of the list's memory, a batch a lock, rendered with no lock held.
+    fn warm_rows(&self) -> Result<(), StoreError> {
+        let mut from = 0;
+        loop {
+            let (read_at, hosts, next) = self.read_list(|conn, memory| {
+                let (unread, next) = memory.unread(conn, from, WARM_ROWS)?;
+                Ok::<_, StoreError>((
+                    list::rows::stamp(conn)?,
+                    list::rows::read_hosts(conn, &unread)?,
+                    next,
+                ))
+            })?;
+            if hosts.is_empty() {
+                return Ok(());
+            }
+            let rows = list::rows::render(hosts)?;
+            self.read_list(|conn, memory| {
+                if list::rows::stamp(conn)? == read_at {
+                    memory.keep(&rows);
+                }
+                Ok::<_, StoreError>(())
+            })?;
+            from = next;
+        }
+    }
+
+    fn lock_list(&self) -> MutexGuard<'_, list::ListMemory> {
+        self.list.lock().unwrap_or_else(|poisoned| {
             // A panic mid-update may leave it half patched: start it afresh.
-            let mut index = poisoned.into_inner();
-            *index = list_index::ListIndex::default();
-            index
-        });
-        work(&conn, &mut index)
+            let mut memory = poisoned.into_inner();
+            *memory = list::ListMemory::default();
+            memory
+        })
     }
 
     /// Runs `work` in one IMMEDIATE transaction, committed only when `work` returns `Ok`.
@@ -247,6 +335,24 @@ impl Db {
     }
 }
 
+/// The start-up read of the list's memory under way: list requests wait until it drops
+/// (also on an error or a panic), which wakes them.
+struct Warming<'db>(&'db Db);
+
+impl Warming<'_> {
+    fn start(db: &Db) -> Warming<'_> {
+        db.lock_list().set_warming(true);
+        Warming(db)
+    }
+}
+
+impl Drop for Warming<'_> {
+    fn drop(&mut self) {
+        self.0.lock_list().set_warming(false);
+        self.0.warmed.notify_all();
+    }
+}
+
 impl Db {
     /// Closes the connection at shutdown (SQLite checkpoints and removes the WAL), then
     /// records the closed file so the next start can skip the full page check
@@ -293,12 +399,13 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     migrate::migrate(&mut conn)?;
     groups::fill_fold_keys(&mut conn)?;
     keys::fill_fold_keys(&mut conn)?;
-    list_index::install(&conn)?;
+    list::install(&conn)?;
     scrub::install(&conn)?;
     files::restrict_sidecars(&path);
     Ok(Db {
         conn: Mutex::new(conn),
-        list_index: Mutex::default(),
+        list: Mutex::default(),
+        warmed: Condvar::new(),
         feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: Some(path),
@@ -312,11 +419,12 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     let mut conn = Connection::open_in_memory()?;
     set_pragmas(&conn)?;
     migrate::migrate(&mut conn)?;
-    list_index::install(&conn)?;
+    list::install(&conn)?;
     scrub::install(&conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
-        list_index: Mutex::default(),
+        list: Mutex::default(),
+        warmed: Condvar::new(),
         feed: changes::Feed::default(),
         scrub_pending: AtomicBool::new(false),
         path: None,
@@ -331,9 +439,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
 pub fn checkpoint(conn: &Connection) -> Result<(), StoreError> {
     let blocked: i64 = conn.query_row(CHECKPOINT_TRUNCATE, [], |row| row.get(0))?;
     if blocked != 0 {
-        return Err(StoreError::Sqlite(
-            "the WAL checkpoint was blocked by another connection".into(),
-        ));
+        return Err(StoreError::CheckpointBlocked);
     }
     Ok(())
 }

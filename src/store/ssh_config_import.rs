@@ -90,9 +90,9 @@ pub fn apply(conn: &Connection, plan: &mut ImportPlan<'_>) -> Result<(), StoreEr
             continue;
         };
         // The patch names no auth, the one part of an update that can break a rule.
-        let change = place
-            .change(current, hops, group_id)
-            .map_err(|err| StoreError::Sqlite(format!("an import's update broke {err}")))?;
+        let change = place.change(current, hops, group_id).map_err(|err| {
+            StoreError::BrokenInvariant(format!("an import's update broke {err}"))
+        })?;
         match change {
             None => report.unchanged(place),
             Some(change) => {
@@ -110,8 +110,9 @@ fn insert_key(conn: &Connection, key: &ImportedKey<'_>) -> Result<String, StoreE
     let file_name = key.path.rsplit('/').next().unwrap_or(key.path);
     let name = match keys::free_name(conn, file_name)? {
         Some(name) => name,
-        None => keys::free_name(conn, "imported key")?
-            .ok_or_else(|| StoreError::Sqlite("\"imported key\" is a valid key name".into()))?,
+        None => keys::free_name(conn, "imported key")?.ok_or_else(|| {
+            StoreError::BrokenInvariant("\"imported key\" is a valid key name".into())
+        })?,
     };
     Ok(keys::insert(conn, &name, &key.key)?.id)
 }

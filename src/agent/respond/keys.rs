@@ -167,7 +167,7 @@ fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<Nam
         return Ok(name);
     }
     store::keys::free_name(conn, &format!("ssh-add {fingerprint}"))?
-        .ok_or_else(|| StoreError::Sqlite("cannot name an added key".into()))
+        .ok_or_else(|| StoreError::BrokenInvariant("cannot name an added key".into()))
 }
 
 /// `REMOVE_IDENTITY` (`ssh-add -d`): the agent stops offering the key; it stays in the

@@ -129,7 +129,7 @@ pub enum Placement {
 }
 
 /// Sets up the log of changed groups the temp triggers fill (per connection, never in the
-/// file), for the group tree (api::group_tree). Called by store::list_index `install`.
+/// file), for the group tree (store::list::group_tree). Called by store::list `install`.
 pub fn install_change_log(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch(CREATE_CHANGE_LOG)?;
     Ok(())
@@ -141,7 +141,7 @@ pub fn all(conn: &Connection) -> Result<Vec<Group>, StoreError> {
 }
 
 /// The groups changed since the last call, each id with its row (`None`: deleted), and
-/// empties the log. Their only reader is the group tree (api::groups).
+/// empties the log. Their only reader is the group tree (store::list::group_tree).
 pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_CHANGED_GROUPS)?;
     let changed = statement
@@ -158,7 +158,7 @@ pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, S
 }
 
 /// The whole forest: one query for the groups, one for the direct host counts. The oracle
-/// the group tree's rendering (api::groups) is tested against.
+/// the group tree's rendering (store::list::group_tree) is tested against.
 #[cfg(test)]
 pub fn tree(conn: &Connection) -> Result<Vec<GroupView>, StoreError> {
     let groups = query_groups(conn, SELECT_ALL_GROUPS, params![])?;
@@ -453,136 +453,21 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<Group> {
 }
 
 #[cfg(test)]
+mod sequences;
+#[cfg(test)]
+mod test_support;
+
+#[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::{HashMap, HashSet};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::collections::HashMap;
 
     use rusqlite::params;
 
-    use crate::fuzz::Rng;
-    use crate::model::group::{GroupPatch, GroupView, NewGroup, MAX_DEPTH};
-    use crate::model::name::Name;
+    use crate::model::group::MAX_DEPTH;
+    use crate::store::groups::test_support::*;
     use crate::store::groups::{self, Placement};
     use crate::store::{open_in_memory, Db, StoreError};
-
-    /// Stamps long past, so that a stamp the store chooses is always later.
-    const NOW: &str = "2000-01-01T00:00:00.000Z";
-    const LATER: &str = "2000-01-02T00:00:00.000Z";
-
-    fn new_group(name: &str, parent: Option<&str>) -> NewGroup {
-        NewGroup {
-            name: Name::from_text(name).unwrap(),
-            parent_id: parent.map(str::to_owned),
-            color: String::new(),
-            icon: String::new(),
-        }
-    }
-
-    /// A distinct id for each group a test adds: the store takes ids as the handlers give them.
-    fn next_id() -> String {
-        static NEXT: AtomicUsize = AtomicUsize::new(1);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        format!("00000000-0000-4000-8000-{n:012x}")
-    }
-
-    fn try_add(
-        db: &Db,
-        name: &str,
-        parent: Option<&str>,
-    ) -> Result<(String, Placement), StoreError> {
-        let id = next_id();
-        let placement = db.write(|tx| groups::insert(tx, &id, &new_group(name, parent)))?;
-        Ok((id, placement))
-    }
-
-    fn add(db: &Db, name: &str, parent: Option<&str>) -> String {
-        let (id, placement) = try_add(db, name, parent).unwrap();
-        assert_eq!(placement, Placement::Placed);
-        id
-    }
-
-    fn move_to(db: &Db, id: &str, parent: Option<&str>) -> Result<Placement, StoreError> {
-        let patch = GroupPatch {
-            parent_id: Some(parent.map(str::to_owned)),
-            ..GroupPatch::default()
-        };
-        db.write(|tx| groups::update(tx, id, &patch))
-    }
-
-    fn add_host(db: &Db, id: &str, group: Option<&str>) {
-        db.write(|tx| {
-            tx.execute(
-                "INSERT INTO hosts (id, name, name_key, hostname, port, username, auth_type,
-                     group_id, created_at, updated_at)
-                 VALUES (?1, ?1, ?1, 'example.org', 22, 'root', 'agent', ?2, ?3, ?3)",
-                params![id, group, NOW],
-            )?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-    }
-
-    fn delete_host(db: &Db, id: &str) {
-        db.write(|tx| {
-            tx.execute("DELETE FROM hosts WHERE id = ?1", params![id])?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-    }
-
-    fn move_host(db: &Db, id: &str, group: Option<&str>) {
-        db.write(|tx| {
-            tx.execute(
-                "UPDATE hosts SET group_id = ?2 WHERE id = ?1",
-                params![id, group],
-            )?;
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-    }
-
-    fn host_groups(db: &Db) -> HashMap<String, Option<String>> {
-        db.read(|conn| {
-            let mut statement = conn.prepare("SELECT id, group_id FROM hosts")?;
-            let rows = statement
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-                .collect::<Result<HashMap<_, _>, _>>()?;
-            Ok::<_, StoreError>(rows)
-        })
-        .unwrap()
-    }
-
-    /// id -> (parent_id, name, name_key), straight from the table.
-    fn group_rows(db: &Db) -> HashMap<String, (Option<String>, String, String)> {
-        db.read(|conn| {
-            let mut statement = conn.prepare("SELECT id, parent_id, name, name_key FROM groups")?;
-            let rows = statement
-                .query_map([], |row| {
-                    Ok((row.get(0)?, (row.get(1)?, row.get(2)?, row.get(3)?)))
-                })?
-                .collect::<Result<HashMap<_, _>, _>>()?;
-            Ok::<_, StoreError>(rows)
-        })
-        .unwrap()
-    }
-
-    fn tree(db: &Db) -> Vec<GroupView> {
-        db.read(groups::tree).unwrap()
-    }
-
-    fn chain(db: &Db, levels: usize) -> Vec<String> {
-        let mut ids: Vec<String> = Vec::new();
-        for level in 1..=levels {
-            let id = add(
-                db,
-                &format!("level {level}"),
-                ids.last().map(String::as_str),
-            );
-            ids.push(id);
-        }
-        ids
-    }
 
     #[test]
     fn delete_gives_hosts_and_children_to_the_parent_and_renames_a_clash() {
@@ -787,220 +672,6 @@ mod tests {
         let db = open_in_memory().unwrap();
         let err = db.read(|conn| groups::view(conn, "nope")).unwrap_err();
         assert!(matches!(err, StoreError::GroupNotFound), "{err}");
-    }
-
-    /// Seeded random create / move / rename / delete / host-assign steps; after every step
-    /// the invariants hold and the tree's counts match a recount.
-    #[test]
-    fn random_sequences_keep_the_tree_sound_and_lose_nothing() {
-        for seed in [0x9E37_79B9_7F4A_7C15_u64, 0xDEAD_BEEF_CAFE_F00D, 42] {
-            run_sequence(seed, 300);
-        }
-    }
-
-    fn run_sequence(seed: u64, steps: usize) {
-        const NAMES: [&str; 8] = ["a", "A", "b", "Web", "web", "a (2)", "db", "É"];
-        const HOSTS: usize = 60;
-        let db = open_in_memory().unwrap();
-        let mut rng = Rng::new(seed);
-        for index in 0..HOSTS {
-            add_host(&db, &format!("host-{index}"), None);
-        }
-        for step in 0..steps {
-            let rows = group_rows(&db);
-            let ids: Vec<String> = {
-                let mut ids: Vec<String> = rows.keys().cloned().collect();
-                ids.sort();
-                ids
-            };
-            let context = format!("seed {seed:#x} step {step}");
-            match rng.below(10) {
-                0..=3 => {
-                    let name = NAMES[rng.below(NAMES.len())];
-                    let parent = rng.pick_any(&ids).filter(|_| rng.below(4) != 0).cloned();
-                    match try_add(&db, name, parent.as_deref()) {
-                        Ok(_) | Err(StoreError::DuplicateName(_)) => {}
-                        Err(err) => panic!("{context}: create failed: {err}"),
-                    }
-                }
-                4..=5 => {
-                    let Some(id) = rng.pick_any(&ids).cloned() else {
-                        continue;
-                    };
-                    let target = rng.pick_any(&ids).filter(|_| rng.below(5) != 0).cloned();
-                    let expect_under_itself = target
-                        .as_deref()
-                        .is_some_and(|target| is_ancestor_or_self(&rows, &id, target));
-                    match move_to(&db, &id, target.as_deref()) {
-                        Ok(Placement::UnderItself) => assert!(expect_under_itself, "{context}"),
-                        Ok(_) | Err(StoreError::DuplicateName(_)) => {
-                            assert!(!expect_under_itself, "{context}: cycle accepted")
-                        }
-                        Err(err) => panic!("{context}: move failed: {err}"),
-                    }
-                }
-                6 => {
-                    let Some(id) = rng.pick_any(&ids).cloned() else {
-                        continue;
-                    };
-                    let patch = GroupPatch {
-                        name: Some(Name::from_text(NAMES[rng.below(NAMES.len())]).unwrap()),
-                        ..GroupPatch::default()
-                    };
-                    match db.write(|tx| groups::update(tx, &id, &patch)) {
-                        Ok(_) | Err(StoreError::DuplicateName(_)) => {}
-                        Err(err) => panic!("{context}: rename failed: {err}"),
-                    }
-                }
-                7..=8 => {
-                    let Some(id) = rng.pick_any(&ids).cloned() else {
-                        continue;
-                    };
-                    let parent = rows[&id].0.clone();
-                    let children: Vec<&String> = rows
-                        .iter()
-                        .filter(|(_, row)| row.0.as_deref() == Some(id.as_str()))
-                        .map(|(child, _)| child)
-                        .collect();
-                    let hosts_before = host_groups(&db);
-                    db.write(|tx| groups::delete(tx, &id)).unwrap();
-                    let after = group_rows(&db);
-                    assert_eq!(after.len(), rows.len() - 1, "{context}");
-                    for child in children {
-                        assert_eq!(after[child].0, parent, "{context}: child not at the parent");
-                    }
-                    for (host, group) in host_groups(&db) {
-                        let was_in_deleted = hosts_before[&host].as_deref() == Some(id.as_str());
-                        let expected = if was_in_deleted {
-                            parent.clone()
-                        } else {
-                            hosts_before[&host].clone()
-                        };
-                        assert_eq!(group, expected, "{context}: host {host}");
-                    }
-                }
-                _ => {
-                    // Host moves and re-creations drive every count trigger.
-                    let host = format!("host-{}", rng.below(HOSTS));
-                    let group = rng.pick_any(&ids).filter(|_| rng.below(5) != 0).cloned();
-                    if rng.below(2) == 0 {
-                        move_host(&db, &host, group.as_deref());
-                    } else {
-                        delete_host(&db, &host);
-                        add_host(&db, &host, group.as_deref());
-                    }
-                }
-            }
-            check_invariants(&db, HOSTS, &format!("seed {seed:#x} after step {step}"));
-        }
-    }
-
-    fn is_ancestor_or_self(
-        rows: &HashMap<String, (Option<String>, String, String)>,
-        ancestor: &str,
-        start: &str,
-    ) -> bool {
-        let mut node = Some(start.to_owned());
-        let mut steps = 0;
-        while let Some(current) = node {
-            if current == ancestor {
-                return true;
-            }
-            steps += 1;
-            assert!(steps <= rows.len(), "cycle in the parent chain");
-            node = rows.get(&current).and_then(|row| row.0.clone());
-        }
-        false
-    }
-
-    fn check_invariants(db: &Db, hosts: usize, context: &str) {
-        let rows = group_rows(db);
-        let mut sibling_keys = HashSet::new();
-        for (id, (parent, name, key)) in &rows {
-            if let Some(parent) = parent {
-                assert!(
-                    rows.contains_key(parent),
-                    "{context}: parent of {id} is missing"
-                );
-            }
-            // No cycle, and no group deeper than MAX_DEPTH.
-            let mut depth = 1;
-            let mut node = parent.clone();
-            while let Some(current) = node {
-                assert_ne!(&current, id, "{context}: {id} is its own ancestor");
-                depth += 1;
-                assert!(
-                    depth <= MAX_DEPTH,
-                    "{context}: {id} is deeper than {MAX_DEPTH}"
-                );
-                node = rows[&current].0.clone();
-            }
-            assert_eq!(key, &name.to_lowercase(), "{context}");
-            assert!(name.chars().count() <= 100, "{context}");
-            assert!(
-                sibling_keys.insert((parent.clone(), key.clone())),
-                "{context}: two siblings named {key}"
-            );
-        }
-        let host_rows = host_groups(db);
-        assert_eq!(host_rows.len(), hosts, "{context}: a host was lost");
-        for (host, group) in &host_rows {
-            if let Some(group) = group {
-                assert!(
-                    rows.contains_key(group),
-                    "{context}: {host} is in a missing group"
-                );
-            }
-        }
-
-        let forest = tree(db);
-        let mut seen = HashSet::new();
-        check_nodes(&forest, None, &rows, &host_rows, &mut seen, context);
-        assert_eq!(
-            seen.len(),
-            rows.len(),
-            "{context}: tree does not hold every group once"
-        );
-    }
-
-    /// Checks each node against a recount; returns the total hosts below `views`.
-    fn check_nodes(
-        views: &[GroupView],
-        parent: Option<&str>,
-        rows: &HashMap<String, (Option<String>, String, String)>,
-        hosts: &HashMap<String, Option<String>>,
-        seen: &mut HashSet<String>,
-        context: &str,
-    ) -> u64 {
-        let mut total = 0;
-        let mut previous: Option<(String, String)> = None;
-        for view in views {
-            assert!(seen.insert(view.id.clone()), "{context}: {} twice", view.id);
-            assert_eq!(view.parent_id.as_deref(), parent, "{context}");
-            let sort_key = (rows[&view.id].2.clone(), view.id.clone());
-            if let Some(previous) = &previous {
-                assert!(previous < &sort_key, "{context}: children out of order");
-            }
-            previous = Some(sort_key);
-            let direct = hosts
-                .values()
-                .filter(|group| group.as_deref() == Some(view.id.as_str()))
-                .count() as u64;
-            assert_eq!(
-                view.host_count, direct,
-                "{context}: host_count of {}",
-                view.id
-            );
-            let below = check_nodes(&view.children, Some(&view.id), rows, hosts, seen, context);
-            assert_eq!(
-                view.total_host_count,
-                direct + below,
-                "{context}: total of {}",
-                view.id
-            );
-            total += direct + below;
-        }
-        total
     }
 
     /// Rows as a version-3 database or an outside tool holds them: no match key yet.

@@ -1,10 +1,11 @@
-//! The body of `GET /api/groups`, computed for every request from the groups kept in
-//! memory between requests (docs/api.md, API: Groups).
+//! The group tree of `GET /api/groups`, kept in the list's memory between requests and
+//! rendered for every request (docs/api.md, API: Groups).
 //!
 //! Each group's row and JSON head (its stored fields, serialized once) are patched from the
-//! groups change log (store::groups `take_changed`); the tree's shape is worked out again
-//! after any group change, and the host counts come from the list's memory for each
-//! request, so no answer is ever kept.
+//! groups' change log (store::groups `take_changed`) when the list's memory is brought to
+//! the connection's state (store::list, the one freshness check); the tree's shape is
+//! worked out again after any group change, and the host counts come from the hosts'
+//! member sets for each request, so no answer is ever kept.
 //!
 //! Invariants: the body equals the serialized `model::tree::build` of the stored groups and
 //! counts (tests below): children sorted by name key then id, every group exactly once. A
@@ -13,63 +14,59 @@
 
 use std::collections::HashMap;
 
-use crate::error::ApiError;
+use rusqlite::Connection;
+
 use crate::model::group::{Group, GroupView};
 use crate::model::tree;
-use crate::store;
+use crate::store::StoreError;
 
 /// The groups kept between requests.
 #[derive(Default)]
 pub struct GroupTree {
-    /// `data_version` when the rows were read; another connection's commit reads them again.
-    data_version: Option<i64>,
-    /// The connection's `total_changes` after the log was last read: while it stays,
-    /// nothing was logged.
-    changes_seen: u64,
-    entries: Vec<Entry>,
+    /// Whether every group was read (else `refresh` reads them all).
+    read: bool,
+    pub(super) entries: Vec<Entry>,
     /// Entry by group id.
     index: HashMap<String, usize>,
     /// Entries by name key, then id: the order of siblings.
     sorted: Vec<usize>,
     /// The entries in tree order (each parent before its sorted children), `None` after a
     /// change.
-    shape: Option<Vec<Node>>,
+    pub(super) shape: Option<Vec<Node>>,
 }
 
-struct Entry {
-    group: Group,
-    head: String,
+pub(super) struct Entry {
+    pub(super) group: Group,
+    /// Its view's JSON up to the counts.
+    pub(super) head: String,
 }
 
 /// A group in the shape, and where its subtree ends in the shape.
 #[derive(Clone, Copy)]
-struct Node {
-    entry: usize,
-    end: usize,
+pub(super) struct Node {
+    pub(super) entry: usize,
+    pub(super) end: usize,
 }
 
 /// No entry.
 const NONE: usize = usize::MAX;
 
 impl GroupTree {
-    /// Brings the rows and the shape to the connection's state.
-    pub fn refresh(&mut self, conn: &store::Conn) -> Result<(), ApiError> {
-        let version = store::list_index::data_version(conn)?;
-        if self.data_version != Some(version) {
-            *self = GroupTree::default();
-            for group in store::groups::all(conn)? {
+    /// Brings the rows and the shape to the connection's state: every group when none was
+    /// read, then what the groups' log holds (emptying it). The caller (store::list) drops
+    /// the tree after another connection's commit.
+    pub fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        if !self.read {
+            for group in crate::store::groups::all(conn)? {
                 self.put(group)?;
             }
-            self.data_version = Some(version);
+            self.read = true;
         }
-        if store::list_index::changes(conn) != self.changes_seen {
-            for (id, group) in store::groups::take_changed(conn)? {
-                match group {
-                    Some(group) => self.put(group)?,
-                    None => self.remove(&id),
-                }
+        for (id, group) in crate::store::groups::take_changed(conn)? {
+            match group {
+                Some(group) => self.put(group)?,
+                None => self.remove(&id),
             }
-            self.changes_seen = store::list_index::changes(conn);
         }
         if self.shape.is_none() {
             self.shape = Some(self.shaped().unwrap_or_else(|| self.built()));
@@ -77,38 +74,8 @@ impl GroupTree {
         Ok(())
     }
 
-    /// The `{ items: [Group] }` body (docs/api.md, Groups), with `count`'s direct host counts and their
-    /// sums over each subtree.
-    pub fn render(&self, count: impl Fn(&str) -> u64) -> Vec<u8> {
-        let shape = self.shape.as_deref().unwrap_or_default();
-        let direct: Vec<u64> = shape
-            .iter()
-            .map(|node| count(&self.entries[node.entry].group.id))
-            .collect();
-        let mut totals = direct.clone();
-        for at in (0..shape.len()).rev() {
-            let mut child = at + 1;
-            while child < shape[at].end {
-                totals[at] = totals[at].saturating_add(totals[child]);
-                child = shape[child].end;
-            }
-        }
-        let size = self.entries.iter().map(|entry| entry.head.len() + 80);
-        let mut body = Vec::with_capacity(size.sum::<usize>() + 16);
-        body.extend_from_slice(br#"{"items":["#);
-        let mut at = 0;
-        while at < shape.len() {
-            if at > 0 {
-                body.push(b',');
-            }
-            at = self.render_node(&mut body, shape, (&direct, &totals), at);
-        }
-        body.extend_from_slice(b"]}");
-        body
-    }
-
     /// Keeps a group's row and serializes its head: its view's JSON up to the counts.
-    fn put(&mut self, group: Group) -> Result<(), ApiError> {
+    fn put(&mut self, group: Group) -> Result<(), StoreError> {
         let view = GroupView {
             id: group.id.clone(),
             name: group.name.clone(),
@@ -122,10 +89,12 @@ impl GroupTree {
             total_host_count: 0,
             children: Vec::new(),
         };
-        let json = serde_json::to_string(&view).map_err(ApiError::internal)?;
+        let json = serde_json::to_string(&view).map_err(|err| StoreError::Json(err.to_string()))?;
         let head = json
             .strip_suffix(r#""host_count":0,"total_host_count":0,"children":[]}"#)
-            .ok_or_else(|| ApiError::internal("a group view serialized in another shape"))?
+            .ok_or_else(|| {
+                StoreError::BrokenInvariant("a group view serialized in another shape".into())
+            })?
             .to_owned();
         self.remove(&group.id);
         let entry = self.entries.len();
@@ -231,47 +200,6 @@ impl GroupTree {
             shape[at].end = shape.len();
         }
     }
-
-    /// Writes the group at `at` and its subtree; returns where the subtree ends.
-    fn render_node(
-        &self,
-        body: &mut Vec<u8>,
-        shape: &[Node],
-        (direct, totals): (&[u64], &[u64]),
-        at: usize,
-    ) -> usize {
-        let node = shape[at];
-        body.extend_from_slice(self.entries[node.entry].head.as_bytes());
-        body.extend_from_slice(br#""host_count":"#);
-        push_number(body, direct[at]);
-        body.extend_from_slice(br#","total_host_count":"#);
-        push_number(body, totals[at]);
-        body.extend_from_slice(br#","children":["#);
-        let mut child = at + 1;
-        while child < node.end {
-            if child > at + 1 {
-                body.push(b',');
-            }
-            child = self.render_node(body, shape, (direct, totals), child);
-        }
-        body.extend_from_slice(b"]}");
-        node.end
-    }
-}
-
-/// Appends `number` in decimal.
-fn push_number(body: &mut Vec<u8>, mut number: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (number % 10) as u8;
-        number /= 10;
-        if number == 0 {
-            break;
-        }
-    }
-    body.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -279,7 +207,6 @@ fn push_number(body: &mut Vec<u8>, mut number: u64) {
 mod tests {
     use serde_json::{json, Value};
 
-    use crate::api::group_tree::GroupTree;
     use crate::model::group::{GroupPatch, NewGroup};
     use crate::model::name::Name;
     use crate::store::{self, Db, StoreError};
@@ -312,11 +239,9 @@ mod tests {
 
     /// Asserts that the rendered body is the serialized tree `store::groups::tree` builds
     /// from SQL (rows and trigger-kept counts).
-    fn assert_renders_the_sql_tree(db: &Db, tree: &mut GroupTree) {
-        db.read_list(|conn, index| {
-            tree.refresh(conn).unwrap();
-            let body: Value =
-                serde_json::from_slice(&tree.render(index.group_host_counts(conn)?)).unwrap();
+    fn assert_renders_the_sql_tree(db: &Db) {
+        db.read_list(|conn, memory| {
+            let body: Value = serde_json::from_slice(&memory.group_tree(conn)?).unwrap();
             let oracle = json!({ "items": store::groups::tree(conn)? });
             assert_eq!(body, oracle);
             Ok::<_, StoreError>(())
@@ -329,8 +254,7 @@ mod tests {
     #[test]
     fn the_rendered_tree_equals_the_tree_built_from_sql_after_every_kind_of_change() {
         let db = store::open_in_memory().unwrap();
-        let mut tree = GroupTree::default();
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
         add(&db, "a", "Alpha", None);
         add(&db, "b", "beta", None);
         add(&db, "c", "Charlie", Some("a"));
@@ -338,14 +262,14 @@ mod tests {
         add(&db, "e", "Echo", Some("c"));
         host_in(&db, 1, "e");
         host_in(&db, 2, "a");
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
         let rename = GroupPatch {
             name: Some(Name::from_text("aaa").unwrap()),
             ..GroupPatch::default()
         };
         db.write(|tx| store::groups::update(tx, "d", &rename))
             .unwrap();
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
         let to_top = GroupPatch {
             parent_id: Some(None),
             color: Some("#112233".into()),
@@ -354,12 +278,12 @@ mod tests {
         db.write(|tx| store::groups::update(tx, "c", &to_top))
             .unwrap();
         host_in(&db, 3, "c");
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
         db.write(|tx| store::groups::delete(tx, "c")).unwrap();
         add(&db, "f", "Foxtrot \"quoted\"", Some("e"));
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
         db.write(|tx| store::groups::delete(tx, "a")).unwrap();
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
     }
 
     /// Groups the store never writes, through plain SQL: a parent that does not exist puts
@@ -367,11 +291,10 @@ mod tests {
     #[test]
     fn orphans_and_cycles_render_as_the_tree_built_from_sql() {
         let db = store::open_in_memory().unwrap();
-        let mut tree = GroupTree::default();
         add(&db, "a", "a", None);
         add(&db, "b", "b", Some("a"));
         add(&db, "c", "c", Some("b"));
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
         db.read(|conn| {
             conn.execute_batch(
                 "PRAGMA foreign_keys = OFF;
@@ -383,6 +306,6 @@ mod tests {
             Ok::<_, StoreError>(())
         })
         .unwrap();
-        assert_renders_the_sql_tree(&db, &mut tree);
+        assert_renders_the_sql_tree(&db);
     }
 }

@@ -155,7 +155,7 @@ fn block_candidates(firsts: &[u8; PAD], lasts: &[u8; PAD], first: u8, last: u8) 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::store::search_text::SearchText;
+    use crate::store::list::search_text::SearchText;
 
     /// What the scan finds, as slots.
     fn found(text: &SearchText, needle: &str) -> Vec<u32> {
