@@ -125,7 +125,7 @@ mod tests {
     use crate::http::{HttpError, Method};
 
     fn req(target: &str) -> Result<Req, HttpError> {
-        Req::new(Method::Get, target, Zeroizing::new(Vec::new()))
+        Req::get(target)
     }
 
     #[test]

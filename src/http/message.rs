@@ -81,6 +81,12 @@ pub struct Req {
 }
 
 impl Req {
+    /// A bodiless `GET` of `target`, for unit tests of what reads a request.
+    #[cfg(test)]
+    pub fn get(target: &str) -> Result<Req, HttpError> {
+        Req::new(Method::Get, target, Zeroizing::new(Vec::new()))
+    }
+
     /// Splits `target` (path and query) and decodes both. A query that is not valid
     /// percent-encoded UTF-8, or names a parameter twice, is a 400.
     pub fn new(method: Method, target: &str, body: Zeroizing<Vec<u8>>) -> Result<Req, HttpError> {
@@ -246,7 +252,7 @@ mod tests {
     use crate::http::HttpError;
 
     fn req(target: &str) -> Result<Req, HttpError> {
-        Req::new(Method::Get, target, Zeroizing::new(Vec::new()))
+        Req::get(target)
     }
 
     #[test]

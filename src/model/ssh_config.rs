@@ -316,21 +316,25 @@ fn drop_exported_agent_lines(block: &mut HostBlock) {
     });
 }
 
+/// The hosts an import reads back from `text` (skipped blocks left out), for tests here and
+/// in the export's.
+#[cfg(test)]
+pub fn hosts_of(text: &str) -> Vec<HostBlock> {
+    interpret(&parse(text))
+        .into_iter()
+        .filter_map(|outcome| match outcome {
+            Outcome::Host(block) => Some(block),
+            Outcome::Skipped { .. } => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::model::ssh_config::{interpret, parse, HostBlock, Outcome};
+    use crate::model::ssh_config::hosts_of as hosts;
+    use crate::model::ssh_config::{interpret, parse, Outcome};
     use crate::model::ssh_words::split_args;
-
-    fn hosts(text: &str) -> Vec<HostBlock> {
-        interpret(&parse(text))
-            .into_iter()
-            .filter_map(|outcome| match outcome {
-                Outcome::Host(block) => Some(block),
-                Outcome::Skipped { .. } => None,
-            })
-            .collect()
-    }
 
     fn skipped(text: &str) -> Vec<(String, String)> {
         interpret(&parse(text))

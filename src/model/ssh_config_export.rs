@@ -199,20 +199,10 @@ fn quote(text: &str) -> String {
 mod tests {
     use std::collections::HashSet;
 
-    use crate::model::ssh_config::{interpret, parse, HostBlock, Outcome, Section};
+    use crate::model::ssh_config::hosts_of as hosts;
+    use crate::model::ssh_config::{parse, Section};
     use crate::model::ssh_config_export::{alias_for, quote, render, ExportHost};
     use crate::model::ssh_words::split_args;
-
-    /// The hosts an import reads back from `text`.
-    fn hosts(text: &str) -> Vec<HostBlock> {
-        interpret(&parse(text))
-            .into_iter()
-            .filter_map(|outcome| match outcome {
-                Outcome::Host(block) => Some(block),
-                Outcome::Skipped { .. } => None,
-            })
-            .collect()
-    }
 
     #[test]
     fn aliases_are_slugs_made_unique_in_order() {

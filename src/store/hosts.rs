@@ -395,6 +395,25 @@ fn write_tags(conn: &Connection, seq: i64, tags: &[String]) -> Result<(), StoreE
     Ok(())
 }
 
+/// A host `name` at `hostname` (port 22, user `u`, agent auth) with the fields of `extra`
+/// over those, for the store's tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub fn new_host_for_tests(name: &str, hostname: &str, extra: serde_json::Value) -> NewHost {
+    let mut body = serde_json::json!({
+        "name": name, "hostname": hostname, "port": 22, "username": "u",
+        "auth": {"type": "agent"}
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        body[key] = value.clone();
+    }
+    NewHost::from_json(
+        body.as_object().unwrap(),
+        crate::model::host::PasswordField::Absent,
+    )
+    .unwrap()
+}
+
 /// A top-level group named like its id, through the groups store, for the tests below.
 #[cfg(test)]
 pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreError> {
@@ -420,16 +439,7 @@ mod tests {
     };
     use crate::store::{open_in_memory, StoreError};
 
-    fn new_host(name: &str, hostname: &str, extra: Value) -> NewHost {
-        let mut body = json!({
-            "name": name, "hostname": hostname, "port": 22, "username": "u",
-            "auth": {"type": "agent"}
-        });
-        for (key, value) in extra.as_object().unwrap() {
-            body[key] = value.clone();
-        }
-        NewHost::from_json(body.as_object().unwrap(), PasswordField::Absent).unwrap()
-    }
+    use crate::store::hosts::new_host_for_tests as new_host;
 
     /// A port out of range (written past the store, say by an older build or a tool) is named
     /// as a corrupt row, not passed off as SQLite's fault.

@@ -11,22 +11,12 @@ use serde_json::{json, Value};
 use crate::model::host::{NewHost, PasswordField};
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::hosts::{
-    by_id, delete, insert, insert_group_for_tests, move_to, toggle_favorite, touch_last_used,
+    by_id, delete, insert, insert_group_for_tests, move_to, new_host_for_tests as new_host,
+    toggle_favorite, touch_last_used,
 };
 use crate::store::list::rows::list;
 use crate::store::list::ListMemory;
 use crate::store::{open_in_memory, StoreError};
-
-fn new_host(name: &str, hostname: &str, extra: Value) -> NewHost {
-    let mut body = json!({
-        "name": name, "hostname": hostname, "port": 22, "username": "u",
-        "auth": {"type": "agent"}
-    });
-    for (key, value) in extra.as_object().unwrap() {
-        body[key] = value.clone();
-    }
-    NewHost::from_json(body.as_object().unwrap(), PasswordField::Absent).unwrap()
-}
 
 fn query(pairs: &[(&str, &str)]) -> HostQuery {
     HostQuery::parse(|name| {
