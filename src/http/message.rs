@@ -246,9 +246,7 @@ fn percent_decode(text: &str, plus_is_space: bool) -> Option<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use zeroize::Zeroizing;
-
-    use crate::http::message::{Method, Reply, Req};
+    use crate::http::message::{Reply, Req};
     use crate::http::HttpError;
 
     fn req(target: &str) -> Result<Req, HttpError> {

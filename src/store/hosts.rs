@@ -431,9 +431,8 @@ pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreEr
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use serde_json::{json, Value};
+    use serde_json::json;
 
-    use crate::model::host::{NewHost, PasswordField};
     use crate::store::hosts::{
         by_id, delete, insert, insert_group_for_tests, move_to, toggle_favorite, touch_last_used,
     };

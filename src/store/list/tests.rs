@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use rusqlite::params;
 use serde_json::{json, Value};
 
-use crate::model::host::{NewHost, PasswordField};
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::hosts::{
     by_id, delete, insert, insert_group_for_tests, move_to, new_host_for_tests as new_host,
