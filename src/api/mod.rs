@@ -122,11 +122,7 @@ mod tests {
     use zeroize::Zeroizing;
 
     use super::*;
-    use crate::http::{HttpError, Method};
-
-    fn req(target: &str) -> Result<Req, HttpError> {
-        Req::get(target)
-    }
+    use crate::http::Method;
 
     #[test]
     fn json_type_errors_do_not_echo_the_value() {
@@ -144,32 +140,32 @@ mod tests {
 
     #[test]
     fn number_parameter_at_its_minimum_is_accepted_and_below_it_rejected() {
-        let at_min = req("/x?limit=1").unwrap();
+        let at_min = Req::get("/x?limit=1").unwrap();
         assert_eq!(number_parameter(&at_min, "limit", 1, 10).unwrap(), Some(1));
-        let below = req("/x?limit=0").unwrap();
+        let below = Req::get("/x?limit=0").unwrap();
         let err = number_parameter(&below, "limit", 1, 10).unwrap_err();
         assert!(err.to_string().contains("limit"), "{err}");
     }
 
     #[test]
     fn number_parameter_above_its_maximum_is_clamped() {
-        let at_max = req("/x?wait=30").unwrap();
+        let at_max = Req::get("/x?wait=30").unwrap();
         assert_eq!(number_parameter(&at_max, "wait", 0, 30).unwrap(), Some(30));
-        let above = req("/x?wait=31").unwrap();
+        let above = Req::get("/x?wait=31").unwrap();
         assert_eq!(number_parameter(&above, "wait", 0, 30).unwrap(), Some(30));
-        let huge = req("/x?wait=99999999999999999999999").unwrap();
+        let huge = Req::get("/x?wait=99999999999999999999999").unwrap();
         assert_eq!(number_parameter(&huge, "wait", 0, 30).unwrap(), Some(30));
     }
 
     #[test]
     fn number_parameter_that_is_not_plain_digits_is_rejected() {
         for bad in ["", "-1", "+1", "1.5", "1e3", " 1", "x"] {
-            let req = req(&format!("/x?since={bad}")).unwrap();
+            let req = Req::get(&format!("/x?since={bad}")).unwrap();
             let err = number_parameter(&req, "since", 0, 10).unwrap_err();
             assert_eq!(err.code(), "VALIDATION_ERROR", "{bad:?}");
         }
         assert_eq!(
-            number_parameter(&req("/x").unwrap(), "since", 0, 10).unwrap(),
+            number_parameter(&Req::get("/x").unwrap(), "since", 0, 10).unwrap(),
             None
         );
     }

@@ -247,15 +247,10 @@ fn percent_decode(text: &str, plus_is_space: bool) -> Option<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::http::message::{Reply, Req};
-    use crate::http::HttpError;
-
-    fn req(target: &str) -> Result<Req, HttpError> {
-        Req::get(target)
-    }
 
     #[test]
     fn query_values_are_percent_and_plus_decoded() {
-        let req = req("/api/hosts?search=a%25b+c&tag=x%2Fy").unwrap();
+        let req = Req::get("/api/hosts?search=a%25b+c&tag=x%2Fy").unwrap();
         assert_eq!(req.query("search"), Some("a%b c"));
         assert_eq!(req.query("tag"), Some("x/y"));
         assert_eq!(req.path, "/api/hosts");
@@ -263,27 +258,33 @@ mod tests {
 
     #[test]
     fn bad_percent_escape_is_rejected() {
-        assert_eq!(req("/api/hosts?search=%zz").err().unwrap().status(), 400);
-        assert_eq!(req("/api/hosts?search=%ff").err().unwrap().status(), 400);
+        assert_eq!(
+            Req::get("/api/hosts?search=%zz").err().unwrap().status(),
+            400
+        );
+        assert_eq!(
+            Req::get("/api/hosts?search=%ff").err().unwrap().status(),
+            400
+        );
     }
 
     #[test]
     fn repeated_query_parameter_is_rejected() {
         assert_eq!(
-            req("/api/hosts?page=1&page=2").err().unwrap().code(),
+            Req::get("/api/hosts?page=1&page=2").err().unwrap().code(),
             "VALIDATION_ERROR"
         );
     }
 
     #[test]
     fn a_path_that_is_not_percent_encoded_utf_8_is_a_bad_request() {
-        assert_eq!(req("/api/%ff").err().unwrap().code(), "BAD_REQUEST");
+        assert_eq!(Req::get("/api/%ff").err().unwrap().code(), "BAD_REQUEST");
     }
 
     #[test]
     fn trailing_slash_keeps_an_empty_segment() {
         assert_eq!(
-            req("/api/hosts/").unwrap().segments(),
+            Req::get("/api/hosts/").unwrap().segments(),
             vec!["api", "hosts", ""]
         );
     }
