@@ -78,6 +78,7 @@ def growth_svg(title, unit, sizes, series):
                f'hosts in the catalogue (log scale)</text>')
     out.append(f'<text x="16" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
                f'transform="rotate(-90 16 {TOP + plot_h / 2:.1f})">{escape(unit)} (log scale)</text>')
+    label_y = _spread_labels(points, x_of, y_of)
     for index, (label, line) in enumerate(points.items()):
         colour = COLOURS[index % len(COLOURS)]
         path = " ".join(f"{x_of(size):.1f},{y_of(value):.1f}" for size, value in line)
@@ -85,7 +86,8 @@ def growth_svg(title, unit, sizes, series):
         for size, value in line:
             x, y = x_of(size), y_of(value)
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
-            out.append(f'<text x="{x + 5:.1f}" y="{y - 5:.1f}" fill="{colour}">{_label(value)}</text>')
+            out.append(f'<text x="{x + 5:.1f}" y="{label_y[(label, size)]:.1f}" fill="{colour}">'
+                       f'{_label(value)}</text>')
         legend_y = TOP + 14 + index * 30
         out.append(f'<line x1="{WIDTH - RIGHT + 14}" y1="{legend_y - 4}" x2="{WIDTH - RIGHT + 34}" '
                    f'y2="{legend_y - 4}" stroke="{colour}" stroke-width="2"/>')
@@ -93,6 +95,21 @@ def growth_svg(title, unit, sizes, series):
             out.append(f'<text x="{WIDTH - RIGHT + 40}" y="{legend_y + row * 13}">{escape(words)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _spread_labels(points, x_of, y_of, gap=12):
+    """The y of each point's value label, {(series, size): y}: just above its point, moved
+    down where it would overlap the label of another series at the same catalogue size."""
+    placed = {}
+    sizes = {size for line in points.values() for size, _ in line}
+    for size in sizes:
+        at = sorted((y_of(value) - 5, label) for label, line in points.items() for s, value in line if s == size)
+        last = None
+        for y, label in at:
+            if last is not None and y < last + gap:
+                y = last + gap
+            placed[(label, size)] = last = y
+    return placed
 
 
 def _wrap(text, width):
