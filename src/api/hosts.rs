@@ -214,7 +214,7 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
 /// `?agent=true` a key host gets its public key and the SSH agent's socket instead of the
 /// private key (docs/agent.md "SSH agent").
 pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
-    let via_agent = crate::api::agent::agent_param(req)?;
+    let via_agent = crate::api::agent_use::agent_param(req)?;
     let (host, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         check_stored_fields(&host)?;
@@ -230,7 +230,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     })?;
     let credentials = match (&sealed, via_agent) {
         (SealedCredentials::Key { key_id, .. }, true) => {
-            let agent = crate::api::agent::connect_credentials(state, key_id)?;
+            let agent = crate::api::agent_use::connect_credentials(state, key_id)?;
             Credentials::ViaAgent {
                 key_id: key_id.clone(),
                 public_key: agent.public_key,

@@ -6,6 +6,7 @@
 //! input, which could be a secret.
 
 pub mod agent;
+pub mod agent_use;
 pub mod audit;
 pub mod changes;
 pub mod groups;

@@ -53,7 +53,7 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `GET /api/export/ssh-config[?group=ID][&agent=true]`: text/plain.
 pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let group = req.query("group").map(str::to_owned);
-    let agent = crate::api::agent::export_agent(state, req)?;
+    let agent = crate::api::agent_use::export_agent(state, req)?;
     let hosts = state.db.read(|conn| {
         let all = store::catalogue::all_hosts(conn)?;
         let Some(group) = &group else {
