@@ -1,6 +1,6 @@
-//! `/api/known-hosts` endpoints, `POST /api/import/known-hosts` and
-//! `GET /api/export/known-hosts`: the host-key trust store shared with OpenSSH (docs/api.md:
-//! "Host keys (known_hosts)"). Each handler parses its request, calls the trust workflow
+//! `/api/known-hosts` endpoints (the host CAs of `/api/known-hosts/authorities` included),
+//! `POST /api/import/known-hosts` and `GET /api/export/known-hosts`: the host-key trust
+//! store shared with OpenSSH (docs/api.md: "Host keys (known_hosts)"). Each handler parses its request, calls the trust workflow
 //! (`trust`: verdicts, accept, import, export, the hosts an entry matches) inside one
 //! transaction, and renders its typed result.
 //!
@@ -19,6 +19,7 @@ use crate::state::AppState;
 use crate::store::known_hosts::KnownHost;
 use crate::store::{self, Ending};
 use crate::trust::links::{self, Filter};
+use crate::trust::authorities::{self, NewAuthority};
 use crate::trust::{self, exchange, Refusal, Target};
 
 /// `GET /api/known-hosts[?hostname=&port=|host_id=][&page=&per_page=]`: `{items, total,
@@ -85,6 +86,7 @@ pub fn verify(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         key_type: &key.key_type,
         fingerprint: &key.fingerprint,
         ca_fingerprint: ca_fingerprint.as_deref(),
+        reason: verdict.reason.as_deref(),
         known: verdict.known.iter().map(KnownRef::of).collect(),
         blocks_connect: verdict.status.blocks_connect(),
     };
@@ -150,6 +152,34 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     Ok(Reply::text(exchange::export(&entries, hashed)))
 }
 
+/// `GET /api/known-hosts/authorities`: `{items}`, every host CA, oldest first.
+pub fn list_authorities(state: &AppState) -> Result<Reply, ApiError> {
+    let entries = state.db.read(authorities::list)?;
+    let items: Vec<AuthorityView<'_>> = entries.iter().map(AuthorityView::of).collect();
+    Reply::json(200, &serde_json::json!({ "items": items }))
+}
+
+/// `POST /api/known-hosts/authorities {pattern, public_key}`: 201 with the authority, 200
+/// when the same pattern and key were already trusted (as accept answers a trusted key).
+pub fn add_authority(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let body: Map<String, Value> = req.json()?;
+    let new = NewAuthority::from_json(&body)?;
+    let added = state
+        .db
+        .write(|tx| Ok::<_, ApiError>(authorities::add(tx, &new)?))?;
+    let status = if added.created { 201 } else { 200 };
+    Reply::json(status, &AuthorityView::of(&added.entry))
+}
+
+/// `DELETE /api/known-hosts/authorities/:id`, audited; 404 `KNOWN_HOST_NOT_FOUND` for an id
+/// that is not a host CA.
+pub fn delete_authority(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    state
+        .db
+        .write(|tx| Ok::<_, ApiError>(authorities::delete(tx, id)?))?;
+    Ok(Reply::no_content())
+}
+
 /// The answer to an accept the trust workflow refused: its own 409, or the store's error.
 fn refused<T>(result: Result<T, Refusal>) -> Result<T, ApiError> {
     result.map_err(|refusal| match refusal {
@@ -179,6 +209,9 @@ struct VerifyView<'a> {
     /// The CA of a presented certificate.
     #[serde(skip_serializing_if = "Option::is_none")]
     ca_fingerprint: Option<&'a str>,
+    /// Why, for `revoked` and `certificate_invalid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
     /// The stored entries that match the host.
     known: Vec<KnownRef<'a>>,
     blocks_connect: bool,
@@ -210,6 +243,32 @@ impl<'a> KnownRef<'a> {
             key_type: &entry.key_type,
             fingerprint: &entry.fingerprint,
             marker: entry.marker.as_str(),
+        }
+    }
+}
+
+/// A host CA as the API shows it.
+#[derive(Serialize)]
+struct AuthorityView<'a> {
+    id: &'a str,
+    pattern: &'a str,
+    key_type: &'a str,
+    public_key: &'a str,
+    fingerprint: &'a str,
+    comment: &'a str,
+    created_at: &'a str,
+}
+
+impl<'a> AuthorityView<'a> {
+    fn of(entry: &'a KnownHost) -> AuthorityView<'a> {
+        AuthorityView {
+            id: &entry.id,
+            pattern: &entry.host,
+            key_type: &entry.key_type,
+            public_key: &entry.public_key,
+            fingerprint: &entry.fingerprint,
+            comment: &entry.comment,
+            created_at: &entry.first_seen,
         }
     }
 }
