@@ -45,7 +45,7 @@ fn accept_body(port: u16, public_key: &str) -> Value {
 }
 
 /// Writes the known-hosts export (`query` appended) to a fresh file.
-fn export_to(service: &Service, query: &str, name: &str) -> PathBuf {
+pub(crate) fn export_to(service: &Service, query: &str, name: &str) -> PathBuf {
     let response = service.get(&format!("/api/export/known-hosts{query}"));
     assert_eq!(response.status, 200, "{}", response.text());
     assert_eq!(
@@ -58,7 +58,7 @@ fn export_to(service: &Service, query: &str, name: &str) -> PathBuf {
 }
 
 /// `ssh -o StrictHostKeyChecking=yes -o UserKnownHostsFile=<known_hosts>` to the sshd.
-fn strict_ssh(sshd: &Sshd, identity: &Path, known_hosts: &Path) -> std::process::Output {
+pub(crate) fn strict_ssh(sshd: &Sshd, identity: &Path, known_hosts: &Path) -> std::process::Output {
     Command::new("ssh")
         .args(["-F", "/dev/null", "-i"])
         .arg(identity)
@@ -85,7 +85,7 @@ fn strict_ssh(sshd: &Sshd, identity: &Path, known_hosts: &Path) -> std::process:
 }
 
 /// A fresh ed25519 key pair from ssh-keygen: (`<type> <base64>`, private key path).
-fn keygen(dir: &Path, name: &str, kind: &str) -> (String, PathBuf) {
+pub(crate) fn keygen(dir: &Path, name: &str, kind: &str) -> (String, PathBuf) {
     let path = dir.join(name);
     let status = Command::new("ssh-keygen")
         .args(["-q", "-t", kind, "-N", "", "-C", "", "-f"])
@@ -103,7 +103,7 @@ fn keygen(dir: &Path, name: &str, kind: &str) -> (String, PathBuf) {
     (key, path)
 }
 
-fn events(service: &Service) -> Vec<String> {
+pub(crate) fn events(service: &Service) -> Vec<String> {
     service.get("/api/audit").expect(200)["items"]
         .as_array()
         .unwrap()
