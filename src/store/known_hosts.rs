@@ -1,5 +1,6 @@
 //! The host-key trust store in SQL (docs/api.md: "Host keys (known_hosts)"): entries of
-//! `known_hosts`, and the `changed`/`revoked` verdicts (`host_key_alerts`) that block
+//! `known_hosts` (the host CAs among them), and the `changed`/`revoked`/
+//! `certificate_invalid` verdicts (`host_key_alerts`, with their reasons) that block
 //! `connect`.
 //!
 //! Invariants: an entry is one host token and one key; the same token, key and marker are

@@ -207,7 +207,8 @@ pub fn delete(conn: &store::Conn, id: &str) -> Result<(), StoreError> {
 }
 
 /// docs/api.md "Host keys (known_hosts)": the first host of the route (hops first, in
-/// `ssh -J` order, then the host) with a `changed` or `revoked` verdict pending.
+/// `ssh -J` order, then the host) with a `changed`, `revoked` or `certificate_invalid`
+/// verdict pending.
 pub fn check_route(
     conn: &store::Conn,
     host: &Host,
