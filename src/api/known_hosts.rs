@@ -155,8 +155,8 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `GET /api/known-hosts/authorities`: `{items}`, every host CA, oldest first.
 pub fn list_authorities(state: &AppState) -> Result<Reply, ApiError> {
     let entries = state.db.read(authorities::list)?;
-    let items: Vec<AuthorityView<'_>> = entries.iter().map(AuthorityView::of).collect();
-    Reply::json(200, &serde_json::json!({ "items": items }))
+    let items = entries.iter().map(AuthorityView::of).collect();
+    Reply::json(200, &AuthorityList { items })
 }
 
 /// `POST /api/known-hosts/authorities {pattern, public_key}`: 201 with the authority, 200
@@ -245,6 +245,11 @@ impl<'a> KnownRef<'a> {
             marker: entry.marker.as_str(),
         }
     }
+}
+
+#[derive(Serialize)]
+struct AuthorityList<'a> {
+    items: Vec<AuthorityView<'a>>,
 }
 
 /// A host CA as the API shows it.

@@ -774,8 +774,8 @@ mod tests {
         assert_eq!(judge(&certificate(None), &stored), Status::CaTrusted);
         let expired = certificate(Some("expired at 2020-01-02T00:00:00Z"));
         assert_eq!(judge(&expired, &stored), Status::CertificateInvalid);
-        let reason = reason(&expired, &stored, Status::CertificateInvalid).unwrap();
-        assert!(reason.contains("expired at 2020-01-02") && reason.contains("CA"), "{reason}");
+        let why = reason(&expired, &stored, Status::CertificateInvalid).unwrap();
+        assert!(why.contains("expired at 2020-01-02") && why.contains("CA"), "{why}");
         let revoked_ca = [known(Marker::Revoked, "ssh-ed25519", "CA")];
         assert_eq!(judge(&certificate(None), &revoked_ca), Status::Revoked);
         let why = reason(&certificate(None), &revoked_ca, Status::Revoked).unwrap();
