@@ -18,8 +18,8 @@ use crate::model::validate;
 use crate::state::AppState;
 use crate::store::known_hosts::KnownHost;
 use crate::store::{self, Ending};
-use crate::trust::links::{self, Filter};
 use crate::trust::authorities::{self, NewAuthority};
+use crate::trust::links::{self, Filter};
 use crate::trust::{self, exchange, Refusal, Target};
 
 /// `GET /api/known-hosts[?hostname=&port=|host_id=][&page=&per_page=]`: `{items, total,

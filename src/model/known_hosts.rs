@@ -302,7 +302,9 @@ pub fn reason(presented: &Presented, matching: &[KnownKey], status: Status) -> O
             format!(
                 "the certificate (signed by {}, a CA trusted for this host) {}",
                 ca.ca_fingerprint,
-                ca.problem.as_deref().unwrap_or("is not valid for this host")
+                ca.problem
+                    .as_deref()
+                    .unwrap_or("is not valid for this host")
             )
         }),
         _ => None,
@@ -367,7 +369,9 @@ pub fn authority_pattern(value: Option<&Value>) -> Result<String, Invalid> {
     let refused = |rule: &str| Err(Invalid::new("pattern", rule));
     let text = match value {
         Some(Value::String(text)) if !text.is_empty() => text,
-        _ => return refused("is required: a host name or pattern (`*.example.com`, `[host]:2222`)"),
+        _ => {
+            return refused("is required: a host name or pattern (`*.example.com`, `[host]:2222`)")
+        }
     };
     if text.chars().count() > MAX_PATTERN_CHARS {
         return Err(Invalid::new(
@@ -511,8 +515,9 @@ mod tests {
 
     use crate::model::host_patterns::{pattern_matches, split_token};
     use crate::model::known_hosts::{
-        authority_pattern, judge, parse, public_key, reason, render_line, CertificateFacts, HostToken, KnownKey, Line, Marker,
-        Parsed, Presented, Status, MAX_LINE_CHARS, MAX_NAMES_PER_LINE, MAX_PATTERN_CHARS,
+        authority_pattern, judge, parse, public_key, reason, render_line, CertificateFacts,
+        HostToken, KnownKey, Line, Marker, Parsed, Presented, Status, MAX_LINE_CHARS,
+        MAX_NAMES_PER_LINE, MAX_PATTERN_CHARS,
     };
 
     const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
@@ -695,15 +700,24 @@ mod tests {
         assert!(pattern("").is_err());
         assert!(authority_pattern(None).is_err());
         assert!(authority_pattern(Some(&serde_json::json!(7))).is_err());
-        assert!(pattern("a.example,b.example").unwrap_err().rule.contains("one"));
+        assert!(pattern("a.example,b.example")
+            .unwrap_err()
+            .rule
+            .contains("one"));
         assert!(pattern("!a.example").unwrap_err().rule.contains("negated"));
-        assert!(pattern("|1|c2FsdA==|aGFzaA==").unwrap_err().rule.contains("hashed"));
+        assert!(pattern("|1|c2FsdA==|aGFzaA==")
+            .unwrap_err()
+            .rule
+            .contains("hashed"));
         assert!(pattern("a example").is_err());
         assert!(pattern("[h]:0").unwrap_err().rule.contains("port"));
         assert!(pattern("[h]:65535").is_ok());
         let longest = "a".repeat(MAX_PATTERN_CHARS);
         assert!(pattern(&longest).is_ok());
-        assert!(pattern(&format!("{longest}a")).unwrap_err().rule.contains("at most"));
+        assert!(pattern(&format!("{longest}a"))
+            .unwrap_err()
+            .rule
+            .contains("at most"));
     }
 
     fn known(marker: Marker, key_type: &str, fingerprint: &str) -> KnownKey {
@@ -775,7 +789,10 @@ mod tests {
         let expired = certificate(Some("expired at 2020-01-02T00:00:00Z"));
         assert_eq!(judge(&expired, &stored), Status::CertificateInvalid);
         let why = reason(&expired, &stored, Status::CertificateInvalid).unwrap();
-        assert!(why.contains("expired at 2020-01-02") && why.contains("CA"), "{why}");
+        assert!(
+            why.contains("expired at 2020-01-02") && why.contains("CA"),
+            "{why}"
+        );
         let revoked_ca = [known(Marker::Revoked, "ssh-ed25519", "CA")];
         assert_eq!(judge(&certificate(None), &revoked_ca), Status::Revoked);
         let why = reason(&certificate(None), &revoked_ca, Status::Revoked).unwrap();
@@ -796,7 +813,10 @@ mod tests {
     #[test]
     fn a_certificate_of_a_ca_not_trusted_here_is_judged_by_its_plain_key() {
         let stored = [known(Marker::None, "ssh-ed25519", "K")];
-        assert_eq!(judge(&certificate(Some("expired")), &stored), Status::Trusted);
+        assert_eq!(
+            judge(&certificate(Some("expired")), &stored),
+            Status::Trusted
+        );
         assert_eq!(judge(&certificate(None), &[]), Status::Unknown);
         assert_eq!(reason(&certificate(None), &[], Status::Unknown), None);
     }

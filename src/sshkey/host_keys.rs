@@ -68,6 +68,16 @@ pub fn presented_key_at(
         return Ok((host_key_of(key.key_data()).map_err(|_| UNREADABLE)?, None));
     }
     let certificate = ssh_key::Certificate::from_openssh(text).map_err(|_| UNREADABLE)?;
+    // ssh-key reads some length fields loosely and checks the signature over its own
+    // encoding; `ssh` checks it over the bytes sent. Only a certificate that is its own
+    // encoding is read, so both judge the same bytes (fuzzed below).
+    let sent = text
+        .split(known_hosts::FIELD_SEPARATORS)
+        .nth(1)
+        .and_then(|base64| Base64::decode_vec(base64).ok());
+    if sent.is_none() || sent != certificate.to_bytes().ok() {
+        return Err(UNREADABLE);
+    }
     let key = host_key_of(certificate.public_key()).map_err(|_| UNREADABLE)?;
     let ca = host_key_of(certificate.signature_key()).map_err(|_| UNREADABLE)?;
     let facts = CertificateFacts {
@@ -120,7 +130,10 @@ fn certificate_problem(
         .take(5)
         .map(|principal| {
             let text: String = principal.chars().take(64).collect();
-            format!("\"{}\"", text.replace(|c: char| c.is_control() || c == '"', " "))
+            format!(
+                "\"{}\"",
+                text.replace(|c: char| c.is_control() || c == '"', " ")
+            )
         })
         .collect();
     let more = match principals.len() > shown.len() {
@@ -273,7 +286,11 @@ mod tests {
     #[test]
     fn a_host_certificate_is_valid_only_for_the_names_its_principals_match() {
         let now = VALID_AFTER + 1;
-        assert_eq!(problem(HOST_CERT, "b.wild.example", now), None, "a wildcard principal");
+        assert_eq!(
+            problem(HOST_CERT, "b.wild.example", now),
+            None,
+            "a wildcard principal"
+        );
         let other = problem(HOST_CERT, "b.example.com", now).unwrap();
         assert_eq!(
             other,
@@ -305,7 +322,13 @@ mod tests {
     fn host_certificate_reading_never_panics_and_never_passes_a_changed_certificate() {
         let (iterations, seed) = crate::fuzz::settings("host certificate", 0xCE27_F00D);
         let original = Base64::decode_vec(HOST_CERT.split(' ').nth(1).unwrap()).unwrap();
-        let names = ["a.example.com", "b.wild.example", "", "*", "[a.example.com]:22"];
+        let names = [
+            "a.example.com",
+            "b.wild.example",
+            "",
+            "*",
+            "[a.example.com]:22",
+        ];
         let mut rng = crate::fuzz::Rng::new(seed);
         for iteration in 0..iterations {
             let mut blob = original.clone();
@@ -314,7 +337,8 @@ mod tests {
                 match rng.below(5) {
                     0 => blob.truncate(at),
                     1 => {
-                        let piece: Vec<u8> = blob[at..].iter().take(rng.below(16)).copied().collect();
+                        let piece: Vec<u8> =
+                            blob[at..].iter().take(rng.below(16)).copied().collect();
                         blob.splice(at..at, piece);
                     }
                     2 => blob.insert(at.min(blob.len()), rng.next() as u8),

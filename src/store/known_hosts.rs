@@ -235,15 +235,17 @@ pub fn alert(conn: &Connection, name: &str) -> Result<Option<Alert>, StoreError>
             ))
         })
         .optional()?;
-    Ok(found.map(|(status, key_type, fingerprint, at, reason)| Alert {
-        // The CHECK constraint allows only the blocking verdicts; anything else reads as
-        // changed.
-        status: Status::parse(&status).unwrap_or(Status::Changed),
-        key_type,
-        fingerprint,
-        at,
-        reason,
-    }))
+    Ok(
+        found.map(|(status, key_type, fingerprint, at, reason)| Alert {
+            // The CHECK constraint allows only the blocking verdicts; anything else reads as
+            // changed.
+            status: Status::parse(&status).unwrap_or(Status::Changed),
+            key_type,
+            fingerprint,
+            at,
+            reason,
+        }),
+    )
 }
 
 /// `(host id, hostname, port)` of every catalogue host, oldest first: what entries link to.
@@ -277,8 +279,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<KnownHost> {
 mod tests {
     use crate::model::known_hosts::{Marker, Status};
     use crate::store::known_hosts::{
-        alert, all, candidates, clear_alert, clear_alert_of, insert, record_alert, Alert,
-        NewAlert, NewKnownHost,
+        alert, all, candidates, clear_alert, clear_alert_of, insert, record_alert, Alert, NewAlert,
+        NewKnownHost,
     };
     use crate::store::{open_in_memory, StoreError};
 
@@ -375,8 +377,12 @@ mod tests {
         db.write(|tx| record_alert(tx, "h", &new)).unwrap();
         let recorded = db.read(|conn| alert(conn, "h")).unwrap().unwrap();
         assert_eq!(recorded.status, Status::CertificateInvalid);
-        assert!(!db.write(|tx| clear_alert_of(tx, "h", Status::Changed)).unwrap());
-        assert!(db.write(|tx| clear_alert_of(tx, "h", Status::CertificateInvalid)).unwrap());
+        assert!(!db
+            .write(|tx| clear_alert_of(tx, "h", Status::Changed))
+            .unwrap());
+        assert!(db
+            .write(|tx| clear_alert_of(tx, "h", Status::CertificateInvalid))
+            .unwrap());
         assert_eq!(db.read(|conn| alert(conn, "h")).unwrap(), None);
     }
 }

@@ -42,10 +42,7 @@ impl NewAuthority {
         if text.chars().count() > known_hosts::MAX_LINE_CHARS {
             return Err(Invalid::new(
                 "public_key",
-                format!(
-                    "must be at most {} characters",
-                    known_hosts::MAX_LINE_CHARS
-                ),
+                format!("must be at most {} characters", known_hosts::MAX_LINE_CHARS),
             ));
         }
         let mut fields = text
@@ -60,8 +57,8 @@ impl NewAuthority {
             ));
         }
         let base64 = fields.next().unwrap_or_default();
-        let key = sshkey::host_key(key_type, base64)
-            .map_err(|rule| Invalid::new("public_key", rule))?;
+        let key =
+            sshkey::host_key(key_type, base64).map_err(|rule| Invalid::new("public_key", rule))?;
         Ok(NewAuthority {
             pattern,
             key,
@@ -120,7 +117,8 @@ mod tests {
     use crate::store::{self, Db, StoreError};
     use crate::trust::authorities::{self, NewAuthority};
 
-    const CA: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE8PJYMwAkCN5SYUygdDBpeuAydFnosIes0BayKXczns";
+    const CA: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE8PJYMwAkCN5SYUygdDBpeuAydFnosIes0BayKXczns";
 
     fn body(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
@@ -171,8 +169,13 @@ mod tests {
         assert!(cert.rule.contains("certificate"), "{}", cert.rule);
         assert!(refused("ssh-ed25519 AAAA").rule.contains("readable"));
         assert!(refused("").rule.contains("OpenSSH form"));
-        let longest = format!("{CA} {}", "c".repeat(crate::model::known_hosts::MAX_LINE_CHARS - CA.len() - 1));
-        assert!(NewAuthority::from_json(&body(json!({"pattern": "*", "public_key": longest}))).is_ok());
+        let longest = format!(
+            "{CA} {}",
+            "c".repeat(crate::model::known_hosts::MAX_LINE_CHARS - CA.len() - 1)
+        );
+        assert!(
+            NewAuthority::from_json(&body(json!({"pattern": "*", "public_key": longest}))).is_ok()
+        );
         assert!(refused(&format!("{longest}c")).rule.contains("at most"));
     }
 

@@ -577,11 +577,17 @@ mod tests {
         let refused = judged(certificate(false));
         assert_eq!(refused.status, Status::CertificateInvalid);
         assert!(refused.reason.unwrap().contains("expired at 2020-01-02"));
-        assert!(alert(&db, "a.example"), "an invalid certificate blocks connect");
+        assert!(
+            alert(&db, "a.example"),
+            "an invalid certificate blocks connect"
+        );
         let blocked = db.read(|conn| store::known_hosts::alert(conn, "a.example"));
         assert!(blocked.unwrap().unwrap().reason.contains("expired at"));
         assert_eq!(judged(certificate(true)).status, Status::CaTrusted);
-        assert!(!alert(&db, "a.example"), "a valid certificate of the CA clears it");
+        assert!(
+            !alert(&db, "a.example"),
+            "a valid certificate of the CA clears it"
+        );
         assert_eq!(
             verdict(&db, "a.example", &ed25519(ED_ONE)),
             Status::Unknown,

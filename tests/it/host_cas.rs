@@ -109,18 +109,30 @@ fn an_authority_is_stored_once_listed_exported_deleted_audited_and_in_the_change
     assert_eq!(created["key_type"], "ssh-ed25519");
     assert_eq!(created["public_key"], ca.as_str());
     assert_eq!(created["comment"], "ops CA");
-    assert!(created["fingerprint"].as_str().unwrap().starts_with("SHA256:"));
+    assert!(created["fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("SHA256:"));
     assert!(created["created_at"].as_str().unwrap().ends_with('Z'));
     let again = service
-        .post(AUTHORITIES, &json!({"pattern": "*.example.com", "public_key": ca}))
+        .post(
+            AUTHORITIES,
+            &json!({"pattern": "*.example.com", "public_key": ca}),
+        )
         .expect(200);
     assert_eq!(again, created, "the same pattern and key are one authority");
     let listed = service.get(AUTHORITIES).expect(200);
     assert_eq!(listed, json!({"items": [created.clone()]}));
     let entry = service.get(&format!("/api/known-hosts/{id}")).expect(200);
-    assert_eq!((entry["marker"].as_str(), entry["source"].as_str()), (Some("cert-authority"), Some("accept")));
+    assert_eq!(
+        (entry["marker"].as_str(), entry["source"].as_str()),
+        (Some("cert-authority"), Some("accept"))
+    );
     let export = service.get("/api/export/known-hosts").text();
-    assert!(export.contains(&format!("@cert-authority *.example.com {ca} ops CA\n")), "{export}");
+    assert!(
+        export.contains(&format!("@cert-authority *.example.com {ca} ops CA\n")),
+        "{export}"
+    );
 
     // A plain entry is not an authority: its id is not found here.
     let plain = service
@@ -130,7 +142,10 @@ fn an_authority_is_stored_once_listed_exported_deleted_audited_and_in_the_change
         )
         .expect(201);
     service
-        .delete(&format!("{AUTHORITIES}/{}", plain["entry"]["id"].as_str().unwrap()))
+        .delete(&format!(
+            "{AUTHORITIES}/{}",
+            plain["entry"]["id"].as_str().unwrap()
+        ))
         .assert_error(404, "KNOWN_HOST_NOT_FOUND");
     service.delete(&format!("{AUTHORITIES}/{id}")).expect(204);
     service
@@ -140,7 +155,12 @@ fn an_authority_is_stored_once_listed_exported_deleted_audited_and_in_the_change
     let audited = events(&service);
     assert_eq!(
         audited[..4],
-        ["host_ca.deleted", "host_key.accepted", "host_ca.added", "host_ca.added"]
+        [
+            "host_ca.deleted",
+            "host_key.accepted",
+            "host_ca.added",
+            "host_ca.added"
+        ]
     );
     let feed = service.get("/api/changes?since=0").expect(200);
     let of_authority: Vec<&str> = feed["items"]
@@ -166,30 +186,57 @@ fn authority_bodies_are_checked_on_both_sides_of_each_rule() {
             .post(AUTHORITIES, &body)
             .assert_error(400, "VALIDATION_ERROR");
         let details = answer["details"].as_str().unwrap_or_default();
-        assert!(details.starts_with(&format!("{field}: ")), "{body}: {answer}");
+        assert!(
+            details.starts_with(&format!("{field}: ")),
+            "{body}: {answer}"
+        );
     };
     let longest = "a".repeat(1_024);
     service
         .post(AUTHORITIES, &json!({"pattern": longest, "public_key": ca}))
         .expect(201);
-    refused(json!({"pattern": format!("{longest}a"), "public_key": ca}), "pattern");
+    refused(
+        json!({"pattern": format!("{longest}a"), "public_key": ca}),
+        "pattern",
+    );
     refused(json!({"public_key": ca}), "pattern");
     refused(json!({"pattern": "", "public_key": ca}), "pattern");
-    refused(json!({"pattern": "a.example,b.example", "public_key": ca}), "pattern");
-    refused(json!({"pattern": "!a.example", "public_key": ca}), "pattern");
-    refused(json!({"pattern": "|1|c2FsdA==|aGFzaA==", "public_key": ca}), "pattern");
+    refused(
+        json!({"pattern": "a.example,b.example", "public_key": ca}),
+        "pattern",
+    );
+    refused(
+        json!({"pattern": "!a.example", "public_key": ca}),
+        "pattern",
+    );
+    refused(
+        json!({"pattern": "|1|c2FsdA==|aGFzaA==", "public_key": ca}),
+        "pattern",
+    );
     refused(json!({"pattern": "[h]:0", "public_key": ca}), "pattern");
     service
-        .post(AUTHORITIES, &json!({"pattern": "[h]:65535", "public_key": ca}))
+        .post(
+            AUTHORITIES,
+            &json!({"pattern": "[h]:65535", "public_key": ca}),
+        )
         .expect(201);
-    refused(json!({"pattern": "*", "public_key": certificate.trim()}), "public_key");
-    refused(json!({"pattern": "*", "public_key": "ssh-ed25519 AAAA"}), "public_key");
+    refused(
+        json!({"pattern": "*", "public_key": certificate.trim()}),
+        "public_key",
+    );
+    refused(
+        json!({"pattern": "*", "public_key": "ssh-ed25519 AAAA"}),
+        "public_key",
+    );
     refused(json!({"pattern": "*"}), "public_key");
     let padded = format!("{ca} {}", "c".repeat(16_384 - ca.len() - 1));
     service
         .post(AUTHORITIES, &json!({"pattern": "*", "public_key": padded}))
         .expect(201);
-    refused(json!({"pattern": "*", "public_key": format!("{padded}c")}), "public_key");
+    refused(
+        json!({"pattern": "*", "public_key": format!("{padded}c")}),
+        "public_key",
+    );
 }
 
 #[test]
@@ -205,7 +252,10 @@ fn a_host_certificate_of_a_trusted_ca_is_ca_trusted_and_strict_ssh_logs_in_throu
     assert_eq!(verdict["blocks_connect"], false);
     // Only the CA is trusted: the server's plain key alone is not.
     let plain = std::fs::read_to_string(sshd.dir.join("host_key.pub")).unwrap();
-    assert_eq!(verify(&service, sshd.port, plain.trim())["status"], "unknown");
+    assert_eq!(
+        verify(&service, sshd.port, plain.trim())["status"],
+        "unknown"
+    );
     let export = export_to(&service, "", "host-cas-login-export");
     assert_logged_in(&strict_ssh(&sshd, &identity, &export), &sshd);
     service
@@ -215,7 +265,8 @@ fn a_host_certificate_of_a_trusted_ca_is_ca_trusted_and_strict_ssh_logs_in_throu
 
 #[test]
 fn a_revoked_ca_is_revoked_with_its_reason_blocks_connect_and_ssh_refuses_it_too() {
-    let (ca, _, sshd, certificate) = certified_sshd("host-cas-revoked-sshd", "127.0.0.1", "-5m:+1h");
+    let (ca, _, sshd, certificate) =
+        certified_sshd("host-cas-revoked-sshd", "127.0.0.1", "-5m:+1h");
     let service = Service::start("host-cas-revoked");
     let (host, identity) = login_host(&service, &sshd);
     let name = format!("[127.0.0.1]:{}", sshd.port);
@@ -230,7 +281,10 @@ fn a_revoked_ca_is_revoked_with_its_reason_blocks_connect_and_ssh_refuses_it_too
     assert_eq!(verdict["status"], "revoked", "{verdict}");
     let fingerprint = authority["fingerprint"].as_str().unwrap();
     let reason = verdict["reason"].as_str().unwrap();
-    assert!(reason.contains(&format!("CA {fingerprint} is marked @revoked")), "{reason}");
+    assert!(
+        reason.contains(&format!("CA {fingerprint} is marked @revoked")),
+        "{reason}"
+    );
     assert_eq!(verdict["blocks_connect"], true);
     let refusal = connect_refusal(&service, &host);
     assert!(refusal.contains("is marked @revoked"), "{refusal}");
@@ -239,7 +293,8 @@ fn a_revoked_ca_is_revoked_with_its_reason_blocks_connect_and_ssh_refuses_it_too
 }
 
 #[test]
-fn an_expired_host_certificate_is_certificate_invalid_with_its_reason_until_a_valid_one_is_verified() {
+fn an_expired_host_certificate_is_certificate_invalid_with_its_reason_until_a_valid_one_is_verified(
+) {
     let (ca, ca_path, sshd, certificate) =
         certified_sshd("host-cas-expired-sshd", "127.0.0.1", "20200101:20200102");
     let service = Service::start("host-cas-expired");
@@ -251,7 +306,10 @@ fn an_expired_host_certificate_is_certificate_invalid_with_its_reason_until_a_va
     assert!(reason.contains("expired at 2020-01-02"), "{reason}");
     assert_eq!(verdict["blocks_connect"], true);
     let refusal = connect_refusal(&service, &host);
-    assert!(refusal.contains("certificate_invalid") && refusal.contains("expired at"), "{refusal}");
+    assert!(
+        refusal.contains("certificate_invalid") && refusal.contains("expired at"),
+        "{refusal}"
+    );
     let export = export_to(&service, "", "host-cas-expired-export");
     assert_ssh_refused(&strict_ssh(&sshd, &identity, &export), "expired");
 
@@ -261,16 +319,23 @@ fn an_expired_host_certificate_is_certificate_invalid_with_its_reason_until_a_va
     std::fs::copy(sshd.dir.join("host_key.pub"), &renewal_key).unwrap();
     let renewed = sign_host(&ca_path, &renewal_key, "127.0.0.1", "-5m:+1h");
     let renewed = std::fs::read_to_string(renewed).unwrap();
-    assert_eq!(verify(&service, sshd.port, renewed.trim())["status"], "ca_trusted");
+    assert_eq!(
+        verify(&service, sshd.port, renewed.trim())["status"],
+        "ca_trusted"
+    );
     service
         .post(&format!("/api/hosts/{host}/connect"), &json!({}))
         .expect(200);
 }
 
 #[test]
-fn a_host_certificate_whose_principals_do_not_name_the_host_is_certificate_invalid_and_ssh_refuses_it() {
-    let (ca, _, sshd, certificate) =
-        certified_sshd("host-cas-principals-sshd", "other.example,*.other.example", "-5m:+1h");
+fn a_host_certificate_whose_principals_do_not_name_the_host_is_certificate_invalid_and_ssh_refuses_it(
+) {
+    let (ca, _, sshd, certificate) = certified_sshd(
+        "host-cas-principals-sshd",
+        "other.example,*.other.example",
+        "-5m:+1h",
+    );
     let service = Service::start("host-cas-principals");
     let (host, identity) = login_host(&service, &sshd);
     trust_ca(&service, &format!("[127.0.0.1]:{}", sshd.port), &ca);
@@ -278,7 +343,9 @@ fn a_host_certificate_whose_principals_do_not_name_the_host_is_certificate_inval
     assert_eq!(verdict["status"], "certificate_invalid", "{verdict}");
     let reason = verdict["reason"].as_str().unwrap();
     assert!(
-        reason.contains(r#"names "other.example", "*.other.example" among its principals, not 127.0.0.1"#),
+        reason.contains(
+            r#"names "other.example", "*.other.example" among its principals, not 127.0.0.1"#
+        ),
         "{reason}"
     );
     let refusal = connect_refusal(&service, &host);
