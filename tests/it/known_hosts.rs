@@ -697,11 +697,14 @@ fn certificate_signed_by_a_trusted_ca_is_ca_trusted_only_for_its_principals() {
         .as_str()
         .unwrap()
         .starts_with("SHA256:"));
-    assert_eq!(
-        verdict("b.example.com")["status"],
-        "unknown",
-        "not a principal"
-    );
+    // Not a principal: refused as `ssh` refuses it, with the reason (it used to read
+    // `unknown`, judged by the plain key it carries).
+    let not_a_principal = verdict("b.example.com");
+    assert_eq!(not_a_principal["status"], "certificate_invalid");
+    assert!(not_a_principal["reason"]
+        .as_str()
+        .unwrap()
+        .contains("among its principals, not b.example.com"));
     assert_eq!(
         verdict("a.example.org")["status"],
         "unknown",
