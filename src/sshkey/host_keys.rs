@@ -11,6 +11,8 @@ use ssh_key::{HashAlg, PublicKey};
 use crate::model::host_patterns::pattern_matches;
 use crate::model::known_hosts::{self, CertificateFacts, HostToken};
 use crate::sshkey::error::KeyError;
+use crate::sshkey::host_certificate::{self, Sent};
+use crate::sshkey::wire::Reader;
 use crate::vault::random_bytes;
 
 /// A host public key as the known-hosts store keeps it.
@@ -67,22 +69,22 @@ pub fn presented_key_at(
         let key = PublicKey::from_openssh(text).map_err(|_| UNREADABLE)?;
         return Ok((host_key_of(key.key_data()).map_err(|_| UNREADABLE)?, None));
     }
-    let certificate = ssh_key::Certificate::from_openssh(text).map_err(|_| UNREADABLE)?;
-    // ssh-key reads some length fields loosely and checks the signature over its own
-    // encoding; `ssh` checks it over the bytes sent. Only a certificate that is its own
-    // encoding is read, so both judge the same bytes (fuzzed below).
-    let sent = text
+    // Read as sent (`host_certificate`): the type named in the text must be the blob's.
+    let blob = text
         .split(known_hosts::FIELD_SEPARATORS)
         .nth(1)
-        .and_then(|base64| Base64::decode_vec(base64).ok());
-    if sent.is_none() || sent != certificate.to_bytes().ok() {
+        .and_then(|base64| Base64::decode_vec(base64).ok())
+        .ok_or(UNREADABLE)?;
+    if Reader(&blob).string() != Some(algorithm.as_bytes()) {
         return Err(UNREADABLE);
     }
+    let sent = host_certificate::read(&blob).ok_or(UNREADABLE)?;
+    let certificate = &sent.certificate;
     let key = host_key_of(certificate.public_key()).map_err(|_| UNREADABLE)?;
     let ca = host_key_of(certificate.signature_key()).map_err(|_| UNREADABLE)?;
     let facts = CertificateFacts {
         ca_fingerprint: ca.fingerprint,
-        problem: certificate_problem(&certificate, hostname, now),
+        problem: certificate_problem(&sent, hostname, now),
     };
     Ok((key, Some(facts)))
 }
@@ -92,17 +94,14 @@ pub fn presented_key_at(
 /// the store's question. The text follows "the certificate" and names no more than five
 /// principals, each cut to 64 characters with control characters blanked (they are the
 /// server's text).
-fn certificate_problem(
-    certificate: &ssh_key::Certificate,
-    hostname: &str,
-    now: u64,
-) -> Option<String> {
+fn certificate_problem(sent: &Sent, hostname: &str, now: u64) -> Option<String> {
+    let certificate = &sent.certificate;
     if certificate.cert_type() != ssh_key::certificate::CertType::Host {
         return Some("is a user certificate, not a host certificate".to_owned());
     }
-    // The signature with the certificate's own CA key (`verify_signature` checks only
-    // that; the CA's trust is decided by the caller).
-    if certificate.verify_signature().is_err() {
+    // The signature with the certificate's own CA key over the bytes sent; the CA's trust
+    // is decided by the caller.
+    if !sent.signature_verifies() {
         return Some("has a signature that does not verify with its CA key".to_owned());
     }
     let (after, before) = (certificate.valid_after(), certificate.valid_before());
@@ -259,7 +258,10 @@ mod tests {
     const HOST_CERT: &str = "ssh-ed25519-cert-v01@openssh.com AAAAIHNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29tAAAAIDpSaqmw/Bi2rvn0Ws6jITDXdgp3pIKanjizq3LiqN+EAAAAIG39yVtr60me627kS8acsONpciFLnYw04VM4LLX8jd05AAAAAAAAAAAAAAACAAAABGhvc3QAAAAjAAAADWEuZXhhbXBsZS5jb20AAAAOKi53aWxkLmV4YW1wbGUAAAAAXgvhAAAAAABw29iAAAAAAAAAAAAAAAAAAAAAMwAAAAtzc2gtZWQyNTUxOQAAACCZMgjb7Y0ILhamecVPu7GRwLGix++buRWgtFn6ASIcHQAAAFMAAAALc3NoLWVkMjU1MTkAAABA8Cs/bXWBp/AQsrkOEbhRM2PJ5e8lR7zQ4wYJ3DgDZXZZG68pj5mWZik22YO+CKU8YEDHnUuCqoJfMOVLGhU7CA==";
     /// The same CA and key, signed without `-h`: a user certificate.
     const USER_CERT: &str = "ssh-ed25519-cert-v01@openssh.com AAAAIHNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29tAAAAIJ43+7Azg8AX69x4Nu5zUi5K6USjE/OtpHwQ0z11gDclAAAAIG39yVtr60me627kS8acsONpciFLnYw04VM4LLX8jd05AAAAAAAAAAAAAAABAAAABHVzZXIAAAARAAAADWEuZXhhbXBsZS5jb20AAAAAXgvhAAAAAABw29iAAAAAAAAAAIIAAAAVcGVybWl0LVgxMS1mb3J3YXJkaW5nAAAAAAAAABdwZXJtaXQtYWdlbnQtZm9yd2FyZGluZwAAAAAAAAAWcGVybWl0LXBvcnQtZm9yd2FyZGluZwAAAAAAAAAKcGVybWl0LXB0eQAAAAAAAAAOcGVybWl0LXVzZXItcmMAAAAAAAAAAAAAADMAAAALc3NoLWVkMjU1MTkAAAAgmTII2+2NCC4WpnnFT7uxkcCxosfvm7kVoLRZ+gEiHB0AAABTAAAAC3NzaC1lZDI1NTE5AAAAQIVg/x7Fk7Xy4aQnzWulIAB5HxWceW/01aBKfJUZkRPfhJ72uzvt7J1rxwjhLK+vitBkTh9K1qymg8uf+aF8yQY=";
-    /// The CA that signed both.
+    /// `ssh-keygen -s ca -I f -h -n a.example.com` (no `-V`): valid from 0 to the largest
+    /// 64-bit number, "forever".
+    const FOREVER_CERT: &str = "ssh-ed25519-cert-v01@openssh.com AAAAIHNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29tAAAAIAC5bbTCPdxJpc/YMpPzjAMPjEOrb10+E7G755oCaZONAAAAIG39yVtr60me627kS8acsONpciFLnYw04VM4LLX8jd05AAAAAAAAAAAAAAACAAAAAWYAAAARAAAADWEuZXhhbXBsZS5jb20AAAAAAAAAAP//////////AAAAAAAAAAAAAAAAAAAAMwAAAAtzc2gtZWQyNTUxOQAAACCZMgjb7Y0ILhamecVPu7GRwLGix++buRWgtFn6ASIcHQAAAFMAAAALc3NoLWVkMjU1MTkAAABANSW8Me8uRKT2R0ImVymtPyGPq0hPe6bEsMioK4Txx4gwguEaA2e2fIyLhyhAodYXUmNjTLO2x4rmljqtcz8VAA==";
+    /// The CA that signed them all.
     const CA: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIJkyCNvtjQguFqZ5xU+7sZHAsaLH75u5FaC0WfoBIhwd";
     const VALID_AFTER: u64 = 1_577_836_800;
     const VALID_BEFORE: u64 = 1_893_456_000;
@@ -281,6 +283,18 @@ mod tests {
         assert_eq!(early, "is not valid before 2020-01-01T00:00:00Z");
         let late = problem(HOST_CERT, "a.example.com", VALID_BEFORE).unwrap();
         assert_eq!(late, "expired at 2030-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_host_certificate_without_an_end_is_valid_forever() {
+        // Read with `valid_before` at `i64::MAX` (host_certificate): the year 292 billion.
+        assert_eq!(
+            problem(FOREVER_CERT, "a.example.com", i64::MAX as u64 - 1),
+            None
+        );
+        assert_eq!(problem(FOREVER_CERT, "a.example.com", 0), None);
+        let other = problem(FOREVER_CERT, "b.example.com", VALID_AFTER).unwrap();
+        assert!(other.contains("among its principals"), "{other}");
     }
 
     #[test]
@@ -316,12 +330,14 @@ mod tests {
 
     /// docs/api.md, "Host keys (known_hosts)": reading a presented certificate never
     /// panics, and a certificate changed anywhere is never valid. `FUZZ_ITERATIONS` inputs
-    /// (default 20,000; `scripts/fuzz` runs a million): the real certificate's bytes
-    /// flipped, cut, repeated or overwritten, read at random times for random names.
+    /// (default 20,000; `scripts/fuzz` runs a million): the bytes of a real certificate
+    /// (with an end, or without: `host_certificate`'s two paths) flipped, cut, repeated or
+    /// overwritten, read at random times for random names.
     #[test]
     fn host_certificate_reading_never_panics_and_never_passes_a_changed_certificate() {
         let (iterations, seed) = crate::fuzz::settings("host certificate", 0xCE27_F00D);
-        let original = Base64::decode_vec(HOST_CERT.split(' ').nth(1).unwrap()).unwrap();
+        let originals = [HOST_CERT, FOREVER_CERT]
+            .map(|text| Base64::decode_vec(text.split(' ').nth(1).unwrap()).unwrap());
         let names = [
             "a.example.com",
             "b.wild.example",
@@ -331,6 +347,7 @@ mod tests {
         ];
         let mut rng = crate::fuzz::Rng::new(seed);
         for iteration in 0..iterations {
+            let original = rng.pick(&originals);
             let mut blob = original.clone();
             for _ in 0..=rng.below(3) {
                 let at = rng.below(blob.len().max(1));
@@ -364,7 +381,7 @@ mod tests {
             };
             if let Ok((_, Some(facts))) = read {
                 assert!(
-                    facts.problem.is_some() || blob == original,
+                    facts.problem.is_some() || blob == *original,
                     "a changed certificate passed, input #{iteration}: {text}"
                 );
             }

@@ -241,7 +241,9 @@ fn authority_bodies_are_checked_on_both_sides_of_each_rule() {
 
 #[test]
 fn a_host_certificate_of_a_trusted_ca_is_ca_trusted_and_strict_ssh_logs_in_through_the_export() {
-    let (ca, _, sshd, certificate) = certified_sshd("host-cas-login-sshd", "127.0.0.1", "-5m:+1h");
+    // No end (`always:forever`), as `ssh-keygen -s` signs without `-V`: the common case.
+    let (ca, _, sshd, certificate) =
+        certified_sshd("host-cas-login-sshd", "127.0.0.1", "always:forever");
     let service = Service::start("host-cas-login");
     let (host, identity) = login_host(&service, &sshd);
     let name = format!("[127.0.0.1]:{}", sshd.port);
