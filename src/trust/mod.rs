@@ -128,15 +128,16 @@ impl fmt::Display for Blocked {
         };
         let until = match alert.status {
             Status::CertificateInvalid => {
-                "a verify finds a valid certificate of a trusted CA, or the app accepts a key"
+                "a verify finds a valid certificate of a trusted CA (POST \
+                 /api/known-hosts/verify) or the app accepts a key (POST \
+                 /api/known-hosts/accept)"
             }
-            _ => "the app accepts or replaces it",
+            _ => "the app accepts or replaces it (POST /api/known-hosts/accept)",
         };
         write!(
             f,
             "the host key of {which} was reported {} by verify ({} {}) at {}{reason}; no \
-             secret is handed out until {until} (POST /api/known-hosts/verify, \
-             /api/known-hosts/accept)",
+             secret is handed out until {until}",
             alert.status.as_str(),
             alert.key_type,
             alert.fingerprint,
