@@ -114,6 +114,37 @@ mod tests {
         conn
     }
 
+    /// Schema 10 keeps the blocking verdicts a version 9 database holds (with no reason) and
+    /// takes the new `certificate_invalid` one.
+    #[test]
+    fn version_10_keeps_the_alerts_of_a_version_9_database_and_takes_certificate_invalid() {
+        let mut conn = database_at(9);
+        conn.execute_batch(
+            "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at)
+             VALUES ('h', 'revoked', 'ssh-ed25519', 'SHA256:x', 't')",
+        )
+        .unwrap();
+        let refused = conn.execute_batch(
+            "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at)
+             VALUES ('g', 'certificate_invalid', 'ssh-ed25519', 'SHA256:y', 't')",
+        );
+        assert!(refused.is_err(), "version 9 knows no certificate_invalid");
+        migrate(&mut conn).unwrap();
+        let kept: (String, String) = conn
+            .query_row(
+                "SELECT status, reason FROM host_key_alerts WHERE host = 'h'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(kept, ("revoked".to_owned(), String::new()));
+        conn.execute_batch(
+            "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at, reason)
+             VALUES ('g', 'certificate_invalid', 'ssh-ed25519', 'SHA256:y', 't', 'expired')",
+        )
+        .unwrap();
+    }
+
     /// Schema 3 counts the hosts and tags already stored when it is applied.
     #[test]
     fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
