@@ -160,13 +160,20 @@ pub fn list_authorities(state: &AppState) -> Result<Reply, ApiError> {
 }
 
 /// `POST /api/known-hosts/authorities {pattern, public_key}`: 201 with the authority, 200
-/// when the same pattern and key were already trusted (as accept answers a trusted key).
+/// when the same pattern and key were already trusted (as accept answers a trusted key);
+/// 409 `HOST_KEY_REVOKED` for a key `@revoked` for the pattern.
 pub fn add_authority(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let new = NewAuthority::from_json(&body)?;
-    let added = state
-        .db
-        .write(|tx| Ok::<_, ApiError>(authorities::add(tx, &new)?))?;
+    let added = state.db.write(|tx| {
+        authorities::add(tx, &new).map_err(|refusal| match refusal {
+            Refusal::Revoked(text) => ApiError::HostKeyRevoked(text),
+            Refusal::Store(err) => ApiError::from(err),
+            Refusal::Changed(_) | Refusal::NoVouchingEntry => {
+                ApiError::internal("a host CA's add refused as an accept")
+            }
+        })
+    })?;
     let status = if added.created { 201 } else { 200 };
     Reply::json(status, &AuthorityView::of(&added.entry))
 }

@@ -7,7 +7,8 @@
 //! trusted); the same pattern and key are one authority (adding it again stores nothing and
 //! answers the stored one, as accepting a trusted key does); every add, also of a stored
 //! one, and every delete writes its audit entry in the same transaction; a delete here
-//! takes away only an `@cert-authority` entry (any other id is not found).
+//! takes away only an `@cert-authority` entry (any other id is not found); a key
+//! `@revoked` for the pattern is never added.
 
 use serde_json::{json, Map, Value};
 
@@ -17,6 +18,7 @@ use crate::sshkey::{self, HostKey};
 use crate::store::audit;
 use crate::store::known_hosts::{KnownHost, NewKnownHost};
 use crate::store::{self, StoreError};
+use crate::trust::Refusal;
 
 /// A CA to trust for the hosts `pattern` matches.
 pub struct NewAuthority {
@@ -73,8 +75,21 @@ pub fn list(conn: &store::Conn) -> Result<Vec<KnownHost>, StoreError> {
 }
 
 /// Stores `new` as an `@cert-authority` entry (or finds it stored) and writes the audit
-/// entry, inside the caller's transaction.
-pub fn add(conn: &store::Conn, new: &NewAuthority) -> Result<Added, StoreError> {
+/// entry, inside the caller's transaction. A key `@revoked` for the pattern itself (by an
+/// entry whose name or pattern matches the pattern's text, as `*` does) is refused, as
+/// accept refuses a revoked key: verify would answer `revoked` for every host it covers.
+pub fn add(conn: &store::Conn, new: &NewAuthority) -> Result<Added, Refusal> {
+    let revoked = store::known_hosts::all(conn)?.into_iter().find(|entry| {
+        entry.marker == Marker::Revoked
+            && entry.fingerprint == new.key.fingerprint
+            && crate::trust::matcher(entry).matches(&new.pattern)
+    });
+    if let Some(entry) = revoked {
+        return Err(Refusal::Revoked(format!(
+            "{} {} is marked @revoked for {} (entry {}); it cannot be trusted as a CA for {}",
+            new.key.key_type, new.key.fingerprint, entry.host, entry.id, new.pattern
+        )));
+    }
     let entry = NewKnownHost {
         host: &new.pattern,
         hashed: false,
@@ -116,6 +131,7 @@ mod tests {
     use crate::model::known_hosts::Marker;
     use crate::store::{self, Db, StoreError};
     use crate::trust::authorities::{self, NewAuthority};
+    use crate::trust::Refusal;
 
     const CA: &str =
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE8PJYMwAkCN5SYUygdDBpeuAydFnosIes0BayKXczns";
@@ -177,6 +193,25 @@ mod tests {
             NewAuthority::from_json(&body(json!({"pattern": "*", "public_key": longest}))).is_ok()
         );
         assert!(refused(&format!("{longest}c")).rule.contains("at most"));
+    }
+
+    #[test]
+    fn a_key_revoked_for_the_pattern_is_refused_and_one_revoked_for_one_host_is_not() {
+        let db = store::open_in_memory().unwrap();
+        let lines = crate::trust::exchange::read_lines(&format!(
+            "@revoked a.example.com {CA}\n@revoked *.corp {CA}\n"
+        ));
+        db.write(|tx| crate::trust::exchange::import(tx, &lines, false))
+            .unwrap();
+        for pattern in ["a.example.com", "*.corp", "b.corp"] {
+            let refused = db.write(|tx| authorities::add(tx, &new(pattern, CA)));
+            assert!(matches!(refused, Err(Refusal::Revoked(_))), "{pattern}");
+        }
+        let added = db.write(|tx| authorities::add(tx, &new("*.example.com", CA)));
+        assert!(
+            added.unwrap().created,
+            "revoked for one host of the pattern only"
+        );
     }
 
     #[test]

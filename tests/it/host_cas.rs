@@ -266,7 +266,7 @@ fn a_host_certificate_of_a_trusted_ca_is_ca_trusted_and_strict_ssh_logs_in_throu
 }
 
 #[test]
-fn a_revoked_ca_is_revoked_with_its_reason_blocks_connect_and_ssh_refuses_it_too() {
+fn a_revoked_ca_is_revoked_with_its_reason_blocks_connect_cannot_be_added_and_ssh_refuses_it() {
     let (ca, _, sshd, certificate) =
         certified_sshd("host-cas-revoked-sshd", "127.0.0.1", "-5m:+1h");
     let service = Service::start("host-cas-revoked");
@@ -279,6 +279,9 @@ fn a_revoked_ca_is_revoked_with_its_reason_blocks_connect_and_ssh_refuses_it_too
             &json!({"text": format!("@revoked {name} {ca}\n")}),
         )
         .expect(200);
+    service
+        .post(AUTHORITIES, &json!({"pattern": name, "public_key": ca}))
+        .assert_error(409, "HOST_KEY_REVOKED");
     let verdict = verify(&service, sshd.port, &certificate);
     assert_eq!(verdict["status"], "revoked", "{verdict}");
     let fingerprint = authority["fingerprint"].as_str().unwrap();
