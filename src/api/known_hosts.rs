@@ -1,8 +1,9 @@
 //! `/api/known-hosts` endpoints (the host CAs of `/api/known-hosts/authorities` included),
 //! `POST /api/import/known-hosts` and `GET /api/export/known-hosts`: the host-key trust
-//! store shared with OpenSSH (docs/api.md: "Host keys (known_hosts)"). Each handler parses its request, calls the trust workflow
-//! (`trust`: verdicts, accept, import, export, the hosts an entry matches) inside one
-//! transaction, and renders its typed result.
+//! store shared with OpenSSH (docs/api.md: "Host keys (known_hosts)"). Each handler
+//! parses its request, calls the trust workflow (`trust`: verdicts, accept, host CAs,
+//! import, export, the hosts an entry matches) inside one transaction, and renders its
+//! typed result.
 //!
 //! Invariants: the trust rules live in `trust`, never here; a refusal of the trust workflow
 //! is answered with its own code (409 `HOST_KEY_CHANGED`, 409 `HOST_KEY_REVOKED`).
