@@ -126,6 +126,9 @@ pub static ROUTES: &[Route] = &[
     route!(Delete "/api/known-hosts/{id}", Unlocked Work, Id known_hosts::delete, "deleteKnownHost"),
     route!(Post "/api/known-hosts/verify", Unlocked Work, Req known_hosts::verify, "verifyHostKey"),
     route!(Post "/api/known-hosts/accept", Unlocked Work, Req known_hosts::accept, "acceptHostKey"),
+    route!(Get "/api/known-hosts/authorities", Unlocked Work, State known_hosts::list_authorities, "listHostAuthorities"),
+    route!(Post "/api/known-hosts/authorities", Unlocked Work, Req known_hosts::add_authority, "addHostAuthority"),
+    route!(Delete "/api/known-hosts/authorities/{id}", Unlocked Work, Id known_hosts::delete_authority, "deleteHostAuthority"),
     route!(Post "/api/import/known-hosts", Unlocked Work, Req known_hosts::import, "importKnownHosts"),
     route!(Get "/api/export/known-hosts", Unlocked Work, Req known_hosts::export, "exportKnownHosts"),
     route!(Get "/api/audit", Unlocked Work, Req audit::list, "listAudit"),
@@ -508,6 +511,18 @@ mod tests {
         }
         let entry = ["api", "known-hosts", "verify-not"];
         assert_eq!(resolve(Method::Get, &entry).unwrap().1, "verify-not");
+    }
+
+    #[test]
+    fn authorities_of_known_hosts_is_never_an_entry_id() {
+        let path = ["api", "known-hosts", "authorities"];
+        let (route, _) = resolve(Method::Get, &path).unwrap();
+        assert_eq!(route.operation, "listHostAuthorities");
+        assert!(resolve(Method::Delete, &path).is_none());
+        assert_eq!(allowed_methods(&path), vec!["GET", "POST"]);
+        let one = ["api", "known-hosts", "authorities", "a"];
+        let (route, id) = resolve(Method::Delete, &one).unwrap();
+        assert_eq!((route.operation, id), ("deleteHostAuthority", "a"));
     }
 
     #[test]

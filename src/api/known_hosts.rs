@@ -1,8 +1,9 @@
-//! `/api/known-hosts` endpoints, `POST /api/import/known-hosts` and
-//! `GET /api/export/known-hosts`: the host-key trust store shared with OpenSSH (docs/api.md:
-//! "Host keys (known_hosts)"). Each handler parses its request, calls the trust workflow
-//! (`trust`: verdicts, accept, import, export, the hosts an entry matches) inside one
-//! transaction, and renders its typed result.
+//! `/api/known-hosts` endpoints (the host CAs of `/api/known-hosts/authorities` included),
+//! `POST /api/import/known-hosts` and `GET /api/export/known-hosts`: the host-key trust
+//! store shared with OpenSSH (docs/api.md: "Host keys (known_hosts)"). Each handler
+//! parses its request, calls the trust workflow (`trust`: verdicts, accept, host CAs,
+//! import, export, the hosts an entry matches) inside one transaction, and renders its
+//! typed result.
 //!
 //! Invariants: the trust rules live in `trust`, never here; a refusal of the trust workflow
 //! is answered with its own code (409 `HOST_KEY_CHANGED`, 409 `HOST_KEY_REVOKED`).
@@ -18,6 +19,7 @@ use crate::model::validate;
 use crate::state::AppState;
 use crate::store::known_hosts::KnownHost;
 use crate::store::{self, Ending};
+use crate::trust::authorities::{self, NewAuthority};
 use crate::trust::links::{self, Filter};
 use crate::trust::{self, exchange, Refusal, Target};
 
@@ -85,6 +87,7 @@ pub fn verify(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         key_type: &key.key_type,
         fingerprint: &key.fingerprint,
         ca_fingerprint: ca_fingerprint.as_deref(),
+        reason: verdict.reason.as_deref(),
         known: verdict.known.iter().map(KnownRef::of).collect(),
         blocks_connect: verdict.status.blocks_connect(),
     };
@@ -150,6 +153,41 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     Ok(Reply::text(exchange::export(&entries, hashed)))
 }
 
+/// `GET /api/known-hosts/authorities`: `{items}`, every host CA, oldest first.
+pub fn list_authorities(state: &AppState) -> Result<Reply, ApiError> {
+    let entries = state.db.read(authorities::list)?;
+    let items = entries.iter().map(AuthorityView::of).collect();
+    Reply::json(200, &AuthorityList { items })
+}
+
+/// `POST /api/known-hosts/authorities {pattern, public_key}`: 201 with the authority, 200
+/// when the same pattern and key were already trusted (as accept answers a trusted key);
+/// 409 `HOST_KEY_REVOKED` for a key `@revoked` for the pattern.
+pub fn add_authority(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let body: Map<String, Value> = req.json()?;
+    let new = NewAuthority::from_json(&body)?;
+    let added = state.db.write(|tx| {
+        authorities::add(tx, &new).map_err(|refusal| match refusal {
+            Refusal::Revoked(text) => ApiError::HostKeyRevoked(text),
+            Refusal::Store(err) => ApiError::from(err),
+            Refusal::Changed(_) | Refusal::NoVouchingEntry => {
+                ApiError::internal("a host CA's add refused as an accept")
+            }
+        })
+    })?;
+    let status = if added.created { 201 } else { 200 };
+    Reply::json(status, &AuthorityView::of(&added.entry))
+}
+
+/// `DELETE /api/known-hosts/authorities/:id`, audited; 404 `KNOWN_HOST_NOT_FOUND` for an id
+/// that is not a host CA.
+pub fn delete_authority(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    state
+        .db
+        .write(|tx| Ok::<_, ApiError>(authorities::delete(tx, id)?))?;
+    Ok(Reply::no_content())
+}
+
 /// The answer to an accept the trust workflow refused: its own 409, or the store's error.
 fn refused<T>(result: Result<T, Refusal>) -> Result<T, ApiError> {
     result.map_err(|refusal| match refusal {
@@ -179,6 +217,9 @@ struct VerifyView<'a> {
     /// The CA of a presented certificate.
     #[serde(skip_serializing_if = "Option::is_none")]
     ca_fingerprint: Option<&'a str>,
+    /// Why, for `revoked` and `certificate_invalid`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
     /// The stored entries that match the host.
     known: Vec<KnownRef<'a>>,
     blocks_connect: bool,
@@ -210,6 +251,37 @@ impl<'a> KnownRef<'a> {
             key_type: &entry.key_type,
             fingerprint: &entry.fingerprint,
             marker: entry.marker.as_str(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct AuthorityList<'a> {
+    items: Vec<AuthorityView<'a>>,
+}
+
+/// A host CA as the API shows it.
+#[derive(Serialize)]
+struct AuthorityView<'a> {
+    id: &'a str,
+    pattern: &'a str,
+    key_type: &'a str,
+    public_key: &'a str,
+    fingerprint: &'a str,
+    comment: &'a str,
+    created_at: &'a str,
+}
+
+impl<'a> AuthorityView<'a> {
+    fn of(entry: &'a KnownHost) -> AuthorityView<'a> {
+        AuthorityView {
+            id: &entry.id,
+            pattern: &entry.host,
+            key_type: &entry.key_type,
+            public_key: &entry.public_key,
+            fingerprint: &entry.fingerprint,
+            comment: &entry.comment,
+            created_at: &entry.first_seen,
         }
     }
 }

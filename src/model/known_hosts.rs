@@ -24,6 +24,10 @@ pub const MAX_LINE_CHARS: usize = 16_384;
 /// comma list); each becomes its own entry.
 pub const MAX_NAMES_PER_LINE: usize = 256;
 
+/// docs/api.md, "Host keys (known_hosts)": the longest `pattern` of a host CA
+/// (`POST /api/known-hosts/authorities`); a DNS name is at most 253 characters.
+pub const MAX_PATTERN_CHARS: usize = 1_024;
+
 /// The prefix of a hashed name: `|1|<base64 salt>|<base64 hash>` (OpenSSH `HASH_MAGIC`).
 pub const HASH_MAGIC: &str = "|1|";
 
@@ -82,6 +86,10 @@ pub enum Status {
     /// A certificate signed by a CA stored as `@cert-authority` for this host, valid now
     /// and for this host name.
     CaTrusted,
+    /// A certificate signed by a CA stored as `@cert-authority` for this host that is not
+    /// valid for it (expired, not yet valid, its principals do not name the host, ...):
+    /// refused as `ssh` refuses it, never judged by the plain key it carries.
+    CertificateInvalid,
 }
 
 /// A stored entry that matches the host name being judged.
@@ -108,9 +116,10 @@ pub struct Presented {
 pub struct CertificateFacts {
     /// Fingerprint of the CA key that signed it.
     pub ca_fingerprint: String,
-    /// True when it is a host certificate whose signature verifies, valid now, and whose
-    /// principals name the host being judged.
-    pub valid_for_host: bool,
+    /// `None` when it is a host certificate whose signature verifies, valid now, and whose
+    /// principals name the host being judged; otherwise why not, as a phrase that follows
+    /// "the certificate" (`expired at 2026-01-02T00:00:00Z`).
+    pub problem: Option<String>,
 }
 
 impl Marker {
@@ -150,12 +159,17 @@ impl Status {
             Status::Changed => "changed",
             Status::Revoked => "revoked",
             Status::CaTrusted => "ca_trusted",
+            Status::CertificateInvalid => "certificate_invalid",
         }
     }
 
-    /// Verdicts that block `connect` until the app accepts or replaces.
+    /// Verdicts that block `connect` until the app accepts or replaces (or, for
+    /// `certificate_invalid`, until a verify finds a valid certificate of a trusted CA).
     pub fn blocks_connect(self) -> bool {
-        matches!(self, Status::Changed | Status::Revoked)
+        matches!(
+            self,
+            Status::Changed | Status::Revoked | Status::CertificateInvalid
+        )
     }
 
     pub fn parse(text: &str) -> Option<Status> {
@@ -166,6 +180,7 @@ impl Status {
             Status::Changed,
             Status::Revoked,
             Status::CaTrusted,
+            Status::CertificateInvalid,
         ]
         .into_iter()
         .find(|status| status.as_str() == text)
@@ -232,8 +247,13 @@ pub fn judge(presented: &Presented, matching: &[KnownKey]) -> Status {
         let trusted_ca = matching.iter().any(|known| {
             known.marker == Marker::CertAuthority && known.fingerprint == ca.ca_fingerprint
         });
-        if ca.valid_for_host && trusted_ca {
-            return Status::CaTrusted;
+        // As `ssh` does: a certificate of a CA trusted here is judged as a certificate
+        // only; one of a CA not trusted here falls back to its plain key.
+        if trusted_ca {
+            return match ca.problem {
+                None => Status::CaTrusted,
+                Some(_) => Status::CertificateInvalid,
+            };
         }
     }
     let plain: Vec<&KnownKey> = matching
@@ -256,6 +276,39 @@ pub fn judge(presented: &Presented, matching: &[KnownKey]) -> Status {
         return Status::NewAlgorithm;
     }
     Status::Unknown
+}
+
+/// Why `judge` answered `status`, for the verdicts that refuse a key: which key or CA is
+/// `@revoked`, or what is wrong with a certificate of a trusted CA. `None` for the others.
+pub fn reason(presented: &Presented, matching: &[KnownKey], status: Status) -> Option<String> {
+    let ca = presented.certificate.as_ref();
+    match status {
+        Status::Revoked => {
+            let key_revoked = matching.iter().any(|known| {
+                known.marker == Marker::Revoked && known.fingerprint == presented.fingerprint
+            });
+            Some(match (key_revoked, ca) {
+                (false, Some(ca)) => format!(
+                    "the certificate's CA {} is marked @revoked for this host",
+                    ca.ca_fingerprint
+                ),
+                _ => format!(
+                    "the key {} is marked @revoked for this host",
+                    presented.fingerprint
+                ),
+            })
+        }
+        Status::CertificateInvalid => ca.map(|ca| {
+            format!(
+                "the certificate (signed by {}, a CA trusted for this host) {}",
+                ca.ca_fingerprint,
+                ca.problem
+                    .as_deref()
+                    .unwrap_or("is not valid for this host")
+            )
+        }),
+        _ => None,
+    }
 }
 
 /// One line of an exported file: `[@marker ]host key_type base64[ comment]`.
@@ -306,6 +359,38 @@ pub fn public_key(value: Option<&Value>) -> Result<String, Invalid> {
             }
         }
         _ => Err(Invalid::new("public_key", rule)),
+    }
+}
+
+/// `pattern` of a host CA (`POST /api/known-hosts/authorities`): one host name or pattern
+/// as a known_hosts line holds it (`*.example.com`, `[host]:2222`, `192.0.2.?`, `*`), by
+/// the import's rules, returned ASCII-lowercased.
+pub fn authority_pattern(value: Option<&Value>) -> Result<String, Invalid> {
+    let refused = |rule: &str| Err(Invalid::new("pattern", rule));
+    let text = match value {
+        Some(Value::String(text)) if !text.is_empty() => text,
+        _ => {
+            return refused("is required: a host name or pattern (`*.example.com`, `[host]:2222`)")
+        }
+    };
+    if text.chars().count() > MAX_PATTERN_CHARS {
+        return Err(Invalid::new(
+            "pattern",
+            format!("must be at most {MAX_PATTERN_CHARS} characters"),
+        ));
+    }
+    if text.contains(',') {
+        return refused("must be one name or pattern: add one authority per pattern");
+    }
+    if text.starts_with('!') {
+        return refused("must not be negated (!): list the hosts the CA is trusted for");
+    }
+    if text.starts_with('|') {
+        return refused("must be a plain name or pattern, not a hashed name");
+    }
+    match plain_name_problem(text) {
+        Some(problem) => refused(problem),
+        None => Ok(text.to_ascii_lowercase()),
     }
 }
 
@@ -430,8 +515,9 @@ mod tests {
 
     use crate::model::host_patterns::{pattern_matches, split_token};
     use crate::model::known_hosts::{
-        judge, parse, public_key, render_line, CertificateFacts, HostToken, KnownKey, Line, Marker,
-        Parsed, Presented, Status, MAX_LINE_CHARS, MAX_NAMES_PER_LINE,
+        authority_pattern, judge, parse, public_key, reason, render_line, CertificateFacts,
+        HostToken, KnownKey, Line, Marker, Parsed, Presented, Status, MAX_LINE_CHARS,
+        MAX_NAMES_PER_LINE, MAX_PATTERN_CHARS,
     };
 
     const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
@@ -605,6 +691,35 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_authority_pattern_is_one_name_or_pattern_on_both_sides_of_each_rule() {
+        let pattern = |text: &str| authority_pattern(Some(&serde_json::json!(text)));
+        assert_eq!(pattern("*.Example.COM").unwrap(), "*.example.com");
+        assert_eq!(pattern("[h]:2222").unwrap(), "[h]:2222");
+        assert_eq!(pattern("*").unwrap(), "*");
+        assert!(pattern("").is_err());
+        assert!(authority_pattern(None).is_err());
+        assert!(authority_pattern(Some(&serde_json::json!(7))).is_err());
+        assert!(pattern("a.example,b.example")
+            .unwrap_err()
+            .rule
+            .contains("one"));
+        assert!(pattern("!a.example").unwrap_err().rule.contains("negated"));
+        assert!(pattern("|1|c2FsdA==|aGFzaA==")
+            .unwrap_err()
+            .rule
+            .contains("hashed"));
+        assert!(pattern("a example").is_err());
+        assert!(pattern("[h]:0").unwrap_err().rule.contains("port"));
+        assert!(pattern("[h]:65535").is_ok());
+        let longest = "a".repeat(MAX_PATTERN_CHARS);
+        assert!(pattern(&longest).is_ok());
+        assert!(pattern(&format!("{longest}a"))
+            .unwrap_err()
+            .rule
+            .contains("at most"));
+    }
+
     fn known(marker: Marker, key_type: &str, fingerprint: &str) -> KnownKey {
         KnownKey {
             id: fingerprint.to_owned(),
@@ -657,24 +772,68 @@ mod tests {
         assert_eq!(judge(&plain("ssh-ed25519", "A"), &stored), Status::Revoked);
     }
 
-    #[test]
-    fn certificate_of_a_trusted_ca_is_ca_trusted_only_when_valid_for_the_host() {
-        let stored = [known(Marker::CertAuthority, "ssh-ed25519", "CA")];
-        let mut cert = Presented {
+    fn certificate(problem: Option<&str>) -> Presented {
+        Presented {
             certificate: Some(CertificateFacts {
                 ca_fingerprint: "CA".into(),
-                valid_for_host: true,
+                problem: problem.map(str::to_owned),
             }),
             ..plain("ssh-ed25519", "K")
-        };
-        assert_eq!(judge(&cert, &stored), Status::CaTrusted);
-        cert.certificate = Some(CertificateFacts {
-            ca_fingerprint: "CA".into(),
-            valid_for_host: false,
-        });
-        assert_eq!(judge(&cert, &stored), Status::Unknown);
+        }
+    }
+
+    #[test]
+    fn certificate_of_a_trusted_ca_is_ca_trusted_when_valid_and_certificate_invalid_when_not() {
+        let stored = [known(Marker::CertAuthority, "ssh-ed25519", "CA")];
+        assert_eq!(judge(&certificate(None), &stored), Status::CaTrusted);
+        let expired = certificate(Some("expired at 2020-01-02T00:00:00Z"));
+        assert_eq!(judge(&expired, &stored), Status::CertificateInvalid);
+        let why = reason(&expired, &stored, Status::CertificateInvalid).unwrap();
+        assert!(
+            why.contains("expired at 2020-01-02") && why.contains("CA"),
+            "{why}"
+        );
         let revoked_ca = [known(Marker::Revoked, "ssh-ed25519", "CA")];
-        assert_eq!(judge(&cert, &revoked_ca), Status::Revoked);
+        assert_eq!(judge(&certificate(None), &revoked_ca), Status::Revoked);
+        let why = reason(&certificate(None), &revoked_ca, Status::Revoked).unwrap();
+        assert!(why.contains("CA CA is marked @revoked"), "{why}");
+    }
+
+    #[test]
+    fn an_invalid_certificate_of_a_trusted_ca_is_refused_even_when_its_plain_key_is_trusted() {
+        let stored = [
+            known(Marker::CertAuthority, "ssh-ed25519", "CA"),
+            known(Marker::None, "ssh-ed25519", "K"),
+        ];
+        let invalid = certificate(Some("expired"));
+        assert_eq!(judge(&invalid, &stored), Status::CertificateInvalid);
+        assert!(Status::CertificateInvalid.blocks_connect());
+    }
+
+    #[test]
+    fn a_certificate_of_a_ca_not_trusted_here_is_judged_by_its_plain_key() {
+        let stored = [known(Marker::None, "ssh-ed25519", "K")];
+        assert_eq!(
+            judge(&certificate(Some("expired")), &stored),
+            Status::Trusted
+        );
+        assert_eq!(judge(&certificate(None), &[]), Status::Unknown);
+        assert_eq!(reason(&certificate(None), &[], Status::Unknown), None);
+    }
+
+    #[test]
+    fn every_status_reads_back_from_its_name() {
+        for name in [
+            "trusted",
+            "unknown",
+            "new_algorithm",
+            "changed",
+            "revoked",
+            "ca_trusted",
+            "certificate_invalid",
+        ] {
+            assert_eq!(Status::parse(name).map(Status::as_str), Some(name));
+        }
     }
 
     /// docs/api.md, "Host keys (known_hosts)": the parser and the pattern matcher never

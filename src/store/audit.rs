@@ -44,6 +44,11 @@ pub const HOST_KEY_REPLACED: &str = "host_key.replaced";
 pub const HOST_KEY_DELETED: &str = "host_key.deleted";
 /// A known_hosts text was imported (not for a dry run).
 pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
+/// A host CA was trusted for a host pattern (`POST /api/known-hosts/authorities`), also
+/// when it already was (`already_trusted` in the detail).
+pub const HOST_CA_ADDED: &str = "host_ca.added";
+/// A host CA was taken away (`DELETE /api/known-hosts/authorities/:id`).
+pub const HOST_CA_DELETED: &str = "host_ca.deleted";
 /// The SSH agent made a signature (docs/agent.md "SSH agent"): key, server, forwarded or not.
 pub const AGENT_SIGNED: &str = "agent.signed";
 /// `ssh-add` stored a key in the vault through the SSH agent.
@@ -78,6 +83,8 @@ pub const EVENTS: &[(&str, Class)] = &[
     (HOST_KEY_REPLACED, Class::Security),
     (HOST_KEY_DELETED, Class::Security),
     (HOST_KEYS_IMPORTED, Class::Security),
+    (HOST_CA_ADDED, Class::Security),
+    (HOST_CA_DELETED, Class::Security),
     (AGENT_SIGNED, Class::Routine),
     (AGENT_KEY_ADDED, Class::Security),
     (AGENT_KEYS_DISABLED, Class::Security),

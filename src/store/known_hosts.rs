@@ -1,5 +1,6 @@
 //! The host-key trust store in SQL (docs/api.md: "Host keys (known_hosts)"): entries of
-//! `known_hosts`, and the `changed`/`revoked` verdicts (`host_key_alerts`) that block
+//! `known_hosts` (the host CAs among them), and the `changed`/`revoked`/
+//! `certificate_invalid` verdicts (`host_key_alerts`, with their reasons) that block
 //! `connect`.
 //!
 //! Invariants: an entry is one host token and one key; the same token, key and marker are
@@ -32,12 +33,17 @@ const INSERT_ENTRY: &str = "INSERT INTO known_hosts (id, host, hashed, wildcard,
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)";
 const DELETE_ENTRY: &str = "DELETE FROM known_hosts WHERE id = ?1";
 const TOUCH_ENTRY: &str = "UPDATE known_hosts SET last_seen = ?2 WHERE id = ?1";
-const UPSERT_ALERT: &str = "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at) \
-     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (host) DO UPDATE SET status = excluded.status, \
-     key_type = excluded.key_type, fingerprint = excluded.fingerprint, at = excluded.at";
+const UPSERT_ALERT: &str = "INSERT INTO host_key_alerts \
+     (host, status, key_type, fingerprint, at, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+     ON CONFLICT (host) DO UPDATE SET status = excluded.status, key_type = excluded.key_type, \
+     fingerprint = excluded.fingerprint, at = excluded.at, reason = excluded.reason";
 const DELETE_ALERT: &str = "DELETE FROM host_key_alerts WHERE host = ?1";
+const DELETE_ALERT_OF: &str = "DELETE FROM host_key_alerts WHERE host = ?1 AND status = ?2";
 const SELECT_ALERT: &str =
-    "SELECT status, key_type, fingerprint, at FROM host_key_alerts WHERE host = ?1";
+    "SELECT status, key_type, fingerprint, at, reason FROM host_key_alerts WHERE host = ?1";
+const SELECT_AUTHORITIES: &str = "SELECT seq, id, host, hashed, wildcard, key_type, \
+     public_key, fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts \
+     WHERE marker = 'cert-authority' ORDER BY seq";
 const SELECT_CATALOGUE_NAMES: &str = "SELECT id, hostname, port FROM hosts ORDER BY seq";
 
 /// One stored entry.
@@ -73,18 +79,27 @@ pub struct NewKnownHost<'a> {
     pub source: &'a str,
 }
 
-/// A `changed` or `revoked` verdict recorded for a lookup name.
+/// A `changed`, `revoked` or `certificate_invalid` verdict recorded for a lookup name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Alert {
     pub status: Status,
     pub key_type: String,
     pub fingerprint: String,
     pub at: String,
+    /// The verdict's reason (`trust::Verdict::reason`); `""` when it had none.
+    pub reason: String,
 }
 
 /// Every entry, in the order they were added.
 pub fn all(conn: &Connection) -> Result<Vec<KnownHost>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_ALL)?;
+    let rows = statement.query_map([], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Every `@cert-authority` entry (the host CAs), in the order they were added.
+pub fn authorities(conn: &Connection) -> Result<Vec<KnownHost>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_AUTHORITIES)?;
     let rows = statement.query_map([], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -172,23 +187,33 @@ pub fn touch(conn: &Connection, id: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Records (or refreshes) a blocking verdict for lookup name `name`, made now about the
-/// presented key of `key_type` and `fingerprint`.
-pub fn record_alert(
-    conn: &Connection,
-    name: &str,
-    status: Status,
-    key_type: &str,
-    fingerprint: &str,
-) -> Result<(), StoreError> {
+/// A blocking verdict to record: the presented key and why it was refused.
+pub struct NewAlert<'a> {
+    pub status: Status,
+    pub key_type: &'a str,
+    pub fingerprint: &'a str,
+    pub reason: &'a str,
+}
+
+/// Records (or refreshes) a blocking verdict for lookup name `name`, made now.
+pub fn record_alert(conn: &Connection, name: &str, alert: &NewAlert<'_>) -> Result<(), StoreError> {
     conn.prepare_cached(UPSERT_ALERT)?.execute(params![
         name,
-        status.as_str(),
-        key_type,
-        fingerprint,
-        now_timestamp()
+        alert.status.as_str(),
+        alert.key_type,
+        alert.fingerprint,
+        now_timestamp(),
+        alert.reason
     ])?;
     Ok(())
+}
+
+/// Clears the verdict of lookup name `name` if it is `status`; true when there was one.
+pub fn clear_alert_of(conn: &Connection, name: &str, status: Status) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(DELETE_ALERT_OF)?
+        .execute([name, status.as_str()])?
+        > 0)
 }
 
 /// Clears the verdict of lookup name `name`; true when there was one.
@@ -206,16 +231,21 @@ pub fn alert(conn: &Connection, name: &str) -> Result<Option<Alert>, StoreError>
                 row.get(1)?,
                 row.get(2)?,
                 row.get(3)?,
+                row.get(4)?,
             ))
         })
         .optional()?;
-    Ok(found.map(|(status, key_type, fingerprint, at)| Alert {
-        // The CHECK constraint allows only these two; anything else reads as changed.
-        status: Status::parse(&status).unwrap_or(Status::Changed),
-        key_type,
-        fingerprint,
-        at,
-    }))
+    Ok(
+        found.map(|(status, key_type, fingerprint, at, reason)| Alert {
+            // The CHECK constraint allows only the blocking verdicts; anything else reads as
+            // changed.
+            status: Status::parse(&status).unwrap_or(Status::Changed),
+            key_type,
+            fingerprint,
+            at,
+            reason,
+        }),
+    )
 }
 
 /// `(host id, hostname, port)` of every catalogue host, oldest first: what entries link to.
@@ -249,7 +279,8 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<KnownHost> {
 mod tests {
     use crate::model::known_hosts::{Marker, Status};
     use crate::store::known_hosts::{
-        alert, all, candidates, clear_alert, insert, record_alert, Alert, NewKnownHost,
+        alert, all, candidates, clear_alert, clear_alert_of, insert, record_alert, Alert, NewAlert,
+        NewKnownHost,
     };
     use crate::store::{open_in_memory, StoreError};
 
@@ -306,9 +337,15 @@ mod tests {
     fn an_alert_is_recorded_refreshed_and_cleared() {
         let db = open_in_memory().unwrap();
         let before = crate::store::now_timestamp();
+        let new = |status, fingerprint, reason| NewAlert {
+            status,
+            key_type: "ssh-ed25519",
+            fingerprint,
+            reason,
+        };
         db.write(|tx| {
-            record_alert(tx, "[h]:2222", Status::Changed, "ssh-ed25519", "SHA256:x")?;
-            record_alert(tx, "[h]:2222", Status::Revoked, "ssh-ed25519", "SHA256:y")
+            record_alert(tx, "[h]:2222", &new(Status::Changed, "SHA256:x", ""))?;
+            record_alert(tx, "[h]:2222", &new(Status::Revoked, "SHA256:y", "why"))
         })
         .unwrap();
         let recorded = db.read(|conn| alert(conn, "[h]:2222")).unwrap().unwrap();
@@ -320,10 +357,32 @@ mod tests {
                 key_type: "ssh-ed25519".into(),
                 fingerprint: "SHA256:y".into(),
                 at: recorded.at.clone(),
+                reason: "why".into(),
             }
         );
         assert_eq!(db.read(|conn| alert(conn, "h")).unwrap(), None);
         assert!(db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());
         assert!(!db.write(|tx| clear_alert(tx, "[h]:2222")).unwrap());
+    }
+
+    #[test]
+    fn a_certificate_invalid_alert_is_stored_and_cleared_only_by_its_own_status() {
+        let db = open_in_memory().unwrap();
+        let new = NewAlert {
+            status: Status::CertificateInvalid,
+            key_type: "ssh-ed25519",
+            fingerprint: "SHA256:x",
+            reason: "expired",
+        };
+        db.write(|tx| record_alert(tx, "h", &new)).unwrap();
+        let recorded = db.read(|conn| alert(conn, "h")).unwrap().unwrap();
+        assert_eq!(recorded.status, Status::CertificateInvalid);
+        assert!(!db
+            .write(|tx| clear_alert_of(tx, "h", Status::Changed))
+            .unwrap());
+        assert!(db
+            .write(|tx| clear_alert_of(tx, "h", Status::CertificateInvalid))
+            .unwrap());
+        assert_eq!(db.read(|conn| alert(conn, "h")).unwrap(), None);
     }
 }

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0007_agent.sql"),
     include_str!("../../sql/0008_list_in_memory.sql"),
     include_str!("../../sql/0009_audit_retention.sql"),
+    include_str!("../../sql/0010_host_cas.sql"),
 ];
 
 /// The schema version this build writes.
@@ -111,6 +112,37 @@ mod tests {
         .unwrap();
         tx.commit().unwrap();
         conn
+    }
+
+    /// Schema 10 keeps the blocking verdicts a version 9 database holds (with no reason) and
+    /// takes the new `certificate_invalid` one.
+    #[test]
+    fn version_10_keeps_the_alerts_of_a_version_9_database_and_takes_certificate_invalid() {
+        let mut conn = database_at(9);
+        conn.execute_batch(
+            "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at)
+             VALUES ('h', 'revoked', 'ssh-ed25519', 'SHA256:x', 't')",
+        )
+        .unwrap();
+        let refused = conn.execute_batch(
+            "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at)
+             VALUES ('g', 'certificate_invalid', 'ssh-ed25519', 'SHA256:y', 't')",
+        );
+        assert!(refused.is_err(), "version 9 knows no certificate_invalid");
+        migrate(&mut conn).unwrap();
+        let kept: (String, String) = conn
+            .query_row(
+                "SELECT status, reason FROM host_key_alerts WHERE host = 'h'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(kept, ("revoked".to_owned(), String::new()));
+        conn.execute_batch(
+            "INSERT INTO host_key_alerts (host, status, key_type, fingerprint, at, reason)
+             VALUES ('g', 'certificate_invalid', 'ssh-ed25519', 'SHA256:y', 't', 'expired')",
+        )
+        .unwrap();
     }
 
     /// Schema 3 counts the hosts and tags already stored when it is applied.

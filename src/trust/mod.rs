@@ -12,6 +12,7 @@
 //! in the same transaction; a changed key is never replaced without `replace: true`, and a
 //! revoked key is never accepted. **Not:** HTTP, `ApiError`, SQL text.
 
+pub mod authorities;
 pub mod exchange;
 pub mod links;
 
@@ -36,9 +37,11 @@ pub struct Target {
     pub public_key: String,
 }
 
-/// A verdict and the stored entries that match the host.
+/// A verdict, why (for `revoked` and `certificate_invalid`), and the stored entries that
+/// match the host.
 pub struct Verdict {
     pub status: Status,
+    pub reason: Option<String>,
     pub known: Vec<KnownHost>,
 }
 
@@ -63,8 +66,9 @@ pub enum Refusal {
     Store(StoreError),
 }
 
-/// A host of a route whose host key has a `changed` or `revoked` verdict pending: `connect`
-/// hands out no secret while one exists. Its text is the answer's message.
+/// A host of a route whose host key has a `changed`, `revoked` or `certificate_invalid`
+/// verdict pending: `connect` hands out no secret while one exists. Its text is the
+/// answer's message.
 pub struct Blocked {
     /// `Some(name)` for a jump host, `None` for the host itself.
     hop: Option<String>,
@@ -118,10 +122,22 @@ impl fmt::Display for Blocked {
             None => format!("this host ({name})"),
         };
         let alert = &self.alert;
+        let reason = match alert.reason.is_empty() {
+            true => String::new(),
+            false => format!(": {}", alert.reason),
+        };
+        let until = match alert.status {
+            Status::CertificateInvalid => {
+                "a verify finds a valid certificate of a trusted CA (POST \
+                 /api/known-hosts/verify) or the app accepts a key (POST \
+                 /api/known-hosts/accept)"
+            }
+            _ => "the app accepts or replaces it (POST /api/known-hosts/accept)",
+        };
         write!(
             f,
-            "the host key of {which} was reported {} by verify ({} {}) at {}; no secret is \
-             handed out until the app accepts or replaces it (POST /api/known-hosts/accept)",
+            "the host key of {which} was reported {} by verify ({} {}) at {}{reason}; no \
+             secret is handed out until {until}",
             alert.status.as_str(),
             alert.key_type,
             alert.fingerprint,
@@ -147,9 +163,15 @@ pub fn verify(
     presented: &Presented,
 ) -> Result<Verdict, StoreError> {
     let known = matching_entries(conn, name)?;
-    let status = known_hosts::judge(presented, &known_keys(&known));
-    record_verdict(conn, name, status, presented, &known)?;
-    Ok(Verdict { status, known })
+    let keys = known_keys(&known);
+    let status = known_hosts::judge(presented, &keys);
+    let reason = known_hosts::reason(presented, &keys, status);
+    record_verdict(conn, name, status, reason.as_deref(), presented, &known)?;
+    Ok(Verdict {
+        status,
+        reason,
+        known,
+    })
 }
 
 /// The accept steps inside the caller's transaction: judge, refuse or store, clear the
@@ -186,7 +208,8 @@ pub fn delete(conn: &store::Conn, id: &str) -> Result<(), StoreError> {
 }
 
 /// docs/api.md "Host keys (known_hosts)": the first host of the route (hops first, in
-/// `ssh -J` order, then the host) with a `changed` or `revoked` verdict pending.
+/// `ssh -J` order, then the host) with a `changed`, `revoked` or `certificate_invalid`
+/// verdict pending.
 pub fn check_route(
     conn: &store::Conn,
     host: &Host,
@@ -233,12 +256,17 @@ fn known_keys(entries: &[KnownHost]) -> Vec<KnownKey> {
 }
 
 /// What a verdict leaves behind: `last_seen` on the entries that vouched for the key, or a
-/// blocking alert for `changed` and `revoked`. Other verdicts record nothing: an alert
-/// stays until an accept or replace clears it, even if a later verify says `trusted`.
+/// blocking alert for `changed`, `revoked` and `certificate_invalid`. Other verdicts record
+/// nothing: an alert stays until an accept or replace clears it, even if a later verify
+/// says `trusted` (a man in the middle that steps aside must not silence it), with one
+/// exception: a `ca_trusted` verdict clears a `certificate_invalid` alert, since only the
+/// trusted CA can sign the valid certificate that proves the server (an expired one was
+/// renewed).
 fn record_verdict(
     conn: &store::Conn,
     name: &str,
     status: Status,
+    reason: Option<&str>,
     presented: &Presented,
     matching: &[KnownHost],
 ) -> Result<(), StoreError> {
@@ -258,14 +286,17 @@ fn record_verdict(
     for entry in matching.iter().filter(vouching) {
         store::known_hosts::touch(conn, &entry.id)?;
     }
+    if status == Status::CaTrusted {
+        store::known_hosts::clear_alert_of(conn, name, Status::CertificateInvalid)?;
+    }
     if status.blocks_connect() {
-        store::known_hosts::record_alert(
-            conn,
-            name,
+        let alert = store::known_hosts::NewAlert {
             status,
-            &presented.key_type,
-            &presented.fingerprint,
-        )?;
+            key_type: &presented.key_type,
+            fingerprint: &presented.fingerprint,
+            reason: reason.unwrap_or_default(),
+        };
+        store::known_hosts::record_alert(conn, name, &alert)?;
     }
     Ok(())
 }
@@ -523,15 +554,15 @@ mod tests {
     }
 
     #[test]
-    fn a_certificate_of_a_stored_cert_authority_valid_for_the_host_is_ca_trusted() {
+    fn a_certificate_of_a_stored_ca_is_ca_trusted_when_valid_and_blocks_connect_when_not() {
         let db = store_with(&format!("@cert-authority *.example ssh-ed25519 {ED_CA}\n"));
         let ca = ed25519(ED_CA);
-        let certificate = |valid_for_host| {
+        let certificate = |valid: bool| {
             trust::presented(
                 &ed25519(ED_ONE),
                 Some(CertificateFacts {
                     ca_fingerprint: ca.fingerprint.clone(),
-                    valid_for_host,
+                    problem: (!valid).then(|| "expired at 2020-01-02T00:00:00Z".to_owned()),
                 }),
             )
         };
@@ -543,7 +574,21 @@ mod tests {
         assert_eq!(trusted.status, Status::CaTrusted);
         assert_eq!(trusted.known.len(), 1);
         assert_eq!(trusted.known[0].marker, Marker::CertAuthority);
-        assert_eq!(judged(certificate(false)).status, Status::Unknown);
+        assert!(!alert(&db, "a.example"));
+        let refused = judged(certificate(false));
+        assert_eq!(refused.status, Status::CertificateInvalid);
+        assert!(refused.reason.unwrap().contains("expired at 2020-01-02"));
+        assert!(
+            alert(&db, "a.example"),
+            "an invalid certificate blocks connect"
+        );
+        let blocked = db.read(|conn| store::known_hosts::alert(conn, "a.example"));
+        assert!(blocked.unwrap().unwrap().reason.contains("expired at"));
+        assert_eq!(judged(certificate(true)).status, Status::CaTrusted);
+        assert!(
+            !alert(&db, "a.example"),
+            "a valid certificate of the CA clears it"
+        );
         assert_eq!(
             verdict(&db, "a.example", &ed25519(ED_ONE)),
             Status::Unknown,

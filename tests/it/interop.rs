@@ -791,6 +791,13 @@ impl Sshd {
     }
 
     pub(crate) fn start(name: &str) -> Sshd {
+        Sshd::start_with(name, |_| String::new())
+    }
+
+    /// `start`, with the lines `extra` returns added to sshd_config; `extra` is given the
+    /// server's directory, which holds its ed25519 `host_key` (and `host_key.pub`) already
+    /// (to sign a `HostCertificate`, say).
+    pub(crate) fn start_with(name: &str, extra: impl FnOnce(&std::path::Path) -> String) -> Sshd {
         let sshd = std::path::Path::new("/usr/sbin/sshd");
         assert!(
             sshd.exists(),
@@ -814,12 +821,13 @@ impl Sshd {
             .expect("a free loopback port")
             .port();
         let config = dir.join("sshd_config");
+        let extra = extra(&dir);
         std::fs::write(
             &config,
             format!(
                 "Port {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nHostKey {}\nAuthorizedKeysFile {}\n\
                  StrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n{extra}",
                 host_key.display(),
                 dir.join("host_key_ecdsa").display(),
                 dir.join("authorized_keys").display()

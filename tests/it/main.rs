@@ -9,6 +9,7 @@ mod agent;
 mod changes;
 mod groups;
 mod history;
+mod host_cas;
 mod hosts;
 mod http;
 mod interop;
