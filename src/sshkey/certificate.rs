@@ -144,10 +144,39 @@ fn decode(text: &str) -> Result<(String, Vec<u8>), CertificateError> {
 
 fn read(text: &str) -> Result<Read, CertificateError> {
     let (algorithm, binary) = decode(text)?;
+    let read = read_binary(&binary)?;
+    match read.certificate.cert_type == algorithm {
+        true => Ok(read),
+        false => Err(CertificateError::Malformed),
+    }
+}
+
+/// The key a certificate blob (as the agent lists it and a sign request names it)
+/// certifies, and the certificate's line; `None` when `blob` is not a certificate whose
+/// CA signature verifies.
+pub fn certified_by(blob: &[u8]) -> Option<(Vec<u8>, String)> {
+    let read = read_binary(blob).ok()?;
+    (read.kind == USER_CERTIFICATE).then_some((read.public_blob, read.certificate.text))
+}
+
+/// True when `blob` names a certificate type (its first string ends `-cert-v01@openssh.com`).
+pub fn is_certificate_blob(blob: &[u8]) -> bool {
+    Reader(blob)
+        .string()
+        .is_some_and(|name| name.ends_with(SUFFIX.as_bytes()))
+}
+
+/// Reads a certificate's binary form: its fields, then the CA's signature, checked over
+/// exactly the bytes it signs.
+fn read_binary(binary: &[u8]) -> Result<Read, CertificateError> {
     let malformed = CertificateError::Malformed;
-    let mut reader = Reader(&binary);
-    if reader.string().ok_or(CertificateError::Malformed)? != algorithm.as_bytes() {
-        return Err(malformed);
+    let mut reader = Reader(binary);
+    let algorithm = reader.string().ok_or(CertificateError::Malformed)?;
+    let algorithm = std::str::from_utf8(algorithm)
+        .map_err(|_| CertificateError::Malformed)?
+        .to_owned();
+    if !algorithm.ends_with(SUFFIX) {
+        return Err(CertificateError::NotCertificate);
     }
     let _nonce = reader.string().ok_or(CertificateError::Malformed)?;
     let plain = algorithm.strip_suffix(SUFFIX).unwrap_or_default();
@@ -174,7 +203,7 @@ fn read(text: &str) -> Result<Read, CertificateError> {
         ssh_key::Signature::try_from(signature).map_err(|_| CertificateError::Malformed)?;
     Verifier::verify(ca.key_data(), signed, &signature)
         .map_err(|_| CertificateError::BadSignature)?;
-    let base64 = Base64::encode_string(&binary);
+    let base64 = Base64::encode_string(binary);
     Ok(Read {
         certificate: Certificate {
             text: format!("{algorithm} {base64}"),

@@ -40,7 +40,10 @@ mod rsa_checks;
 mod sign;
 mod wire;
 
-pub use certificate::{attached, certificate_blob, user_certificate, CertificateError};
+pub use certificate::{
+    attached, certificate_blob, certified_by, is_certificate_blob, user_certificate,
+    CertificateError,
+};
 pub use error::ImportError;
 pub use from_agent::from_agent;
 pub use generate::generate;
