@@ -233,7 +233,9 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         Ok::<_, ApiError>((host, sealed, proxy_jump))
     })?;
     let certificate = match &sealed {
-        SealedCredentials::Key { key_id, .. } => crate::api::certificate_in_use(state, key_id)?,
+        SealedCredentials::Key { key_id, .. } => {
+            crate::api::certificate_in_use(state, key_id, &host.username)?
+        }
         _ => None,
     };
     let credentials = match (&sealed, via_agent) {

@@ -19,7 +19,7 @@ pub mod revision;
 pub mod ssh_config;
 pub mod vault;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -121,33 +121,38 @@ pub fn number_parameter(
     Ok(Some(number.min(max)))
 }
 
-/// The certificate line `connect` hands out with key `key_id` (docs/api.md "Certificates"):
-/// of its certificates valid now, the one that ends last; `None` when none is.
-pub fn certificate_in_use(state: &AppState, key_id: &str) -> Result<Option<String>, ApiError> {
+/// The certificate line `connect` hands out with key `key_id` for a login as `user`
+/// (docs/api.md "Certificates"): of its certificates valid now that cover `user`, the one
+/// that ends last; `None` when none does.
+pub fn certificate_in_use(
+    state: &AppState,
+    key_id: &str,
+    user: &str,
+) -> Result<Option<String>, ApiError> {
     let (key, texts) = state.db.read(|conn| {
         let key = store::keys::by_id(conn, key_id)?;
         Ok::<_, ApiError>((key, store::certificates::of_key(conn, key_id)?))
     })?;
     let certificates = sshkey::attached(&texts, &key.public_key);
     let now = store::certificates::now_seconds();
-    Ok(certificate::in_use(&certificates, now).map(|cert| cert.text.clone()))
+    Ok(certificate::in_use_for(&certificates, now, user).map(|cert| cert.text.clone()))
 }
 
-/// The ids of the keys with a certificate in use (valid now): the export's
-/// `CertificateFile` lines.
-pub fn certified_keys(state: &AppState) -> Result<HashSet<String>, ApiError> {
+/// The keys with a certificate in use (valid now, the Key object's `certificate`), by id,
+/// with its principals: the export's `CertificateFile` lines.
+pub fn certified_keys(state: &AppState) -> Result<HashMap<String, Vec<String>>, ApiError> {
     let (keys, mut texts) = state.db.read(|conn| {
         Ok::<_, ApiError>((store::keys::list(conn)?, store::certificates::all(conn)?))
     })?;
     let now = store::certificates::now_seconds();
     Ok(keys
         .into_iter()
-        .filter(|key| {
-            let texts = texts.remove(&key.id).unwrap_or_default();
+        .filter_map(|key| {
+            let texts = texts.remove(&key.id)?;
             let certificates = sshkey::attached(&texts, &key.public_key);
-            certificate::in_use(&certificates, now).is_some()
+            let principals = certificate::in_use(&certificates, now)?.principals.clone();
+            Some((key.id, principals))
         })
-        .map(|key| key.id)
         .collect())
 }
 

@@ -106,6 +106,13 @@ impl Certificate {
         matches!(self.status(now), Status::Valid | Status::Expiring)
     }
 
+    /// Whether a login as `user` may use it: `user` is one of its principals, or it has none
+    /// (valid for any; sshd itself refuses those under `TrustedUserCAKeys`, but an
+    /// `authorized_keys` `cert-authority` line takes them).
+    pub fn covers(&self, user: &str) -> bool {
+        self.principals.is_empty() || self.principals.iter().any(|principal| principal == user)
+    }
+
     /// The principals as a set (sorted, once each): two certificates of one key with the
     /// same set replace each other (docs/api.md, "Certificates").
     pub fn principal_set(&self) -> Vec<String> {
@@ -155,6 +162,20 @@ pub fn in_use(certificates: &[Certificate], now: u64) -> Option<&Certificate> {
     certificates
         .iter()
         .filter(|certificate| certificate.is_valid(now))
+        .rev()
+        .max_by_key(|certificate| certificate.valid_before)
+}
+
+/// The certificate `connect` hands out for a login as `user`: `in_use` among those that
+/// cover `user`.
+pub fn in_use_for<'a>(
+    certificates: &'a [Certificate],
+    now: u64,
+    user: &str,
+) -> Option<&'a Certificate> {
+    certificates
+        .iter()
+        .filter(|certificate| certificate.is_valid(now) && certificate.covers(user))
         .rev()
         .max_by_key(|certificate| certificate.valid_before)
 }
@@ -257,6 +278,21 @@ mod tests {
         assert_eq!(in_use(&certs[2..], now), None, "expired or not yet valid");
         let equal = [certificate(&["x"], 0, 9e9 as u64), certificate(&["y"], 0, 9e9 as u64)];
         assert_eq!(in_use(&equal, now).unwrap().principals, ["x"], "first of equals");
+    }
+
+    #[test]
+    fn connect_takes_the_valid_certificate_for_the_login_user_ending_last() {
+        let now = 10_000;
+        let certs = [
+            certificate(&["alice"], 0, now + 50),
+            certificate(&["bob", "alice"], 0, now + 500),
+            certificate(&[], 0, now + 80),
+            certificate(&["carol"], 0, now - 1),
+        ];
+        assert_eq!(in_use_for(&certs, now, "alice").unwrap().valid_before, now + 500);
+        assert_eq!(in_use_for(&certs, now, "dave").unwrap().valid_before, now + 80, "any");
+        assert_eq!(in_use_for(&certs[3..], now, "carol"), None, "expired");
+        assert_eq!(in_use_for(&certs[..1], now, "bob"), None, "other principals");
     }
 
     #[test]

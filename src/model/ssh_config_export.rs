@@ -33,8 +33,10 @@ pub struct ExportHost {
     /// agent: `IdentityFile` then names the public key file.
     pub identity_agent: Option<String>,
     /// Whether the key has a certificate in use (docs/api.md "Certificates"): a
-    /// `CertificateFile` line follows `IdentityFile` (not with the agent, which offers the
-    /// certificate itself).
+    /// `CertificateFile` line follows `IdentityFile`, with the agent too: under
+    /// `IdentitiesOnly yes`, `ssh` takes an agent's certificate only when a
+    /// `CertificateFile` names it (a certificate never equals the plain key of the
+    /// `IdentityFile`), and with one it pairs the certificate with the agent's key.
     pub certificate: bool,
     /// Aliases of the direct chain, in order.
     pub proxy_jump: Vec<String>,
@@ -70,12 +72,13 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
 /// The export of `members` plus every host their chains pass through. Aliases are given
 /// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
 /// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
-/// point at it; the keys of `certified` (ids) have a certificate in use.
+/// point at it; `certified` has the keys with a certificate in use (by id, with its
+/// principals), written for the hosts whose user it covers.
 pub fn export(
     all: &[Host],
     members: &[Host],
     agent: Option<&ExportAgent>,
-    certified: &HashSet<String>,
+    certified: &HashMap<String, Vec<String>>,
 ) -> String {
     let mut taken = HashSet::new();
     let aliases: HashMap<&str, String> = all
@@ -116,7 +119,13 @@ pub fn export(
                 })
                 .map(|agent| agent.socket.clone()),
             certificate: host.auth_type == AuthType::Key
-                && host.key_id.as_ref().is_some_and(|id| certified.contains(id)),
+                && host
+                    .key_id
+                    .as_ref()
+                    .and_then(|id| certified.get(id))
+                    .is_some_and(|principals| {
+                        principals.is_empty() || principals.contains(&host.username)
+                    }),
             proxy_jump: host
                 .jump_host_ids
                 .iter()
@@ -149,16 +158,14 @@ pub fn render(hosts: &[ExportHost]) -> String {
             (Some(key_id), Some(socket)) => {
                 let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
                 out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+                certificate_file(&mut out, host, key_id);
                 out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
                 out.push_str("    IdentitiesOnly yes\n");
             }
             (Some(key_id), None) => {
                 let file = format!("{IDENTITY_DIR}{key_id}");
                 out.push_str(&format!("    IdentityFile {}\n", path(&file)));
-                if host.certificate {
-                    let file = format!("{IDENTITY_DIR}{key_id}{CERTIFICATE_SUFFIX}");
-                    out.push_str(&format!("    CertificateFile {}\n", path(&file)));
-                }
+                certificate_file(&mut out, host, key_id);
             }
             (None, _) => {}
         }
@@ -174,6 +181,15 @@ pub fn render(hosts: &[ExportHost]) -> String {
         }
     }
     out
+}
+
+/// `CertificateFile ~/.ssh/host-manager/<key_id>-cert.pub` when the key has a certificate
+/// in use.
+fn certificate_file(out: &mut String, host: &ExportHost, key_id: &str) {
+    if host.certificate {
+        let file = format!("{IDENTITY_DIR}{key_id}{CERTIFICATE_SUFFIX}");
+        out.push_str(&format!("    CertificateFile {}\n", path(&file)));
+    }
 }
 
 /// A value on one line: control characters (a line break above all) become spaces.
@@ -314,7 +330,7 @@ mod tests {
         let text = render(&exported);
         assert!(
             text.contains(
-                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
+                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    CertificateFile ~/.ssh/host-manager/k1-cert.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
             ),
             "{text}"
         );
