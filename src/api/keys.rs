@@ -78,9 +78,9 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// (docs/api.md, "Certificates").
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let filter = req.query("certificate").map(Filter::parse).transpose()?;
-    let (keys, mut texts) = state
-        .db
-        .read(|conn| Ok::<_, ApiError>((store::keys::list(conn)?, store::certificates::all(conn)?)))?;
+    let (keys, mut texts) = state.db.read(|conn| {
+        Ok::<_, ApiError>((store::keys::list(conn)?, store::certificates::all(conn)?))
+    })?;
     let now = store::certificates::now_seconds();
     let items = keys
         .iter()
@@ -119,15 +119,17 @@ pub fn put_certificate(state: &AppState, req: &Req, id: &str) -> Result<Reply, A
     let precondition = Precondition::of(req)?;
     // Read and checked (a signature check) before the transaction: a key's public key never
     // changes, so the check holds when the write finds the key again.
-    let public_key = state.db.read(|conn| store::keys::by_id(conn, id))?.public_key;
+    let public_key = state
+        .db
+        .read(|conn| store::keys::by_id(conn, id))?
+        .public_key;
     let certificate = sshkey::user_certificate(&text, &public_key)
         .map_err(|err| ApiError::InvalidCertificate(err.to_string()))?;
     let principals = certificate.principals_key();
     let (key, texts, replaced) = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
         precondition.check(Revised::Key, current.revision)?;
-        let (key, replaced) =
-            store::certificates::attach(tx, id, &principals, &certificate.text)?;
+        let (key, replaced) = store::certificates::attach(tx, id, &principals, &certificate.text)?;
         Ok::<_, ApiError>((key, store::certificates::of_key(tx, id)?, replaced))
     })?;
     key_reply(if replaced { 200 } else { 201 }, &key, &texts)

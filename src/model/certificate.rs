@@ -89,9 +89,12 @@ pub struct CertificateView {
 impl Certificate {
     /// Where the certificate stands at `now` (seconds since 1970): valid from `valid_after`
     /// up to, not including, `valid_before` (OpenSSH PROTOCOL.certkeys).
+    /// A `valid_before` past year 9999 is no end, as the view shows it.
     pub fn status(&self, now: u64) -> Status {
         if now < self.valid_after {
             Status::NotYetValid
+        } else if self.valid_before >= FIRST_UNWRITABLE_SECOND {
+            Status::Valid
         } else if now >= self.valid_before {
             Status::Expired
         } else if self.valid_before - now <= EXPIRING_WINDOW_S {
@@ -239,7 +242,10 @@ mod tests {
         assert_eq!(cert.status(100), Status::Valid);
         assert_eq!(cert.status(100 + EXPIRING_WINDOW_S - 1), Status::Valid);
         assert_eq!(cert.status(100 + EXPIRING_WINDOW_S), Status::Expiring);
-        assert_eq!(cert.status(100 + 2 * EXPIRING_WINDOW_S - 1), Status::Expiring);
+        assert_eq!(
+            cert.status(100 + 2 * EXPIRING_WINDOW_S - 1),
+            Status::Expiring
+        );
         assert_eq!(cert.status(100 + 2 * EXPIRING_WINDOW_S), Status::Expired);
     }
 
@@ -276,8 +282,15 @@ mod tests {
         ];
         assert_eq!(in_use(&certs, now).unwrap().principals, ["b"]);
         assert_eq!(in_use(&certs[2..], now), None, "expired or not yet valid");
-        let equal = [certificate(&["x"], 0, 9e9 as u64), certificate(&["y"], 0, 9e9 as u64)];
-        assert_eq!(in_use(&equal, now).unwrap().principals, ["x"], "first of equals");
+        let equal = [
+            certificate(&["x"], 0, 9e9 as u64),
+            certificate(&["y"], 0, 9e9 as u64),
+        ];
+        assert_eq!(
+            in_use(&equal, now).unwrap().principals,
+            ["x"],
+            "first of equals"
+        );
     }
 
     #[test]
@@ -289,10 +302,21 @@ mod tests {
             certificate(&[], 0, now + 80),
             certificate(&["carol"], 0, now - 1),
         ];
-        assert_eq!(in_use_for(&certs, now, "alice").unwrap().valid_before, now + 500);
-        assert_eq!(in_use_for(&certs, now, "dave").unwrap().valid_before, now + 80, "any");
+        assert_eq!(
+            in_use_for(&certs, now, "alice").unwrap().valid_before,
+            now + 500
+        );
+        assert_eq!(
+            in_use_for(&certs, now, "dave").unwrap().valid_before,
+            now + 80,
+            "any"
+        );
         assert_eq!(in_use_for(&certs[3..], now, "carol"), None, "expired");
-        assert_eq!(in_use_for(&certs[..1], now, "bob"), None, "other principals");
+        assert_eq!(
+            in_use_for(&certs[..1], now, "bob"),
+            None,
+            "other principals"
+        );
     }
 
     #[test]
@@ -300,7 +324,10 @@ mod tests {
         let one = certificate(&["b", "a", "a"], 0, 1);
         let two = certificate(&["a", "b"], 0, 1);
         assert_eq!(one.principals_key(), two.principals_key());
-        assert_ne!(certificate(&["a"], 0, 1).principals_key(), two.principals_key());
+        assert_ne!(
+            certificate(&["a"], 0, 1).principals_key(),
+            two.principals_key()
+        );
         assert_eq!(certificate(&[], 0, 1).principals_key(), "[]");
     }
 

@@ -315,8 +315,8 @@ mod tests {
 
     use super::*;
     use crate::fuzz::{settings, Rng};
-    use crate::sshkey::fixtures;
     use crate::model::key::KeySpec;
+    use crate::sshkey::fixtures;
     use crate::sshkey::generate::{generate, VaultRng};
 
     /// A user key's public line, and a certificate for it signed by a fresh ed25519 CA.
@@ -331,7 +331,9 @@ mod tests {
         builder.key_id("alice@example").unwrap();
         builder.valid_principal("alice").unwrap();
         builder.valid_principal("deploy").unwrap();
-        builder.critical_option("force-command", "/bin/true").unwrap();
+        builder
+            .critical_option("force-command", "/bin/true")
+            .unwrap();
         builder.extension("permit-pty", "").unwrap();
         let certificate = builder.sign(&ca).unwrap().to_openssh().unwrap();
         (key.info.public_key.clone(), certificate)
@@ -355,15 +357,17 @@ mod tests {
     #[test]
     fn a_forever_certificate_made_by_ssh_keygen_reads_though_ssh_key_refuses_it() {
         let text = fixtures::USER_ED25519_FOREVER_CERT;
-        assert!(ssh_key::Certificate::from_openssh(text).is_err(), "ssh-key 0.6.7's limit");
+        assert!(
+            ssh_key::Certificate::from_openssh(text).is_err(),
+            "ssh-key 0.6.7's limit"
+        );
         let cert = user_certificate(text, &fixtures::bare(fixtures::USER_ED25519_PUBLIC)).unwrap();
         assert_eq!(cert.valid_before, u64::MAX, "ssh-keygen's \"forever\"");
         assert_eq!((cert.key_id.as_str(), cert.serial), ("forever-id", 7));
         assert_eq!(cert.principals, ["alice", "bob"]);
         assert!(cert.extensions.contains_key("permit-pty"));
         assert_eq!(
-            cert.ca_fingerprint,
-            "SHA256:tZlDkoVcfGtZ8UB2hPjPwMZZ+s8QiaKFKYLVwfpFYUk",
+            cert.ca_fingerprint, "SHA256:tZlDkoVcfGtZ8UB2hPjPwMZZ+s8QiaKFKYLVwfpFYUk",
             "as ssh-keygen -L prints the signing CA"
         );
     }
@@ -371,17 +375,36 @@ mod tests {
     #[test]
     fn a_host_certificate_another_keys_and_non_certificates_are_refused() {
         let (public, host) = signed(CertType::Host, 2_000_000_000);
-        assert_eq!(user_certificate(&host, &public), Err(CertificateError::HostCertificate));
+        assert_eq!(
+            user_certificate(&host, &public),
+            Err(CertificateError::HostCertificate)
+        );
         let (_, other) = signed(CertType::User, 2_000_000_000);
-        assert_eq!(user_certificate(&other, &public), Err(CertificateError::OtherKey));
-        assert_eq!(user_certificate(&public, &public), Err(CertificateError::NotCertificate));
-        assert_eq!(user_certificate("", &public), Err(CertificateError::NotCertificate));
+        assert_eq!(
+            user_certificate(&other, &public),
+            Err(CertificateError::OtherKey)
+        );
+        assert_eq!(
+            user_certificate(&public, &public),
+            Err(CertificateError::NotCertificate)
+        );
+        assert_eq!(
+            user_certificate("", &public),
+            Err(CertificateError::NotCertificate)
+        );
         assert_eq!(
             user_certificate("ssh-ed25519-cert-v01@openssh.com !!!", &public),
             Err(CertificateError::Malformed)
         );
-        let long = format!("{} {}", "ssh-ed25519-cert-v01@openssh.com", "A".repeat(70_000));
-        assert_eq!(user_certificate(&long, &public), Err(CertificateError::TooLong));
+        let long = format!(
+            "{} {}",
+            "ssh-ed25519-cert-v01@openssh.com",
+            "A".repeat(70_000)
+        );
+        assert_eq!(
+            user_certificate(&long, &public),
+            Err(CertificateError::TooLong)
+        );
     }
 
     /// Seeded random changes of a real certificate (bytes flipped, cut, lengths grown):
@@ -411,7 +434,10 @@ mod tests {
             let line = format!("{algorithm} {}", Base64::encode_string(&bytes));
             let result = user_certificate(&line, &public);
             if bytes != binary {
-                assert!(result.is_err(), "seed {seed}: a changed certificate was accepted");
+                assert!(
+                    result.is_err(),
+                    "seed {seed}: a changed certificate was accepted"
+                );
             }
         }
     }

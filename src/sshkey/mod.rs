@@ -42,7 +42,6 @@ mod wire;
 
 pub use certificate::{
     attached, certificate_blob, certified_by, is_certificate_blob, user_certificate,
-    CertificateError,
 };
 pub use error::ImportError;
 pub use from_agent::from_agent;

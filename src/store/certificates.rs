@@ -21,7 +21,8 @@ const SELECT_ALL: &str = "SELECT key_id, certificate FROM key_certificates ORDER
 const SELECT_SEQ: &str = "SELECT seq FROM key_certificates WHERE key_id = ?1 AND principals = ?2";
 const INSERT: &str = "INSERT INTO key_certificates (key_id, principals, certificate, created_at) \
      VALUES (?1, ?2, ?3, ?4)";
-const REPLACE: &str = "UPDATE key_certificates SET certificate = ?2, created_at = ?3 WHERE seq = ?1";
+const REPLACE: &str =
+    "UPDATE key_certificates SET certificate = ?2, created_at = ?3 WHERE seq = ?1";
 const DELETE_ALL: &str = "DELETE FROM key_certificates WHERE key_id = ?1";
 const DELETE_ONE: &str = "DELETE FROM key_certificates WHERE key_id = ?1 AND principals = ?2";
 const TOUCH_KEY: &str = "UPDATE keys SET updated_at = ?2 WHERE id = ?1";
@@ -41,9 +42,10 @@ pub fn attach(
         .query_row(params![key_id, principals], |row| row.get(0))
         .optional()?;
     match existing {
-        Some(seq) => conn
-            .prepare_cached(REPLACE)?
-            .execute(params![seq, certificate, now_timestamp()])?,
+        Some(seq) => {
+            conn.prepare_cached(REPLACE)?
+                .execute(params![seq, certificate, now_timestamp()])?
+        }
         None => conn.prepare_cached(INSERT)?.execute(params![
             key_id,
             principals,
@@ -137,7 +139,8 @@ mod tests {
             .unwrap();
         assert!(!replaced);
         assert_eq!(key.revision, 2, "attaching is an edit of the key");
-        db.write(|tx| attach(tx, "k1", "[\"b\"]", "cert-b")).unwrap();
+        db.write(|tx| attach(tx, "k1", "[\"b\"]", "cert-b"))
+            .unwrap();
         let (_, replaced) = db
             .write(|tx| attach(tx, "k1", "[\"a\"]", "cert-a2"))
             .unwrap();

@@ -791,6 +791,12 @@ impl Sshd {
     }
 
     pub(crate) fn start(name: &str) -> Sshd {
+        Sshd::start_with_config(name, "")
+    }
+
+    /// `start`, with `extra` lines (such as `TrustedUserCAKeys FILE`) at the end of the
+    /// server's config.
+    pub(crate) fn start_with_config(name: &str, extra: &str) -> Sshd {
         let sshd = std::path::Path::new("/usr/sbin/sshd");
         assert!(
             sshd.exists(),
@@ -819,7 +825,7 @@ impl Sshd {
             format!(
                 "Port {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nHostKey {}\nAuthorizedKeysFile {}\n\
                  StrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n{extra}",
                 host_key.display(),
                 dir.join("host_key_ecdsa").display(),
                 dir.join("authorized_keys").display()
