@@ -101,8 +101,25 @@ const PATHS: &[&str] = &[
 ];
 
 const QUERY_KEYS: &[&str] = &[
-    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "hashed",
-    "hostname", "port", "host_id", "limit", "before", "since", "wait", "agent", "principals",
+    "group",
+    "tag",
+    "search",
+    "favorite",
+    "sort",
+    "order",
+    "page",
+    "per_page",
+    "x",
+    "hashed",
+    "hostname",
+    "port",
+    "host_id",
+    "limit",
+    "before",
+    "since",
+    "wait",
+    "agent",
+    "principals",
     "certificate",
 ];
 
