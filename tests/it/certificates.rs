@@ -669,3 +669,62 @@ fn the_agent_offers_key_and_valid_certificate_and_ssh_logs_in_through_it_never_w
     assert_logged_in(&output, &sshd);
     assert!(sshd.log().contains("ID agent-login"), "{}", sshd.log());
 }
+
+/// The binary form of a key or certificate line (its base64 field).
+#[cfg(unix)]
+fn blob_of(line: &str) -> Vec<u8> {
+    use base64ct::Encoding;
+    base64ct::Base64::decode_vec(line.split_whitespace().nth(1).unwrap()).unwrap()
+}
+
+/// A `SIGN_REQUEST` (13) for `blob` over `data`, flags 0, on a fresh connection to the
+/// agent at `socket`: the answer.
+#[cfg(unix)]
+fn sign_request(socket: &std::path::Path, blob: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut message = vec![13u8];
+    for field in [blob, data] {
+        message.extend_from_slice(&(field.len() as u32).to_be_bytes());
+        message.extend_from_slice(field);
+    }
+    message.extend_from_slice(&0u32.to_be_bytes());
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream
+        .set_read_timeout(Some(crate::support::EVENT_DEADLINE))
+        .unwrap();
+    crate::agent::exchange(&mut stream, &message).expect("an answer")
+}
+
+/// OpenSSH's `ssh` signs a certificate login with the plain key the agent lists; other
+/// clients name the certificate itself in the sign request, as the protocol allows.
+#[cfg(unix)]
+#[test]
+fn the_agent_signs_for_a_valid_attached_certificate_with_its_key_and_not_for_an_expired_one() {
+    use rsa::signature::Verifier;
+    let ca = Ca::new("cert-agent-sign-ca");
+    let service = Service::start("cert-agent-sign");
+    let status = service.get("/api/agent").expect(200);
+    let socket = PathBuf::from(status["socket"].as_str().expect("the agent's socket"));
+    let key = new_key(&service, "k");
+    let valid = ca.sign(public_key(&key), &["-I", "v", "-n", "a", "-V", "-1h:+1h"]);
+    let expired = ca.sign(public_key(&key), &["-I", "e", "-n", "b", "-V", "-2d:-1d"]);
+    let unattached = ca.sign(public_key(&key), &["-I", "u", "-n", "c", "-V", "-1h:+1h"]);
+    for line in [&valid, &expired] {
+        service
+            .put(&attach_path(&key), &json!({"certificate": line}))
+            .expect(201);
+    }
+    let data = b"data to sign";
+    let answer = sign_request(&socket, &blob_of(&valid), data);
+    assert_eq!(answer[0], 14, "SIGN_RESPONSE for the valid certificate");
+    let signature = &answer[5..];
+    let public = ssh_key::PublicKey::from_openssh(public_key(&key)).unwrap();
+    let signature = ssh_key::Signature::try_from(signature).unwrap();
+    assert!(
+        Verifier::verify(public.key_data(), data, &signature).is_ok(),
+        "signed with the certified key"
+    );
+    for line in [&expired, &unattached] {
+        let answer = sign_request(&socket, &blob_of(line), data);
+        assert_eq!(answer, [5], "FAILURE for {line}");
+    }
+}
