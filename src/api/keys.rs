@@ -77,7 +77,11 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 /// `certificate=expiring|expired` only the keys with a certificate in that state
 /// (docs/api.md, "Certificates").
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
-    let filter = req.query("certificate").map(Filter::parse).transpose()?;
+    let filter = req
+        .query("certificate")
+        .map(Filter::parse)
+        .transpose()
+        .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
     let (keys, mut texts) = state.db.read(|conn| {
         Ok::<_, ApiError>((store::keys::list(conn)?, store::certificates::all(conn)?))
     })?;
@@ -110,20 +114,19 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// principals. 400 `INVALID_CERTIFICATE` for anything else.
 pub fn put_certificate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let input: CertificateInput = req.json()?;
+    let precondition = Precondition::of(req)?;
+    // 404, then 412, then the body's 400, as for every item route. Read and checked (a
+    // signature check) before the transaction: a key's public key never changes, so the
+    // check holds when the write finds the key again.
+    let current = state.db.read(|conn| store::keys::by_id(conn, id))?;
+    precondition.check(Revised::Key, current.revision)?;
     let Some(Value::String(text)) = input.certificate else {
         return Err(ApiError::validation(
             "certificate",
             "must be a string: the line of the -cert.pub file",
         ));
     };
-    let precondition = Precondition::of(req)?;
-    // Read and checked (a signature check) before the transaction: a key's public key never
-    // changes, so the check holds when the write finds the key again.
-    let public_key = state
-        .db
-        .read(|conn| store::keys::by_id(conn, id))?
-        .public_key;
-    let certificate = sshkey::user_certificate(&text, &public_key)
+    let certificate = sshkey::user_certificate(&text, &current.public_key)
         .map_err(|err| ApiError::InvalidCertificate(err.to_string()))?;
     let principals = certificate.principals_key();
     let (key, texts, replaced) = state.db.write(|tx| {

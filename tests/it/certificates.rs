@@ -273,6 +273,37 @@ fn attach_refuses_anything_but_a_user_certificate_of_the_key_and_takes_one() {
 }
 
 #[test]
+fn attach_and_remove_honour_if_match_and_a_stale_revision_changes_nothing() {
+    let service = Service::start("cert-if-match");
+    let ca = Ca::new("cert-if-match-ca");
+    let key = new_key(&service, "k");
+    let line = ca.sign(public_key(&key), &["-I", "x", "-n", "a"]);
+    let body = json!({ "certificate": line }).to_string();
+    let put = |revision: &Value| {
+        let headers = [("If-Match", format!("\"{revision}\""))];
+        service.request_raw_body("PUT", &attach_path(&key), &headers, Some(body.as_bytes()))
+    };
+    put(&json!(99)).assert_error(412, "PRECONDITION_FAILED");
+    let view = service
+        .get(&format!("/api/keys/{}", key["id"].as_str().unwrap()))
+        .expect(200);
+    assert_eq!(
+        view["certificates"],
+        json!([]),
+        "a stale revision attached nothing"
+    );
+    let attached = put(&key["revision"]).expect(201);
+    let headers = [("If-Match", format!("\"{}\"", key["revision"]))];
+    service
+        .request_raw_body("DELETE", &attach_path(&key), &headers, None)
+        .assert_error(412, "PRECONDITION_FAILED");
+    let headers = [("If-Match", format!("\"{}\"", attached["revision"]))];
+    service
+        .request_raw_body("DELETE", &attach_path(&key), &headers, None)
+        .expect(200);
+}
+
+#[test]
 fn a_certificate_text_of_65536_bytes_is_read_and_of_65537_is_refused() {
     let service = Service::start("cert-size");
     let ca = Ca::new("cert-size-ca");
