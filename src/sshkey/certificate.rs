@@ -48,7 +48,11 @@ impl std::fmt::Display for CertificateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             CertificateError::TooLong => {
-                "certificate: must be at most 65536 bytes (a certificate is one line of a few KB)"
+                return write!(
+                    f,
+                    "certificate: must be at most {MAX_PRIVATE_KEY_BYTES} bytes (the key-text \
+                     limit; a certificate is one line of a few KB)"
+                );
             }
             CertificateError::NotCertificate => {
                 "certificate: is not an OpenSSH certificate: expected the one line of the \
