@@ -51,6 +51,10 @@ pub enum ApiError {
         current: i64,
     },
     InvalidKey(String),
+    /// A certificate that is not a user certificate of the key; the text says why.
+    InvalidCertificate(String),
+    /// The key has no certificate (for these principals) to remove.
+    CertificateNotFound,
     InvalidPassphrase,
     VaultLocked,
     InvalidPassword,
@@ -95,6 +99,7 @@ impl ApiError {
             | ApiError::InvalidMove(_)
             | ApiError::InvalidJumpChain(_)
             | ApiError::InvalidKey(_)
+            | ApiError::InvalidCertificate(_)
             | ApiError::InvalidPassphrase => 400,
             ApiError::VaultLocked | ApiError::InvalidPassword => 401,
             ApiError::HostNotFound
@@ -102,6 +107,7 @@ impl ApiError {
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
             | ApiError::KnownHostNotFound
+            | ApiError::CertificateNotFound
             | ApiError::AgentRequestNotFound => 404,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
@@ -138,6 +144,8 @@ impl ApiError {
             ApiError::InvalidMove(_) => "INVALID_MOVE",
             ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::InvalidKey(_) => "INVALID_KEY",
+            ApiError::InvalidCertificate(_) => "INVALID_CERTIFICATE",
+            ApiError::CertificateNotFound => "CERTIFICATE_NOT_FOUND",
             ApiError::InvalidPassphrase => "INVALID_PASSPHRASE",
             ApiError::VaultLocked => "VAULT_LOCKED",
             ApiError::InvalidPassword => "INVALID_PASSWORD",
@@ -170,6 +178,8 @@ impl ApiError {
             ApiError::InvalidMove(_) => "invalid move",
             ApiError::PreconditionFailed { .. } => "changed since it was read",
             ApiError::InvalidKey(_) => "invalid private key",
+            ApiError::InvalidCertificate(_) => "invalid certificate",
+            ApiError::CertificateNotFound => "certificate not found",
             ApiError::InvalidPassphrase => "wrong passphrase for this key",
             ApiError::VaultLocked => "vault is locked",
             ApiError::InvalidPassword => "wrong master password",
@@ -191,6 +201,7 @@ impl ApiError {
             | ApiError::JumpHostNotFound(text)
             | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
+            | ApiError::InvalidCertificate(text)
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
             | ApiError::AgentUnavailable(text) => Some(text.clone()),

@@ -84,6 +84,7 @@ const PATHS: &[&str] = &[
     "/api/groups/{group}/move",
     "/api/keys",
     "/api/keys/{key}",
+    "/api/keys/{key}/certificate",
     "/api/known-hosts",
     "/api/known-hosts/{key}",
     "/api/known-hosts/verify",
@@ -102,8 +103,26 @@ const PATHS: &[&str] = &[
 ];
 
 const QUERY_KEYS: &[&str] = &[
-    "group", "tag", "search", "favorite", "sort", "order", "page", "per_page", "x", "hashed",
-    "hostname", "port", "host_id", "limit", "before", "since", "wait", "agent",
+    "group",
+    "tag",
+    "search",
+    "favorite",
+    "sort",
+    "order",
+    "page",
+    "per_page",
+    "x",
+    "hashed",
+    "hostname",
+    "port",
+    "host_id",
+    "limit",
+    "before",
+    "since",
+    "wait",
+    "agent",
+    "principals",
+    "certificate",
 ];
 
 /// `If-Match` values: none, well-formed and malformed (docs/api.md, "Revisions and If-Match").
@@ -135,6 +154,7 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
         "[::1]".into(),
         "host:22".into(),
         "user@host".into(),
+        "ssh-ed25519-cert-v01@openssh.com AAAAIHNzaC1lZDI1NTE5LWNlcnQtdjAxQG9wZW5zc2guY29t".into(),
         "a-".repeat(130),
         "%_\\\"'\u{0}".into(),
         "password".into(),
@@ -196,6 +216,7 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "dry_run",
         "agent",
         "decision",
+        "certificate",
     ];
     match rng.below(10) {
         0 => Vec::new(),

@@ -112,11 +112,13 @@ pub static ROUTES: &[Route] = &[
     route!(Delete "/api/groups/{id}", Unlocked Work, ReqId groups::delete, "deleteGroup"),
     route!(Put "/api/groups/{id}/move", Unlocked Work, ReqId groups::move_to, "moveGroup"),
 
-    route!(Get "/api/keys", Unlocked Work, State keys::list, "listKeys"),
+    route!(Get "/api/keys", Unlocked Work, Req keys::list, "listKeys"),
     route!(Post "/api/keys", Unlocked Work, Req keys::create, "createKey"),
     route!(Get "/api/keys/{id}", Unlocked Work, Id keys::get, "getKey"),
     route!(Put "/api/keys/{id}", Unlocked Work, ReqId keys::update, "updateKey"),
     route!(Delete "/api/keys/{id}", Unlocked Work, ReqId keys::delete, "deleteKey"),
+    route!(Put "/api/keys/{id}/certificate", Unlocked Work, ReqId keys::put_certificate, "putKeyCertificate"),
+    route!(Delete "/api/keys/{id}/certificate", Unlocked Work, ReqId keys::delete_certificate, "deleteKeyCertificate"),
 
     route!(Post "/api/import/ssh-config", Unlocked Work, Req ssh_config::import, "importSshConfig"),
     route!(Get "/api/export/ssh-config", Unlocked Work, Req ssh_config::export, "exportSshConfig"),

@@ -81,6 +81,10 @@ struct CredentialsView<'a> {
     /// the host has no chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     proxy_jump: Option<&'a str>,
+    /// Key auth: the key's certificate in use (docs/api.md "Certificates"), for
+    /// `CertificateFile`; omitted when it has none valid now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificate: Option<&'a str>,
 }
 
 /// Opened secrets of one host, wiped on drop.
@@ -228,6 +232,12 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         let sealed = store::hosts::credentials(conn, &host)?;
         Ok::<_, ApiError>((host, sealed, proxy_jump))
     })?;
+    let certificate = match &sealed {
+        SealedCredentials::Key { key_id, .. } => {
+            crate::api::certificate_in_use(state, key_id, &host.username)?
+        }
+        _ => None,
+    };
     let credentials = match (&sealed, via_agent) {
         (SealedCredentials::Key { key_id, .. }, true) => {
             let agent = crate::api::agent_use::connect_credentials(state, key_id)?;
@@ -246,6 +256,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         host: host.view(),
         credentials: CredentialsView {
             proxy_jump: proxy_jump.as_deref(),
+            certificate: certificate.as_deref(),
             ..credentials_view(&credentials, host.auth_type, &host.username)?
         },
     };
@@ -438,6 +449,7 @@ fn credentials_view<'a>(
         public_key: None,
         identity_agent: None,
         proxy_jump: None,
+        certificate: None,
     };
     match credentials {
         Credentials::Password(password) => {

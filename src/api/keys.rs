@@ -1,5 +1,6 @@
-//! `/api/keys` endpoints: import or generate a key (POST), list, get, rename or re-comment
-//! (PUT), delete.
+//! `/api/keys` endpoints: import or generate a key (POST), list (filtered by certificate
+//! expiry), get, rename or re-comment (PUT), delete; and a key's OpenSSH user certificates
+//! (`/api/keys/:id/certificate`: attach or replace, remove).
 //!
 //! Invariants: a private key or passphrase moves from the request body into a
 //! `vault::Secret` and is sealed before it reaches the store; no response here carries one
@@ -16,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::api::revision::{etag, Precondition};
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
+use crate::model::certificate::{principal_set, Certificate, Filter};
 use crate::model::key::{self, KeyPatch, KeySpec, KeyView};
 use crate::model::name::Name;
 use crate::sshkey::{self, ImportError, OpenSshKey};
@@ -68,24 +70,94 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         sealed_passphrase: sealed_passphrase.as_deref(),
     };
     let stored = state.db.write(|tx| store::keys::insert(tx, &name, &row))?;
-    key_reply(201, &stored)
+    key_reply(201, &stored, &[])
 }
 
-/// `GET /api/keys`: every key, by name (case-insensitively), then id.
-pub fn list(state: &AppState) -> Result<Reply, ApiError> {
-    let items = state
-        .db
-        .read(store::keys::list)?
+/// `GET /api/keys`: every key, by name (case-insensitively), then id; with
+/// `certificate=expiring|expired` only the keys with a certificate in that state
+/// (docs/api.md, "Certificates").
+pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let filter = req
+        .query("certificate")
+        .map(Filter::parse)
+        .transpose()
+        .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
+    let (keys, mut texts) = state.db.read(|conn| {
+        Ok::<_, ApiError>((store::keys::list(conn)?, store::certificates::all(conn)?))
+    })?;
+    let now = store::certificates::now_seconds();
+    let items = keys
         .iter()
-        .map(key::Key::view)
+        .filter_map(|key| {
+            let texts = texts.remove(&key.id).unwrap_or_default();
+            let certificates = sshkey::attached(&texts, &key.public_key);
+            match filter {
+                Some(filter) if !filter.matches(&certificates, now) => None,
+                _ => Some(key.view(&certificates, now)),
+            }
+        })
         .collect();
     Reply::json(200, &KeyList { items })
 }
 
 /// `GET /api/keys/:id` (extension).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let key = state.db.read(|conn| store::keys::by_id(conn, id))?;
-    key_reply(200, &key)
+    let (key, texts) = state.db.read(|conn| {
+        let key = store::keys::by_id(conn, id)?;
+        Ok::<_, ApiError>((key, store::certificates::of_key(conn, id)?))
+    })?;
+    key_reply(200, &key, &texts)
+}
+
+/// `PUT /api/keys/:id/certificate` (docs/api.md, "Certificates"): attaches an OpenSSH
+/// user certificate of this key; 201, or 200 when it replaced the one with the same
+/// principals. 400 `INVALID_CERTIFICATE` for anything else.
+pub fn put_certificate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let input: CertificateInput = req.json()?;
+    let precondition = Precondition::of(req)?;
+    // 404, then 412, then the body's 400, as for every item route. Read and checked (a
+    // signature check) before the transaction: a key's public key never changes, so the
+    // check holds when the write finds the key again.
+    let current = state.db.read(|conn| store::keys::by_id(conn, id))?;
+    precondition.check(Revised::Key, current.revision)?;
+    let Some(Value::String(text)) = input.certificate else {
+        return Err(ApiError::validation(
+            "certificate",
+            "must be a string: the line of the -cert.pub file",
+        ));
+    };
+    let certificate = sshkey::user_certificate(&text, &current.public_key)
+        .map_err(|err| ApiError::InvalidCertificate(err.to_string()))?;
+    let principals = certificate.principals_key();
+    let (key, texts, replaced) = state.db.write(|tx| {
+        let current = store::keys::by_id(tx, id)?;
+        precondition.check(Revised::Key, current.revision)?;
+        let (key, replaced) = store::certificates::attach(tx, id, &principals, &certificate.text)?;
+        Ok::<_, ApiError>((key, store::certificates::of_key(tx, id)?, replaced))
+    })?;
+    key_reply(if replaced { 200 } else { 201 }, &key, &texts)
+}
+
+/// `DELETE /api/keys/:id/certificate` (docs/api.md, "Certificates"): removes every
+/// certificate of the key, or with `?principals=a,b` the one for exactly that principal
+/// set (`principals=` for the one with none). 200 with the key; 404
+/// `CERTIFICATE_NOT_FOUND` when there was none to remove.
+pub fn delete_certificate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let principals = req.query("principals").map(|text| {
+        let set = principal_set(text.split(',').filter(|name| !name.is_empty()));
+        serde_json::to_string(&set).unwrap_or_default()
+    });
+    let precondition = Precondition::of(req)?;
+    let (key, texts) = state.db.write(|tx| {
+        let current = store::keys::by_id(tx, id)?;
+        precondition.check(Revised::Key, current.revision)?;
+        let (key, removed) = store::certificates::remove(tx, id, principals.as_deref())?;
+        if removed == 0 {
+            return Err(ApiError::CertificateNotFound);
+        }
+        Ok((key, store::certificates::of_key(tx, id)?))
+    })?;
+    key_reply(200, &key, &texts)
 }
 
 /// `PUT /api/keys/:id` (extension): `name`, `comment` and the SSH agent's policy `agent`.
@@ -93,7 +165,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     let body: Map<String, Value> = req.json()?;
     let patch = KeyPatch::parse(&body)?;
     let precondition = Precondition::with_body(req, &body)?;
-    let key = state.db.write(|tx| {
+    let (key, texts) = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
         precondition.check(Revised::Key, current.revision)?;
         if let Some(agent) = patch.agent {
@@ -103,9 +175,10 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             name: patch.name.as_ref(),
             comment: patch.comment.as_deref(),
         };
-        Ok::<_, ApiError>(store::keys::update(tx, id, &update)?)
+        let key = store::keys::update(tx, id, &update)?;
+        Ok::<_, ApiError>((key, store::certificates::of_key(tx, id)?))
     })?;
-    key_reply(200, &key)
+    key_reply(200, &key, &texts)
 }
 
 /// `DELETE /api/keys/:id` (extension): 204, or 409 `KEY_IN_USE` while hosts use the key.
@@ -119,9 +192,18 @@ pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     Ok(Reply::no_content())
 }
 
-/// A single key as an answer, with its revision as the `ETag`.
-fn key_reply(status: u16, key: &key::Key) -> Result<Reply, ApiError> {
-    Ok(Reply::json(status, &key.view())?.with_header("ETag", etag(key.revision)))
+/// A single key as an answer, with its certificates (`texts`, as stored) and its revision
+/// as the `ETag`.
+fn key_reply(status: u16, key: &key::Key, texts: &[String]) -> Result<Reply, ApiError> {
+    let certificates: Vec<Certificate> = sshkey::attached(texts, &key.public_key);
+    let view = key.view(&certificates, store::certificates::now_seconds());
+    Ok(Reply::json(status, &view)?.with_header("ETag", etag(key.revision)))
+}
+
+/// The certificate body: `{certificate}`. Widest JSON type, so validation names the field.
+#[derive(Deserialize)]
+struct CertificateInput {
+    certificate: Option<Value>,
 }
 
 /// The create body. Widest JSON types, so validation names the field; unknown fields are

@@ -1,6 +1,6 @@
 //! The handlers, and the helpers every handler shares: the JSON body reader
-//! (`JsonBody`), the JSON reply (`JsonReply`), a handler error's reply (`error_reply`) and
-//! the number parameters. `Req` and `Reply` belong to the HTTP layer (`http::message`).
+//! (`JsonBody`), the JSON reply (`JsonReply`), a handler error's reply (`error_reply`), the
+//! number parameters, and the certificates `connect` and the export use. `Req` and `Reply` belong to the HTTP layer (`http::message`).
 //!
 //! Invariants: no HTTP-parser type appears here; JSON errors never echo the offending
 //! input, which could be a secret.
@@ -20,9 +20,14 @@ pub mod revision;
 pub mod ssh_config;
 pub mod vault;
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::model::certificate;
+use crate::state::AppState;
+use crate::{sshkey, store};
 
 /// The request and reply values, owned by the HTTP layer; re-exported for the handlers.
 pub use crate::http::{Reply, Req, JSON};
@@ -115,6 +120,41 @@ pub fn number_parameter(
         ));
     }
     Ok(Some(number.min(max)))
+}
+
+/// The certificate line `connect` hands out with key `key_id` for a login as `user`
+/// (docs/api.md "Certificates"): of its certificates valid now that cover `user`, the one
+/// that ends last; `None` when none does.
+pub fn certificate_in_use(
+    state: &AppState,
+    key_id: &str,
+    user: &str,
+) -> Result<Option<String>, ApiError> {
+    let (key, texts) = state.db.read(|conn| {
+        let key = store::keys::by_id(conn, key_id)?;
+        Ok::<_, ApiError>((key, store::certificates::of_key(conn, key_id)?))
+    })?;
+    let certificates = sshkey::attached(&texts, &key.public_key);
+    let now = store::certificates::now_seconds();
+    Ok(certificate::in_use_for(&certificates, now, user).map(|cert| cert.text.clone()))
+}
+
+/// The keys with a certificate in use (valid now, the Key object's `certificate`), by id,
+/// with its principals: the export's `CertificateFile` lines.
+pub fn certified_keys(state: &AppState) -> Result<HashMap<String, Vec<String>>, ApiError> {
+    let (keys, mut texts) = state.db.read(|conn| {
+        Ok::<_, ApiError>((store::keys::list(conn)?, store::certificates::all(conn)?))
+    })?;
+    let now = store::certificates::now_seconds();
+    Ok(keys
+        .into_iter()
+        .filter_map(|key| {
+            let texts = texts.remove(&key.id)?;
+            let certificates = sshkey::attached(&texts, &key.public_key);
+            let principals = certificate::in_use(&certificates, now)?.principals.clone();
+            Some((key.id, principals))
+        })
+        .collect())
 }
 
 #[cfg(test)]

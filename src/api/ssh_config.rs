@@ -66,10 +66,12 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         let members = store::catalogue::hosts_under_group(conn, group)?;
         Ok((all, members))
     })?;
+    let certified = crate::api::certified_keys(state)?;
     Ok(Reply::text(ssh_config_export::export(
         &hosts.0,
         &hosts.1,
         agent.as_ref(),
+        &certified,
     )))
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::agent::{AgentPatch, AgentPolicy};
+use crate::model::certificate::{self, Certificate, CertificateView};
 use crate::model::name::Name;
 use crate::model::validate::Invalid;
 
@@ -58,6 +59,11 @@ pub struct KeyView {
     pub updated_at: String,
     pub agent: AgentPolicy,
     pub revision: i64,
+    /// The certificate `connect` and the ssh_config export use (`certificate::in_use`),
+    /// `null` when none is valid now.
+    pub certificate: Option<CertificateView>,
+    /// Every attached certificate, oldest attachment first.
+    pub certificates: Vec<CertificateView>,
 }
 
 /// An ECDSA curve, named by its size in bits as the API's `bits` does.
@@ -86,7 +92,9 @@ pub struct KeyPatch {
 }
 
 impl Key {
-    pub fn view(&self) -> KeyView {
+    /// The Key object, with the key's `certificates` as they stand at `now` (seconds since
+    /// 1970).
+    pub fn view(&self, certificates: &[Certificate], now: u64) -> KeyView {
         KeyView {
             id: self.id.clone(),
             name: self.name.clone(),
@@ -99,6 +107,8 @@ impl Key {
             updated_at: self.updated_at.clone(),
             agent: self.agent,
             revision: self.revision,
+            certificate: certificate::in_use(certificates, now).map(|cert| cert.view(now)),
+            certificates: certificates.iter().map(|cert| cert.view(now)).collect(),
         }
     }
 }

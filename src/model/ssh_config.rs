@@ -30,6 +30,12 @@ pub const KNOWN_HOSTS_FILE: &str = "~/.ssh/host-manager/known_hosts";
 /// `IdentitiesOnly` lines of such a block: the export wrote them.
 pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
 
+/// The suffix of an exported certificate file: a key host whose key has a certificate in
+/// use gets `CertificateFile ~/.ssh/host-manager/<key_id>-cert.pub` (the desktop app writes
+/// the key's `certificate` there, docs/api.md "Certificates"). An import drops that line
+/// (the export wrote it); any other `CertificateFile` is kept as an option.
+pub const CERTIFICATE_SUFFIX: &str = "-cert.pub";
+
 /// Default port of ssh_config(5).
 pub const DEFAULT_PORT: u16 = 22;
 
@@ -291,11 +297,18 @@ fn host_block(
             }
             "identityfile" => block.identity_files.push((value, directive.raw.clone())),
             "userknownhostsfile" if directive.args == [KNOWN_HOSTS_FILE] => {}
+            "certificatefile" if is_exported_certificate(&value) => {}
             _ => block.options.push(directive.raw.clone()),
         }
     }
     drop_exported_agent_lines(&mut block);
     Outcome::Host(block)
+}
+
+/// `~/.ssh/host-manager/<file>-cert.pub`: a certificate file the export names.
+fn is_exported_certificate(path: &str) -> bool {
+    path.strip_prefix(IDENTITY_DIR)
+        .is_some_and(|file| file.ends_with(CERTIFICATE_SUFFIX) && !file.contains('/'))
 }
 
 /// In a block whose `IdentityFile` is an exported public key file, drops the

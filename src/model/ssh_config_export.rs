@@ -8,7 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::model::host::{AuthType, Host};
-use crate::model::ssh_config::{IDENTITY_DIR, KNOWN_HOSTS_FILE, NAME_COMMENT, PUBLIC_KEY_SUFFIX};
+use crate::model::ssh_config::{
+    CERTIFICATE_SUFFIX, IDENTITY_DIR, KNOWN_HOSTS_FILE, NAME_COMMENT, PUBLIC_KEY_SUFFIX,
+};
 
 /// What an `?agent=true` export needs: the SSH agent's socket, and the ids of the keys the
 /// agent serves.
@@ -30,6 +32,12 @@ pub struct ExportHost {
     /// The SSH agent's socket, when the key is served by it and the export asked for the
     /// agent: `IdentityFile` then names the public key file.
     pub identity_agent: Option<String>,
+    /// Whether the key has a certificate in use (docs/api.md "Certificates"): a
+    /// `CertificateFile` line follows `IdentityFile`, with the agent too: under
+    /// `IdentitiesOnly yes`, `ssh` takes an agent's certificate only when a
+    /// `CertificateFile` names it (a certificate never equals the plain key of the
+    /// `IdentityFile`), and with one it pairs the certificate with the agent's key.
+    pub certificate: bool,
     /// Aliases of the direct chain, in order.
     pub proxy_jump: Vec<String>,
     pub options: Vec<String>,
@@ -64,8 +72,14 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
 /// The export of `members` plus every host their chains pass through. Aliases are given
 /// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
 /// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
-/// point at it.
-pub fn export(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> String {
+/// point at it; `certified` has the keys with a certificate in use (by id, with its
+/// principals), written for the hosts whose user it covers.
+pub fn export(
+    all: &[Host],
+    members: &[Host],
+    agent: Option<&ExportAgent>,
+    certified: &HashMap<String, Vec<String>>,
+) -> String {
     let mut taken = HashSet::new();
     let aliases: HashMap<&str, String> = all
         .iter()
@@ -104,6 +118,14 @@ pub fn export(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> St
                             .is_some_and(|id| agent.key_ids.contains(id))
                 })
                 .map(|agent| agent.socket.clone()),
+            certificate: host.auth_type == AuthType::Key
+                && host
+                    .key_id
+                    .as_ref()
+                    .and_then(|id| certified.get(id))
+                    .is_some_and(|principals| {
+                        principals.is_empty() || principals.contains(&host.username)
+                    }),
             proxy_jump: host
                 .jump_host_ids
                 .iter()
@@ -119,7 +141,8 @@ pub fn export(all: &[Host], members: &[Host], agent: Option<&ExportAgent>) -> St
 pub fn render(hosts: &[ExportHost]) -> String {
     let mut out = String::from(
         "# Exported by host-manager. IdentityFile points where the desktop app writes the\n\
-         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600), and\n\
+         # key that connect answers (~/.ssh/host-manager/<key_id>, mode 0600), its\n\
+         # certificate, if any, beside it (<key_id>-cert.pub), and\n\
          # UserKnownHostsFile where it writes the known-hosts export.\n",
     );
     for host in hosts {
@@ -135,12 +158,14 @@ pub fn render(hosts: &[ExportHost]) -> String {
             (Some(key_id), Some(socket)) => {
                 let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
                 out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+                certificate_file(&mut out, host, key_id);
                 out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
                 out.push_str("    IdentitiesOnly yes\n");
             }
             (Some(key_id), None) => {
                 let file = format!("{IDENTITY_DIR}{key_id}");
                 out.push_str(&format!("    IdentityFile {}\n", path(&file)));
+                certificate_file(&mut out, host, key_id);
             }
             (None, _) => {}
         }
@@ -156,6 +181,15 @@ pub fn render(hosts: &[ExportHost]) -> String {
         }
     }
     out
+}
+
+/// `CertificateFile ~/.ssh/host-manager/<key_id>-cert.pub` when the key has a certificate
+/// in use.
+fn certificate_file(out: &mut String, host: &ExportHost, key_id: &str) {
+    if host.certificate {
+        let file = format!("{IDENTITY_DIR}{key_id}{CERTIFICATE_SUFFIX}");
+        out.push_str(&format!("    CertificateFile {}\n", path(&file)));
+    }
 }
 
 /// A value on one line: control characters (a line break above all) become spaces.
@@ -233,6 +267,7 @@ mod tests {
                 username: "john doe".into(),
                 key_id: Some("k1".into()),
                 identity_agent: None,
+                certificate: true,
                 proxy_jump: vec!["bastion".into()],
                 options: vec!["ServerAliveInterval 30".into()],
             },
@@ -244,6 +279,7 @@ mod tests {
                 username: "ops".into(),
                 key_id: None,
                 identity_agent: None,
+                certificate: false,
                 proxy_jump: vec![],
                 options: vec![],
             },
@@ -256,6 +292,10 @@ mod tests {
         assert_eq!(blocks[0].port, 2222);
         assert_eq!(blocks[0].username.as_deref(), Some("john doe"));
         assert_eq!(blocks[0].identity_files[0].0, "~/.ssh/host-manager/k1");
+        assert!(
+            text.contains("    IdentityFile ~/.ssh/host-manager/k1\n    CertificateFile ~/.ssh/host-manager/k1-cert.pub\n"),
+            "{text}"
+        );
         assert_eq!(blocks[0].proxy_jump, vec!["bastion"]);
         assert_eq!(blocks[0].options, vec!["ServerAliveInterval 30"]);
         assert_eq!(blocks[1].name, "bastion Host evil");
@@ -274,6 +314,7 @@ mod tests {
             username: "ops".into(),
             key_id: Some(key_id.into()),
             identity_agent: Some(agent.into()),
+            certificate: true,
             proxy_jump: vec![],
             options,
         }
@@ -289,7 +330,7 @@ mod tests {
         let text = render(&exported);
         assert!(
             text.contains(
-                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
+                "    IdentityFile ~/.ssh/host-manager/k1.pub\n    CertificateFile ~/.ssh/host-manager/k1-cert.pub\n    IdentityAgent \"/run/user/1000/host-manager/agent 1.sock\"\n    IdentitiesOnly yes\n"
             ),
             "{text}"
         );

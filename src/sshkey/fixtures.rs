@@ -13,6 +13,10 @@ pub const RSA_2048_PUBLIC: &str = include_str!("testdata/rsa-2048.pub");
 pub const RSA_2047_PUBLIC: &str = include_str!("testdata/rsa-2047.pub");
 pub const RSA_1024_SECRET: &str = include_str!("testdata/rsa-1024-secret");
 pub const DSA: &str = include_str!("testdata/dsa");
+// A user certificate made by `ssh-keygen -s CA -I forever-id -n alice,bob -z 7 user.pub`
+// (no `-V`: valid forever, `valid_before` 2^64-1), and the key it certifies.
+pub const USER_ED25519_PUBLIC: &str = include_str!("testdata/user-ed25519.pub");
+pub const USER_ED25519_FOREVER_CERT: &str = include_str!("testdata/user-ed25519-forever-cert.pub");
 
 /// `text` as a `Secret`.
 pub fn secret(text: &str) -> Secret {

@@ -11,6 +11,8 @@
 //! - `sign`: the agent's signatures and session-binding checks;
 //! - `from_agent`: keys `ssh-add` sends;
 //! - `host_keys`: host keys, certificates and known_hosts name hashing;
+//! - `certificate`: user certificates attached to a key (read by hand: ssh-key 0.6.7
+//!   refuses ssh-keygen's "forever" ones);
 //! - `openssh_key`, `error`, `limits`: the answers, the refusals and the sizes accepted;
 //! - `ecdsa_workaround`: the ECDSA keys ssh-key 0.6.7 cannot decode (its module doc names
 //!   the upstream bug and when to remove it); `wire`: the SSH encodings ssh-key offers no
@@ -21,6 +23,7 @@
 //! error or message carries key material. `ssh_key` is named in this module and its
 //! submodules only. The files below import each other directly, never through this one.
 
+mod certificate;
 mod ecdsa_workaround;
 mod encrypted;
 mod error;
@@ -38,6 +41,9 @@ mod rsa_checks;
 mod sign;
 mod wire;
 
+pub use certificate::{
+    attached, certificate_blob, certified_by, is_certificate_blob, user_certificate,
+};
 pub use error::ImportError;
 pub use from_agent::from_agent;
 pub use generate::generate;

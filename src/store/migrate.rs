@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0008_list_in_memory.sql"),
     include_str!("../../sql/0009_audit_retention.sql"),
     include_str!("../../sql/0010_host_cas.sql"),
+    include_str!("../../sql/0011_key_certificates.sql"),
 ];
 
 /// The schema version this build writes.

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod audit;
 pub mod catalogue;
+pub mod certificates;
 pub mod changes;
 pub mod files;
 pub mod groups;

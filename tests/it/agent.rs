@@ -763,7 +763,7 @@ fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
 }
 
 /// Sends one framed message on `stream`; the framed answer, or `None` at end of stream.
-fn exchange(stream: &mut UnixStream, message: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn exchange(stream: &mut UnixStream, message: &[u8]) -> Option<Vec<u8>> {
     stream
         .write_all(&(message.len() as u32).to_be_bytes())
         .ok()?;

@@ -794,6 +794,12 @@ impl Sshd {
         Sshd::start_with(name, |_| String::new())
     }
 
+    /// `start`, with `extra` lines (such as `TrustedUserCAKeys FILE`) at the end of the
+    /// server's config.
+    pub(crate) fn start_with_config(name: &str, extra: &str) -> Sshd {
+        Sshd::start_with(name, |_| extra.to_string())
+    }
+
     /// `start`, with the lines `extra` returns added to sshd_config; `extra` is given the
     /// server's directory, which holds its ed25519 `host_key` (and `host_key.pub`) already
     /// (to sign a `HostCertificate`, say).

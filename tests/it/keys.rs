@@ -102,6 +102,8 @@ fn assert_key_shape(key: &Value) {
         field_names(key),
         [
             "agent",
+            "certificate",
+            "certificates",
             "comment",
             "created_at",
             "fingerprint",

@@ -3,8 +3,9 @@
 //!
 //! Invariants: an added key is sealed before the store sees it and audited in its
 //! transaction; a removed key stays in the vault, only no longer offered; a forwarded
-//! connection is never offered a key whose policy denies forwarding; an identity answer
-//! never passes the protocol's size (what does not fit is left out and logged).
+//! connection is never offered a key whose policy denies forwarding; a key's certificates
+//! are offered after it, only while valid (never an expired one); an identity answer never
+//! passes the protocol's size (what does not fit is left out and logged).
 
 use serde_json::json;
 
@@ -19,23 +20,42 @@ use crate::store::agent::AgentKey;
 use crate::store::{self, audit, keys::NewKey, StoreError};
 use crate::vault::SealContext;
 
-/// `REQUEST_IDENTITIES`: the served keys, named by their catalogue name. A forwarded
-/// connection sees only the keys whose policy does not deny forwarding, so a remote `ssh`
-/// never offers a key that would be refused.
+/// `REQUEST_IDENTITIES`: the served keys, named by their catalogue name, each followed by
+/// its certificates valid now (docs/agent.md: as `ssh-add` of a key with its `-cert.pub`
+/// lists them). A forwarded connection sees only the keys whose policy does not deny
+/// forwarding, so a remote `ssh` never offers a key that would be refused.
 pub(super) fn identities(state: &AppState, session: &Session) -> Vec<u8> {
-    let keys = match state.db.read(store::agent::served) {
-        Ok(keys) => keys,
+    let listed = state.db.read(|conn| {
+        Ok::<_, StoreError>((store::agent::served(conn)?, store::certificates::all(conn)?))
+    });
+    let (keys, mut certificates) = match listed {
+        Ok(listed) => listed,
         Err(err) => {
             log::error!("agent: cannot list keys: {err}");
             return proto::failure();
         }
     };
     let forwarded = session.forwarded();
-    let blobs: Vec<(Vec<u8>, String)> = keys
+    let now = store::certificates::now_seconds();
+    let mut blobs: Vec<(Vec<u8>, String)> = Vec::new();
+    for key in keys
         .into_iter()
         .filter(|key| !forwarded || key.policy.forwarded != Forwarded::Deny)
-        .filter_map(|key| Some((sshkey::public_blob(&key.public_key)?, key.name)))
-        .collect();
+    {
+        let Some(blob) = sshkey::public_blob(&key.public_key) else {
+            continue;
+        };
+        blobs.push((blob, key.name.clone()));
+        let texts = certificates.remove(&key.id).unwrap_or_default();
+        for certificate in sshkey::attached(&texts, &key.public_key) {
+            if let (true, Some(blob)) = (
+                certificate.is_valid(now),
+                sshkey::certificate_blob(&certificate.text),
+            ) {
+                blobs.push((blob, key.name.clone()));
+            }
+        }
+    }
     let (answer, left_out) = proto::identities_answer(
         blobs
             .iter()

@@ -13,6 +13,7 @@ use crate::agent::proto;
 use crate::agent::respond::approval::{approved, Asked};
 use crate::agent::respond::{find_key, Binding, Session};
 use crate::model::agent::Verdict;
+use crate::model::certificate::Certificate;
 use crate::sshkey::{self, RsaHash};
 use crate::state::AppState;
 use crate::store::agent::AgentKey;
@@ -118,8 +119,10 @@ fn signable(
     data: &[u8],
     flags: u32,
 ) -> Result<(AgentKey, Option<RsaHash>), ()> {
-    let Some(key) = find_key(state, key_blob) else {
-        log::info!("agent: sign request for a key the vault does not hold");
+    let Some(key) = find_signer(state, key_blob) else {
+        log::info!(
+            "agent: sign request for a key the vault does not hold, or for a certificate              not attached to one or not valid now"
+        );
         return Err(());
     };
     if !key.policy.enabled || !key.signable {
@@ -149,6 +152,28 @@ fn signable(
             Err(())
         }
     }
+}
+
+/// The stored key that signs for `key_blob`: the key itself, or, for a certificate, the key
+/// it certifies when the certificate is attached to it and valid now (docs/agent.md: an
+/// expired certificate is neither offered nor signed for).
+fn find_signer(state: &AppState, key_blob: &[u8]) -> Option<AgentKey> {
+    if !sshkey::is_certificate_blob(key_blob) {
+        return find_key(state, key_blob);
+    }
+    let (public_blob, text) = sshkey::certified_by(key_blob)?;
+    let key = find_key(state, &public_blob)?;
+    let texts = state
+        .db
+        .read(|conn| store::certificates::of_key(conn, &key.id))
+        .map_err(|err| log::error!("agent: cannot read a key's certificates: {err}"))
+        .ok()?;
+    let now = store::certificates::now_seconds();
+    let attached: Vec<Certificate> = sshkey::attached(&texts, &key.public_key);
+    attached
+        .iter()
+        .any(|certificate| certificate.text == text && certificate.is_valid(now))
+        .then_some(key)
 }
 
 /// True when `data` is a user-authentication request with the key `key_blob` in the
