@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::interop::{assert_logged_in, current_user, write_identity, Sshd};
-use crate::known_hosts::{events, export_to, keygen, strict_ssh};
+use crate::known_hosts::{events, export_to, keygen, strict_ssh, verify};
 use crate::support::{fresh_dir, host_body, id_of, Service};
 
 const AUTHORITIES: &str = "/api/known-hosts/authorities";
@@ -62,15 +62,6 @@ fn login_host(service: &Service, sshd: &Sshd) -> (String, PathBuf) {
         .post(&format!("/api/hosts/{host}/connect"), &json!({}))
         .expect(200);
     (host, write_identity(sshd, &connect["credentials"]))
-}
-
-fn verify(service: &Service, port: u16, public_key: &str) -> Value {
-    service
-        .post(
-            "/api/known-hosts/verify",
-            &json!({"hostname": "127.0.0.1", "port": port, "public_key": public_key}),
-        )
-        .expect(200)
 }
 
 fn trust_ca(service: &Service, pattern: &str, ca: &str) -> Value {

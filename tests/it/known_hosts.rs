@@ -31,7 +31,8 @@ fn keyscan(sshd: &Sshd, types: &str) -> Vec<String> {
     keys
 }
 
-fn verify(service: &Service, port: u16, public_key: &str) -> Value {
+/// `POST /api/known-hosts/verify` of `public_key` for 127.0.0.1 at `port`, answered 200.
+pub(crate) fn verify(service: &Service, port: u16, public_key: &str) -> Value {
     service
         .post(
             "/api/known-hosts/verify",
