@@ -1,6 +1,8 @@
-//! OpenSSH user certificates (`*-cert-v01@openssh.com`, OpenSSH PROTOCOL.certkeys): read
-//! one, check its CA's signature and that it certifies a given public key, and give the
-//! facts the API shows (`model::certificate::Certificate`).
+//! OpenSSH certificates (`*-cert-v01@openssh.com`, OpenSSH PROTOCOL.certkeys): the one
+//! reader of them, for user certificates attached to keys (here: check the CA's signature and
+//! that it certifies a given public key, and give the facts the API shows,
+//! `model::certificate::Certificate`) and for host certificates a server presents
+//! (`host_keys::presented_key` judges those).
 //!
 //! The binary form is read by hand with `wire::Reader`: ssh-key 0.6.7 refuses any
 //! certificate whose `valid_before` is past `i64::MAX` seconds, and ssh-keygen writes
@@ -22,7 +24,7 @@ use crate::sshkey::wire::{put_string, Reader};
 
 /// OpenSSH's certificate type code of a user certificate (a host one is 2).
 const USER_CERTIFICATE: u32 = 1;
-const HOST_CERTIFICATE: u32 = 2;
+pub(super) const HOST_CERTIFICATE: u32 = 2;
 const SUFFIX: &str = "-cert-v01@openssh.com";
 
 /// Why a certificate was refused: the `details` of 400 `INVALID_CERTIFICATE`.
@@ -123,12 +125,18 @@ pub fn certificate_blob(text: &str) -> Option<Vec<u8>> {
     Some(binary)
 }
 
-/// A certificate line read, with what the checks above need.
-struct Read {
-    certificate: Certificate,
-    kind: u32,
+/// A certificate read, with what the checks of a user or a host certificate need.
+pub(super) struct Read {
+    pub(super) certificate: Certificate,
+    /// OpenSSH's type code: `USER_CERTIFICATE` or `HOST_CERTIFICATE`.
+    pub(super) kind: u32,
     /// The certified key's public blob (`string algorithm` and its fields).
-    public_blob: Vec<u8>,
+    pub(super) public_blob: Vec<u8>,
+    /// The CA's public key blob (the signature key).
+    pub(super) ca_blob: Vec<u8>,
+    /// Whether the CA's signature verifies over exactly the bytes it signs (a user
+    /// certificate that does not is refused; a host one is judged with that reason).
+    pub(super) signature_verifies: bool,
 }
 
 /// Splits and decodes `<type> <base64> [comment]`: the type and the binary form.
@@ -149,6 +157,9 @@ fn decode(text: &str) -> Result<(String, Vec<u8>), CertificateError> {
 fn read(text: &str) -> Result<Read, CertificateError> {
     let (algorithm, binary) = decode(text)?;
     let read = read_binary(&binary)?;
+    if !read.signature_verifies {
+        return Err(CertificateError::BadSignature);
+    }
     match read.certificate.cert_type == algorithm {
         true => Ok(read),
         false => Err(CertificateError::Malformed),
@@ -160,7 +171,8 @@ fn read(text: &str) -> Result<Read, CertificateError> {
 /// CA signature verifies.
 pub fn certified_by(blob: &[u8]) -> Option<(Vec<u8>, String)> {
     let read = read_binary(blob).ok()?;
-    (read.kind == USER_CERTIFICATE).then_some((read.public_blob, read.certificate.text))
+    (read.kind == USER_CERTIFICATE && read.signature_verifies)
+        .then_some((read.public_blob, read.certificate.text))
 }
 
 /// True when `blob` names a certificate type (its first string ends `-cert-v01@openssh.com`).
@@ -171,8 +183,9 @@ pub fn is_certificate_blob(blob: &[u8]) -> bool {
 }
 
 /// Reads a certificate's binary form: its fields, then the CA's signature, checked over
-/// exactly the bytes it signs.
-fn read_binary(binary: &[u8]) -> Result<Read, CertificateError> {
+/// exactly the bytes it signs. Every byte must be accounted for: nothing left over, no
+/// length read loosely.
+pub(super) fn read_binary(binary: &[u8]) -> Result<Read, CertificateError> {
     let malformed = CertificateError::Malformed;
     let mut reader = Reader(binary);
     let algorithm = reader.string().ok_or(CertificateError::Malformed)?;
@@ -205,8 +218,7 @@ fn read_binary(binary: &[u8]) -> Result<Read, CertificateError> {
     let ca = PublicKey::from_bytes(signature_key).map_err(|_| CertificateError::Malformed)?;
     let signature =
         ssh_key::Signature::try_from(signature).map_err(|_| CertificateError::Malformed)?;
-    Verifier::verify(ca.key_data(), signed, &signature)
-        .map_err(|_| CertificateError::BadSignature)?;
+    let signature_verifies = Verifier::verify(ca.key_data(), signed, &signature).is_ok();
     let base64 = Base64::encode_string(binary);
     Ok(Read {
         certificate: Certificate {
@@ -223,6 +235,8 @@ fn read_binary(binary: &[u8]) -> Result<Read, CertificateError> {
         },
         kind: fields.kind,
         public_blob,
+        ca_blob: signature_key.to_vec(),
+        signature_verifies,
     })
 }
 

@@ -31,7 +31,6 @@ mod error;
 mod fixtures;
 mod from_agent;
 mod generate;
-mod host_certificate;
 mod host_keys;
 mod limits;
 mod openssh_key;
