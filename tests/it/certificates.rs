@@ -100,6 +100,11 @@ fn attach_path(key: &Value) -> String {
     format!("/api/keys/{}/certificate", key["id"].as_str().unwrap())
 }
 
+/// `PUT /api/keys/:id/certificate` of `certificate` for `key`.
+fn attach(service: &Service, key: &Value, certificate: &str) -> crate::support::Response {
+    service.put(&attach_path(key), &json!({ "certificate": certificate }))
+}
+
 /// `<type> <base64>`: a certificate line without its comment, as the service keeps it.
 fn bare(line: &str) -> String {
     line.split_whitespace()
@@ -126,7 +131,7 @@ fn an_attached_user_certificate_is_shown_with_its_fields_and_is_the_one_in_use()
             "force-command=/bin/true",
         ],
     );
-    let response = service.put(&attach_path(&key), &json!({ "certificate": line }));
+    let response = attach(&service, &key, &line);
     let view = response.expect(201);
     assert_eq!(
         response.header("etag"),
@@ -165,13 +170,9 @@ fn a_certificate_for_the_same_principals_replaces_the_old_one_and_for_others_add
     let ca = Ca::new("cert-replace-ca");
     let key = new_key(&service, "k");
     let first = ca.sign(public_key(&key), &["-I", "one", "-n", "a,b", "-z", "1"]);
-    service
-        .put(&attach_path(&key), &json!({ "certificate": first }))
-        .expect(201);
+    attach(&service, &key, &first).expect(201);
     let again = ca.sign(public_key(&key), &["-I", "two", "-n", "b,a,a", "-z", "2"]);
-    let view = service
-        .put(&attach_path(&key), &json!({ "certificate": again }))
-        .expect(200);
+    let view = attach(&service, &key, &again).expect(200);
     let serials: Vec<&Value> = view["certificates"]
         .as_array()
         .unwrap()
@@ -184,9 +185,7 @@ fn a_certificate_for_the_same_principals_replaces_the_old_one_and_for_others_add
         "the same principal set replaced the first"
     );
     let other = ca.sign(public_key(&key), &["-I", "three", "-n", "c", "-z", "3"]);
-    let view = service
-        .put(&attach_path(&key), &json!({ "certificate": other }))
-        .expect(201);
+    let view = attach(&service, &key, &other).expect(201);
     let serials: Vec<&Value> = view["certificates"]
         .as_array()
         .unwrap()
@@ -310,9 +309,7 @@ fn a_certificate_text_of_65536_bytes_is_read_and_of_65537_is_refused() {
     let key = new_key(&service, "k");
     let line = bare(&ca.sign(public_key(&key), &["-I", "x", "-n", "a"]));
     let padded = |total: usize| format!("{line} {}", "c".repeat(total - line.len() - 1));
-    let error = service
-        .put(&attach_path(&key), &json!({"certificate": padded(65_537)}))
-        .assert_error(400, "INVALID_CERTIFICATE");
+    let error = attach(&service, &key, &padded(65_537)).assert_error(400, "INVALID_CERTIFICATE");
     assert!(
         error["details"]
             .as_str()
@@ -320,9 +317,7 @@ fn a_certificate_text_of_65536_bytes_is_read_and_of_65537_is_refused() {
             .contains("at most 65536 bytes"),
         "{error}"
     );
-    service
-        .put(&attach_path(&key), &json!({"certificate": padded(65_536)}))
-        .expect(201);
+    attach(&service, &key, &padded(65_536)).expect(201);
 }
 
 #[test]
@@ -369,9 +364,7 @@ fn expired_and_expiring_certificates_are_flagged_in_the_view_and_by_the_list_fil
         (&lasting, "-1d:+30d"),
     ] {
         let line = ca.sign(public_key(key), &["-I", "x", "-n", "a", "-V", validity]);
-        service
-            .put(&attach_path(key), &json!({"certificate": line}))
-            .expect(201);
+        attach(&service, key, &line).expect(201);
     }
     let listed = service.get("/api/keys").expect(200);
     let by_name = |name: &str| {
@@ -424,9 +417,7 @@ fn attaching_and_removing_a_certificate_are_each_one_key_update_in_the_change_fe
         .as_i64()
         .unwrap();
     let line = ca.sign(public_key(&key), &["-I", "x", "-n", "a"]);
-    let attached = service
-        .put(&attach_path(&key), &json!({"certificate": line}))
-        .expect(201);
+    let attached = attach(&service, &key, &line).expect(201);
     assert_eq!(attached["revision"], key["revision"].as_i64().unwrap() + 1);
     assert_ne!(attached["updated_at"], key["updated_at"]);
     let removed = service.delete(&attach_path(&key)).expect(200);
@@ -482,9 +473,7 @@ fn connect_hands_out_the_certificate_for_the_host_user_and_the_export_names_its_
         public_key(&key),
         &["-I", "old", "-n", "alice", "-V", "-2d:-1d"],
     );
-    service
-        .put(&attach_path(&key), &json!({"certificate": old}))
-        .expect(201);
+    attach(&service, &key, &old).expect(201);
     assert!(
         connect(&service, &alice, "").get("certificate").is_none(),
         "expired"
@@ -493,9 +482,7 @@ fn connect_hands_out_the_certificate_for_the_host_user_and_the_export_names_its_
         public_key(&key),
         &["-I", "new", "-n", "alice", "-V", "-1d:+30d"],
     );
-    service
-        .put(&attach_path(&key), &json!({"certificate": line}))
-        .expect(200);
+    attach(&service, &key, &line).expect(200);
     assert_eq!(connect(&service, &alice, "")["certificate"], bare(&line));
     assert_eq!(
         connect(&service, &alice, "?agent=true")["certificate"],
@@ -575,9 +562,7 @@ fn ssh_logs_in_with_the_certificate_from_connect_where_the_key_alone_is_refused(
         public_key(&key),
         &["-I", "login", "-n", &user, "-V", "-1h:+1h"],
     );
-    service
-        .put(&attach_path(&key), &json!({"certificate": line}))
-        .expect(201);
+    attach(&service, &key, &line).expect(201);
     let credentials = connect(&service, &host, "");
     let certificate = credentials["certificate"]
         .as_str()
@@ -608,9 +593,7 @@ fn sshd_refuses_an_expired_certificate_and_one_for_other_principals_and_the_serv
     for line in [&expired, &others] {
         let output = ssh_with(&sshd, &identity, Some(line), &user);
         assert!(!output.status.success(), "sshd let {line} in");
-        service
-            .put(&attach_path(&key), &json!({"certificate": line}))
-            .expect(201);
+        attach(&service, &key, line).expect(201);
     }
     assert!(
         connect(&service, &host, "").get("certificate").is_none(),
@@ -678,9 +661,7 @@ fn the_agent_offers_key_and_valid_certificate_and_ssh_logs_in_through_it_never_w
         &["-I", "old", "-n", &user, "-V", "-2d:-1d"],
     );
     std::fs::write(&certificate_file, format!("{expired}\n")).unwrap();
-    service
-        .put(&attach_path(&key), &json!({"certificate": expired}))
-        .expect(201);
+    attach(&service, &key, &expired).expect(201);
     assert_eq!(
         agent_lines(&socket),
         [bare(public_key(&key))],
@@ -692,9 +673,7 @@ fn the_agent_offers_key_and_valid_certificate_and_ssh_logs_in_through_it_never_w
         &["-I", "agent-login", "-n", &user, "-V", "-1h:+1h"],
     );
     std::fs::write(&certificate_file, format!("{line}\n")).unwrap();
-    service
-        .put(&attach_path(&key), &json!({"certificate": line}))
-        .expect(200);
+    attach(&service, &key, &line).expect(200);
     assert_eq!(agent_lines(&socket), [bare(public_key(&key)), bare(&line)]);
     let output = login();
     assert_logged_in(&output, &sshd);
@@ -740,9 +719,7 @@ fn the_agent_signs_for_a_valid_attached_certificate_with_its_key_and_not_for_an_
     let expired = ca.sign(public_key(&key), &["-I", "e", "-n", "b", "-V", "-2d:-1d"]);
     let unattached = ca.sign(public_key(&key), &["-I", "u", "-n", "c", "-V", "-1h:+1h"]);
     for line in [&valid, &expired] {
-        service
-            .put(&attach_path(&key), &json!({"certificate": line}))
-            .expect(201);
+        attach(&service, &key, line).expect(201);
     }
     let data = b"data to sign";
     let answer = sign_request(&socket, &blob_of(&valid), data);
