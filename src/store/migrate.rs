@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0009_audit_retention.sql"),
     include_str!("../../sql/0010_host_cas.sql"),
     include_str!("../../sql/0011_key_certificates.sql"),
+    include_str!("../../sql/0012_identities.sql"),
 ];
 
 /// The schema version this build writes.
@@ -43,18 +44,42 @@ pub fn refuse_newer(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// Applies every pending migration in one transaction.
+///
+/// Foreign keys are off while they run and checked before the commit (SQLite's documented
+/// way to change a table's columns: build the new table, copy, drop the old one, rename):
+/// with them on, dropping the old `hosts` table would delete every row that refers to it by
+/// cascade. A migration that leaves a dangling reference fails and rolls back whole.
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     refuse_newer(conn)?;
+    if user_version(conn)? >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let enforced: bool = conn.query_row("PRAGMA foreign_keys", [], |row| row.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let applied = apply_pending(conn);
+    conn.pragma_update(None, "foreign_keys", enforced)?;
+    applied
+}
+
+fn apply_pending(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn.transaction()?;
     let found = user_version(&tx)?;
     for (index, script) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.execute_batch(script)?;
         log::info!("applied schema migration {}", index + 1);
     }
-    if found < SCHEMA_VERSION {
-        // PRAGMA takes no bound parameters; the value is our own constant.
-        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+    let dangling: i64 =
+        tx.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| {
+            row.get(0)
+        })?;
+    if dangling > 0 {
+        return Err(StoreError::Unusable(format!(
+            "the schema migration would leave {dangling} rows referring to rows that do not \
+             exist; nothing was changed"
+        )));
     }
+    // PRAGMA takes no bound parameters; the value is our own constant.
+    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     tx.commit()?;
     Ok(())
 }
@@ -146,6 +171,82 @@ mod tests {
         .unwrap();
     }
 
+    /// Schema 12 rebuilds the hosts table (port, username and auth become nullable) and
+    /// keeps every row that refers to a host: tags, chains, options, history, group counts;
+    /// the rebuilt table's triggers log and count as before, and hosts keep their own values
+    /// (nothing is inherited until a user clears a field).
+    #[test]
+    fn version_12_rebuilds_hosts_and_keeps_everything_that_refers_to_them() {
+        let mut conn = database_at(11);
+        conn.execute_batch(
+            "INSERT INTO groups (id, name, name_key, created_at, updated_at)
+                 VALUES ('g', 'G', 'g', 't', 't');
+             UPDATE hosts SET group_id = 'g' WHERE id = 'b';
+             INSERT INTO host_jumps (host_id, position, jump_host_id) VALUES ('b', 0, 'a');
+             INSERT INTO host_ssh_options (host_id, position, option)
+                 VALUES ('b', 0, 'Compression yes');
+             INSERT INTO connection_history (host_id, name, hostname, port, username,
+                 auth_type, connected_at) VALUES ('a', 'A', 'a', 22, 'u', 'agent', 't');",
+        )
+        .unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        migrate(&mut conn).unwrap();
+        let enforced: bool = conn
+            .query_row("PRAGMA foreign_keys", [], |row| row.get(0))
+            .unwrap();
+        assert!(enforced, "foreign keys are on again after the migration");
+        let kept: (i64, i64, i64, i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM hosts), (SELECT count(*) FROM host_tags), \
+                 (SELECT count(*) FROM host_jumps), (SELECT count(*) FROM host_ssh_options), \
+                 (SELECT count(*) FROM connection_history), \
+                 (SELECT host_count FROM group_host_counts WHERE group_id = 'g')",
+                [],
+                |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                    ))
+                },
+            )
+            .unwrap();
+        assert_eq!(kept, (2, 3, 1, 1, 1, 1));
+        let own: (i64, String, String, i64) = conn
+            .query_row(
+                "SELECT port, username, auth_type, jumps_set FROM hosts WHERE id = 'b'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(own, (22, "u".to_owned(), "agent".to_owned(), 1));
+        conn.execute(
+            "UPDATE hosts SET updated_at = 'u', group_id = NULL WHERE id = 'b'",
+            [],
+        )
+        .unwrap();
+        let after: (i64, i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT revision FROM hosts WHERE id = 'b'), \
+                 (SELECT count(*) FROM changes WHERE kind = 'host' AND id = 'b' AND op = 'updated'), \
+                 (SELECT host_count FROM group_host_counts WHERE group_id = 'g')",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(after, (2, 1, 0));
+        conn.execute(
+            "UPDATE hosts SET port = NULL, username = NULL WHERE id = 'a'",
+            [],
+        )
+        .unwrap();
+        let refused = conn.execute("DELETE FROM hosts WHERE id = 'a'", []);
+        assert!(refused.is_err(), "a host still used as a hop cannot go");
+    }
+
     /// Schema 3 counts the hosts and tags already stored when it is applied.
     #[test]
     fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
@@ -194,7 +295,12 @@ mod tests {
             .unwrap();
         assert_eq!(
             left,
-            ["hosts_by_created", "hosts_by_group_order", "hosts_by_key"]
+            [
+                "hosts_by_created",
+                "hosts_by_group_order",
+                "hosts_by_identity",
+                "hosts_by_key"
+            ]
         );
         let rows: (i64, i64) = conn
             .query_row(
