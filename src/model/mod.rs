@@ -20,6 +20,7 @@ pub mod ssh_config_export;
 pub mod ssh_config_import;
 pub mod ssh_config_report;
 pub mod ssh_words;
+pub mod totp;
 pub mod tree;
 pub mod unicode_tables;
 pub mod validate;
