@@ -15,6 +15,7 @@ pub mod interop;
 pub mod key;
 pub mod known_hosts;
 pub mod name;
+pub mod prompt_pattern;
 pub mod ssh_config;
 pub mod ssh_config_export;
 pub mod ssh_config_import;
