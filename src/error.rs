@@ -41,8 +41,21 @@ pub enum ApiError {
     /// A name clashes with an existing one; the text names where.
     DuplicateName(String),
     DuplicateKey,
-    /// A key is still referenced by this many hosts.
-    KeyInUse(u64),
+    /// A key is still referenced by this many hosts and identities.
+    KeyInUse {
+        hosts: u64,
+        identities: u64,
+    },
+    IdentityNotFound,
+    /// Another identity has this name (compared caselessly).
+    IdentityNameTaken,
+    /// Hosts and groups still name the identity (docs/identities.md): their counts.
+    IdentityInUse {
+        hosts: u64,
+        groups: u64,
+    },
+    /// The identity has no TOTP secret to make a code with.
+    TotpNotSet,
     InvalidMove(String),
     /// `If-Match` or a body's `revision` names another revision than the resource's
     /// `current` one: someone else changed it since it was read.
@@ -107,11 +120,15 @@ impl ApiError {
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
             | ApiError::KnownHostNotFound
+            | ApiError::IdentityNotFound
             | ApiError::CertificateNotFound
             | ApiError::AgentRequestNotFound => 404,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
-            | ApiError::KeyInUse(_)
+            | ApiError::KeyInUse { .. }
+            | ApiError::IdentityNameTaken
+            | ApiError::IdentityInUse { .. }
+            | ApiError::TotpNotSet
             | ApiError::HostInUse(_)
             | ApiError::HostKeyChanged(_)
             | ApiError::HostKeyRevoked(_)
@@ -140,7 +157,11 @@ impl ApiError {
             ApiError::HostKeyRevoked(_) => "HOST_KEY_REVOKED",
             ApiError::DuplicateName(_) => "DUPLICATE_NAME",
             ApiError::DuplicateKey => "DUPLICATE_KEY",
-            ApiError::KeyInUse(_) => "KEY_IN_USE",
+            ApiError::KeyInUse { .. } => "KEY_IN_USE",
+            ApiError::IdentityNotFound => "IDENTITY_NOT_FOUND",
+            ApiError::IdentityNameTaken => "IDENTITY_NAME_TAKEN",
+            ApiError::IdentityInUse { .. } => "IDENTITY_IN_USE",
+            ApiError::TotpNotSet => "TOTP_NOT_SET",
             ApiError::InvalidMove(_) => "INVALID_MOVE",
             ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::InvalidKey(_) => "INVALID_KEY",
@@ -174,7 +195,11 @@ impl ApiError {
             ApiError::HostKeyRevoked(_) => "host key revoked",
             ApiError::DuplicateName(_) => "name already in use",
             ApiError::DuplicateKey => "key already stored",
-            ApiError::KeyInUse(_) => "key is in use",
+            ApiError::KeyInUse { .. } => "key is in use",
+            ApiError::IdentityNotFound => "identity not found",
+            ApiError::IdentityNameTaken => "identity name already in use",
+            ApiError::IdentityInUse { .. } => "identity is in use",
+            ApiError::TotpNotSet => "the identity has no TOTP secret",
             ApiError::InvalidMove(_) => "invalid move",
             ApiError::PreconditionFailed { .. } => "changed since it was read",
             ApiError::InvalidKey(_) => "invalid private key",
@@ -209,7 +234,19 @@ impl ApiError {
             ApiError::InvalidParameter { name, rule } => {
                 Some(format!("query parameter {name}: {rule}"))
             }
-            ApiError::KeyInUse(count) => Some(format!("the key is used by {count} host(s)")),
+            ApiError::KeyInUse { hosts, identities } => Some(format!(
+                "the key is used by {hosts} host(s) and {identities} identity(ies)"
+            )),
+            ApiError::IdentityNameTaken => Some(
+                "another identity already has this name (names compare case-insensitively)".into(),
+            ),
+            ApiError::IdentityInUse { hosts, groups } => Some(format!(
+                "hosts: {hosts}, groups: {groups} name this identity; move them first or \
+                 delete with ?reassign_to=<another identity id>"
+            )),
+            ApiError::TotpNotSet => {
+                Some("set the identity's totp (PUT /api/identities/:id) to get codes".into())
+            }
             ApiError::HostInUse(count) => Some(format!(
                 "the host is a jump host (jump_host_ids) of {count} host(s)"
             )),
@@ -259,7 +296,11 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::KnownHostNotFound => ApiError::KnownHostNotFound,
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,
-            crate::store::StoreError::KeyInUse(count) => ApiError::KeyInUse(count),
+            crate::store::StoreError::KeyInUse { hosts, identities } => {
+                ApiError::KeyInUse { hosts, identities }
+            }
+            crate::store::StoreError::IdentityNotFound => ApiError::IdentityNotFound,
+            crate::store::StoreError::IdentityNameTaken => ApiError::IdentityNameTaken,
             crate::store::StoreError::StorageFull(cause) => {
                 // The server logs only internal errors' causes; this one is worth a line too.
                 log::error!("a write failed for lack of disk space: {cause}");

@@ -120,6 +120,14 @@ pub static ROUTES: &[Route] = &[
     route!(Put "/api/keys/{id}/certificate", Unlocked Work, ReqId keys::put_certificate, "putKeyCertificate"),
     route!(Delete "/api/keys/{id}/certificate", Unlocked Work, ReqId keys::delete_certificate, "deleteKeyCertificate"),
 
+    route!(Get "/api/identities", Unlocked Work, State identities::list, "listIdentities"),
+    route!(Post "/api/identities", Unlocked Work, Req identities::create, "createIdentity"),
+    route!(Get "/api/identities/{id}", Unlocked Work, Id identities::get, "getIdentity"),
+    route!(Put "/api/identities/{id}", Unlocked Work, ReqId identities::update, "updateIdentity"),
+    route!(Delete "/api/identities/{id}", Unlocked Work, ReqId identities::delete, "deleteIdentity"),
+    route!(Get "/api/identities/{id}/usages", Unlocked Work, Id identities::usages, "listIdentityUsages"),
+    route!(Post "/api/identities/{id}/totp", Unlocked Work, Id identities::totp, "identityTotp"),
+
     route!(Post "/api/import/ssh-config", Unlocked Work, Req ssh_config::import, "importSshConfig"),
     route!(Get "/api/export/ssh-config", Unlocked Work, Req ssh_config::export, "exportSshConfig"),
 

@@ -13,6 +13,10 @@ pub mod groups;
 pub mod health;
 pub mod history;
 pub mod hosts;
+pub mod identities;
+#[cfg(test)]
+mod identities_tests;
+pub mod identity_use;
 pub mod keys;
 pub mod known_hosts;
 pub mod openapi;

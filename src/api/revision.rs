@@ -87,6 +87,7 @@ impl Precondition {
                 Revised::Host => "host",
                 Revised::Group => "group",
                 Revised::Key => "key",
+                Revised::Identity => "identity",
             },
             current,
         })

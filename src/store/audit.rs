@@ -49,6 +49,15 @@ pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
 pub const HOST_CA_ADDED: &str = "host_ca.added";
 /// A host CA was taken away (`DELETE /api/known-hosts/authorities/:id`).
 pub const HOST_CA_DELETED: &str = "host_ca.deleted";
+/// An identity was created (docs/identities.md): its id, never a secret.
+pub const IDENTITY_CREATED: &str = "identity.created";
+/// An identity was changed: the names of the fields that changed and how many hosts follow.
+pub const IDENTITY_UPDATED: &str = "identity.updated";
+/// An identity was deleted, its direct users moved to `reassigned_to` when given.
+pub const IDENTITY_DELETED: &str = "identity.deleted";
+/// A TOTP code was handed out (`POST /api/identities/:id/totp`), never the code. Routine:
+/// a client may ask every few seconds, and a repeat within its minute is merged.
+pub const IDENTITY_TOTP: &str = "identity.totp";
 /// The SSH agent made a signature (docs/agent.md "SSH agent"): key, server, forwarded or not.
 pub const AGENT_SIGNED: &str = "agent.signed";
 /// `ssh-add` stored a key in the vault through the SSH agent.
@@ -85,6 +94,10 @@ pub const EVENTS: &[(&str, Class)] = &[
     (HOST_KEYS_IMPORTED, Class::Security),
     (HOST_CA_ADDED, Class::Security),
     (HOST_CA_DELETED, Class::Security),
+    (IDENTITY_CREATED, Class::Security),
+    (IDENTITY_UPDATED, Class::Security),
+    (IDENTITY_DELETED, Class::Security),
+    (IDENTITY_TOTP, Class::Routine),
     (AGENT_SIGNED, Class::Routine),
     (AGENT_KEY_ADDED, Class::Security),
     (AGENT_KEYS_DISABLED, Class::Security),

@@ -2,11 +2,13 @@
 //! after a cursor, recording the vault's events, the current revision of a host, group or
 //! key, the logs' retention, and the `Feed` that requests waiting for a change share.
 //!
-//! Invariants: entries of hosts, groups, keys, known-hosts entries and connections are
-//! written by the schema's triggers (sql/0006_changes.sql) in the transaction of their
-//! change, never here; the vault's events are the only entries written from Rust, in the
-//! transaction of the vault row where there is one, and the SSH agent's sign requests
-//! waiting for approval (they are not rows either); an entry names a resource and what
+//! Invariants: entries of hosts, groups, keys, identities, known-hosts entries and
+//! connections are written by the schema's triggers (sql/0006_changes.sql,
+//! sql/0012_identities.sql) in the transaction of their change, never here; the vault's
+//! events are the only entries written from Rust here, in the transaction of the vault row
+//! where there is one, and the SSH agent's sign requests waiting for approval (they are not
+//! rows either), besides the hosts that follow an identity's edit
+//! (`store::identities::usage::record_hosts_followed`); an entry names a resource and what
 //! happened to it, never a value; a reader whose cursor fell behind the trim, or points past
 //! the newest entry, gets `reset` and no entries; a waiting request holds no lock (the
 //! `Feed`'s own is taken only to compare a counter), and every commit wakes every waiting
@@ -46,13 +48,15 @@ const UPDATE_RETENTION: &str = "UPDATE log_retention SET changes_kept = ?1, hist
 const SELECT_HOST_REVISION: &str = "SELECT revision FROM hosts WHERE id = ?1";
 const SELECT_GROUP_REVISION: &str = "SELECT revision FROM groups WHERE id = ?1";
 const SELECT_KEY_REVISION: &str = "SELECT revision FROM keys WHERE id = ?1";
+const SELECT_IDENTITY_REVISION: &str = "SELECT revision FROM identities WHERE id = ?1";
 
 /// One entry of the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
     pub seq: i64,
     pub at: String,
-    /// `host`, `group`, `key`, `known_host`, `history`, `vault` or `agent_request`.
+    /// `host`, `group`, `key`, `identity`, `known_host`, `history`, `vault` or
+    /// `agent_request`.
     pub kind: String,
     /// The resource's id; the host's for `history`; `vault` for the vault.
     pub id: String,
@@ -87,6 +91,7 @@ pub enum Revised {
     Host,
     Group,
     Key,
+    Identity,
 }
 
 /// How many entries of each log are kept.
@@ -176,6 +181,7 @@ pub fn revision(conn: &Connection, resource: Revised, id: &str) -> Result<i64, S
         Revised::Host => (SELECT_HOST_REVISION, StoreError::HostNotFound),
         Revised::Group => (SELECT_GROUP_REVISION, StoreError::GroupNotFound),
         Revised::Key => (SELECT_KEY_REVISION, StoreError::KeyNotFound),
+        Revised::Identity => (SELECT_IDENTITY_REVISION, StoreError::IdentityNotFound),
     };
     conn.prepare_cached(sql)?
         .query_row([id], |row| row.get(0))

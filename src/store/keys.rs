@@ -42,7 +42,8 @@ const SELECT_NAMES: &str = "SELECT name FROM keys";
 const SET_FOLD_KEY: &str = "UPDATE keys SET fold_key = ?2 WHERE id = ?1";
 const RENAME_UNKEYED: &str =
     "UPDATE keys SET name = ?2, name_key = ?3, fold_key = ?4, updated_at = ?5 WHERE id = ?1";
-const HOSTS_USING_KEY: &str = "SELECT count(*) FROM hosts WHERE key_id = ?1";
+const USING_KEY: &str = "SELECT (SELECT count(*) FROM hosts WHERE key_id = ?1), \
+     (SELECT count(DISTINCT identity_id) FROM identity_methods WHERE key_id = ?1)";
 const DELETE_KEY: &str = "DELETE FROM keys WHERE id = ?1";
 
 /// A key to insert, but for its name: validated fields and the vault's sealed bytes.
@@ -191,16 +192,19 @@ pub fn update(conn: &Connection, id: &str, update: &KeyUpdate<'_>) -> Result<Key
     by_id(conn, id)
 }
 
-/// Deletes a key and its sealed secrets. Errors: `KeyNotFound`, `KeyInUse(n)` while `n`
-/// hosts reference it (docs/api.md, Keys). Run it in one transaction: the count and the
-/// delete must see the same hosts.
+/// Deletes a key and its sealed secrets. Errors: `KeyNotFound`, `KeyInUse` while hosts or
+/// identities reference it (docs/api.md, Keys; docs/identities.md). Run it in one
+/// transaction: the count and the delete must see the same users.
 pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
     by_id(conn, id)?;
-    let users: i64 = conn
-        .prepare_cached(HOSTS_USING_KEY)?
-        .query_row([id], |row| row.get(0))?;
-    if users > 0 {
-        return Err(StoreError::KeyInUse(users.unsigned_abs()));
+    let (hosts, identities): (i64, i64) = conn
+        .prepare_cached(USING_KEY)?
+        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    if hosts > 0 || identities > 0 {
+        return Err(StoreError::KeyInUse {
+            hosts: hosts.unsigned_abs(),
+            identities: identities.unsigned_abs(),
+        });
     }
     conn.prepare_cached(DELETE_KEY)?.execute([id])?;
     Ok(())
@@ -439,7 +443,16 @@ mod tests {
         })
         .unwrap();
         let err = db.write(|tx| keys::delete(tx, "k")).unwrap_err();
-        assert!(matches!(err, StoreError::KeyInUse(2)), "{err}");
+        assert!(
+            matches!(
+                err,
+                StoreError::KeyInUse {
+                    hosts: 2,
+                    identities: 0
+                }
+            ),
+            "{err}"
+        );
         db.write(|tx| {
             tx.execute("DELETE FROM hosts", [])?;
             Ok::<_, StoreError>(())

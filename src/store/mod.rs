@@ -16,6 +16,7 @@ pub mod files;
 pub mod groups;
 pub mod history;
 pub mod hosts;
+pub mod identities;
 pub mod integrity;
 pub mod interop;
 pub mod keys;
@@ -65,11 +66,17 @@ pub enum StoreError {
     GroupNotFound,
     KeyNotFound,
     KnownHostNotFound,
+    IdentityNotFound,
+    /// Another identity has this name (compared caselessly).
+    IdentityNameTaken,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
     DuplicateKey,
-    /// A key is still referenced by this many hosts.
-    KeyInUse(u64),
+    /// A key is still referenced by this many hosts and identities.
+    KeyInUse {
+        hosts: u64,
+        identities: u64,
+    },
     /// The disk holding the data dir is full (SQLite's `SQLITE_FULL`, or a `-shm` file that
     /// cannot grow); nothing was written. The text is for the log only.
     StorageFull(String),
@@ -99,9 +106,16 @@ impl fmt::Display for StoreError {
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
             StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
+            StoreError::IdentityNotFound => write!(f, "identity not found"),
+            StoreError::IdentityNameTaken => write!(f, "identity name taken"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
-            StoreError::KeyInUse(count) => write!(f, "key used by {count} host(s)"),
+            StoreError::KeyInUse { hosts, identities } => {
+                write!(
+                    f,
+                    "key used by {hosts} host(s) and {identities} identity(ies)"
+                )
+            }
             StoreError::StorageFull(cause) => write!(f, "the disk is full: {cause}"),
             StoreError::Unusable(why) => write!(f, "{why}"),
             StoreError::Sqlite(cause) => write!(f, "sqlite: {cause}"),
