@@ -86,6 +86,10 @@ const PATHS: &[&str] = &[
     "/api/keys",
     "/api/keys/{key}",
     "/api/keys/{key}/certificate",
+    "/api/identities",
+    "/api/identities/{key}",
+    "/api/identities/{key}/usages",
+    "/api/identities/{key}/totp",
     "/api/known-hosts",
     "/api/known-hosts/{key}",
     "/api/known-hosts/verify",
@@ -124,6 +128,7 @@ const QUERY_KEYS: &[&str] = &[
     "agent",
     "principals",
     "certificate",
+    "reassign_to",
 ];
 
 /// `If-Match` values: none, well-formed and malformed (docs/api.md, "Revisions and If-Match").
@@ -163,7 +168,7 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
         "agent".into(),
         "null".into(),
     ];
-    match rng.below(12) {
+    match rng.below(14) {
         0 => Value::Null,
         1 => Value::Bool(rng.below(2) == 0),
         2 => json!(*rng.pick(&[0i64, 1, -1, 22, 65535, 65536, i64::MAX, i64::MIN])),
@@ -186,6 +191,23 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
             "confirm": *rng.pick(&["never", "once_per_host", "always", "Always", ""]),
             "forwarded": *rng.pick(&["deny", "confirm", "allow", "ask"]),
             "decision": *rng.pick(&["allow", "deny", "maybe"]),
+        }),
+        // An identity's auth methods (docs/identities.md), good and bad.
+        12 => json!([
+            {"type": *rng.pick(&["key", "password", "keyboard_interactive", "agent", "x"]),
+             "key_id": rng.pick(ids), "password": *rng.pick(&["p", ""]),
+             "answers": [{"prompt": *rng.pick(&["^Password:", "(?<=x)y", "", "(?i)code"]),
+                          "answer": {"type": *rng.pick(&["password", "totp", "literal", "x"]),
+                                     "literal": "l"}}]},
+            {"type": *rng.pick(&["agent", "password"])}
+        ]),
+        // A TOTP object: base32, URIs, and settings on and past their bounds.
+        13 => json!({
+            "secret": *rng.pick(&["GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
+                "otpauth://totp/x?secret=GEZDGNBV&digits=7", "otpauth://hotp/x?secret=GE", "!!", ""]),
+            "digits": *rng.pick(&[6, 8, 9]),
+            "period": *rng.pick(&[30, 0, 3601]),
+            "algorithm": *rng.pick(&["SHA1", "SHA512", "md5"]),
         }),
         _ => Value::String(format!("{}", rng.next())),
     }
@@ -218,6 +240,7 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "agent",
         "decision",
         "certificate",
+        "totp",
     ];
     match rng.below(10) {
         0 => Vec::new(),
