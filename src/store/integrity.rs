@@ -41,6 +41,14 @@ const QUICK_CHECK: &str = "PRAGMA quick_check(5)";
 const VAULT_ROW_PRESENT: &str = "SELECT EXISTS (SELECT 1 FROM vault WHERE id = 1)";
 const SEALED_SECRETS: &str = "SELECT (SELECT count(*) FROM keys)
      + (SELECT count(*) FROM hosts WHERE password IS NOT NULL)";
+/// Whether the identities' tables exist yet (sql/0012_identities.sql): this check runs
+/// before the migrations.
+const IDENTITIES_PRESENT: &str =
+    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'identities')";
+const SEALED_IDENTITY_SECRETS: &str = "SELECT \
+     (SELECT count(*) FROM identities WHERE totp_secret IS NOT NULL) \
+     + (SELECT count(*) FROM identity_methods WHERE password IS NOT NULL) \
+     + (SELECT count(*) FROM identity_answers WHERE literal IS NOT NULL)";
 
 /// Refuses a database file that is empty or missing while its clean-close record says the
 /// last clean close left it with content (docs/reliability.md, Reliability): starting would create a
@@ -178,7 +186,10 @@ pub fn vault_row_consistent(conn: &Connection, db_path: &Path) -> Result<(), Sto
     if present {
         return Ok(());
     }
-    let sealed: i64 = conn.query_row(SEALED_SECRETS, [], |row| row.get(0))?;
+    let mut sealed: i64 = conn.query_row(SEALED_SECRETS, [], |row| row.get(0))?;
+    if conn.query_row(IDENTITIES_PRESENT, [], |row| row.get(0))? {
+        sealed += conn.query_row::<i64, _, _>(SEALED_IDENTITY_SECRETS, [], |row| row.get(0))?;
+    }
     if sealed == 0 {
         return Ok(());
     }
@@ -240,5 +251,21 @@ mod tests {
         conn.execute_batch("INSERT INTO vault (id, data_key) VALUES (1, x'00')")
             .unwrap();
         assert!(vault_row_consistent(&conn, "x.db".as_ref()).is_ok());
+    }
+
+    #[test]
+    fn a_missing_vault_row_with_a_sealed_identity_secret_is_refused() {
+        let conn = schema();
+        conn.execute_batch(
+            "INSERT INTO identities (id, name, name_key, fold_key, created_at, updated_at)
+                 VALUES ('i', 'i', 'i', 'i', 't', 't');
+             INSERT INTO identity_answers (identity_id, position, prompt, answer, literal)
+                 VALUES ('i', 0, 'p', 'literal', x'01')",
+        )
+        .unwrap();
+        let err = vault_row_consistent(&conn, "x.db".as_ref())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1 sealed secret(s)"), "{err}");
     }
 }

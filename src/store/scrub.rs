@@ -1,5 +1,6 @@
 //! Removed secrets leave the data dir: a write that deleted or replaced sealed bytes (a host
-//! password, a key's private key or passphrase, the vault's data key) is followed, before
+//! password, a key's private key or passphrase, an identity's password, literal answers or
+//! TOTP secret, the vault's data key) is followed, before
 //! its answer, by a checkpoint that copies the WAL into the database file and truncates it
 //! to zero bytes. With `secure_delete` on, the pages written back carry zeros where the old
 //! bytes were, so no file of the data dir (database, `-wal`, `-shm`) holds the old
@@ -33,6 +34,23 @@ const CREATE_LOG: &str = "
         AFTER UPDATE OF private_key, passphrase ON main.keys
         WHEN old.private_key IS NOT new.private_key
             OR (old.passphrase IS NOT NULL AND old.passphrase IS NOT new.passphrase) BEGIN
+        INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_identity_password
+        AFTER DELETE ON main.identity_methods WHEN old.password IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_identity_literal
+        AFTER DELETE ON main.identity_answers WHEN old.literal IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_identity_delete
+        AFTER DELETE ON main.identities WHEN old.totp_secret IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_identity_totp
+        AFTER UPDATE OF totp_secret ON main.identities
+        WHEN old.totp_secret IS NOT NULL AND old.totp_secret IS NOT new.totp_secret BEGIN
         INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_vault_update
@@ -113,5 +131,25 @@ mod tests {
         ));
         assert!(run(&db, "UPDATE vault SET data_key = x'02'"));
         assert!(run(&db, "DELETE FROM vault"));
+    }
+
+    #[test]
+    fn removing_or_replacing_an_identitys_sealed_bytes_is_noted_and_other_writes_are_not() {
+        let db = open_in_memory().unwrap();
+        let insert = "INSERT INTO identities (id, name, name_key, fold_key, totp_secret, \
+                      totp_digits, totp_period, totp_algorithm, created_at, updated_at) VALUES \
+                      ('i', 'i', 'i', 'i', x'01', 6, 30, 'SHA1', 't', 't'); \
+                      INSERT INTO identity_methods (identity_id, position, type, password) \
+                      VALUES ('i', 0, 'password', x'01'), ('i', 1, 'agent', NULL); \
+                      INSERT INTO identity_answers (identity_id, position, prompt, answer, \
+                      literal) VALUES ('i', 0, 'p', 'literal', x'01'), ('i', 1, 'q', 'totp', NULL)";
+        assert!(!run(&db, insert), "an insert removes nothing");
+        assert!(!run(&db, "UPDATE identities SET notes = 'n'"));
+        assert!(!run(&db, "DELETE FROM identity_methods WHERE position = 1"));
+        assert!(run(&db, "DELETE FROM identity_methods WHERE position = 0"));
+        assert!(!run(&db, "DELETE FROM identity_answers WHERE position = 1"));
+        assert!(run(&db, "DELETE FROM identity_answers WHERE position = 0"));
+        assert!(run(&db, "UPDATE identities SET totp_secret = x'02'"));
+        assert!(run(&db, "DELETE FROM identities"));
     }
 }

@@ -1,5 +1,5 @@
-//! Secrets at rest (docs/api.md, Vault): host passwords, private keys and passphrases never
-//! rest in plaintext. Distinctive secrets are stored, some are deleted, and the raw bytes of
+//! Secrets at rest (docs/api.md, Vault): host passwords, private keys, passphrases and
+//! identities' passwords, literal answers and TOTP secrets never rest in plaintext. Distinctive secrets are stored, some are deleted, and the raw bytes of
 //! every file in the data dir (db, wal, shm) and the log are scanned for each secret in raw,
 //! hex and base64 forms: before and after the delete, with and without a master password.
 //! And a deleted or replaced secret's ciphertext is gone from every file of the data dir
@@ -58,6 +58,38 @@ fn assert_nowhere(service: &Service, secrets: &[String], when: &str) {
     }
 }
 
+/// RFC 4648 base32 without padding (what TOTP secrets are pasted as).
+fn base32(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut bits = String::new();
+    for byte in bytes {
+        bits.push_str(&format!("{byte:08b}"));
+    }
+    bits.as_bytes()
+        .chunks(5)
+        .map(|chunk| {
+            let mut value = 0usize;
+            for index in 0..5 {
+                value = value * 2 + usize::from(chunk.get(index) == Some(&b'1'));
+            }
+            ALPHABET[value] as char
+        })
+        .collect()
+}
+
+/// An identity with a password, a literal answer and a TOTP secret, each distinctive; returns
+/// them (the TOTP secret as raw bytes and as the base32 it was pasted as).
+fn identity_with_secrets(service: &Service, label: &str) -> Vec<String> {
+    let password = format!("Ident-pw-{label}-3a7f");
+    let literal = format!("Ident-literal-{label}-c21d");
+    let totp = format!("Totp-raw-{label}-9e04");
+    let body = json!({"name": "scanned", "totp": {"secret": base32(totp.as_bytes())},
+        "auth": [{"type": "password", "password": password}, {"type": "keyboard_interactive",
+            "answers": [{"prompt": "^Site:", "answer": {"type": "literal", "literal": literal}}]}]});
+    service.post("/api/identities", &body).expect(201);
+    vec![password, literal, base32(totp.as_bytes()), totp]
+}
+
 fn scan_with(master_password: bool) {
     let label = if master_password {
         "secrets-master"
@@ -111,6 +143,8 @@ fn scan_with(master_password: bool) {
             .to_owned()
     };
     let password_host = host("pw", json!({"type": "password", "password": host_password}));
+    let identity_secrets = identity_with_secrets(&service, label);
+    secrets.extend(identity_secrets);
     let key_host = host("key", json!({"type": "key", "key_id": kept_key}));
     // The secrets really are stored: connect opens them.
     let connect = service
@@ -301,4 +335,61 @@ fn removed_ciphertext_stays_gone_after_kill_9_and_a_restart() {
     assert_eq!(service.get("/api/hosts").expect(200)["total"], 1);
     assert_gone(&data_dir, &deleted_sealed, "deleted, after the restart");
     assert_gone(&data_dir, &replaced_sealed, "dropped, after the restart");
+}
+
+/// An identity with every kind of sealed secret; its id and the three ciphertexts.
+fn identity_ciphertexts(service: &Service, password: &str) -> (String, [Vec<u8>; 3]) {
+    let body = json!({"name": "scrubbed", "totp": {"secret": "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"},
+        "auth": [{"type": "password", "password": password}, {"type": "keyboard_interactive",
+            "answers": [{"prompt": "^Site:", "answer": {"type": "literal", "literal": "Lit-5e2b"}}]}]});
+    let id = service.post("/api/identities", &body).expect(201)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let dir = &service.data_dir;
+    let sealed = [
+        sealed_bytes(
+            dir,
+            "SELECT password FROM identity_methods WHERE identity_id = ?1 AND type = 'password'",
+            &id,
+        ),
+        sealed_bytes(
+            dir,
+            "SELECT literal FROM identity_answers WHERE identity_id = ?1",
+            &id,
+        ),
+        sealed_bytes(dir, "SELECT totp_secret FROM identities WHERE id = ?1", &id),
+    ];
+    for bytes in &sealed {
+        assert_present(dir, bytes, "before the removal");
+    }
+    (id, sealed)
+}
+
+#[test]
+fn a_deleted_identity_leaves_no_piece_of_its_password_literal_or_totp_ciphertext_in_any_file() {
+    let service = Service::start("scrub-identity-delete");
+    let (id, sealed) = identity_ciphertexts(&service, "Ident-delete-pw-6c1a");
+    service.delete(&format!("/api/identities/{id}")).expect(204);
+    for (bytes, what) in sealed
+        .iter()
+        .zip(["the password", "the literal", "the TOTP secret"])
+    {
+        assert_gone(&service.data_dir, bytes, what);
+    }
+}
+
+#[test]
+fn a_replaced_identity_password_or_totp_secret_leaves_no_piece_of_the_old_ciphertext() {
+    let service = Service::start("scrub-identity-replace");
+    let (id, [password, literal, totp]) = identity_ciphertexts(&service, "Ident-old-pw-2b8e");
+    let body = json!({"auth": [{"type": "password", "password": "Ident-new-pw-0d4f"},
+        {"type": "keyboard_interactive", "answers": [{"prompt": "^Site:", "answer": {"type": "literal"}}]}],
+        "totp": {"secret": "JBSWY3DPEHPK3PXP"}});
+    service
+        .put(&format!("/api/identities/{id}"), &body)
+        .expect(200);
+    assert_gone(&service.data_dir, &password, "the old password");
+    assert_gone(&service.data_dir, &totp, "the old TOTP secret");
+    assert_present(&service.data_dir, &literal, "the kept literal");
 }

@@ -138,9 +138,12 @@ pub fn update(
     by_id(conn, &current.id)
 }
 
-/// Deletes an identity and its methods and answers (their sealed bytes with them). The
-/// caller has moved or refused its direct users (`usage::direct_users`).
+/// Deletes an identity and its methods and answers (their sealed bytes with them, noted for
+/// the scrub by their tables' triggers). The caller has moved or refused its direct users
+/// (`usage::direct_users`).
 pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE_METHODS)?.execute([id])?;
+    conn.prepare_cached(DELETE_ANSWERS)?.execute([id])?;
     match conn.prepare_cached(DELETE)?.execute([id])? {
         0 => Err(StoreError::IdentityNotFound),
         _ => Ok(()),
