@@ -20,7 +20,8 @@ use crate::api::identity_use::{self, literal_field, seal_context};
 use crate::api::revision::{etag, Precondition};
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
-use crate::model::identity::{Answer, Identity, IdentityFields, IdentityPatch, Method};
+use crate::model::identity::Method;
+use crate::model::identity::{Answer, Identity, IdentityFields, IdentityPatch, IdentityView};
 use crate::model::identity::{SecretsGiven, Slot};
 use crate::model::totp::{self, TotpSecret};
 use crate::state::AppState;
@@ -32,7 +33,7 @@ use crate::vault::Secret;
 /// `GET /api/identities`: `{items}`, by name (case-insensitively) then id.
 pub fn list(state: &AppState) -> Result<Reply, ApiError> {
     let identities = state.db.read(stored::list)?;
-    let items: Vec<Value> = identities.iter().map(Identity::view).collect();
+    let items: Vec<IdentityView<'_>> = identities.iter().map(Identity::view).collect();
     Reply::json(200, &json!({ "items": items }))
 }
 
@@ -183,10 +184,10 @@ fn identity_reply(
     identity: &Identity,
     affected_hosts: Option<usize>,
 ) -> Result<Reply, ApiError> {
-    let mut view = identity.view();
-    if let (Some(affected), Value::Object(map)) = (affected_hosts, &mut view) {
-        map.insert("affected_hosts".into(), json!(affected));
-    }
+    let view = match affected_hosts {
+        Some(affected) => identity.view().with_affected_hosts(affected),
+        None => identity.view(),
+    };
     Ok(Reply::json(status, &view)?.with_header("ETag", etag(identity.revision)))
 }
 

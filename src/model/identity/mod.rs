@@ -12,6 +12,7 @@ mod input;
 #[cfg(test)]
 mod tests;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 pub use input::{IdentityPatch, SecretsGiven};
@@ -211,27 +212,62 @@ impl IdentityFields {
     }
 }
 
+/// The API's Identity object: secrets only as `has_password`, `has_literal` and
+/// `has_secret`; after an update, `affected_hosts` too.
+#[derive(Debug, Serialize)]
+pub struct IdentityView<'a> {
+    id: &'a str,
+    name: &'a str,
+    username: Option<&'a str>,
+    auth: Value,
+    totp: Option<TotpView>,
+    notes: &'a str,
+    created_at: &'a str,
+    updated_at: &'a str,
+    revision: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    affected_hosts: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct TotpView {
+    digits: u8,
+    period: u32,
+    algorithm: &'static str,
+    has_secret: bool,
+}
+
 impl Identity {
-    /// The API's Identity object: secrets only as `has_password`, `has_literal` and
-    /// `has_secret`.
-    pub fn view(&self) -> Value {
+    pub fn view(&self) -> IdentityView<'_> {
         let fields = &self.fields;
-        json!({
-            "id": self.id,
-            "name": fields.name.as_str(),
-            "username": fields.username,
-            "auth": auth_view(&fields.auth),
-            "totp": fields.totp.map(|totp| json!({
-                "digits": totp.settings.digits(),
-                "period": totp.settings.period(),
-                "algorithm": totp.settings.algorithm().as_str(),
-                "has_secret": totp.secret.is_set(),
-            })),
-            "notes": fields.notes,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "revision": self.revision,
-        })
+        IdentityView {
+            id: &self.id,
+            name: fields.name.as_str(),
+            username: fields.username.as_deref(),
+            auth: auth_view(&fields.auth),
+            totp: fields.totp.map(|totp| TotpView {
+                digits: totp.settings.digits(),
+                period: totp.settings.period(),
+                algorithm: totp.settings.algorithm().as_str(),
+                has_secret: totp.secret.is_set(),
+            }),
+            notes: &fields.notes,
+            created_at: &self.created_at,
+            updated_at: &self.updated_at,
+            revision: self.revision,
+            affected_hosts: None,
+        }
+    }
+}
+
+impl IdentityView<'_> {
+    /// The answer of an update: how many hosts follow it (docs/identities.md, "Rotation in
+    /// one call").
+    pub fn with_affected_hosts(self, affected_hosts: usize) -> Self {
+        IdentityView {
+            affected_hosts: Some(affected_hosts),
+            ..self
+        }
     }
 }
 

@@ -424,7 +424,7 @@ fn the_view_says_which_secrets_are_stored_and_never_holds_one() {
         updated_at: "t".into(),
         revision: 1,
     };
-    let view = identity.view();
+    let view = serde_json::to_value(identity.view()).unwrap();
     assert_eq!(
         view["auth"][0],
         json!({"type": "password", "has_password": true})
