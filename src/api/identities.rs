@@ -90,21 +90,22 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
 }
 
 /// `DELETE /api/identities/:id`: 409 `IDENTITY_IN_USE` while hosts or groups name it,
-/// unless `?reassign_to=<id>` moves them to that identity in the same transaction.
+/// unless `?reassign_to=<id>` moves them to that identity in the same transaction. A
+/// `reassign_to` that is no id at all is refused first, as a malformed query is.
 pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let reassign_to = reassign_parameter(req)?;
     let precondition = Precondition::of(req);
-    let reassign_to = reassign_parameter(req);
     state.db.write(|tx| {
         let current = stored::by_id(tx, id)?;
         precondition?.check(Revised::Identity, current.revision)?;
-        let users = match reassign_to? {
+        let users = match &reassign_to {
             Some(target) if target == id => {
                 let rule = "must be another identity's id, not the deleted one's";
                 return Err(ApiError::parameter("reassign_to", rule));
             }
             Some(target) => {
-                stored::by_id(tx, &target)?;
-                usage::reassign(tx, id, &target)?
+                stored::by_id(tx, target)?;
+                usage::reassign(tx, id, target)?
             }
             None => {
                 let users = usage::direct_users(tx, id)?;
