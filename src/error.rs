@@ -234,9 +234,11 @@ impl ApiError {
             ApiError::InvalidParameter { name, rule } => {
                 Some(format!("query parameter {name}: {rule}"))
             }
-            ApiError::KeyInUse { hosts, identities } => Some(format!(
-                "the key is used by {hosts} host(s) and {identities} identity(ies)"
-            )),
+            ApiError::KeyInUse { hosts, identities } => Some(match (hosts, identities) {
+                (_, 0) => format!("the key is used by {hosts} host(s)"),
+                (0, _) => format!("the key is used by {identities} identity(ies)"),
+                _ => format!("the key is used by {hosts} host(s) and {identities} identity(ies)"),
+            }),
             ApiError::IdentityNameTaken => Some(
                 "another identity already has this name (names compare case-insensitively)".into(),
             ),

@@ -318,13 +318,21 @@ fn a_key_an_identity_uses_cannot_be_deleted_until_the_identity_goes() {
         &service,
         json!({"name": "i", "auth": [{"type": "key", "key_id": key}]}),
     );
-    let refused = service
-        .delete(&format!("/api/keys/{key}"))
-        .assert_error(409, "KEY_IN_USE");
-    assert!(
-        refused["details"].as_str().unwrap().contains("1 identity"),
-        "{refused}"
+    let details = |service: &Service| {
+        let refused = service
+            .delete(&format!("/api/keys/{key}"))
+            .assert_error(409, "KEY_IN_USE");
+        refused["details"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(details(&service), "the key is used by 1 identity(ies)");
+    let host = json!({"name": "h", "hostname": "h.example.com", "port": 22, "username": "u",
+        "auth": {"type": "key", "key_id": key}});
+    let host = id_of(&service.post("/api/hosts", &host).expect(201));
+    assert_eq!(
+        details(&service),
+        "the key is used by 1 host(s) and 1 identity(ies)"
     );
+    service.delete(&format!("/api/hosts/{host}")).expect(204);
     service.delete(&format!("/api/identities/{id}")).expect(204);
     service.delete(&format!("/api/keys/{key}")).expect(204);
 }
