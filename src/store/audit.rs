@@ -4,11 +4,11 @@
 //! Every event kind is either a security event or a routine one (`class`, the one place
 //! that decides). Security events are kept by time: none younger than
 //! `SECURITY_KEPT_DAYS` is ever dropped, and older ones only once more than
-//! `SECURITY_KEPT_ENTRIES` security entries exist. Routine events (the agent's signatures)
-//! are kept by count (`ROUTINE_KEPT` entries, the oldest go first) and a repeat within the
-//! same minute (same event, subject and detail: key, destination, flags) adds to the count
-//! of its entry instead of adding one, so no flood of signatures can push a security event
-//! out.
+//! `SECURITY_KEPT_ENTRIES` security entries exist. Routine events (the agent's signatures,
+//! the TOTP codes handed out) are kept by count (`ROUTINE_KEPT` entries, the oldest go
+//! first) and a repeat within the same minute (same event, subject and detail: key,
+//! destination, flags) adds to the count of its entry instead of adding one, so no flood of
+//! signatures or codes can push a security event out.
 //!
 //! Invariants: an entry is written only through `append`, by the caller's transaction, so
 //! a change and its entry commit or roll back together; the trims run in that transaction;
@@ -85,8 +85,8 @@ pub const VAULT_PASSWORD_CHANGED: &str = "vault.password_changed";
 pub const VAULT_PASSWORD_REMOVED: &str = "vault.password_removed";
 
 /// Every event kind and its class: the one place that decides (docs/api.md "Audit log").
-/// Only the agent's signatures come in floods; everything else records a decision about
-/// trust, keys or the vault.
+/// Only the agent's signatures and TOTP codes come in floods; everything else records a
+/// decision about trust, keys, identities or the vault.
 pub const EVENTS: &[(&str, Class)] = &[
     (HOST_KEY_ACCEPTED, Class::Security),
     (HOST_KEY_REPLACED, Class::Security),
@@ -234,7 +234,7 @@ mod tests {
 
     use crate::store::audit::{
         append, append_bounded, class, page, set_routine_kept, AuditEntry, Class, AGENT_SIGNED,
-        EVENTS, HOST_KEY_ACCEPTED, HOST_KEY_REPLACED, VAULT_UNLOCK_FAILED,
+        EVENTS, HOST_KEY_ACCEPTED, HOST_KEY_REPLACED, IDENTITY_TOTP, VAULT_UNLOCK_FAILED,
     };
     use crate::store::{open_in_memory, StoreError};
 
@@ -318,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn every_event_kind_has_one_class_and_only_signatures_are_routine() {
+    fn every_event_kind_has_one_class_and_only_signatures_and_totp_codes_are_routine() {
         for (n, (event, _)) in EVENTS.iter().enumerate() {
             assert!(
                 !EVENTS[n + 1..].iter().any(|(other, _)| other == event),
@@ -326,8 +326,9 @@ mod tests {
             );
         }
         assert_eq!(class(AGENT_SIGNED), Class::Routine);
+        assert_eq!(class(IDENTITY_TOTP), Class::Routine);
         let routine = EVENTS.iter().filter(|(_, class)| *class == Class::Routine);
-        assert_eq!(routine.count(), 1);
+        assert_eq!(routine.count(), 2);
         assert_eq!(class("some.new_event"), Class::Security);
     }
 
