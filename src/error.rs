@@ -31,6 +31,7 @@ pub enum ApiError {
     HostInUse(u64),
     GroupNotFound,
     KeyNotFound,
+    IdentityNotFound,
     KnownHostNotFound,
     /// A host key differs from the trusted one of its type (accept without `replace`), or
     /// `connect` met a `changed`/`revoked` verdict on its route; the text names the host
@@ -106,6 +107,7 @@ impl ApiError {
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
+            | ApiError::IdentityNotFound
             | ApiError::KnownHostNotFound
             | ApiError::CertificateNotFound
             | ApiError::AgentRequestNotFound => 404,
@@ -135,6 +137,7 @@ impl ApiError {
             ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::GroupNotFound => "GROUP_NOT_FOUND",
             ApiError::KeyNotFound => "KEY_NOT_FOUND",
+            ApiError::IdentityNotFound => "IDENTITY_NOT_FOUND",
             ApiError::KnownHostNotFound => "KNOWN_HOST_NOT_FOUND",
             ApiError::HostKeyChanged(_) => "HOST_KEY_CHANGED",
             ApiError::HostKeyRevoked(_) => "HOST_KEY_REVOKED",
@@ -169,6 +172,7 @@ impl ApiError {
             ApiError::HostInUse(_) => "host is used as a jump host",
             ApiError::GroupNotFound => "group not found",
             ApiError::KeyNotFound => "key not found",
+            ApiError::IdentityNotFound => "identity not found",
             ApiError::KnownHostNotFound => "known host entry not found",
             ApiError::HostKeyChanged(_) => "host key changed",
             ApiError::HostKeyRevoked(_) => "host key revoked",
@@ -256,6 +260,7 @@ impl From<crate::store::StoreError> for ApiError {
             crate::store::StoreError::HostNotFound => ApiError::HostNotFound,
             crate::store::StoreError::GroupNotFound => ApiError::GroupNotFound,
             crate::store::StoreError::KeyNotFound => ApiError::KeyNotFound,
+            crate::store::StoreError::IdentityNotFound => ApiError::IdentityNotFound,
             crate::store::StoreError::KnownHostNotFound => ApiError::KnownHostNotFound,
             crate::store::StoreError::DuplicateName(text) => ApiError::DuplicateName(text),
             crate::store::StoreError::DuplicateKey => ApiError::DuplicateKey,

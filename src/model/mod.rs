@@ -11,6 +11,7 @@ pub mod host;
 pub mod host_auth;
 pub mod host_patterns;
 pub mod host_query;
+pub mod inherit;
 pub mod interop;
 pub mod key;
 pub mod known_hosts;

@@ -16,6 +16,7 @@ pub mod files;
 pub mod groups;
 pub mod history;
 pub mod hosts;
+pub mod inherit;
 pub mod integrity;
 pub mod interop;
 pub mod keys;
@@ -64,6 +65,7 @@ pub enum StoreError {
     HostNotFound,
     GroupNotFound,
     KeyNotFound,
+    IdentityNotFound,
     KnownHostNotFound,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
@@ -98,6 +100,7 @@ impl fmt::Display for StoreError {
             StoreError::HostNotFound => write!(f, "host not found"),
             StoreError::GroupNotFound => write!(f, "group not found"),
             StoreError::KeyNotFound => write!(f, "key not found"),
+            StoreError::IdentityNotFound => write!(f, "identity not found"),
             StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),

@@ -1,0 +1,138 @@
+//! What inheritance reads: every group's parent and defaults and every identity's public
+//! traits, loaded once per request and asked for any number of hosts
+//! (docs/identities.md, "Host fields that inherit"; the walk itself is model::inherit).
+//!
+//! Invariants: reads only, never a secret (an identity's methods are read as type and key
+//! id); the walk up the groups stops after `MAX_DEPTH` levels, so even a corrupt cycle of
+//! parents cannot make it loop.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection};
+use serde_json::{json, Value};
+
+use crate::model::group::MAX_DEPTH;
+use crate::model::host::Host;
+use crate::model::inherit::{resolve, Effective, GroupDefaults, GroupLevel, IdentityTraits};
+use crate::store::StoreError;
+
+const SELECT_IDENTITIES: &str = "SELECT id, username FROM identities";
+const SELECT_METHODS: &str = "SELECT identity_id, type, key_id FROM identity_methods \
+     ORDER BY identity_id, position";
+const INSERT_HOST_CHANGE: &str = "INSERT INTO changes (at, kind, id, op) \
+     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'host', ?1, 'updated')";
+
+/// Groups (parent and defaults) and identities (traits), as stored when loaded.
+#[derive(Clone, Debug, Default)]
+pub struct Inheritance {
+    groups: HashMap<String, (Option<String>, GroupDefaults)>,
+    identities: HashMap<String, IdentityTraits>,
+}
+
+impl Inheritance {
+    /// Reads every group's defaults and every identity's traits (three queries).
+    pub fn load(conn: &Connection) -> Result<Inheritance, StoreError> {
+        let groups = crate::store::groups::all(conn)?
+            .into_iter()
+            .map(|group| (group.id, (group.parent_id, group.defaults)))
+            .collect();
+        Ok(Inheritance {
+            groups,
+            identities: identity_traits(conn)?,
+        })
+    }
+
+    /// The groups from `group_id` up, nearest first.
+    pub fn levels(&self, group_id: Option<&str>) -> Vec<GroupLevel<'_>> {
+        let mut levels = Vec::new();
+        let mut next = group_id;
+        while let Some(id) = next {
+            let Some((key, (parent, defaults))) = self.groups.get_key_value(id) else {
+                break;
+            };
+            if levels.len() >= MAX_DEPTH {
+                break;
+            }
+            levels.push(GroupLevel { id: key, defaults });
+            next = parent.as_deref();
+        }
+        levels
+    }
+
+    /// Every connection field of `host` with its source.
+    pub fn resolve(&self, host: &Host) -> Effective {
+        resolve(host, &self.levels(host.group_id.as_deref()), |id| {
+            self.identities.get(id)
+        })
+    }
+}
+
+/// Of `hosts`, the ids of those whose effective values differ between `before` and
+/// `after`, in order. The first host that `after` leaves with no username or no auth is
+/// an error naming that field and how many hosts it leaves so.
+pub fn followers(
+    hosts: &[Host],
+    before: &Inheritance,
+    after: &Inheritance,
+) -> Result<Vec<String>, (&'static str, usize)> {
+    let mut changed = Vec::new();
+    let mut stranded: Option<(&'static str, usize)> = None;
+    for host in hosts {
+        let (was, is) = (before.resolve(host), after.resolve(host));
+        if let Some(field) = is.missing() {
+            let count = stranded.map_or(0, |(_, count)| count);
+            stranded = Some((stranded.map_or(field, |(first, _)| first), count + 1));
+            continue;
+        }
+        let value = |effective: &Effective| {
+            let auth = effective.auth.as_ref().map(|auth| auth.value.clone());
+            (effective.flatten(host), auth)
+        };
+        if value(&was) != value(&is) {
+            changed.push(host.id.clone());
+        }
+    }
+    match stranded {
+        Some(stranded) => Err(stranded),
+        None => Ok(changed),
+    }
+}
+
+/// One change-feed entry (`host` `updated`) for each host whose effective values followed a
+/// change of a group's defaults or an identity, without touching the hosts' own rows or
+/// revisions (docs/identities.md, "Rotation in one call"). Caller holds the transaction.
+pub fn log_followers(conn: &Connection, host_ids: &[String]) -> Result<(), StoreError> {
+    let mut insert = conn.prepare_cached(INSERT_HOST_CHANGE)?;
+    for id in host_ids {
+        insert.execute(params![id])?;
+    }
+    Ok(())
+}
+
+fn identity_traits(conn: &Connection) -> Result<HashMap<String, IdentityTraits>, StoreError> {
+    let mut identities: HashMap<String, IdentityTraits> = HashMap::new();
+    let mut statement = conn.prepare_cached(SELECT_IDENTITIES)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let traits = IdentityTraits {
+            username: row.get(1)?,
+            auth: Vec::new(),
+        };
+        identities.insert(row.get(0)?, traits);
+    }
+    let mut statement = conn.prepare_cached(SELECT_METHODS)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let kind: String = row.get(1)?;
+        let key_id: Option<String> = row.get(2)?;
+        let method: Value = match key_id {
+            Some(key_id) => json!({"type": kind, "key_id": key_id}),
+            None => json!({ "type": kind }),
+        };
+        if let Some(traits) = identities.get_mut(&id) {
+            traits.auth.push(method);
+        }
+    }
+    Ok(identities)
+}
