@@ -6,7 +6,8 @@
 //! `scripts/fuzz` runs a million. The seed is printed, so a failure can be replayed with
 //! `FUZZ_SEED`. The seeded generator (`Rng`) and those two settings (`settings`) serve the
 //! other fuzz and property tests too (the agent's parser, the known_hosts parser, the group
-//! tree).
+//! tree). The fuzzers of the identities' two parsers (TOTP secrets in `model::totp`, prompt
+//! patterns in `model::prompt_pattern`) live here too, at the end.
 //!
 //! Invariants: compiled for tests only; deterministic for a seed (its own xorshift, no
 //! clock, no OS randomness); leaves no file behind (in-memory database).
@@ -354,4 +355,145 @@ fn no_request_panics_or_answers_500_or_an_undocumented_status() {
             }
         }
     }
+}
+
+/// Identities' keyboard-interactive rules (docs/identities-rules.md): the prompt pattern
+/// parser never panics on seeded random texts built from the regex syntax characters and a
+/// few letters, and a pattern it accepts never panics matching random prompts.
+#[test]
+fn prompt_pattern_parser_and_matcher_never_panic_on_seeded_random_text() {
+    use crate::model::prompt_pattern::PromptPattern;
+    let (iterations, seed) = settings("prompt pattern", 0x5EED_CAFE);
+    let pieces: [&str; 16] = [
+        "(?i)", "(?", "(?:", "\\", "{", "}", "{2}", "{1,3}", ",", "[^", "-", "a", "B", "é", "😀",
+        "\n",
+    ];
+    let specials: Vec<char> = "\\.*+?()[]{}|^$/-:=!<>,&~PpkbdDwWsS0123456789"
+        .chars()
+        .collect();
+    let letters = [
+        'a', 'b', 'A', 'é', 'É', 'ς', '1', ' ', '\n', '\u{212a}', '😀',
+    ];
+    let mut rng = Rng::new(seed);
+    for iteration in 0..iterations {
+        let mut text = String::new();
+        for _ in 0..rng.below(24) {
+            match rng.below(3) {
+                0 => text.push_str(rng.pick::<&str>(&pieces)),
+                _ => text.push(*rng.pick(&specials)),
+            }
+        }
+        let prompts: Vec<String> = (0..4)
+            .map(|_| (0..rng.below(40)).map(|_| *rng.pick(&letters)).collect())
+            .collect();
+        let outcome = panic::catch_unwind(|| {
+            if let Ok(pattern) = PromptPattern::parse(&text) {
+                for prompt in &prompts {
+                    pattern.is_match(prompt);
+                }
+            }
+        });
+        assert!(
+            outcome.is_ok(),
+            "#{iteration} panicked on {text:?} / {prompts:?}"
+        );
+    }
+}
+
+/// Identities' TOTP secrets (docs/identities-rules.md): the secret parser never panics on
+/// seeded random base32 and `otpauth` texts, its errors never hold the secret, and an
+/// accepted secret gives a code of the right digits at any time without panicking.
+#[test]
+fn totp_secret_parser_never_panics_on_seeded_random_text() {
+    use crate::model::totp::{self, TotpSettings};
+    let (iterations, seed) = settings("totp secret", 0x5EED_CAFE);
+    let mut rng = Rng::new(seed);
+    for iteration in 0..iterations {
+        let text = match rng.below(3) {
+            0 => random_base32(&mut rng),
+            1 => random_otpauth(&mut rng),
+            _ => {
+                let mut text = random_otpauth(&mut rng);
+                for _ in 0..1 + rng.below(3) {
+                    let index = rng.below(text.len() + 1);
+                    if text.is_char_boundary(index) {
+                        let noise = char::from_u32(rng.below(0x250) as u32).unwrap_or('x');
+                        text.insert(index, noise);
+                    }
+                }
+                text
+            }
+        };
+        let time = rng.next() >> rng.below(64);
+        let outcome = panic::catch_unwind(|| match totp::parse_secret(&text) {
+            Err(invalid) => assert!(!invalid.to_string().contains("JBSWY3DP"), "{invalid}"),
+            Ok((secret, uri)) => {
+                let uri = uri.unwrap_or_default();
+                let settings = TotpSettings::new(
+                    uri.digits.map_or(6, u64::from),
+                    uri.period.map_or(30, u64::from),
+                    uri.algorithm.unwrap_or(totp::Algorithm::Sha1),
+                )
+                .unwrap_or_default();
+                let (code, valid_for_s) = totp::code(secret.expose_bytes(), &settings, time);
+                assert_eq!(code.len(), usize::from(settings.digits()));
+                assert!(code.bytes().all(|byte| byte.is_ascii_digit()));
+                assert!((1..=settings.period()).contains(&valid_for_s));
+            }
+        });
+        assert!(outcome.is_ok(), "#{iteration} failed on {text:?} at {time}");
+    }
+}
+
+/// Base32-like text: the alphabet in both cases, separators, padding and a few strangers.
+fn random_base32(rng: &mut Rng) -> String {
+    let alphabet: Vec<char> = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567abcxyz ==-18é"
+        .chars()
+        .collect();
+    match rng.below(4) {
+        0 => "JBSWY3DPEHPK3PXP".repeat(1 + rng.below(20)),
+        _ => (0..rng.below(48)).map(|_| *rng.pick(&alphabet)).collect(),
+    }
+}
+
+/// An `otpauth` URI from good and bad kinds, labels, parameters and values (mostly good, so
+/// many pass and reach `code`).
+fn random_otpauth(rng: &mut Rng) -> String {
+    let kinds = ["totp", "totp", "TOTP", "hotp", "motp"];
+    let labels = ["/", "/ACME:me%40x", "/a+b", "", "/%FF", "/%"];
+    let mut text = format!("otpauth://{}{}?", rng.pick(&kinds), rng.pick(&labels));
+    let mut keys = vec![
+        "secret",
+        "digits",
+        "period",
+        "algorithm",
+        "issuer",
+        "counter",
+    ];
+    if rng.below(8) == 0 {
+        keys.push(*rng.pick(&["secret", "SECRET", "digits", ""]));
+    }
+    for key in keys {
+        if rng.below(4) == 0 {
+            continue;
+        }
+        let good = rng.below(5) != 0;
+        let value = match key.to_ascii_lowercase().as_str() {
+            "secret" if good => rng
+                .pick(&["JBSWY3DPEHPK3PXP", "jbsw+y3dp-%4A%42", "MY======"])
+                .to_string(),
+            "secret" => random_base32(rng),
+            "digits" if good => rng.pick(&["6", "7", "8"]).to_string(),
+            "period" if good => rng.pick(&["1", "30", "3600"]).to_string(),
+            "digits" | "period" => rng
+                .pick(&["0", "5", "9", "3601", "", "x", "99999999999"])
+                .to_string(),
+            "algorithm" if good => rng.pick(&["sha1", "SHA256", "Sha512"]).to_string(),
+            _ => rng
+                .pick(&["", "%", "%G0", "ACME+Co%20Ltd", "MD5", "\u{e9}"])
+                .to_string(),
+        };
+        text.push_str(&format!("{key}={value}&"));
+    }
+    text
 }
