@@ -72,19 +72,19 @@ impl DefaultsPatch {
             Value::Object(body) => body,
             _ => return Err(Invalid::new("defaults", "must be an object or null")),
         };
-        let mut patch = DefaultsPatch::default();
-        patch.username = nullable(body, "username", validate::username)?;
-        patch.port = nullable(body, "port", validate::port)?;
-        patch.identity_id = match body.get("identity_id") {
-            None => None,
-            Some(value) => Some(validate::optional_id("identity_id", value).map_err(prefixed)?),
-        };
-        patch.jump_host_ids = nullable(body, "jump_host_ids", interop::jump_host_ids)?;
-        patch.ssh_options = match body.get("ssh_options") {
-            None => None,
-            Some(value) => Some(interop::ssh_options(value).map_err(prefixed)?),
-        };
-        Ok(patch)
+        Ok(DefaultsPatch {
+            username: nullable(body, "username", validate::username)?,
+            port: nullable(body, "port", validate::port)?,
+            identity_id: match body.get("identity_id") {
+                None => None,
+                Some(value) => Some(validate::optional_id("identity_id", value).map_err(prefixed)?),
+            },
+            jump_host_ids: nullable(body, "jump_host_ids", interop::jump_host_ids)?,
+            ssh_options: match body.get("ssh_options") {
+                None => None,
+                Some(value) => Some(interop::ssh_options(value).map_err(prefixed)?),
+            },
+        })
     }
 
     fn unset_all() -> DefaultsPatch {

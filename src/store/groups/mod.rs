@@ -243,7 +243,7 @@ pub fn write_defaults(
     let chain = defaults
         .jump_host_ids
         .as_ref()
-        .map(|chain| serde_json::to_string(chain))
+        .map(serde_json::to_string)
         .transpose()
         .map_err(|err| StoreError::Json(err.to_string()))?;
     let options = serde_json::to_string(&defaults.ssh_options)
