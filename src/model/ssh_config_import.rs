@@ -267,17 +267,23 @@ impl Placed<'_> {
         let group_id = group_id.map(str::to_owned);
         let auth_type = self.auth.as_ref().map(|auth| auth.auth_type);
         let key_id = self.auth.as_ref().and_then(|auth| auth.key_id.clone());
+        // A host that inherits its chain and a block without ProxyJump agree: it keeps
+        // inheriting (docs/identities.md).
+        let chain_same = match &current.jump_host_ids {
+            None => hops.is_empty(),
+            Some(chain) => *chain == hops,
+        };
         let same = current.auth_type == auth_type
             && current.key_id == key_id
             && current.ssh_options == self.options
-            && current.jump_host_ids.as_ref() == Some(&hops)
+            && chain_same
             && (group_id.is_none() || current.group_id == group_id);
         if same {
             return Ok(None);
         }
         let patch = HostPatch {
             group_id: group_id.map(Some),
-            jump_host_ids: Some(Some(hops)),
+            jump_host_ids: (!chain_same).then_some(Some(hops)),
             ssh_options: Some(self.options.clone()),
             ..HostPatch::default()
         };
