@@ -29,7 +29,11 @@ fn host_responses_always_carry_jump_host_ids_and_ssh_options() {
     assert_eq!(list["items"][0]["jump_host_ids"], json!(null));
     let direct = create(&service, "Direct", json!({"jump_host_ids": []}));
     let got = service.get(&format!("/api/hosts/{direct}")).expect(200);
-    assert_eq!(got["jump_host_ids"], json!([]), "[]: a direct connection of its own");
+    assert_eq!(
+        got["jump_host_ids"],
+        json!([]),
+        "[]: a direct connection of its own"
+    );
 }
 
 #[test]
@@ -250,7 +254,10 @@ fn ssh_options_with_a_newline_or_a_host_keyword_are_rejected() {
 }
 
 /// Runs OpenSSH's evaluator: `ssh -G -F config alias`, as `keyword -> value` (first wins).
-fn ssh_g(config: &std::path::Path, alias: &str) -> std::collections::HashMap<String, String> {
+pub(crate) fn ssh_g(
+    config: &std::path::Path,
+    alias: &str,
+) -> std::collections::HashMap<String, String> {
     let output = std::process::Command::new("ssh")
         .args(["-G", "-F"])
         .arg(config)

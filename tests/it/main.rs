@@ -13,6 +13,7 @@ mod history;
 mod host_cas;
 mod hosts;
 mod http;
+mod inheritance;
 mod interop;
 mod keys;
 mod known_hosts;
