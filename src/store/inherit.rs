@@ -67,6 +67,50 @@ impl Inheritance {
     }
 }
 
+/// A field a group resolves through its own defaults and the identities they name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupField {
+    Username,
+    Identity,
+}
+
+impl Inheritance {
+    /// The ids of the groups whose hosts, when they set nothing themselves, get `value` for
+    /// `field`: walking up from the group, the first level that sets it gives it.
+    pub fn groups_giving(&self, field: GroupField, value: &str) -> Vec<String> {
+        self.groups
+            .keys()
+            .filter(|id| {
+                let found = self
+                    .levels(Some(id.as_str()))
+                    .into_iter()
+                    .find_map(|level| {
+                        let defaults = level.defaults;
+                        match field {
+                            GroupField::Identity => defaults.identity_id.clone(),
+                            GroupField::Username => defaults.username.clone().or_else(|| {
+                                let identity = defaults.identity_id.as_deref()?;
+                                self.identities.get(identity)?.username.clone()
+                            }),
+                        }
+                    });
+                found.as_deref() == Some(value)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The ids of the identities whose username is `username` (`Some`), or that set none
+    /// (`None`).
+    pub fn identities_with_username(&self, username: Option<&str>) -> Vec<String> {
+        self.identities
+            .iter()
+            .filter(|(_, traits)| traits.username.as_deref() == username)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
 /// Of `hosts`, the ids of those whose effective values differ between `before` and
 /// `after`, in order. The first host that `after` leaves with no username or no auth is
 /// an error naming that field and how many hosts it leaves so.

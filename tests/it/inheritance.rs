@@ -399,3 +399,64 @@ fn the_ssh_config_export_of_inherited_hosts_resolves_under_ssh_g_to_the_effectiv
     );
     assert_eq!(resolved["compression"], "yes");
 }
+
+fn listed(service: &Service, query: &str) -> Vec<String> {
+    let page = service.get(&format!("/api/hosts?{query}")).expect(200);
+    let mut names: Vec<String> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|host| host["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(page["total"], names.len(), "{page}");
+    names
+}
+
+#[test]
+fn the_list_filters_on_the_effective_username_as_the_effective_view_gives_it() {
+    let service = Service::start("inherit-list-username");
+    let (top, _, bottom) = three_levels(&service);
+    host(
+        &service,
+        "a",
+        json!({"group_id": bottom, "auth": {"type": "agent"}}),
+    );
+    host(
+        &service,
+        "b",
+        json!({"group_id": top, "auth": {"type": "agent"}}),
+    );
+    host(
+        &service,
+        "c",
+        json!({"group_id": bottom, "username": "topuser", "auth": {"type": "agent"}}),
+    );
+    host(
+        &service,
+        "d",
+        json!({"username": "other", "auth": {"type": "agent"}}),
+    );
+    assert_eq!(listed(&service, "username=topuser"), ["b", "c"]);
+    assert_eq!(listed(&service, "username=bottomuser"), ["a"]);
+    assert_eq!(
+        listed(&service, &format!("username=topuser&group={bottom}")),
+        ["c"]
+    );
+    assert_eq!(listed(&service, "username=nobody"), Vec::<String>::new());
+    service
+        .get("/api/hosts?username=")
+        .assert_error(400, "VALIDATION_ERROR");
+    service
+        .get("/api/hosts?identity=")
+        .assert_error(400, "VALIDATION_ERROR");
+    // A rotation of the top group's default moves b (and only b) to the new name.
+    service
+        .put(
+            &format!("/api/groups/{top}"),
+            &json!({"defaults": {"username": "rotated"}}),
+        )
+        .expect(200);
+    assert_eq!(listed(&service, "username=rotated"), ["b"]);
+    assert_eq!(listed(&service, "username=topuser"), ["c"]);
+}
