@@ -396,3 +396,158 @@ impl Effective {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use crate::model::host::{AuthType, Host};
+    use crate::model::inherit::{
+        resolve, AuthValue, GroupDefaults, GroupLevel, IdentityTraits, Source,
+    };
+
+    fn host() -> Host {
+        Host {
+            id: "h".into(),
+            name: "h".into(),
+            hostname: "h.example.com".into(),
+            port: None,
+            username: None,
+            auth_type: None,
+            key_id: None,
+            has_password: false,
+            identity_id: None,
+            group_id: Some("g1".into()),
+            tags: Vec::new(),
+            is_favorite: false,
+            color: String::new(),
+            order: 0,
+            notes: String::new(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            last_used_at: None,
+            jump_host_ids: None,
+            ssh_options: Vec::new(),
+            revision: 1,
+        }
+    }
+
+    fn identity(username: Option<&str>) -> IdentityTraits {
+        IdentityTraits {
+            username: username.map(str::to_owned),
+            auth: vec![json!({"type": "key", "key_id": "k"})],
+        }
+    }
+
+    #[test]
+    fn nothing_set_anywhere_gives_the_built_in_port_and_chain_and_no_username_or_auth() {
+        let effective = resolve(&host(), &[], |_| None);
+        assert_eq!(effective.port.value, 22);
+        assert_eq!(effective.port.source, Source::Default);
+        assert!(effective.jump_host_ids.value.is_empty());
+        assert_eq!(effective.missing(), Some("username"));
+        let mut named = host();
+        named.username = Some("u".into());
+        assert_eq!(resolve(&named, &[], |_| None).missing(), Some("auth"));
+    }
+
+    /// At one level the level's own value beats its identity's; a nearer level's identity
+    /// beats a farther level's own value.
+    #[test]
+    fn a_levels_own_value_beats_its_identity_and_a_nearer_identity_beats_a_farther_value() {
+        let near = GroupDefaults {
+            identity_id: Some("i".into()),
+            ..GroupDefaults::default()
+        };
+        let far = GroupDefaults {
+            username: Some("far".into()),
+            ..GroupDefaults::default()
+        };
+        let traits = identity(Some("from-identity"));
+        let levels = [
+            GroupLevel {
+                id: "g1",
+                defaults: &near,
+            },
+            GroupLevel {
+                id: "g2",
+                defaults: &far,
+            },
+        ];
+        let effective = resolve(&host(), &levels, |id| (id == "i").then_some(&traits));
+        let username = effective.username.unwrap();
+        assert_eq!(username.value, "from-identity");
+        assert_eq!(
+            username.source,
+            Source::Identity {
+                id: "i".into(),
+                via: Box::new(Source::Group("g1".into()))
+            }
+        );
+        assert_eq!(
+            username.hides,
+            Some(("far".into(), Source::Group("g2".into())))
+        );
+        assert!(matches!(
+            effective.auth.unwrap().value,
+            AuthValue::Identity(_)
+        ));
+
+        let mut own = host();
+        own.username = Some("mine".into());
+        own.auth_type = Some(AuthType::Agent);
+        let effective = resolve(&own, &levels, |id| (id == "i").then_some(&traits));
+        let username = effective.username.unwrap();
+        assert_eq!(
+            (username.value.as_str(), &username.source),
+            ("mine", &Source::Host)
+        );
+        assert_eq!(effective.auth.unwrap().source, Source::Host);
+    }
+
+    #[test]
+    fn an_empty_chain_is_a_value_that_hides_a_chain_above_and_options_merge_by_keyword() {
+        let near = GroupDefaults {
+            jump_host_ids: Some(Vec::new()),
+            ssh_options: vec!["serveraliveinterval 5".into()],
+            ..GroupDefaults::default()
+        };
+        let far = GroupDefaults {
+            jump_host_ids: Some(vec!["bastion".into()]),
+            ssh_options: vec!["ServerAliveInterval 30".into(), "Compression yes".into()],
+            ..GroupDefaults::default()
+        };
+        let levels = [
+            GroupLevel {
+                id: "g1",
+                defaults: &near,
+            },
+            GroupLevel {
+                id: "g2",
+                defaults: &far,
+            },
+        ];
+        let effective = resolve(&host(), &levels, |_| None);
+        assert!(effective.jump_host_ids.value.is_empty());
+        assert_eq!(effective.jump_host_ids.source, Source::Group("g1".into()));
+        assert_eq!(
+            effective.jump_host_ids.hides,
+            Some((vec!["bastion".to_owned()], Source::Group("g2".into())))
+        );
+        assert_eq!(
+            effective.options(),
+            ["serveraliveinterval 5", "Compression yes"],
+            "ssh compares keywords case-insensitively and keeps the first"
+        );
+    }
+
+    #[test]
+    fn an_unknown_identity_sets_nothing() {
+        let mut named = host();
+        named.identity_id = Some("gone".into());
+        let effective = resolve(&named, &[], |_| None);
+        assert_eq!(effective.username, None);
+        assert_eq!(effective.identity_id.unwrap().value, "gone");
+    }
+}

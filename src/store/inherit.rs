@@ -59,6 +59,14 @@ impl Inheritance {
         levels
     }
 
+    /// The port a host of `group_id` that sets none gets: the nearest group default, else 22.
+    pub fn port_for(&self, group_id: Option<&str>) -> u16 {
+        self.levels(group_id)
+            .into_iter()
+            .find_map(|level| level.defaults.port)
+            .unwrap_or(crate::model::inherit::DEFAULT_PORT)
+    }
+
     /// Every connection field of `host` with its source.
     pub fn resolve(&self, host: &Host) -> Effective {
         resolve(host, &self.levels(host.group_id.as_deref()), |id| {

@@ -460,3 +460,36 @@ fn the_list_filters_on_the_effective_username_as_the_effective_view_gives_it() {
     assert_eq!(listed(&service, "username=rotated"), ["b"]);
     assert_eq!(listed(&service, "username=topuser"), ["c"]);
 }
+
+/// A host key trusted for `[name]:2222` belongs to the host that inherits port 2222: the
+/// known-hosts entry names it, and the host's own entry list finds it.
+#[test]
+fn known_host_entries_match_hosts_by_their_inherited_port() {
+    let service = Service::start("inherit-known-hosts");
+    let top = group(
+        &service,
+        "top",
+        None,
+        json!({"port": 2222, "username": "u"}),
+    );
+    let id = host(
+        &service,
+        "h",
+        json!({"group_id": top, "auth": {"type": "agent"}}),
+    );
+    let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+    let body = json!({"hostname": "h.example.com", "port": 2222, "public_key": key});
+    let accepted = service.post("/api/known-hosts/accept", &body).expect(201);
+    assert_eq!(accepted["entry"]["host_ids"], json!([id]), "{accepted}");
+    let listed = service
+        .get(&format!("/api/known-hosts?host_id={id}"))
+        .expect(200);
+    assert_eq!(listed["total"], 1, "{listed}");
+    let on_22 = json!({"hostname": "h.example.com", "port": 22, "public_key": key});
+    let other = service.post("/api/known-hosts/accept", &on_22).expect(201);
+    assert_eq!(
+        other["entry"]["host_ids"],
+        json!([]),
+        "port 22 is not the host's: {other}"
+    );
+}
