@@ -115,7 +115,13 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         let inheritance = store::inherit::Inheritance::load(conn)?;
         let effective = inheritance.resolve(&host);
         let flat = check_effective(&host, &effective)?;
-        let route = store::hosts::route_hosts(conn, &effective.jump_host_ids.value)?;
+        let Some(route) = inheritance.route(conn, &effective.jump_host_ids.value)? else {
+            return Err(ApiError::InvalidJumpChain(format!(
+                "the route of host {id} through its hops' own and inherited chains loops or \
+                 passes {} hops; change a chain with PUT /api/hosts/ID or a group default",
+                crate::model::interop::MAX_ROUTE_HOPS
+            )));
+        };
         let route: Vec<Host> = route
             .iter()
             .map(|hop| inheritance.resolve(hop).flatten(hop))

@@ -287,6 +287,9 @@ pub fn resolve<'a>(
                 defaults.jump_host_ids.clone(),
             ),
         };
+        // A default chain that passes through the host itself is not its route (the hop
+        // would jump through itself): the host skips that level's chain.
+        let chain = chain.filter(|chain| defaults.is_none() || !chain.contains(&host.id));
         candidates(port, source, None, |_| None, &mut ports);
         candidates(identity_id, source, None, |_| None, &mut identities);
         candidates(chain, source, None, |_| None, &mut jumps);

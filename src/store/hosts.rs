@@ -318,18 +318,6 @@ pub fn sealed_key(conn: &Connection, key_id: &str) -> Result<SealedCredentials, 
     })
 }
 
-/// The hosts of the full route through `chain`, in `ssh -J` order (each hop's own chain
-/// first). A route beyond the hop limit (which `judge_chain` keeps from being stored) is
-/// cut at the limit.
-pub fn route_hosts(conn: &Connection, chain: &[String]) -> Result<Vec<Host>, StoreError> {
-    if chain.is_empty() {
-        return Ok(Vec::new());
-    }
-    let chains = crate::store::interop::chains_from(conn, chain, None)?;
-    let ids = crate::model::interop::route(chain, &chains).unwrap_or_else(|| chain.to_vec());
-    ids.iter().map(|id| by_id(conn, id)).collect()
-}
-
 /// True when a group with this id exists.
 pub fn group_exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
     Ok(conn

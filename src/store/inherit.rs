@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::model::group::MAX_DEPTH;
 use crate::model::host::Host;
 use crate::model::inherit::{resolve, Effective, GroupDefaults, GroupLevel, IdentityTraits};
+use crate::model::interop::MAX_ROUTE_HOPS;
 use crate::store::StoreError;
 
 const SELECT_IDENTITIES: &str = "SELECT id, username FROM identities";
@@ -72,6 +73,39 @@ impl Inheritance {
         resolve(host, &self.levels(host.group_id.as_deref()), |id| {
             self.identities.get(id)
         })
+    }
+}
+
+impl Inheritance {
+    /// The hosts of the full route through `chain` in `ssh -J` order, each hop's own
+    /// effective chain first (a hop may inherit its chain too). `None` when the chains loop
+    /// or the route passes `MAX_ROUTE_HOPS`: inherited chains are not judged when written.
+    pub fn route(
+        &self,
+        conn: &Connection,
+        chain: &[String],
+    ) -> Result<Option<Vec<Host>>, StoreError> {
+        let mut hosts: HashMap<String, Host> = HashMap::new();
+        let mut chains: HashMap<String, Vec<String>> = HashMap::new();
+        let mut frontier: Vec<String> = chain.to_vec();
+        while let Some(id) = frontier.pop() {
+            if hosts.contains_key(&id) || hosts.len() > MAX_ROUTE_HOPS {
+                continue;
+            }
+            let host = crate::store::hosts::by_id(conn, &id)?;
+            let own = self.resolve(&host).jump_host_ids.value;
+            frontier.extend(own.iter().cloned());
+            if !own.is_empty() {
+                chains.insert(id.clone(), own);
+            }
+            hosts.insert(id, host);
+        }
+        let Some(ids) = crate::model::interop::route(chain, &chains) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            ids.iter().filter_map(|id| hosts.get(id).cloned()).collect(),
+        ))
     }
 }
 

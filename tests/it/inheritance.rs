@@ -493,3 +493,77 @@ fn known_host_entries_match_hosts_by_their_inherited_port() {
         "port 22 is not the host's: {other}"
     );
 }
+
+/// A hop's own route comes first even when the hop inherits its chain; a group chain
+/// that passes through a host is not that host's route; chains that loop through groups
+/// are refused at connect, naming the loop.
+#[test]
+fn inherited_chains_of_hops_make_the_route_and_a_loop_through_groups_is_refused() {
+    let service = Service::start("inherit-route");
+    let outer = host(
+        &service,
+        "outer",
+        json!({"username": "o", "auth": {"type": "agent"}}),
+    );
+    let dmz = group(
+        &service,
+        "dmz",
+        None,
+        json!({"jump_host_ids": [outer], "username": "b"}),
+    );
+    let bastion = host(
+        &service,
+        "bastion",
+        json!({"group_id": dmz, "auth": {"type": "agent"}}),
+    );
+    let top = group(
+        &service,
+        "top",
+        None,
+        json!({"jump_host_ids": [bastion], "username": "u"}),
+    );
+    let far = host(
+        &service,
+        "far",
+        json!({"group_id": top, "auth": {"type": "agent"}}),
+    );
+    let connected = service
+        .post(&format!("/api/hosts/{far}/connect"), &json!({}))
+        .expect(200);
+    assert_eq!(
+        connected["credentials"]["proxy_jump"],
+        "o@outer.example.com:22,b@bastion.example.com:22"
+    );
+    // The bastion moved into the group whose default chain names it connects directly.
+    service
+        .put(
+            &format!("/api/hosts/{bastion}/move"),
+            &json!({"group_id": top}),
+        )
+        .expect(200);
+    let direct = service
+        .post(&format!("/api/hosts/{bastion}/connect"), &json!({}))
+        .expect(200);
+    assert!(
+        direct["credentials"].get("proxy_jump").is_none(),
+        "{direct}"
+    );
+    // Back in dmz, then outer jumps through far, whose route passes bastion and outer again:
+    // a loop only the groups' chains make, which no write of a host's own chain can see.
+    service
+        .put(&format!("/api/hosts/{bastion}/move"), &json!({"group_id": dmz}))
+        .expect(200);
+    service
+        .put(
+            &format!("/api/hosts/{outer}"),
+            &json!({"jump_host_ids": [far]}),
+        )
+        .expect(200);
+    let error = service
+        .post(&format!("/api/hosts/{far}/connect"), &json!({}))
+        .assert_error(400, "INVALID_JUMP_CHAIN");
+    assert!(
+        error["details"].as_str().unwrap().contains("loops"),
+        "{error}"
+    );
+}
