@@ -66,29 +66,16 @@ CREATE TRIGGER identities_deleted AFTER DELETE ON identities BEGIN
         VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'identity', old.id, 'deleted');
 END;
 
--- Group defaults. `default_jumps_set` tells "no default chain" (0) from "the default is a
--- direct connection" (1 with no rows), which overrides a chain set higher up.
+-- Group defaults (docs/identities.md, "Group defaults"); NULL: unset. The chain and the
+-- options are JSON arrays of host ids and of directives: a default chain `[]` ("connect
+-- directly") differs from none (NULL). A host a default chain names cannot be deleted: the
+-- API checks these arrays as it checks `host_jumps`.
 ALTER TABLE groups ADD COLUMN default_username TEXT;
 ALTER TABLE groups ADD COLUMN default_port INTEGER CHECK (default_port BETWEEN 1 AND 65535);
 ALTER TABLE groups ADD COLUMN default_identity_id TEXT REFERENCES identities(id);
-ALTER TABLE groups ADD COLUMN default_jumps_set INTEGER NOT NULL DEFAULT 0
-    CHECK (default_jumps_set IN (0, 1));
+ALTER TABLE groups ADD COLUMN default_jump_host_ids TEXT;
+ALTER TABLE groups ADD COLUMN default_ssh_options TEXT NOT NULL DEFAULT '[]';
 CREATE INDEX groups_by_default_identity ON groups (default_identity_id);
-
-CREATE TABLE group_default_jumps (
-    group_id      TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-    position      INTEGER NOT NULL,
-    jump_host_id  TEXT NOT NULL REFERENCES hosts(id),
-    PRIMARY KEY (group_id, position)
-) WITHOUT ROWID;
-CREATE INDEX group_default_jumps_by_jump ON group_default_jumps (jump_host_id);
-
-CREATE TABLE group_default_options (
-    group_id  TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-    position  INTEGER NOT NULL,
-    option    TEXT NOT NULL,
-    PRIMARY KEY (group_id, position)
-) WITHOUT ROWID;
 
 -- The hosts table again, with port, username and auth_type nullable (NULL: inherit), the
 -- identity reference, and `jumps_set` (0: the chain is inherited; 1: the host's own chain,

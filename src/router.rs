@@ -102,7 +102,8 @@ pub static ROUTES: &[Route] = &[
     route!(Delete "/api/hosts/{id}", Unlocked Work, ReqId hosts::delete, "deleteHost"),
     route!(Patch "/api/hosts/{id}/favorite", Unlocked Work, ReqId hosts::toggle_favorite, "toggleFavorite"),
     route!(Put "/api/hosts/{id}/move", Unlocked Work, ReqId hosts::move_to, "moveHost"),
-    route!(Post "/api/hosts/{id}/connect", Unlocked Work, ReqId hosts::connect, "connectHost"),
+    route!(Post "/api/hosts/{id}/connect", Unlocked Work, ReqId connect::connect, "connectHost"),
+    route!(Get "/api/hosts/{id}/effective", Unlocked Work, Id hosts::effective, "getHostEffective"),
     route!(Get "/api/hosts/{id}/history", Unlocked Work, ReqId history::of_host, "listHostHistory"),
 
     route!(Get "/api/groups", Unlocked Work, State groups::list, "listGroups"),

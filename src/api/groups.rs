@@ -11,16 +11,21 @@
 //! group runs in one transaction (precondition, placement, write, read back); no SQL text and
 //! no time chosen here (the store stamps its rows).
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::group::{GroupPatch, GroupView, NewGroup};
+use crate::model::inherit::GroupDefaults;
+use crate::model::interop;
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
 use crate::store::groups::Placement;
+use crate::store::inherit::Inheritance;
 
 /// `GET /api/groups`: the top-level groups with their subtrees and counts, rendered from
 /// the list's memory (store::list: the groups kept between requests and the hosts' member
@@ -43,15 +48,18 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
                 return Err(ApiError::internal("a new group was placed under itself"))
             }
         }
+        if let Some(patch) = &group.defaults {
+            write_defaults(tx, &id, &patch.apply(&GroupDefaults::default()))?;
+        }
         Ok(store::groups::view(tx, &id)?)
     })?;
-    group_reply(201, &view)
+    group_reply(201, &view, None)
 }
 
 /// `GET /api/groups/:id` (extension, docs/api.md, Groups).
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let view = state.db.read(|conn| store::groups::view(conn, id))?;
-    group_reply(200, &view)
+    group_reply(200, &view, None)
 }
 
 /// `PUT /api/groups/:id`: a partial update; a `parent_id` moves the group as `move` does.
@@ -88,9 +96,14 @@ fn apply(
     patch: &GroupPatch,
     precondition: &Precondition,
 ) -> Result<Reply, ApiError> {
-    let view = state.db.write(|tx| {
+    let (view, affected) = state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
         precondition.check(Revised::Group, current)?;
+        // docs/identities.md: new defaults or a new place change what hosts below inherit.
+        let before = match patch.defaults.is_some() || patch.parent_id.is_some() {
+            true => Some(Inheritance::load(tx)?),
+            false => None,
+        };
         match store::groups::update(tx, id, patch)? {
             Placement::Placed => {}
             // docs/api.md, Groups: under itself or a descendant is INVALID_MOVE.
@@ -106,14 +119,73 @@ fn apply(
                 )))
             }
         }
-        Ok(store::groups::view(tx, id)?)
+        if let Some(defaults) = &patch.defaults {
+            let current = store::groups::by_id(tx, id)?.defaults;
+            write_defaults(tx, id, &defaults.apply(&current))?;
+        }
+        let affected = match before {
+            Some(before) => Some(follow(tx, id, &before)?),
+            None => None,
+        };
+        Ok((store::groups::view(tx, id)?, affected))
     })?;
-    group_reply(200, &view)
+    group_reply(200, &view, affected)
 }
 
-/// A single group (with its subtree) as an answer, with its revision as the `ETag`.
-fn group_reply(status: u16, view: &GroupView) -> Result<Reply, ApiError> {
-    Ok(Reply::json(status, view)?.with_header("ETag", etag(view.revision)))
+/// Checks a group's defaults (a default chain like a host's) and writes them.
+fn write_defaults(tx: &store::Conn, id: &str, defaults: &GroupDefaults) -> Result<(), ApiError> {
+    if let Some(chain) = &defaults.jump_host_ids {
+        if let Err(problem) = interop::check_chain(None, chain, &HashMap::new()) {
+            return Err(ApiError::InvalidJumpChain(format!(
+                "defaults.jump_host_ids: {}",
+                problem.0
+            )));
+        }
+        if let Some(unknown) = store::interop::first_unknown_host(tx, chain)? {
+            return Err(ApiError::JumpHostNotFound(format!(
+                "defaults.jump_host_ids: no host has the id {unknown}"
+            )));
+        }
+    }
+    Ok(store::groups::write_defaults(tx, id, defaults)?)
+}
+
+/// docs/identities.md, "Rotation in one call": the hosts below group `id` whose effective
+/// values changed get a change-feed entry each and the change one audit entry; a change
+/// that leaves any of them with no username or auth is refused (400 naming the field).
+/// Answers how many hosts followed.
+fn follow(tx: &store::Conn, id: &str, before: &Inheritance) -> Result<usize, ApiError> {
+    let hosts = store::catalogue::hosts_under_group(tx, id)?;
+    let after = Inheritance::load(tx)?;
+    let changed = store::inherit::followers(&hosts, before, &after).map_err(|(field, count)| {
+        ApiError::validation(
+            field,
+            format!(
+                "{count} host(s) below the group would have no {field}: set it on them, on \
+                 their identity, or keep a default that gives it"
+            ),
+        )
+    })?;
+    store::inherit::log_followers(tx, &changed)?;
+    if !changed.is_empty() {
+        let detail = serde_json::json!({"group_id": id, "affected_hosts": changed.len()});
+        store::audit::append(tx, store::audit::GROUP_DEFAULTS_CHANGED, id, &detail)?;
+    }
+    Ok(changed.len())
+}
+
+/// A single group (with its subtree) as an answer, with its revision as the `ETag`; after a
+/// change of its defaults or place, with `affected_hosts` (docs/identities.md).
+fn group_reply(status: u16, view: &GroupView, affected: Option<usize>) -> Result<Reply, ApiError> {
+    let reply = match affected {
+        None => Reply::json(status, view)?,
+        Some(affected) => {
+            let mut body = serde_json::to_value(view).map_err(ApiError::internal)?;
+            body["affected_hosts"] = serde_json::json!(affected);
+            Reply::json(status, &body)?
+        }
+    };
+    Ok(reply.with_header("ETag", etag(view.revision)))
 }
 
 fn too_deep_for_parent() -> ApiError {

@@ -8,26 +8,20 @@
 //! with an id, an unknown host is answered before the body is judged (404 before 400), and a
 //! stale `If-Match` or `revision` between the two (412, docs/api.md "Revisions and If-Match").
 
-use std::io;
-
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use zeroize::Zeroizing;
 
 use crate::api::revision::{etag, Precondition};
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
-use crate::model::host::{
-    AuthType, Host, HostPatch, HostView, NewHost, PasswordAction, PasswordField,
-};
+use crate::model::host::{Host, HostPatch, NewHost, PasswordAction, PasswordField};
 use crate::model::host_query::HostQuery;
-use crate::model::interop::{self, ChainVerdict};
+use crate::model::interop::ChainVerdict;
 use crate::model::validate;
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
-use crate::store::hosts::SealedCredentials;
 use crate::vault::{SealContext, Secret};
 
 /// The API: list of hosts `{ items, total, page, per_page }`, each item a `HostView`.
@@ -46,62 +40,6 @@ struct FavoriteView<'a> {
     id: &'a str,
     is_favorite: bool,
     revision: i64,
-}
-
-/// docs/api.md, Hosts: `connect` answers `{ host, credentials }`.
-#[derive(Serialize)]
-struct ConnectView<'a> {
-    host: HostView<'a>,
-    credentials: CredentialsView<'a>,
-}
-
-/// The secret the auth type needs: a password, or a private key (plus its passphrase when
-/// one is stored); nothing for `agent`.
-#[derive(Serialize)]
-struct CredentialsView<'a> {
-    #[serde(rename = "type")]
-    auth_type: &'static str,
-    username: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    password: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    key_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    private_key: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    passphrase: Option<&'a str>,
-    /// `connect?agent=true` (docs/agent.md "SSH agent"): the key's public half, for the
-    /// `IdentityFile` of `ssh -o IdentitiesOnly=yes`, instead of the private key.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    public_key: Option<&'a str>,
-    /// `connect?agent=true`: the agent's socket, for `SSH_AUTH_SOCK` or `IdentityAgent`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    identity_agent: Option<&'a str>,
-    /// The full route for `ssh -J`, each hop's own chain first; omitted when
-    /// the host has no chain.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    proxy_jump: Option<&'a str>,
-    /// Key auth: the key's certificate in use (docs/api.md "Certificates"), for
-    /// `CertificateFile`; omitted when it has none valid now.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    certificate: Option<&'a str>,
-}
-
-/// Opened secrets of one host, wiped on drop.
-enum Credentials {
-    Password(Option<Secret>),
-    Key {
-        key_id: String,
-        private_key: Secret,
-        passphrase: Option<Secret>,
-    },
-    Agent,
-    /// A key the SSH agent signs with: no secret leaves the vault.
-    ViaAgent {
-        key_id: String,
-        public_key: String,
-        socket: String,
-    },
 }
 
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
@@ -124,13 +62,19 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let (password_field, password) = take_password(&mut body)?;
     let host = NewHost::from_json(&body, password_field)?;
     let id = crate::vault::new_id();
-    let sealed = match (host.auth.password, password) {
-        (PasswordAction::Store, Some(password)) => Some(seal_password(state, &id, &password)?),
+    let sealed = match (host.auth.as_ref().map(|auth| auth.password), password) {
+        (Some(PasswordAction::Store), Some(password)) => {
+            Some(seal_password(state, &id, &password)?)
+        }
         _ => None,
     };
     let host = state.db.write(|tx| {
-        judge_chain(store::interop::judge_chain(tx, None, &host.jump_host_ids)?)?;
-        Ok::<_, ApiError>(store::hosts::insert(tx, &id, &host, sealed.as_deref())?)
+        if let Some(chain) = &host.jump_host_ids {
+            judge_chain(store::interop::judge_chain(tx, None, chain)?)?;
+        }
+        let host = store::hosts::insert(tx, &id, &host, sealed.as_deref())?;
+        connectable(tx, &host)?;
+        Ok::<_, ApiError>(host)
     })?;
     host_reply(201, &host)
 }
@@ -138,6 +82,22 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let host = state.db.read(|conn| store::hosts::by_id(conn, id))?;
     host_reply(200, &host)
+}
+
+/// `GET /api/hosts/:id/effective` (docs/identities.md): every connection field with its
+/// value, its source and what it hides; `missing` names a field no level sets.
+pub fn effective(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let (host, effective) = state.db.read(|conn| {
+        let host = store::hosts::by_id(conn, id)?;
+        let effective = store::inherit::Inheritance::load(conn)?.resolve(&host);
+        Ok::<_, ApiError>((host, effective))
+    })?;
+    let body = serde_json::json!({
+        "host_id": host.id,
+        "fields": effective.describe(&host),
+        "missing": effective.missing(),
+    });
+    Reply::json(200, &body)
 }
 
 /// The API: every field optional (partial update). See `HostPatch::from_json` for `null`.
@@ -150,16 +110,12 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         precondition?.check(Revised::Host, current.revision)?;
         let (patch, sealed) = checked?;
         let change = patch.apply(&current)?;
-        if patch.jump_host_ids.is_some() {
-            let chain = &change.host.jump_host_ids;
+        if let Some(Some(chain)) = &patch.jump_host_ids {
             judge_chain(store::interop::judge_chain(tx, Some(id), chain)?)?;
         }
-        Ok::<_, ApiError>(store::hosts::update(
-            tx,
-            &current,
-            &change,
-            sealed.as_deref(),
-        )?)
+        let host = store::hosts::update(tx, &current, &change, sealed.as_deref())?;
+        connectable(tx, &host)?;
+        Ok::<_, ApiError>(host)
     })?;
     host_reply(200, &host)
 }
@@ -208,59 +164,26 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         let current = store::hosts::by_id(tx, id)?;
         precondition?.check(Revised::Host, current.revision)?;
         let group_id = group_id?;
-        Ok::<_, ApiError>(store::hosts::move_to(tx, id, group_id.as_deref())?)
+        let host = store::hosts::move_to(tx, id, group_id.as_deref())?;
+        connectable(tx, &host)?;
+        Ok::<_, ApiError>(host)
     })?;
     host_reply(200, &host)
 }
 
-/// docs/api.md, Hosts (extension): sets `last_used_at` and answers the decrypted
-/// credentials. The only response with a secret; `Cache-Control: no-store`. With
-/// `?agent=true` a key host gets its public key and the SSH agent's socket instead of the
-/// private key (docs/agent.md "SSH agent").
-pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
-    let via_agent = crate::api::agent_use::agent_param(req)?;
-    let (host, sealed, proxy_jump) = state.db.read(|conn| {
-        let host = store::hosts::by_id(conn, id)?;
-        check_stored_fields(&host)?;
-        let route = store::hosts::route_hosts(conn, &host.jump_host_ids)?;
-        // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
-        // revoked host key pending.
-        if let Some(blocked) = crate::trust::check_route(conn, &host, &route)? {
-            return Err(ApiError::HostKeyChanged(blocked.to_string()));
-        }
-        let proxy_jump = proxy_jump(&route)?;
-        let sealed = store::hosts::credentials(conn, &host)?;
-        Ok::<_, ApiError>((host, sealed, proxy_jump))
-    })?;
-    let certificate = match &sealed {
-        SealedCredentials::Key { key_id, .. } => {
-            crate::api::certificate_in_use(state, key_id, &host.username)?
-        }
-        _ => None,
-    };
-    let credentials = match (&sealed, via_agent) {
-        (SealedCredentials::Key { key_id, .. }, true) => {
-            let agent = crate::api::agent_use::connect_credentials(state, key_id)?;
-            Credentials::ViaAgent {
-                key_id: key_id.clone(),
-                public_key: agent.public_key,
-                socket: agent.socket,
-            }
-        }
-        _ => open_credentials(state, id, &sealed)?,
-    };
-    // Set only once the secrets opened: a failed connect is not a use. The history entry
-    // commits with it (docs/api.md, "Connection history").
-    let host = record_use(state, host)?;
-    let view = ConnectView {
-        host: host.view(),
-        credentials: CredentialsView {
-            proxy_jump: proxy_jump.as_deref(),
-            certificate: certificate.as_deref(),
-            ..credentials_view(&credentials, host.auth_type, &host.username)?
-        },
-    };
-    Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
+/// docs/identities.md: a host written, created or moved must still resolve to a username
+/// and a way to authenticate; else 400 naming the field (the caller's transaction rolls
+/// back).
+fn connectable(conn: &store::Conn, host: &Host) -> Result<(), ApiError> {
+    let effective = store::inherit::Inheritance::load(conn)?.resolve(host);
+    match effective.missing() {
+        None => Ok(()),
+        Some(field) => Err(ApiError::validation(
+            field,
+            "is required: set it on the host, name an identity that sets it, or set it as \
+             a default of a group above the host",
+        )),
+    }
 }
 
 /// A single host as an answer, with its revision as the `ETag`.
@@ -278,75 +201,6 @@ fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
         ChainVerdict::UnknownHop(_) => Err(ApiError::JumpHostNotFound(details)),
         _ => Err(ApiError::InvalidJumpChain(details)),
     }
-}
-
-/// Sets `last_used_at`. docs/api.md, Hosts: recording the use is not worth a refused session, so
-/// when the write fails (a full disk above all) the credentials still go out, with the host
-/// as it was read, and a warning goes to the log. A host deleted meanwhile is not found.
-fn record_use(state: &AppState, host: Host) -> Result<Host, ApiError> {
-    let touched = state.db.write(|tx| {
-        let touched = store::hosts::touch_last_used(tx, &host.id)?;
-        let connected_at = touched.last_used_at.as_deref().unwrap_or_default();
-        store::history::append(tx, &touched, connected_at)?;
-        Ok(touched)
-    });
-    match touched {
-        Ok(touched) => Ok(touched),
-        Err(store::StoreError::HostNotFound) => Err(ApiError::HostNotFound),
-        Err(err) => {
-            log::warn!(
-                "connect {}: handing out the credentials without recording the use: {err}",
-                host.id
-            );
-            Ok(host)
-        }
-    }
-}
-
-/// docs/api.md, Hosts: a host whose stored username or hostname breaks its rule (a row written
-/// before the rule, by an older import or another tool) is never handed out: the app would
-/// put it on an `ssh` command line (`-oProxyCommand=...` as a user runs a command). 400
-/// `VALIDATION_ERROR` naming the field, never its value.
-fn check_stored_fields(host: &Host) -> Result<(), ApiError> {
-    let fix = format!("change it with PUT /api/hosts/{}", host.id);
-    if let Some(rule) = validate::username_problem(&host.username) {
-        let rule = format!("the stored username breaks the rule: it {rule}; {fix}");
-        return Err(ApiError::validation("username", rule));
-    }
-    if let Some(rule) = validate::hostname_problem(&host.hostname) {
-        let rule = format!("the stored hostname breaks the rule: it {rule}; {fix}");
-        return Err(ApiError::validation("hostname", rule));
-    }
-    Ok(())
-}
-
-/// The `ssh -J` text of a route (`None` for no hops): `user@host:port` joined by commas.
-/// docs/api.md, Hosts: each hop's parts are checked here too (rows stored before the username
-/// rule may break it), so one hop can never read as two: a username with `,` `@` `:` `/`,
-/// whitespace or shell syntax fails the connect instead.
-fn proxy_jump(route: &[Host]) -> Result<Option<String>, ApiError> {
-    if route.is_empty() {
-        return Ok(None);
-    }
-    let mut hops = Vec::with_capacity(route.len());
-    for hop in route {
-        if let Some(rule) = validate::username_problem(&hop.username) {
-            return Err(ApiError::InvalidJumpChain(format!(
-                "jump host {} has a username that ssh -J cannot take: it {rule}; change it \
-                 with PUT /api/hosts/{}",
-                hop.id, hop.id
-            )));
-        }
-        if validate::hostname_problem(&hop.hostname).is_some() {
-            return Err(ApiError::InvalidJumpChain(format!(
-                "jump host {} has a hostname that ssh -J cannot take; change it with \
-                 PUT /api/hosts/{}",
-                hop.id, hop.id
-            )));
-        }
-        hops.push(interop::jump_spec(&hop.username, &hop.hostname, hop.port));
-    }
-    Ok(Some(hops.join(",")))
 }
 
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it
@@ -392,244 +246,4 @@ fn seal_password(state: &AppState, id: &str, password: &Secret) -> Result<Vec<u8
         field: "password",
     };
     Ok(state.session.vault().seal(context, password.expose())?)
-}
-
-/// Opens what `connect` hands out. Takes the vault lock once, holds no db lock.
-fn open_credentials(
-    state: &AppState,
-    host_id: &str,
-    sealed: &SealedCredentials,
-) -> Result<Credentials, ApiError> {
-    let vault = state.session.vault();
-    Ok(match sealed {
-        SealedCredentials::Password(None) => Credentials::Password(None),
-        SealedCredentials::Password(Some(sealed)) => {
-            let context = SealContext {
-                table: "hosts",
-                row_id: host_id,
-                field: "password",
-            };
-            Credentials::Password(Some(vault.open(context, sealed)?))
-        }
-        SealedCredentials::Key {
-            key_id,
-            private_key,
-            passphrase,
-        } => {
-            let context = |field| SealContext {
-                table: "keys",
-                row_id: key_id,
-                field,
-            };
-            Credentials::Key {
-                key_id: key_id.clone(),
-                private_key: vault.open(context("private_key"), private_key)?,
-                passphrase: match passphrase {
-                    Some(sealed) => Some(vault.open(context("passphrase"), sealed)?),
-                    None => None,
-                },
-            }
-        }
-        SealedCredentials::Agent => Credentials::Agent,
-    })
-}
-
-fn credentials_view<'a>(
-    credentials: &'a Credentials,
-    auth_type: AuthType,
-    username: &'a str,
-) -> Result<CredentialsView<'a>, ApiError> {
-    let mut view = CredentialsView {
-        auth_type: auth_type.as_str(),
-        username,
-        password: None,
-        key_id: None,
-        private_key: None,
-        passphrase: None,
-        public_key: None,
-        identity_agent: None,
-        proxy_jump: None,
-        certificate: None,
-    };
-    match credentials {
-        Credentials::Password(password) => {
-            view.password = password.as_ref().map(text_of).transpose()?;
-        }
-        Credentials::Key {
-            key_id,
-            private_key,
-            passphrase,
-        } => {
-            view.key_id = Some(key_id);
-            view.private_key = Some(text_of(private_key)?);
-            view.passphrase = passphrase.as_ref().map(text_of).transpose()?;
-        }
-        Credentials::Agent => {}
-        Credentials::ViaAgent {
-            key_id,
-            public_key,
-            socket,
-        } => {
-            view.key_id = Some(key_id);
-            view.public_key = Some(public_key);
-            view.identity_agent = Some(socket);
-        }
-    }
-    Ok(view)
-}
-
-/// A stored secret as text. Every secret arrived as a JSON string, so it is UTF-8.
-fn text_of(secret: &Secret) -> Result<&str, ApiError> {
-    secret
-        .expose_str()
-        .ok_or_else(|| ApiError::internal("a stored secret is not UTF-8"))
-}
-
-/// A 200 JSON reply whose body holds secrets: serialized once to measure, then into a
-/// wiped buffer of exactly that size, so no growing `Vec` leaves copies in freed memory.
-fn secret_reply<T: Serialize>(value: &T) -> Result<Reply, ApiError> {
-    let mut counter = ByteCounter(0);
-    serde_json::to_writer(&mut counter, value).map_err(ApiError::internal)?;
-    let mut body = Zeroizing::new(Vec::with_capacity(counter.0));
-    serde_json::to_writer(&mut *body, value).map_err(ApiError::internal)?;
-    Ok(Reply {
-        status: 200,
-        content_type: crate::api::JSON,
-        headers: Vec::new(),
-        body,
-    })
-}
-
-/// A writer that only counts bytes.
-struct ByteCounter(usize);
-
-impl io::Write for ByteCounter {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-
-    use serde_json::{json, Value};
-    use zeroize::Zeroizing;
-
-    use crate::api::hosts::{connect, create};
-    use crate::api::Req;
-    use crate::http::Method;
-    use crate::state::AppState;
-    use crate::store;
-    use crate::vault::{DataKey, SealContext, Vault};
-
-    const PRIVATE_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n";
-
-    fn state() -> AppState {
-        AppState::for_tests(Vault::NoPassword(DataKey::generate()))
-    }
-
-    fn connect_request() -> Req {
-        Req::new(
-            Method::Post,
-            "/api/hosts/x/connect",
-            Zeroizing::new(Vec::new()),
-        )
-        .unwrap()
-    }
-
-    /// Stores key `id` as the keys endpoints do: secrets sealed for the keys table.
-    fn store_key(state: &AppState, id: &str, sealed_for: &str, passphrase: Option<&str>) {
-        let seal = |field, bytes: &[u8]| {
-            let context = SealContext {
-                table: "keys",
-                row_id: sealed_for,
-                field,
-            };
-            state.session.vault().seal(context, bytes).unwrap()
-        };
-        let private_key = seal("private_key", PRIVATE_KEY.as_bytes());
-        let passphrase = passphrase.map(|text| seal("passphrase", text.as_bytes()));
-        state
-            .db
-            .write(|tx| {
-                let name = crate::model::name::Name::from_text(id).unwrap();
-                let row = store::keys::NewKey {
-                    has_passphrase: passphrase.is_some(),
-                    sealed_private_key: &private_key,
-                    sealed_passphrase: passphrase.as_deref(),
-                    ..store::keys::NewKey::for_tests(id, id)
-                };
-                store::keys::insert(tx, &name, &row)
-            })
-            .unwrap();
-    }
-
-    fn create_key_host(state: &AppState, key_id: &str) -> String {
-        let body = json!({
-            "name": "k", "hostname": "k.example.com", "port": 22, "username": "git",
-            "auth": {"type": "key", "key_id": key_id}
-        });
-        let req = Req::new(
-            Method::Post,
-            "/api/hosts",
-            Zeroizing::new(body.to_string().into_bytes()),
-        )
-        .unwrap();
-        let reply = create(state, &req).unwrap();
-        let host: Value = serde_json::from_slice(&reply.body).unwrap();
-        host["id"].as_str().unwrap().to_owned()
-    }
-
-    #[test]
-    fn connect_with_key_auth_answers_the_private_key_and_passphrase() {
-        let state = state();
-        store_key(&state, "k1", "k1", Some("pass-phrase"));
-        let host_id = create_key_host(&state, "k1");
-        let reply = connect(&state, &connect_request(), &host_id).unwrap();
-        assert!(reply
-            .headers
-            .contains(&("Cache-Control", "no-store".to_string())));
-        let body: Value = serde_json::from_slice(&reply.body).unwrap();
-        assert_eq!(
-            body["credentials"],
-            json!({
-                "type": "key", "username": "git", "key_id": "k1",
-                "private_key": PRIVATE_KEY, "passphrase": "pass-phrase"
-            })
-        );
-        assert_eq!(body["host"]["auth"]["key_id"], "k1");
-        assert!(body["host"]["last_used_at"].is_string());
-    }
-
-    #[test]
-    fn connect_with_a_key_without_passphrase_has_no_passphrase_field() {
-        let state = state();
-        store_key(&state, "k2", "k2", None);
-        let host_id = create_key_host(&state, "k2");
-        let body: Value =
-            serde_json::from_slice(&connect(&state, &connect_request(), &host_id).unwrap().body)
-                .unwrap();
-        assert_eq!(body["credentials"]["private_key"], PRIVATE_KEY);
-        assert!(body["credentials"].get("passphrase").is_none(), "{body}");
-    }
-
-    #[test]
-    fn key_sealed_for_another_row_does_not_open_and_is_not_a_use() {
-        let state = state();
-        store_key(&state, "k3", "some-other-key", None);
-        let host_id = create_key_host(&state, "k3");
-        let err = connect(&state, &connect_request(), &host_id).err().unwrap();
-        assert_eq!(err.code(), "INTERNAL_ERROR");
-        let host = state
-            .db
-            .read(|conn| store::hosts::by_id(conn, &host_id))
-            .unwrap();
-        assert_eq!(host.last_used_at, None);
-    }
 }

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod agent_use;
 pub mod audit;
 pub mod changes;
+pub mod connect;
 pub mod groups;
 pub mod health;
 pub mod history;

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
+use crate::model::host::Host;
 use crate::model::key;
 use crate::model::ssh_config::{self, Outcome};
 use crate::model::ssh_config_export;
@@ -55,9 +56,18 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let group = req.query("group").map(str::to_owned);
     let agent = crate::api::agent_use::export_agent(state, req)?;
     let hosts = state.db.read(|conn| {
-        let all = store::catalogue::all_hosts(conn)?;
+        let stored = store::catalogue::all_hosts(conn)?;
+        let inheritance = store::inherit::Inheritance::load(conn)?;
+        // docs/identities.md: the export writes effective values.
+        let all: Vec<(Host, Option<String>)> = stored
+            .iter()
+            .map(|host| {
+                let effective = inheritance.resolve(host);
+                (effective.flatten(host), effective.auth_key())
+            })
+            .collect();
         let Some(group) = &group else {
-            return Ok::<_, ApiError>((all.clone(), all));
+            return Ok::<_, ApiError>((all, stored));
         };
         // docs/api.md, Hosts: an unknown group id in a path or body is GROUP_NOT_FOUND.
         if !store::hosts::group_exists(conn, group)? {

@@ -9,6 +9,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::model::inherit::GroupDefaults;
+use crate::model::interop;
 use crate::model::name::Name;
 use crate::model::validate::{self, Invalid};
 
@@ -34,6 +36,7 @@ pub struct Group {
     pub updated_at: String,
     /// Bumped by every edit (docs/api.md, "Revisions and If-Match").
     pub revision: i64,
+    pub defaults: GroupDefaults,
 }
 
 /// A validated create request.
@@ -44,6 +47,95 @@ pub struct NewGroup {
     pub parent_id: Option<String>,
     pub color: String,
     pub icon: String,
+    pub defaults: Option<DefaultsPatch>,
+}
+
+/// What a request says about a group's `defaults` (docs/identities.md, "Group defaults"):
+/// `None` leaves a field as it is, `Some(None)` unsets it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DefaultsPatch {
+    pub username: Option<Option<String>>,
+    pub port: Option<Option<u16>>,
+    pub identity_id: Option<Option<String>>,
+    /// `Some(Some(vec![]))`: the default is a direct connection.
+    pub jump_host_ids: Option<Option<Vec<String>>>,
+    /// `null` is `[]`.
+    pub ssh_options: Option<Vec<String>>,
+}
+
+impl DefaultsPatch {
+    /// `defaults`: an object whose fields are each optional, or `null`, which unsets them
+    /// all. Refusals name `defaults.<field>`.
+    pub fn from_json(value: &Value) -> Result<DefaultsPatch, Invalid> {
+        let body = match value {
+            Value::Null => return Ok(DefaultsPatch::unset_all()),
+            Value::Object(body) => body,
+            _ => return Err(Invalid::new("defaults", "must be an object or null")),
+        };
+        Ok(DefaultsPatch {
+            username: nullable(body, "username", validate::username)?,
+            port: nullable(body, "port", validate::port)?,
+            identity_id: match body.get("identity_id") {
+                None => None,
+                Some(value) => Some(validate::optional_id("identity_id", value).map_err(prefixed)?),
+            },
+            jump_host_ids: nullable(body, "jump_host_ids", interop::jump_host_ids)?,
+            ssh_options: match body.get("ssh_options") {
+                None => None,
+                Some(value) => Some(interop::ssh_options(value).map_err(prefixed)?),
+            },
+        })
+    }
+
+    fn unset_all() -> DefaultsPatch {
+        DefaultsPatch {
+            username: Some(None),
+            port: Some(None),
+            identity_id: Some(None),
+            jump_host_ids: Some(None),
+            ssh_options: Some(Vec::new()),
+        }
+    }
+
+    /// The defaults `current` becomes.
+    pub fn apply(&self, current: &GroupDefaults) -> GroupDefaults {
+        fn pick<T: Clone>(change: &Option<Option<T>>, now: &Option<T>) -> Option<T> {
+            change.clone().unwrap_or_else(|| now.clone())
+        }
+        GroupDefaults {
+            username: pick(&self.username, &current.username),
+            port: pick(&self.port, &current.port),
+            identity_id: pick(&self.identity_id, &current.identity_id),
+            jump_host_ids: pick(&self.jump_host_ids, &current.jump_host_ids),
+            ssh_options: self
+                .ssh_options
+                .clone()
+                .unwrap_or_else(|| current.ssh_options.clone()),
+        }
+    }
+}
+
+/// A refusal of a field inside `defaults`, named `defaults.<field>`.
+fn prefixed(err: Invalid) -> Invalid {
+    Invalid {
+        field: format!("defaults.{}", err.field),
+        ..err
+    }
+}
+
+/// A `defaults` field whose `null` unsets it.
+fn nullable<T>(
+    body: &Map<String, Value>,
+    name: &str,
+    check: fn(&Value) -> Result<T, Invalid>,
+) -> Result<Option<Option<T>>, Invalid> {
+    match body.get(name) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(value) => check(value)
+            .map(|value| Some(Some(value)))
+            .map_err(prefixed),
+    }
 }
 
 /// A validated partial update: `None` leaves a field as it is.
@@ -54,6 +146,7 @@ pub struct GroupPatch {
     pub parent_id: Option<Option<String>>,
     pub color: Option<String>,
     pub icon: Option<String>,
+    pub defaults: Option<DefaultsPatch>,
 }
 
 /// A group as the API shows it: the stored fields, its host counts and its sorted children.
@@ -67,6 +160,8 @@ pub struct GroupView {
     pub created_at: String,
     pub updated_at: String,
     pub revision: i64,
+    /// docs/identities.md, "Group defaults".
+    pub defaults: GroupDefaults,
     /// Hosts directly in this group.
     pub host_count: u64,
     /// Hosts in this group and every group below it (extension, docs/api.md, Groups).
@@ -84,6 +179,10 @@ impl NewGroup {
             parent_id: body.get("parent_id").map(parent).transpose()?.flatten(),
             color: text_field(body, "color", validate::color)?.unwrap_or_default(),
             icon: text_field(body, "icon", icon)?.unwrap_or_default(),
+            defaults: body
+                .get("defaults")
+                .map(DefaultsPatch::from_json)
+                .transpose()?,
         })
     }
 }
@@ -96,6 +195,10 @@ impl GroupPatch {
             parent_id: body.get("parent_id").map(parent).transpose()?,
             color: text_field(body, "color", validate::color)?,
             icon: text_field(body, "icon", icon)?,
+            defaults: body
+                .get("defaults")
+                .map(DefaultsPatch::from_json)
+                .transpose()?,
         })
     }
 

@@ -22,11 +22,13 @@ pub struct Host {
     pub id: String,
     pub name: String,
     pub hostname: String,
-    pub port: u16,
-    pub username: String,
-    pub auth_type: AuthType,
+    /// `None`: inherited (docs/identities.md), as `username`, the auth and the chain.
+    pub port: Option<u16>,
+    pub username: Option<String>,
+    pub auth_type: Option<AuthType>,
     pub key_id: Option<String>,
     pub has_password: bool,
+    pub identity_id: Option<String>,
     pub group_id: Option<String>,
     pub tags: Vec<String>,
     pub is_favorite: bool,
@@ -36,8 +38,8 @@ pub struct Host {
     pub created_at: String,
     pub updated_at: String,
     pub last_used_at: Option<String>,
-    /// The ProxyJump chain, hop ids in order.
-    pub jump_host_ids: Vec<String>,
+    /// The ProxyJump chain, hop ids in order; `None`: inherited, `Some([])`: direct.
+    pub jump_host_ids: Option<Vec<String>>,
     /// Extra ssh_config directives, verbatim, in order.
     pub ssh_options: Vec<String>,
     /// Bumped by every edit (docs/api.md, "Revisions and If-Match"); not by `connect`.
@@ -51,9 +53,12 @@ pub struct HostView<'a> {
     pub id: &'a str,
     pub name: &'a str,
     pub hostname: &'a str,
-    pub port: u16,
-    pub username: &'a str,
-    pub auth: AuthView<'a>,
+    /// `null`: inherited (docs/identities.md), as `username`, `auth`, `identity_id` and
+    /// `jump_host_ids`.
+    pub port: Option<u16>,
+    pub username: Option<&'a str>,
+    pub auth: Option<AuthView<'a>>,
+    pub identity_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group_id: Option<&'a str>,
     pub tags: &'a [String],
@@ -64,8 +69,8 @@ pub struct HostView<'a> {
     pub created_at: &'a str,
     pub updated_at: &'a str,
     pub last_used_at: Option<&'a str>,
-    /// Extension: always present, `[]` when none.
-    pub jump_host_ids: &'a [String],
+    /// Extension: always present; `[]` a direct connection, `null` inherited.
+    pub jump_host_ids: Option<&'a [String]>,
     /// Extension: always present, `[]` when none.
     pub ssh_options: &'a [String],
     pub revision: i64,
@@ -87,9 +92,11 @@ pub struct NewHost {
     pub name: String,
     pub name_key: String,
     pub hostname: String,
-    pub port: u16,
-    pub username: String,
-    pub auth: AuthChange,
+    /// `None`: inherited, as `username`, `auth`, `identity_id` and `jump_host_ids`.
+    pub port: Option<u16>,
+    pub username: Option<String>,
+    pub auth: Option<AuthChange>,
+    pub identity_id: Option<String>,
     pub group_id: Option<String>,
     pub tags: Vec<String>,
     pub is_favorite: bool,
@@ -97,7 +104,7 @@ pub struct NewHost {
     /// `None`: at the end of its group.
     pub order: Option<i64>,
     pub notes: String,
-    pub jump_host_ids: Vec<String>,
+    pub jump_host_ids: Option<Vec<String>>,
     pub ssh_options: Vec<String>,
 }
 
@@ -150,7 +157,7 @@ impl HostFields {
     /// the caller with `interop::ssh_option`) and every other field at its create default.
     pub fn new_host(
         &self,
-        auth: AuthChange,
+        auth: Option<AuthChange>,
         group_id: Option<String>,
         ssh_options: Vec<String>,
     ) -> NewHost {
@@ -158,29 +165,32 @@ impl HostFields {
             name: self.name.clone(),
             name_key: name::sort_key(&self.name),
             hostname: self.hostname.clone(),
-            port: self.port,
-            username: self.username.clone(),
+            port: Some(self.port),
+            username: Some(self.username.clone()),
             auth,
+            identity_id: None,
             group_id,
             tags: Vec::new(),
             is_favorite: false,
             color: String::new(),
             order: None,
             notes: String::new(),
-            jump_host_ids: Vec::new(),
+            jump_host_ids: Some(Vec::new()),
             ssh_options,
         }
     }
 }
 
-/// A checked partial update: `None` leaves a field as it is.
+/// A checked partial update: `None` leaves a field as it is; `Some(None)` of an inheritable
+/// field (port, username, auth, identity, chain) makes it inherit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostPatch {
     pub name: Option<String>,
     pub hostname: Option<String>,
-    pub port: Option<u16>,
-    pub username: Option<String>,
-    pub auth: Option<AuthPatch>,
+    pub port: Option<Option<u16>>,
+    pub username: Option<Option<String>>,
+    pub auth: Option<Option<AuthPatch>>,
+    pub identity_id: Option<Option<String>>,
     /// `Some(None)`: ungrouped.
     pub group_id: Option<Option<String>>,
     pub tags: Option<Vec<String>>,
@@ -188,8 +198,8 @@ pub struct HostPatch {
     pub color: Option<String>,
     pub order: Option<OrderChange>,
     pub notes: Option<String>,
-    /// `Some(vec![])` (from `[]` or `null`): clear the chain.
-    pub jump_host_ids: Option<Vec<String>>,
+    /// `Some(Some(vec![]))`: a direct connection; `Some(None)`: inherit the chain.
+    pub jump_host_ids: Option<Option<Vec<String>>>,
     pub ssh_options: Option<Vec<String>>,
 }
 
@@ -218,15 +228,16 @@ impl Host {
             name: &self.name,
             hostname: &self.hostname,
             port: self.port,
-            username: &self.username,
-            auth: AuthView {
-                auth_type: self.auth_type.as_str(),
-                key_id: match self.auth_type {
+            username: self.username.as_deref(),
+            auth: self.auth_type.map(|auth_type| AuthView {
+                auth_type: auth_type.as_str(),
+                key_id: match auth_type {
                     AuthType::Key => self.key_id.as_deref(),
                     AuthType::Password | AuthType::Agent => None,
                 },
                 has_password: self.has_password,
-            },
+            }),
+            identity_id: self.identity_id.as_deref(),
             group_id: self.group_id.as_deref(),
             tags: &self.tags,
             is_favorite: self.is_favorite,
@@ -236,36 +247,54 @@ impl Host {
             created_at: &self.created_at,
             updated_at: &self.updated_at,
             last_used_at: self.last_used_at.as_deref(),
-            jump_host_ids: &self.jump_host_ids,
+            jump_host_ids: self.jump_host_ids.as_deref(),
             ssh_options: &self.ssh_options,
             revision: self.revision,
         }
+    }
+
+    /// The host's own `auth` as the view shows it; `None` when inherited.
+    pub fn auth_view(&self) -> Option<Value> {
+        serde_json::to_value(self.view().auth?).ok()
     }
 }
 
 impl NewHost {
     /// Checks a create body. `password` says what `auth.password` was (the caller took the
-    /// value out). Unknown fields are ignored; `null` for an optional field is its default.
+    /// value out). Unknown fields are ignored; `null` for an optional field is its default,
+    /// and for an inheritable one (port, username, auth, identity, chain) "inherit"
+    /// (docs/identities.md). Whether the host ends with a username and an auth is the
+    /// writer's check, which knows its groups and identities.
     pub fn from_json(
         body: &Map<String, Value>,
         password: PasswordField,
     ) -> Result<NewHost, Invalid> {
         let name = Name::parse(required(body, "name")?)?.into_string();
         let hostname = validate::hostname(required(body, "hostname")?)?;
-        let port = validate::port(required(body, "port")?)?;
-        let username = validate::username(required(body, "username")?)?;
-        let auth = auth_patch(required(body, "auth")?, password)?;
-        if auth.auth_type.is_none() {
-            return Err(Invalid::new("auth.type", "is required"));
-        }
-        let auth = resolve_auth(&auth, None)?;
+        let auth = match optional(body, "auth", |v| auth_patch(v, password))? {
+            None if password == PasswordField::Given => {
+                return Err(Invalid::new(
+                    "auth.password",
+                    "is only allowed with auth.type \"password\"",
+                ))
+            }
+            None => None,
+            Some(auth) if auth.auth_type.is_none() => {
+                return Err(Invalid::new("auth.type", "is required"))
+            }
+            Some(auth) => Some(resolve_auth(&auth, None)?),
+        };
         Ok(NewHost {
             name_key: name::sort_key(&name),
             name,
             hostname,
-            port,
-            username,
+            port: optional(body, "port", validate::port)?,
+            username: optional(body, "username", validate::username)?,
             auth,
+            identity_id: optional(body, "identity_id", |v| {
+                validate::optional_id("identity_id", v)
+            })?
+            .flatten(),
             group_id: optional(body, "group_id", |v| validate::optional_id("group_id", v))?
                 .flatten(),
             tags: optional(body, "tags", validate::tags)?.unwrap_or_default(),
@@ -274,8 +303,7 @@ impl NewHost {
             color: optional(body, "color", validate::color)?.unwrap_or_default(),
             order: optional(body, "order", validate::order)?,
             notes: optional(body, "notes", validate::notes)?.unwrap_or_default(),
-            jump_host_ids: optional(body, "jump_host_ids", interop::jump_host_ids)?
-                .unwrap_or_default(),
+            jump_host_ids: optional(body, "jump_host_ids", interop::jump_host_ids)?,
             ssh_options: optional(body, "ssh_options", interop::ssh_options)?.unwrap_or_default(),
         })
     }
@@ -283,8 +311,9 @@ impl NewHost {
 
 impl HostPatch {
     /// Checks an update body: every field optional. `null` resets an optional field to its
-    /// create default (ungrouped, no tags, not favorite, no colour, no notes, end of group);
-    /// `null` for a required field (name, hostname, port, username, auth) is refused.
+    /// create default (ungrouped, no tags, not favorite, no colour, no notes, end of group),
+    /// makes an inheritable one inherit (port, username, auth, identity_id, jump_host_ids),
+    /// and is refused for name and hostname.
     pub fn from_json(
         body: &Map<String, Value>,
         password: PasswordField,
@@ -292,9 +321,12 @@ impl HostPatch {
         Ok(HostPatch {
             name: present(body, "name", |v| Name::parse(v).map(Name::into_string))?,
             hostname: present(body, "hostname", validate::hostname)?,
-            port: present(body, "port", validate::port)?,
-            username: present(body, "username", validate::username)?,
-            auth: present(body, "auth", |v| auth_patch(v, password))?,
+            port: present(body, "port", |v| nullable(v, validate::port))?,
+            username: present(body, "username", |v| nullable(v, validate::username))?,
+            auth: present(body, "auth", |v| nullable(v, |v| auth_patch(v, password)))?,
+            identity_id: present(body, "identity_id", |v| {
+                validate::optional_id("identity_id", v)
+            })?,
             group_id: present(body, "group_id", |v| validate::optional_id("group_id", v))?,
             tags: present(body, "tags", |v| match v {
                 Value::Null => Ok(Vec::new()),
@@ -316,9 +348,22 @@ impl HostPatch {
                 Value::Null => Ok(String::new()),
                 _ => validate::notes(v),
             })?,
-            jump_host_ids: present(body, "jump_host_ids", interop::jump_host_ids)?,
+            jump_host_ids: present(body, "jump_host_ids", |v| {
+                nullable(v, interop::jump_host_ids)
+            })?,
             ssh_options: present(body, "ssh_options", interop::ssh_options)?,
         })
+    }
+}
+
+/// An inheritable field of an update: `null` is "inherit" (`None`).
+fn nullable<T>(
+    value: &Value,
+    check: impl Fn(&Value) -> Result<T, Invalid>,
+) -> Result<Option<T>, Invalid> {
+    match value {
+        Value::Null => Ok(None),
+        _ => check(value).map(Some),
     }
 }
 
@@ -326,15 +371,17 @@ impl HostPatch {
     /// The host this patch makes of `current`. A host that changes group without an
     /// explicit `order` goes to the end of its new group (like a create without `order`).
     pub fn apply(&self, current: &Host) -> Result<HostChange, Invalid> {
+        let now = current
+            .auth_type
+            .map(|auth_type| (auth_type, current.key_id.as_deref()));
         let auth = match &self.auth {
-            Some(patch) => {
-                resolve_auth(patch, Some((current.auth_type, current.key_id.as_deref())))?
-            }
-            None => AuthChange {
-                auth_type: current.auth_type,
+            Some(Some(patch)) => Some(resolve_auth(patch, now)?),
+            Some(None) => None,
+            None => current.auth_type.map(|auth_type| AuthChange {
+                auth_type,
                 key_id: current.key_id.clone(),
                 password: PasswordAction::Keep,
-            },
+            }),
         };
         let group_id = match &self.group_id {
             Some(group_id) => group_id.clone(),
@@ -358,9 +405,13 @@ impl HostPatch {
                 .username
                 .clone()
                 .unwrap_or_else(|| current.username.clone()),
-            auth_type: auth.auth_type,
-            key_id: auth.key_id,
+            auth_type: auth.as_ref().map(|auth| auth.auth_type),
+            key_id: auth.as_ref().and_then(|auth| auth.key_id.clone()),
             has_password: current.has_password,
+            identity_id: self
+                .identity_id
+                .clone()
+                .unwrap_or_else(|| current.identity_id.clone()),
             group_id,
             tags: self.tags.clone().unwrap_or_else(|| current.tags.clone()),
             is_favorite: self.is_favorite.unwrap_or(current.is_favorite),
@@ -384,7 +435,7 @@ impl HostPatch {
             name_key: name::sort_key(&host.name),
             host,
             order,
-            password: auth.password,
+            password: auth.map_or(PasswordAction::Clear, |auth| auth.password),
         })
     }
 }
@@ -451,7 +502,7 @@ mod tests {
         let host = create(valid()).unwrap();
         assert_eq!(host.name, "Web 1");
         assert_eq!(host.name_key, "web 1");
-        assert_eq!(host.username, "root");
+        assert_eq!(host.username.as_deref(), Some("root"));
         assert_eq!(host.group_id, None);
         assert!(host.tags.is_empty());
         assert!(!host.is_favorite);
@@ -461,8 +512,8 @@ mod tests {
     }
 
     #[test]
-    fn create_requires_each_required_field() {
-        for field in ["name", "hostname", "port", "username", "auth"] {
+    fn create_requires_name_and_hostname() {
+        for field in ["name", "hostname"] {
             let mut body = valid();
             body.as_object_mut().unwrap().remove(field);
             assert_eq!(create(body).unwrap_err(), field);
@@ -473,6 +524,42 @@ mod tests {
         let mut body = valid();
         body["auth"] = json!({});
         assert_eq!(create(body).unwrap_err(), "auth.type");
+    }
+
+    /// docs/identities.md: port, username, auth, identity and chain absent or null inherit.
+    #[test]
+    fn create_without_or_with_null_inheritable_fields_inherits_them() {
+        for absent in [true, false] {
+            let mut body = valid();
+            for field in ["port", "username", "auth", "identity_id", "jump_host_ids"] {
+                match absent {
+                    true => drop(body.as_object_mut().unwrap().remove(field)),
+                    false => body[field] = Value::Null,
+                }
+            }
+            let host = create(body).unwrap();
+            assert_eq!(host.port, None);
+            assert_eq!(host.username, None);
+            assert_eq!(host.auth, None);
+            assert_eq!(host.identity_id, None);
+            assert_eq!(host.jump_host_ids, None);
+        }
+        let mut body = valid();
+        body["jump_host_ids"] = json!([]);
+        assert_eq!(
+            create(body).unwrap().jump_host_ids,
+            Some(vec![]),
+            "[] is direct"
+        );
+    }
+
+    /// A password with no auth object would be dropped silently: refused instead.
+    #[test]
+    fn create_with_a_password_but_no_auth_type_is_refused() {
+        let mut body = valid();
+        body.as_object_mut().unwrap().remove("auth");
+        let host = NewHost::from_json(&object(body), PasswordField::Given);
+        assert_eq!(host.unwrap_err().field, "auth.password");
     }
 
     #[test]
@@ -518,7 +605,7 @@ mod tests {
     }
 
     #[test]
-    fn patch_null_resets_optional_fields_and_refuses_required_ones() {
+    fn patch_null_resets_optional_fields_inherits_inheritable_ones_and_refuses_name_and_hostname() {
         let body = object(json!({
             "group_id": null, "tags": null, "is_favorite": null,
             "color": null, "order": null, "notes": null
@@ -530,7 +617,7 @@ mod tests {
         assert_eq!(patch.color.as_deref(), Some(""));
         assert_eq!(patch.order, Some(OrderChange::End));
         assert_eq!(patch.notes.as_deref(), Some(""));
-        for field in ["name", "hostname", "port", "username", "auth"] {
+        for field in ["name", "hostname"] {
             let mut body = Map::new();
             body.insert(field.to_string(), Value::Null);
             assert_eq!(
@@ -540,6 +627,16 @@ mod tests {
                 field
             );
         }
+        let body = object(json!({
+            "port": null, "username": null, "auth": null, "identity_id": null,
+            "jump_host_ids": null
+        }));
+        let patch = HostPatch::from_json(&body, PasswordField::Absent).unwrap();
+        assert_eq!(patch.port, Some(None), "null inherits the port");
+        assert_eq!(patch.username, Some(None));
+        assert_eq!(patch.auth, Some(None));
+        assert_eq!(patch.identity_id, Some(None));
+        assert_eq!(patch.jump_host_ids, Some(None));
     }
 
     #[test]

@@ -6,6 +6,14 @@
 
 use crate::model::validate::Invalid;
 
+/// A filter that, when given, must not be empty.
+fn non_empty(name: &str, value: Option<&str>) -> Result<Option<String>, Invalid> {
+    match value {
+        Some("") => Err(Invalid::new(name, "must not be empty")),
+        value => Ok(value.map(str::to_owned)),
+    }
+}
+
 /// `per_page` defaults to 50 and is clamped to 1000 (docs/api.md, API: Hosts, "List").
 pub const DEFAULT_PER_PAGE: u64 = 50;
 pub const MAX_PER_PAGE: u64 = 1000;
@@ -44,6 +52,9 @@ pub struct HostQuery {
     /// Never empty (an empty `search` is no filter).
     pub search: Option<String>,
     pub favorite: Option<bool>,
+    /// Hosts whose effective identity / username is this (docs/identities.md).
+    pub identity: Option<String>,
+    pub username: Option<String>,
     pub sort: Sort,
     pub direction: Direction,
     pub page: u64,
@@ -115,17 +126,26 @@ impl HostQuery {
             Some("desc") => Direction::Desc,
             Some(_) => return Err(Invalid::new("order", "must be asc or desc")),
         };
+        let identity = non_empty("identity", get("identity"))?;
+        let username = non_empty("username", get("username"))?;
         let Paging { page, per_page } = Paging::parse(get)?;
         Ok(HostQuery {
             group,
             tag,
             search,
             favorite,
+            identity,
+            username,
             sort,
             direction,
             page,
             per_page,
         })
+    }
+
+    /// True when a filter needs what hosts inherit (`identity`, `username`).
+    pub fn inherits(&self) -> bool {
+        self.identity.is_some() || self.username.is_some()
     }
 
     /// Rows to skip; `None` when the page lies beyond any possible catalogue.

@@ -12,6 +12,7 @@ pub mod host_auth;
 pub mod host_patterns;
 pub mod host_query;
 pub mod identity;
+pub mod inherit;
 pub mod interop;
 pub mod key;
 pub mod known_hosts;

@@ -69,7 +69,7 @@ impl PromptPattern {
         if parser.pos < chars.len() {
             return Err(refusal(parser.pos, "')' has no matching '('"));
         }
-        if size(&tree) >= MAX_STATES {
+        if size(&tree).saturating_add(1) > MAX_STATES {
             let rule = format!(
                 "expands to more than {MAX_STATES} states (counted repetitions multiply: nest \
                  fewer or smaller ones)"
@@ -600,16 +600,18 @@ const NOTHING_TO_REPEAT: &str =
 const CLASS_SET_OPERATIONS: &str =
     "class set operations (&& -- ~~) are refused: escape the characters or reorder them";
 
-/// The compiled program's size for `node`, saturating: checked before compiling, so a
+/// The compiled program's exact size for `node` (without the final `Match`), saturating: checked before compiling, so a
 /// refused pattern never allocates its expansion.
 fn size(node: &Node) -> usize {
     match node {
         Node::Char(_) | Node::Any | Node::Class(_) | Node::Start | Node::End => 1,
         Node::Concat(items) => items.iter().map(size).fold(0, usize::saturating_add),
+        // A split and a jump for each branch but the last.
         Node::Alternation(branches) => branches
             .iter()
             .map(|branch| size(branch).saturating_add(2))
-            .fold(0, usize::saturating_add),
+            .fold(0, usize::saturating_add)
+            .saturating_sub(2),
         Node::Repeat { node, min, max } => {
             let one = size(node);
             let required = one.saturating_mul(*min as usize);
@@ -1103,6 +1105,18 @@ mod tests {
                 continue;
             };
             compared += 1;
+            let tree = Parser {
+                chars: &text.chars().collect::<Vec<_>>(),
+                pos: if text.starts_with(CASELESS_FLAG) {
+                    4
+                } else {
+                    0
+                },
+                depth: 0,
+            }
+            .alternation()
+            .unwrap();
+            assert_eq!(compiled.program.len(), size(&tree) + 1, "{text:?}");
             for _ in 0..4 {
                 let prompt: String = (0..rng.below(7)).map(|_| *rng.pick(&letters)).collect();
                 let expected = reference_is_match(&text, &prompt);

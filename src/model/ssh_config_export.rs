@@ -7,7 +7,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::host::{AuthType, Host};
+use crate::model::host::Host;
+use crate::model::inherit::DEFAULT_PORT;
 use crate::model::ssh_config::{
     CERTIFICATE_SUFFIX, IDENTITY_DIR, KNOWN_HOSTS_FILE, NAME_COMMENT, PUBLIC_KEY_SUFFIX,
 };
@@ -73,9 +74,10 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
 /// over the whole catalogue, oldest host first, so a host keeps its alias in every export.
 /// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
 /// point at it; `certified` has the keys with a certificate in use (by id, with its
-/// principals), written for the hosts whose user it covers.
+/// principals), written for the hosts whose user it covers. Hosts come resolved: each
+/// flattened to its effective values (model::inherit) with the key it offers first.
 pub fn export(
-    all: &[Host],
+    all: &[(Host, Option<String>)],
     members: &[Host],
     agent: Option<&ExportAgent>,
     certified: &HashMap<String, Vec<String>>,
@@ -83,9 +85,12 @@ pub fn export(
     let mut taken = HashSet::new();
     let aliases: HashMap<&str, String> = all
         .iter()
-        .map(|host| (host.id.as_str(), alias_for(&host.name, &mut taken)))
+        .map(|(host, _)| (host.id.as_str(), alias_for(&host.name, &mut taken)))
         .collect();
-    let by_id: HashMap<&str, &Host> = all.iter().map(|host| (host.id.as_str(), host)).collect();
+    let by_id: HashMap<&str, &Host> = all
+        .iter()
+        .map(|(host, _)| (host.id.as_str(), host))
+        .collect();
     let mut included: HashSet<&str> = HashSet::new();
     let mut stack: Vec<&str> = members.iter().map(|host| host.id.as_str()).collect();
     while let Some(id) = stack.pop() {
@@ -93,42 +98,36 @@ pub fn export(
             continue;
         }
         if let Some(host) = by_id.get(id) {
-            stack.extend(host.jump_host_ids.iter().map(String::as_str));
+            stack.extend(host.jump_host_ids.iter().flatten().map(String::as_str));
         }
     }
     let hosts: Vec<ExportHost> = all
         .iter()
-        .filter(|host| included.contains(host.id.as_str()))
-        .map(|host| ExportHost {
+        .filter(|(host, _)| included.contains(host.id.as_str()))
+        .map(|(host, key_id)| ExportHost {
             alias: aliases.get(host.id.as_str()).cloned().unwrap_or_default(),
             name: host.name.clone(),
             hostname: host.hostname.clone(),
-            port: host.port,
-            username: host.username.clone(),
-            key_id: match host.auth_type {
-                AuthType::Key => host.key_id.clone(),
-                AuthType::Password | AuthType::Agent => None,
-            },
+            port: host.port.unwrap_or(DEFAULT_PORT),
+            username: host.username.clone().unwrap_or_default(),
+            key_id: key_id.clone(),
             identity_agent: agent
-                .filter(|agent| {
-                    host.auth_type == AuthType::Key
-                        && host
-                            .key_id
-                            .as_ref()
-                            .is_some_and(|id| agent.key_ids.contains(id))
-                })
+                .filter(|agent| key_id.as_ref().is_some_and(|id| agent.key_ids.contains(id)))
                 .map(|agent| agent.socket.clone()),
-            certificate: host.auth_type == AuthType::Key
-                && host
-                    .key_id
-                    .as_ref()
-                    .and_then(|id| certified.get(id))
-                    .is_some_and(|principals| {
-                        principals.is_empty() || principals.contains(&host.username)
-                    }),
+            certificate: key_id
+                .as_ref()
+                .and_then(|id| certified.get(id))
+                .is_some_and(|principals| {
+                    principals.is_empty()
+                        || host
+                            .username
+                            .as_ref()
+                            .is_some_and(|user| principals.contains(user))
+                }),
             proxy_jump: host
                 .jump_host_ids
                 .iter()
+                .flatten()
                 .filter_map(|id| aliases.get(id.as_str()).cloned())
                 .collect(),
             options: host.ssh_options.clone(),

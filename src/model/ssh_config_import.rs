@@ -55,7 +55,8 @@ pub struct Placed<'a> {
     pub existing: Option<Host>,
     /// The block's name, hostname, port and user, checked by the API's field rules.
     pub fields: HostFields,
-    pub auth: AuthChange,
+    /// `None`: a matched host that inherits its auth keeps inheriting it.
+    pub auth: Option<AuthChange>,
     pub options: Vec<String>,
     pub hops: Vec<String>,
 }
@@ -110,7 +111,14 @@ impl<'a> ImportPlan<'a> {
         };
         let mut matches: HashMap<MatchKey, &Host> = HashMap::new();
         for host in catalogue.hosts {
-            let key = match_key(&host.name, &host.hostname, host.port, &host.username);
+            // A host's own values: one that inherits its port or user matches by the
+            // built-in port and no user (docs/identities.md).
+            let key = match_key(
+                &host.name,
+                &host.hostname,
+                host.port.unwrap_or(crate::model::inherit::DEFAULT_PORT),
+                host.username.as_deref().unwrap_or_default(),
+            );
             matches.entry(key).or_insert(host);
         }
         let mut claimed: HashSet<MatchKey> = HashSet::new();
@@ -257,24 +265,35 @@ impl Placed<'_> {
         group_id: Option<&str>,
     ) -> Result<Option<HostChange>, Invalid> {
         let group_id = group_id.map(str::to_owned);
-        let same = current.auth_type == self.auth.auth_type
-            && current.key_id == self.auth.key_id
+        let auth_type = self.auth.as_ref().map(|auth| auth.auth_type);
+        let key_id = self.auth.as_ref().and_then(|auth| auth.key_id.clone());
+        // A host that inherits its chain and a block without ProxyJump agree: it keeps
+        // inheriting (docs/identities.md).
+        let chain_same = match &current.jump_host_ids {
+            None => hops.is_empty(),
+            Some(chain) => *chain == hops,
+        };
+        let same = current.auth_type == auth_type
+            && current.key_id == key_id
             && current.ssh_options == self.options
-            && current.jump_host_ids == hops
+            && chain_same
             && (group_id.is_none() || current.group_id == group_id);
         if same {
             return Ok(None);
         }
         let patch = HostPatch {
             group_id: group_id.map(Some),
-            jump_host_ids: Some(hops),
+            jump_host_ids: (!chain_same).then_some(Some(hops)),
             ssh_options: Some(self.options.clone()),
             ..HostPatch::default()
         };
         let mut change = patch.apply(current)?;
-        change.host.auth_type = self.auth.auth_type;
-        change.host.key_id = self.auth.key_id.clone();
-        change.password = self.auth.password;
+        change.host.auth_type = auth_type;
+        change.host.key_id = key_id;
+        change.password = self
+            .auth
+            .as_ref()
+            .map_or(PasswordAction::Keep, |auth| auth.password);
         Ok(Some(change))
     }
 
@@ -298,7 +317,7 @@ impl ImportReport {
         place
             .existing
             .as_ref()
-            .map(|host| host.jump_host_ids.clone())
+            .and_then(|host| host.jump_host_ids.clone())
             .unwrap_or_default()
     }
 
@@ -325,7 +344,7 @@ impl ImportReport {
         block: &HostBlock,
         catalogue: &Catalogue<'_>,
         current: Option<&Host>,
-    ) -> (AuthChange, Vec<String>) {
+    ) -> (Option<AuthChange>, Vec<String>) {
         let mut key_id = None;
         let mut kept = Vec::new();
         for (path, raw) in &block.identity_files {
@@ -351,22 +370,23 @@ impl ImportReport {
                 }
             }
         }
+        // An existing host that inherits its auth keeps inheriting it (`None`).
         let auth = match (key_id, current) {
-            (Some(key_id), _) => AuthChange {
+            (Some(key_id), _) => Some(AuthChange {
                 auth_type: AuthType::Key,
                 key_id: Some(key_id),
                 password: PasswordAction::Clear,
-            },
-            (None, Some(host)) => AuthChange {
-                auth_type: host.auth_type,
+            }),
+            (None, Some(host)) => host.auth_type.map(|auth_type| AuthChange {
+                auth_type,
                 key_id: host.key_id.clone(),
                 password: PasswordAction::Keep,
-            },
-            (None, None) => AuthChange {
+            }),
+            (None, None) => Some(AuthChange {
                 auth_type: AuthType::Agent,
                 key_id: None,
                 password: PasswordAction::Clear,
-            },
+            }),
         };
         (auth, kept)
     }
@@ -411,11 +431,12 @@ mod tests {
             id: id.into(),
             name: name.into(),
             hostname: hostname.into(),
-            port: 22,
-            username: username.into(),
-            auth_type: AuthType::Password,
+            port: Some(22),
+            username: Some(username.into()),
+            auth_type: Some(AuthType::Password),
             key_id: None,
             has_password: true,
+            identity_id: None,
             group_id: None,
             tags: Vec::new(),
             is_favorite: false,
@@ -425,7 +446,7 @@ mod tests {
             created_at: "2000-01-01T00:00:00.000Z".into(),
             updated_at: "2000-01-01T00:00:00.000Z".into(),
             last_used_at: None,
-            jump_host_ids: Vec::new(),
+            jump_host_ids: Some(Vec::new()),
             ssh_options: Vec::new(),
             revision: 1,
         }
@@ -503,7 +524,7 @@ mod tests {
         assert_eq!(plan.placed.len(), 1);
         assert_eq!(plan.placed[0].id, "h1");
         assert_eq!(plan.placed[0].fields.username(), "me", "the default user");
-        let auth = &plan.placed[0].auth;
+        let auth = plan.placed[0].auth.as_ref().unwrap();
         assert_eq!(
             (auth.auth_type, auth.password),
             (AuthType::Password, PasswordAction::Keep),
@@ -521,7 +542,11 @@ mod tests {
             let outcomes = outcomes(config);
             let plan = plan(&outcomes, &hosts, &[], &[]);
             assert_eq!(plan.placed[0].id, "new-1", "{config}");
-            assert_eq!(plan.placed[0].auth.auth_type, AuthType::Agent, "{config}");
+            assert_eq!(
+                plan.placed[0].auth.as_ref().unwrap().auth_type,
+                AuthType::Agent,
+                "{config}"
+            );
         }
     }
 
@@ -615,9 +640,12 @@ mod tests {
         );
         let plan = plan(&outcomes, &[], &["~/.ssh/id_a"], &["k9"]);
         let (a, b) = (&plan.placed[0], &plan.placed[1]);
-        assert_eq!(a.auth.key_id.as_deref(), Some("k-~/.ssh/id_a"));
+        assert_eq!(
+            a.auth.as_ref().unwrap().key_id.as_deref(),
+            Some("k-~/.ssh/id_a")
+        );
         assert_eq!(a.options, ["IdentityFile ~/.ssh/lost"]);
-        assert_eq!(b.auth.key_id.as_deref(), Some("k9"));
+        assert_eq!(b.auth.as_ref().unwrap().key_id.as_deref(), Some("k9"));
         assert_eq!(plan.report.missing_keys.len(), 1);
         assert_eq!(plan.report.missing_keys[0].identity_file, "~/.ssh/lost");
     }
@@ -626,7 +654,10 @@ mod tests {
     fn an_exported_path_of_a_key_not_stored_is_missing() {
         let outcomes = outcomes("Host a\n IdentityFile ~/.ssh/host-manager/gone\n");
         let plan = plan(&outcomes, &[], &[], &[]);
-        assert_eq!(plan.placed[0].auth.auth_type, AuthType::Agent);
+        assert_eq!(
+            plan.placed[0].auth.as_ref().unwrap().auth_type,
+            AuthType::Agent
+        );
         assert_eq!(plan.report.missing_keys.len(), 1);
     }
 
@@ -654,7 +685,7 @@ mod tests {
     #[test]
     fn a_refused_chain_is_warned_about_and_an_existing_host_keeps_its_chain() {
         let mut current = stored("h1", "app", "app", "me");
-        current.jump_host_ids = vec!["kept".into()];
+        current.jump_host_ids = Some(vec!["kept".into()]);
         let hosts = [current];
         let outcomes = outcomes("Host app\n");
         let mut plan = plan(&outcomes, &hosts, &[], &[]);

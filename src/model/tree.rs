@@ -70,6 +70,7 @@ pub fn build(mut groups: Vec<Group>, direct_counts: &HashMap<String, u64>) -> Ve
             created_at: group.created_at,
             updated_at: group.updated_at,
             revision: group.revision,
+            defaults: group.defaults,
             host_count,
             total_host_count,
             children: nested,
@@ -155,6 +156,7 @@ mod tests {
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             revision: 1,
+            defaults: Default::default(),
         }
     }
 

@@ -47,6 +47,9 @@ pub const HOST_KEYS_IMPORTED: &str = "host_keys.imported";
 /// A host CA was trusted for a host pattern (`POST /api/known-hosts/authorities`), also
 /// when it already was (`already_trusted` in the detail).
 pub const HOST_CA_ADDED: &str = "host_ca.added";
+/// A group's defaults changed, or a group moved, and this many hosts below it now connect
+/// with other values (docs/identities.md, "Rotation in one call").
+pub const GROUP_DEFAULTS_CHANGED: &str = "group.defaults_changed";
 /// A host CA was taken away (`DELETE /api/known-hosts/authorities/:id`).
 pub const HOST_CA_DELETED: &str = "host_ca.deleted";
 /// An identity was created (docs/identities.md): its id, never a secret.

@@ -17,13 +17,14 @@ use crate::store::StoreError;
 /// Every host, oldest first, and in the order they were added within one millisecond (`seq`).
 const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at, revision FROM hosts ORDER BY created_at, seq";
+     updated_at, last_used_at, revision, identity_id, jumps_set FROM hosts \
+     ORDER BY created_at, seq";
 /// The hosts of group `?1` and of all its descendants, in the same order.
 const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
      SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
      SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
      group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at, \
-     revision FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
+     revision, identity_id, jumps_set FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
 
 /// Every host, oldest first, with chains and kept directives.
 pub fn all_hosts(conn: &Connection) -> Result<Vec<Host>, StoreError> {
@@ -78,7 +79,7 @@ mod tests {
         let all = db.read(all_hosts).unwrap();
         let ids: Vec<&str> = all.iter().map(|host| host.id.as_str()).collect();
         assert_eq!(ids, ["b", "a", "free", "late"]);
-        assert_eq!(all[0].jump_host_ids, ["a"]);
+        assert_eq!(all[0].jump_host_ids, Some(vec!["a".to_owned()]));
         let under = db.read(|conn| hosts_under_group(conn, "top")).unwrap();
         let ids: Vec<&str> = under.iter().map(|host| host.id.as_str()).collect();
         assert_eq!(ids, ["b", "late"], "the group and its descendants only");

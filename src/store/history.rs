@@ -35,16 +35,22 @@ pub struct HistoryEntry {
     pub connected_at: String,
 }
 
-/// Records a connection to `host` at `connected_at`. Caller holds the write transaction
-/// that set the host's `last_used_at`.
-pub fn append(conn: &Connection, host: &Host, connected_at: &str) -> Result<(), StoreError> {
+/// Records a connection to `host` at `connected_at`, with the effective values it was made
+/// with (`host` flattened, model::inherit, and the auth type it started with). Caller holds
+/// the write transaction that set the host's `last_used_at`.
+pub fn append(
+    conn: &Connection,
+    host: &Host,
+    auth_type: &str,
+    connected_at: &str,
+) -> Result<(), StoreError> {
     conn.prepare_cached(INSERT_ENTRY)?.execute(params![
         host.id,
         host.name,
         host.hostname,
-        host.port,
-        host.username,
-        host.auth_type.as_str(),
+        host.port.unwrap_or(crate::model::inherit::DEFAULT_PORT),
+        host.username.as_deref().unwrap_or_default(),
+        auth_type,
         connected_at
     ])?;
     Ok(())
@@ -116,7 +122,7 @@ mod tests {
     }
 
     fn connect(db: &Db, host: &Host, at: &str) {
-        db.write(|tx| append(tx, host, at)).unwrap();
+        db.write(|tx| append(tx, host, "agent", at)).unwrap();
     }
 
     fn stamps(db: &Db, host_id: Option<&str>, before: Option<i64>) -> Vec<String> {

@@ -12,15 +12,16 @@ use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at, revision FROM hosts WHERE id = ?1";
+     updated_at, last_used_at, revision, identity_id, jumps_set FROM hosts WHERE id = ?1";
 const INSERT_HOST: &str = "INSERT INTO hosts (id, name, name_key, hostname, port, username, \
      auth_type, key_id, password, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)";
+     updated_at, identity_id, jumps_set) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16, ?17)";
 /// Name and hostname (with `name_key`) have an UPDATE of their own, run only when they
 /// change.
 const UPDATE_HOST: &str = "UPDATE hosts SET port = ?2, username = ?3, auth_type = ?4, \
      key_id = ?5, group_id = ?6, is_favorite = ?7, color = ?8, sort_order = ?9, notes = ?10, \
-     updated_at = ?11 WHERE id = ?1";
+     updated_at = ?11, identity_id = ?12, jumps_set = ?13 WHERE id = ?1";
 const UPDATE_HOST_NAMES: &str =
     "UPDATE hosts SET name = ?2, name_key = ?3, hostname = ?4 WHERE id = ?1";
 const UPDATE_PASSWORD: &str = "UPDATE hosts SET password = ?2 WHERE id = ?1";
@@ -36,6 +37,7 @@ const SELECT_MAX_ORDER: &str =
     "SELECT max(sort_order) FROM hosts WHERE group_id IS ?1 AND id IS NOT ?2";
 const GROUP_EXISTS: &str = "SELECT 1 FROM groups WHERE id = ?1";
 const KEY_EXISTS: &str = "SELECT 1 FROM keys WHERE id = ?1";
+const IDENTITY_EXISTS: &str = "SELECT 1 FROM identities WHERE id = ?1";
 const SELECT_KEY_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
 
 const SELECT_SEQ: &str = "SELECT seq FROM hosts WHERE id = ?1";
@@ -63,16 +65,19 @@ pub fn insert(
     host: &NewHost,
     sealed_password: Option<&[u8]>,
 ) -> Result<Host, StoreError> {
-    check_references(conn, host.group_id.as_deref(), host.auth.key_id.as_deref())?;
+    let key_id = host.auth.as_ref().and_then(|auth| auth.key_id.as_deref());
+    check_references(conn, host.group_id.as_deref(), key_id)?;
+    check_identity(conn, host.identity_id.as_deref())?;
     let order = match host.order {
         Some(order) => order,
         None => end_of_group(conn, host.group_id.as_deref(), None)?,
     };
     let now = now_timestamp();
-    let password = match host.auth.password {
-        PasswordAction::Store => sealed_password,
-        PasswordAction::Keep | PasswordAction::Clear => None,
+    let password = match host.auth.as_ref().map(|auth| auth.password) {
+        Some(PasswordAction::Store) => sealed_password,
+        _ => None,
     };
+    let auth_type = host.auth.as_ref().map(|auth| auth.auth_type);
     conn.prepare_cached(INSERT_HOST)?.execute(params![
         id,
         host.name,
@@ -80,8 +85,8 @@ pub fn insert(
         host.hostname,
         host.port,
         host.username,
-        host.auth.auth_type.as_str(),
-        host.auth.key_id,
+        auth_type.map(AuthType::as_str),
+        key_id,
         password,
         host.group_id,
         host.is_favorite,
@@ -89,9 +94,11 @@ pub fn insert(
         order,
         host.notes,
         now,
+        host.identity_id,
+        host.jump_host_ids.is_some(),
     ])?;
     write_tags(conn, conn.last_insert_rowid(), &host.tags)?;
-    crate::store::interop::write_jumps(conn, id, &host.jump_host_ids)?;
+    crate::store::interop::write_jumps(conn, id, host.jump_host_ids.as_deref().unwrap_or(&[]))?;
     crate::store::interop::write_options(conn, id, &host.ssh_options)?;
     Ok(Host {
         id: id.to_owned(),
@@ -99,9 +106,10 @@ pub fn insert(
         hostname: host.hostname.clone(),
         port: host.port,
         username: host.username.clone(),
-        auth_type: host.auth.auth_type,
-        key_id: host.auth.key_id.clone(),
+        auth_type,
+        key_id: key_id.map(str::to_owned),
         has_password: password.is_some(),
+        identity_id: host.identity_id.clone(),
         group_id: host.group_id.clone(),
         tags: host.tags.clone(),
         is_favorite: host.is_favorite,
@@ -143,6 +151,9 @@ pub fn update(
 ) -> Result<Host, StoreError> {
     let host = &change.host;
     check_references(conn, host.group_id.as_deref(), host.key_id.as_deref())?;
+    if host.identity_id != previous.identity_id {
+        check_identity(conn, host.identity_id.as_deref())?;
+    }
     let order = match change.order {
         OrderChange::To(order) => order,
         OrderChange::End => end_of_group(conn, host.group_id.as_deref(), Some(&host.id))?,
@@ -160,7 +171,7 @@ pub fn update(
         host.id,
         host.port,
         host.username,
-        host.auth_type.as_str(),
+        host.auth_type.map(AuthType::as_str),
         host.key_id,
         host.group_id,
         host.is_favorite,
@@ -168,6 +179,8 @@ pub fn update(
         order,
         host.notes,
         updated_at,
+        host.identity_id,
+        host.jump_host_ids.is_some(),
     ])?;
     let has_password = match (change.password, sealed_password) {
         (PasswordAction::Keep, _) => previous.has_password,
@@ -189,7 +202,8 @@ pub fn update(
         write_tags(conn, seq, &host.tags)?;
     }
     if host.jump_host_ids != previous.jump_host_ids {
-        crate::store::interop::write_jumps(conn, &host.id, &host.jump_host_ids)?;
+        let chain = host.jump_host_ids.as_deref().unwrap_or(&[]);
+        crate::store::interop::write_jumps(conn, &host.id, chain)?;
     }
     if host.ssh_options != previous.ssh_options {
         crate::store::interop::write_options(conn, &host.id, &host.ssh_options)?;
@@ -258,9 +272,24 @@ pub fn touch_last_used(conn: &Connection, id: &str) -> Result<Host, StoreError> 
     })
 }
 
-/// The sealed secrets `host`'s auth type needs to connect.
-pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, StoreError> {
-    match (host.auth_type, host.key_id.as_deref()) {
+/// The sealed secrets `host`'s own auth type needs to connect (`None`: the host has no auth
+/// of its own; it inherits an identity's).
+pub fn credentials(
+    conn: &Connection,
+    host: &Host,
+) -> Result<Option<SealedCredentials>, StoreError> {
+    let Some(auth_type) = host.auth_type else {
+        return Ok(None);
+    };
+    sealed_for(conn, host, auth_type).map(Some)
+}
+
+fn sealed_for(
+    conn: &Connection,
+    host: &Host,
+    auth_type: AuthType,
+) -> Result<SealedCredentials, StoreError> {
+    match (auth_type, host.key_id.as_deref()) {
         (AuthType::Password, _) => {
             let sealed: Option<Vec<u8>> = conn
                 .prepare_cached(SELECT_PASSWORD)?
@@ -269,33 +298,24 @@ pub fn credentials(conn: &Connection, host: &Host) -> Result<SealedCredentials, 
                 .ok_or(StoreError::HostNotFound)?;
             Ok(SealedCredentials::Password(sealed))
         }
-        (AuthType::Key, Some(key_id)) => {
-            let (private_key, passphrase) = conn
-                .prepare_cached(SELECT_KEY_SECRETS)?
-                .query_row([key_id], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()?
-                .ok_or(StoreError::KeyNotFound)?;
-            Ok(SealedCredentials::Key {
-                key_id: key_id.to_owned(),
-                private_key,
-                passphrase,
-            })
-        }
+        (AuthType::Key, Some(key_id)) => sealed_key(conn, key_id),
         (AuthType::Key, None) => Err(StoreError::KeyNotFound),
         (AuthType::Agent, _) => Ok(SealedCredentials::Agent),
     }
 }
 
-/// The hosts of the full route through `chain`, in `ssh -J` order (each hop's own chain
-/// first). A route beyond the hop limit (which `judge_chain` keeps from being stored) is
-/// cut at the limit.
-pub fn route_hosts(conn: &Connection, chain: &[String]) -> Result<Vec<Host>, StoreError> {
-    if chain.is_empty() {
-        return Ok(Vec::new());
-    }
-    let chains = crate::store::interop::chains_from(conn, chain, None)?;
-    let ids = crate::model::interop::route(chain, &chains).unwrap_or_else(|| chain.to_vec());
-    ids.iter().map(|id| by_id(conn, id)).collect()
+/// A stored key's sealed private key and passphrase.
+pub fn sealed_key(conn: &Connection, key_id: &str) -> Result<SealedCredentials, StoreError> {
+    let (private_key, passphrase) = conn
+        .prepare_cached(SELECT_KEY_SECRETS)?
+        .query_row([key_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?
+        .ok_or(StoreError::KeyNotFound)?;
+    Ok(SealedCredentials::Key {
+        key_id: key_id.to_owned(),
+        private_key,
+        passphrase,
+    })
 }
 
 /// True when a group with this id exists.
@@ -322,13 +342,19 @@ pub(crate) fn host_from_row(
     row: &Row<'_>,
     first: usize,
 ) -> rusqlite::Result<Result<Host, StoreError>> {
-    let auth_type: String = row.get(first + 5)?;
-    let port: i64 = row.get(first + 3)?;
-    let (Some(auth_type), Ok(port)) = (AuthType::parse(&auth_type), u16::try_from(port)) else {
-        return Ok(Err(StoreError::CorruptRow(
-            "a hosts row has an auth_type or port this build does not know",
-        )));
+    let auth_type: Option<String> = row.get(first + 5)?;
+    let port: Option<i64> = row.get(first + 3)?;
+    let auth_type = match auth_type.as_deref().map(AuthType::parse) {
+        None => None,
+        Some(Some(auth_type)) => Some(auth_type),
+        Some(None) => return Ok(Err(corrupt())),
     };
+    let port = match port.map(u16::try_from) {
+        None => None,
+        Some(Ok(port)) if port > 0 => Some(port),
+        Some(_) => return Ok(Err(corrupt())),
+    };
+    let jumps_set: bool = row.get(first + 18)?;
     Ok(Ok(Host {
         id: row.get(first)?,
         name: row.get(first + 1)?,
@@ -338,6 +364,7 @@ pub(crate) fn host_from_row(
         auth_type,
         key_id: row.get(first + 6)?,
         has_password: row.get(first + 7)?,
+        identity_id: row.get(first + 17)?,
         group_id: row.get(first + 8)?,
         tags: Vec::new(),
         is_favorite: row.get(first + 9)?,
@@ -347,10 +374,29 @@ pub(crate) fn host_from_row(
         created_at: row.get(first + 13)?,
         updated_at: row.get(first + 14)?,
         last_used_at: row.get(first + 15)?,
-        jump_host_ids: Vec::new(),
+        jump_host_ids: jumps_set.then(Vec::new),
         ssh_options: Vec::new(),
         revision: row.get(first + 16)?,
     }))
+}
+
+fn corrupt() -> StoreError {
+    StoreError::CorruptRow("a hosts row has an auth_type or port this build does not know")
+}
+
+/// `IdentityNotFound` when the identity does not exist.
+fn check_identity(conn: &Connection, identity_id: Option<&str>) -> Result<(), StoreError> {
+    let Some(identity_id) = identity_id else {
+        return Ok(());
+    };
+    match conn
+        .prepare_cached(IDENTITY_EXISTS)?
+        .query_row([identity_id], |_| Ok(()))
+        .optional()?
+    {
+        Some(()) => Ok(()),
+        None => Err(StoreError::IdentityNotFound),
+    }
 }
 
 /// `GroupNotFound`/`KeyNotFound` when a reference does not exist.
@@ -423,6 +469,7 @@ pub fn insert_group_for_tests(conn: &Connection, id: &str) -> Result<(), StoreEr
         parent_id: None,
         color: String::new(),
         icon: String::new(),
+        defaults: None,
     };
     crate::store::groups::insert(conn, id, &group)?;
     Ok(())

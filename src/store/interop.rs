@@ -29,6 +29,9 @@ const SELECT_OPTIONS_OF: &str = "SELECT host_id, option FROM host_ssh_options \
      WHERE host_id IN (SELECT value FROM json_each(?1)) ORDER BY host_id, position";
 const COUNT_JUMP_USERS: &str =
     "SELECT count(DISTINCT host_id) FROM host_jumps WHERE jump_host_id = ?1";
+/// Groups whose default chain (a JSON array, sql/0012_identities.sql) names host `?1`.
+const COUNT_DEFAULT_CHAIN_USERS: &str = "SELECT count(DISTINCT groups.id) FROM groups, \
+     json_each(groups.default_jump_host_ids) AS hop WHERE hop.value = ?1";
 const HOST_EXISTS: &str = "SELECT 1 FROM hosts WHERE id = ?1";
 
 /// Fills `jump_host_ids` and `ssh_options` of every host in `hosts` (two queries in all).
@@ -46,8 +49,11 @@ pub fn fill_extensions(conn: &Connection, hosts: &mut [Host]) -> Result<(), Stor
     let mut rows = statement.query([&id_list])?;
     while let Some(row) = rows.next()? {
         let host_id: String = row.get(0)?;
-        if let Some(position) = index.get(&host_id) {
-            hosts[*position].jump_host_ids.push(row.get(1)?);
+        if let Some(chain) = index
+            .get(&host_id)
+            .and_then(|position| hosts[*position].jump_host_ids.as_mut())
+        {
+            chain.push(row.get(1)?);
         }
     }
     let mut statement = conn.prepare_cached(SELECT_OPTIONS_OF)?;
@@ -151,10 +157,14 @@ pub fn chains_from(
     Ok(chains)
 }
 
-/// How many hosts use `host_id` as a hop.
+/// How many hosts, and groups' default chains (docs/identities.md), use `host_id` as a hop.
 pub fn jump_users(conn: &Connection, host_id: &str) -> Result<u64, StoreError> {
-    let count: i64 = conn
-        .prepare_cached(COUNT_JUMP_USERS)?
-        .query_row([host_id], |row| row.get(0))?;
-    Ok(u64::try_from(count).unwrap_or(0))
+    let mut users = 0u64;
+    for sql in [COUNT_JUMP_USERS, COUNT_DEFAULT_CHAIN_USERS] {
+        let count: i64 = conn
+            .prepare_cached(sql)?
+            .query_row([host_id], |row| row.get(0))?;
+        users = users.saturating_add(u64::try_from(count).unwrap_or(0));
+    }
+    Ok(users)
 }

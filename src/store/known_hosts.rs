@@ -44,7 +44,7 @@ const SELECT_ALERT: &str =
 const SELECT_AUTHORITIES: &str = "SELECT seq, id, host, hashed, wildcard, key_type, \
      public_key, fingerprint, marker, comment, source, first_seen, last_seen FROM known_hosts \
      WHERE marker = 'cert-authority' ORDER BY seq";
-const SELECT_CATALOGUE_NAMES: &str = "SELECT id, hostname, port FROM hosts ORDER BY seq";
+const SELECT_CATALOGUE_NAMES: &str = "SELECT id, hostname, port, group_id FROM hosts ORDER BY seq";
 
 /// One stored entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -251,8 +251,32 @@ pub fn alert(conn: &Connection, name: &str) -> Result<Option<Alert>, StoreError>
 /// `(host id, hostname, port)` of every catalogue host, oldest first: what entries link to.
 pub fn catalogue_names(conn: &Connection) -> Result<Vec<(String, String, u16)>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_CATALOGUE_NAMES)?;
-    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let rows = statement.query_map([], |row| {
+        let port: Option<u16> = row.get(2)?;
+        let group: Option<String> = row.get(3)?;
+        Ok((row.get(0)?, row.get(1)?, port, group))
+    })?;
+    let rows: Vec<(String, String, Option<u16>, Option<String>)> =
+        rows.collect::<Result<_, _>>()?;
+    // A host that inherits its port has its group's (docs/identities.md): read the groups
+    // only when one does.
+    let inheritance = match rows.iter().any(|row| row.2.is_none()) {
+        true => Some(crate::store::inherit::Inheritance::load(conn)?),
+        false => None,
+    };
+    Ok(rows
+        .into_iter()
+        .map(|(id, hostname, port, group)| {
+            let port = port.unwrap_or_else(|| {
+                inheritance
+                    .as_ref()
+                    .map_or(crate::model::inherit::DEFAULT_PORT, |known| {
+                        known.port_for(group.as_deref())
+                    })
+            });
+            (id, hostname, port)
+        })
+        .collect())
 }
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<KnownHost> {

@@ -17,6 +17,7 @@ pub mod groups;
 pub mod history;
 pub mod hosts;
 pub mod identities;
+pub mod inherit;
 pub mod integrity;
 pub mod interop;
 pub mod keys;

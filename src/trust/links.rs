@@ -40,7 +40,10 @@ pub fn page(
         Filter::Name(name) => Some(name.clone()),
         Filter::Host(id) => {
             let host = store::hosts::by_id(conn, id)?;
-            Some(known_hosts::lookup_name(&host.hostname, host.port))
+            let port = store::inherit::Inheritance::load(conn)?
+                .resolve(&host)
+                .port();
+            Some(known_hosts::lookup_name(&host.hostname, port))
         }
     };
     let (entries, total) = match &name {

@@ -209,14 +209,15 @@ pub fn delete(conn: &store::Conn, id: &str) -> Result<(), StoreError> {
 
 /// docs/api.md "Host keys (known_hosts)": the first host of the route (hops first, in
 /// `ssh -J` order, then the host) with a `changed`, `revoked` or `certificate_invalid`
-/// verdict pending.
+/// verdict pending. The hosts are flattened (model::inherit): their ports are effective.
 pub fn check_route(
     conn: &store::Conn,
     host: &Host,
     route: &[Host],
 ) -> Result<Option<Blocked>, StoreError> {
     for (hop, is_hop) in route.iter().map(|hop| (hop, true)).chain([(host, false)]) {
-        let name = known_hosts::lookup_name(&hop.hostname, hop.port);
+        let port = hop.port.unwrap_or(crate::model::inherit::DEFAULT_PORT);
+        let name = known_hosts::lookup_name(&hop.hostname, port);
         if let Some(alert) = store::known_hosts::alert(conn, &name)? {
             let hop = is_hop.then(|| hop.name.clone());
             return Ok(Some(Blocked { hop, name, alert }));

@@ -140,6 +140,7 @@ fn create_answers_201_with_every_field_and_the_defaults() {
         "updated_at",
         "last_used_at",
         // Extensions, always present.
+        "identity_id",
         "jump_host_ids",
         "ssh_options",
         "revision",
@@ -319,7 +320,7 @@ fn update_with_null_resets_optional_fields_and_refuses_null_for_required_ones() 
     assert_eq!(reset["notes"], "");
     assert_eq!(reset["color"], "");
     assert_eq!(reset["is_favorite"], false);
-    for field in ["name", "hostname", "port", "username", "auth"] {
+    for field in ["name", "hostname", "username", "auth"] {
         let error = service
             .put(&path, &json!({ field.to_string(): null }))
             .assert_error(400, "VALIDATION_ERROR");
@@ -1258,11 +1259,17 @@ fn wrong_json_types_are_400_naming_the_field() {
 #[test]
 fn missing_required_fields_are_400_naming_the_field() {
     let service = Service::start("hosts-required");
-    for field in ["name", "hostname", "port", "username", "auth"] {
+    // name and hostname are the host's own; username and auth may be inherited
+    // (docs/identities.md), and with no identity or group to give them they are required too.
+    for field in ["name", "hostname", "username", "auth"] {
         let mut body = host("a", json!({}));
         body.as_object_mut().unwrap().remove(field);
         assert_rejected(&service, &body, field);
     }
+    let mut body = host("a", json!({}));
+    body.as_object_mut().unwrap().remove("port");
+    let created = service.post("/api/hosts", &body).expect(201);
+    assert_eq!(created["port"], json!(null), "an absent port is inherited");
 }
 
 #[test]

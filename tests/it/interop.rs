@@ -23,10 +23,17 @@ fn host_responses_always_carry_jump_host_ids_and_ssh_options() {
     let service = Service::start("interop-defaults");
     let id = create(&service, "Plain", json!({}));
     let got = service.get(&format!("/api/hosts/{id}")).expect(200);
-    assert_eq!(got["jump_host_ids"], json!([]));
+    assert_eq!(got["jump_host_ids"], json!(null), "absent: inherited");
     assert_eq!(got["ssh_options"], json!([]));
     let list = service.get("/api/hosts").expect(200);
-    assert_eq!(list["items"][0]["jump_host_ids"], json!([]));
+    assert_eq!(list["items"][0]["jump_host_ids"], json!(null));
+    let direct = create(&service, "Direct", json!({"jump_host_ids": []}));
+    let got = service.get(&format!("/api/hosts/{direct}")).expect(200);
+    assert_eq!(
+        got["jump_host_ids"],
+        json!([]),
+        "[]: a direct connection of its own"
+    );
 }
 
 #[test]
@@ -42,7 +49,7 @@ fn jump_chain_is_stored_in_order_and_listed() {
 }
 
 #[test]
-fn put_without_jump_host_ids_keeps_the_chain_and_empty_or_null_clears_it() {
+fn put_without_jump_host_ids_keeps_the_chain_empty_clears_it_and_null_inherits() {
     let service = Service::start("interop-chain-put");
     let a = create(&service, "A", json!({}));
     let c = create(&service, "C", json!({"jump_host_ids": [a]}));
@@ -59,8 +66,8 @@ fn put_without_jump_host_ids_keeps_the_chain_and_empty_or_null_clears_it() {
     let nulled = service
         .put(&path, &json!({"jump_host_ids": null}))
         .expect(200);
-    assert_eq!(nulled["jump_host_ids"], json!([]));
-    assert_eq!(service.get(&path).expect(200)["jump_host_ids"], json!([]));
+    assert_eq!(nulled["jump_host_ids"], json!(null), "null: inherited");
+    assert_eq!(service.get(&path).expect(200)["jump_host_ids"], json!(null));
 }
 
 #[test]
@@ -119,7 +126,7 @@ fn chain_closing_a_cycle_through_other_hosts_chains_is_invalid() {
     let got = service.get(&format!("/api/hosts/{a}")).expect(200);
     assert_eq!(
         got["jump_host_ids"],
-        json!([]),
+        json!(null),
         "the refused chain was not stored"
     );
     // The same hops without the loop are fine: a host may reuse a hop's chain.
@@ -247,7 +254,10 @@ fn ssh_options_with_a_newline_or_a_host_keyword_are_rejected() {
 }
 
 /// Runs OpenSSH's evaluator: `ssh -G -F config alias`, as `keyword -> value` (first wins).
-fn ssh_g(config: &std::path::Path, alias: &str) -> std::collections::HashMap<String, String> {
+pub(crate) fn ssh_g(
+    config: &std::path::Path,
+    alias: &str,
+) -> std::collections::HashMap<String, String> {
     let output = std::process::Command::new("ssh")
         .args(["-G", "-F"])
         .arg(config)
@@ -372,9 +382,11 @@ fn ssh_g_resolves_every_exported_host_exactly_as_the_catalogue_holds_it() {
             host["username"].as_str().unwrap(),
             "{alias}"
         );
+        // No groups here: a chain that inherits (null) is the built-in direct connection.
         let chain: Vec<String> = host["jump_host_ids"]
             .as_array()
-            .unwrap()
+            .cloned()
+            .unwrap_or_default()
             .iter()
             .map(|id| alias_of(by_id[id.as_str().unwrap()]))
             .collect();
@@ -530,9 +542,12 @@ fn import_of_an_export_gives_back_the_same_hosts_and_reimport_changes_nothing() 
         let mut rows: Vec<Value> = items
             .iter()
             .map(|h| {
+                // An inherited chain with no group is the direct connection an import
+                // writes as [] (docs/identities.md).
                 let chain: Vec<Value> = h["jump_host_ids"]
                     .as_array()
-                    .unwrap()
+                    .cloned()
+                    .unwrap_or_default()
                     .iter()
                     .map(name_of)
                     .collect();

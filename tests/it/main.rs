@@ -14,6 +14,7 @@ mod host_cas;
 mod hosts;
 mod http;
 mod identities;
+mod inheritance;
 mod interop;
 mod keys;
 mod known_hosts;

@@ -14,18 +14,19 @@ use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
 use crate::model::fold;
 use crate::model::group::{Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
+use crate::model::inherit::GroupDefaults;
 use crate::model::name::Name;
 use crate::model::tree;
 use crate::store::{key_or_rename, now_timestamp, StoreError};
 
 const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at, revision FROM groups";
+     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups";
 
 const SELECT_GROUP_BY_ID: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at, revision FROM groups WHERE id = ?1";
+     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups WHERE id = ?1";
 
 const SELECT_CHILDREN: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at, revision FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
+     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
 
 /// The group `?1` and every group below it. `UNION` (not `UNION ALL`) stops on a repeated
 /// id, so even a corrupt cycle cannot make this run forever.
@@ -35,7 +36,8 @@ const SELECT_SUBTREE: &str = "WITH RECURSIVE subtree(id) AS (
          SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id
      )
      SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at,
-     g.revision FROM groups AS g JOIN subtree ON g.id = subtree.id";
+     g.revision, g.default_username, g.default_port, g.default_identity_id,
+     g.default_jump_host_ids, g.default_ssh_options FROM groups AS g JOIN subtree ON g.id = subtree.id";
 
 /// Direct host counts from the trigger-kept `group_host_counts` table (sql/0001_init.sql):
 /// one row per group, never a scan of the hosts.
@@ -88,6 +90,10 @@ const INSERT_GROUP: &str = "INSERT INTO groups
 const UPDATE_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
      fold_key = ?5, color = ?6, icon = ?7, updated_at = ?8 WHERE id = ?1";
 
+const UPDATE_DEFAULTS: &str = "UPDATE groups SET default_username = ?2, default_port = ?3,
+     default_identity_id = ?4, default_jump_host_ids = ?5, default_ssh_options = ?6
+     WHERE id = ?1";
+
 const REPARENT_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
      fold_key = ?5, updated_at = ?6 WHERE id = ?1";
 
@@ -114,7 +120,9 @@ const CREATE_CHANGE_LOG: &str = "
         BEGIN INSERT OR IGNORE INTO list_changed_groups VALUES (old.id), (new.id); END;";
 /// The groups the triggers logged, changed or deleted (no row).
 const SELECT_CHANGED_GROUPS: &str = "SELECT g.id, g.parent_id, g.name, g.name_key, g.color,
-     g.icon, g.created_at, g.updated_at, g.revision, c.id FROM list_changed_groups AS c
+     g.icon, g.created_at, g.updated_at, g.revision, g.default_username, g.default_port,
+     g.default_identity_id, g.default_jump_host_ids, g.default_ssh_options, c.id
+     FROM list_changed_groups AS c
      LEFT JOIN groups AS g ON g.id = c.id";
 const CLEAR_CHANGED_GROUPS: &str = "DELETE FROM list_changed_groups";
 
@@ -150,7 +158,7 @@ pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, S
                 rusqlite::types::ValueRef::Null => None,
                 _ => Some(group_from_row(row)?),
             };
-            Ok((row.get(9)?, group))
+            Ok((row.get(14)?, group))
         })?
         .collect::<Result<_, _>>()?;
     conn.prepare_cached(CLEAR_CHANGED_GROUPS)?.execute([])?;
@@ -212,6 +220,43 @@ pub fn insert(conn: &Connection, id: &str, group: &NewGroup) -> Result<Placement
         ],
     )?;
     Ok(Placement::Placed)
+}
+
+/// Writes group `id`'s defaults (docs/identities.md, "Group defaults") in the caller's
+/// transaction, which also moves the group's `updated_at` (one edit, one revision).
+/// `IdentityNotFound` for an unknown identity; a default chain is judged like a host's:
+/// `JumpChain` with the verdict for an unknown hop or a repeat.
+pub fn write_defaults(
+    conn: &Connection,
+    id: &str,
+    defaults: &GroupDefaults,
+) -> Result<(), StoreError> {
+    if let Some(identity_id) = &defaults.identity_id {
+        let known = conn
+            .prepare_cached("SELECT 1 FROM identities WHERE id = ?1")?
+            .query_row([identity_id], |_| Ok(()))
+            .optional()?;
+        if known.is_none() {
+            return Err(StoreError::IdentityNotFound);
+        }
+    }
+    let chain = defaults
+        .jump_host_ids
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|err| StoreError::Json(err.to_string()))?;
+    let options = serde_json::to_string(&defaults.ssh_options)
+        .map_err(|err| StoreError::Json(err.to_string()))?;
+    conn.prepare_cached(UPDATE_DEFAULTS)?.execute(params![
+        id,
+        defaults.username,
+        defaults.port,
+        defaults.identity_id,
+        chain,
+        options
+    ])?;
+    Ok(())
 }
 
 /// Applies `patch` to group `id`; a new `parent_id` moves it, with the same checks as a move.
@@ -449,6 +494,24 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<Group> {
         created_at: row.get(6)?,
         updated_at: row.get(7)?,
         revision: row.get(8)?,
+        defaults: defaults_from_row(row)?,
+    })
+}
+
+/// Columns 9-13: a group's defaults (sql/0012_identities.sql). A JSON array that does not
+/// parse, or a port out of range, reads as unset rather than failing every group read.
+fn defaults_from_row(row: &Row<'_>) -> rusqlite::Result<GroupDefaults> {
+    let port: Option<i64> = row.get(10)?;
+    let chain: Option<String> = row.get(12)?;
+    let options: String = row.get(13)?;
+    Ok(GroupDefaults {
+        username: row.get(9)?,
+        port: port
+            .and_then(|port| u16::try_from(port).ok())
+            .filter(|port| *port > 0),
+        identity_id: row.get(11)?,
+        jump_host_ids: chain.and_then(|text| serde_json::from_str(&text).ok()),
+        ssh_options: serde_json::from_str(&options).unwrap_or_default(),
     })
 }
 

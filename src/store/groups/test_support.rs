@@ -23,6 +23,7 @@ pub fn new_group(name: &str, parent: Option<&str>) -> NewGroup {
         parent_id: parent.map(str::to_owned),
         color: String::new(),
         icon: String::new(),
+        defaults: None,
     }
 }
 

@@ -85,6 +85,7 @@ impl GroupTree {
             created_at: group.created_at.clone(),
             updated_at: group.updated_at.clone(),
             revision: group.revision,
+            defaults: group.defaults.clone(),
             host_count: 0,
             total_host_count: 0,
             children: Vec::new(),
@@ -182,6 +183,7 @@ impl GroupTree {
             created_at: String::new(),
             updated_at: String::new(),
             revision: 0,
+            defaults: Default::default(),
         });
         let mut shape = Vec::with_capacity(self.entries.len());
         self.flatten(tree::build(bare.collect(), &HashMap::new()), &mut shape);
@@ -219,6 +221,7 @@ mod tests {
             parent_id: parent.map(str::to_owned),
             color: String::new(),
             icon: String::new(),
+            defaults: None,
         };
         db.write(|tx| store::groups::insert(tx, id, &group))
             .unwrap();

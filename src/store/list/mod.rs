@@ -12,6 +12,7 @@
 //! A failure leaves nothing behind, so the next use reads everything again. No secret.
 
 pub mod group_tree;
+mod inherited;
 mod order;
 mod paging;
 mod patch;
@@ -132,8 +133,19 @@ impl ListMemory {
 
     /// `query`'s page in order, and how many hosts match.
     pub fn page(&mut self, conn: &Connection, query: &HostQuery) -> Result<Page, StoreError> {
+        let inherited = inherited::matching(conn, query)?;
         let hosts = self.current(conn)?;
-        let set = hosts.matching(query);
+        let mut set = hosts.matching(query);
+        if let Some(seqs) = inherited {
+            let other = hosts.set_of_seqs(&seqs);
+            set = Some(match set {
+                Some(mut set) => {
+                    set.and(&other, false);
+                    set
+                }
+                None => other,
+            });
+        }
         let total = set
             .as_ref()
             .map_or_else(|| hosts.live.count(), |set| set.count());

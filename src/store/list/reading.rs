@@ -16,7 +16,7 @@ use crate::store::StoreError;
 /// The columns `SlotRow::from_row` reads. The last is what keeping the host's row as JSON
 /// costs, roughly: its texts, about 430 bytes of JSON around them and 30 to keep it.
 const COLUMNS: &str = "seq, id, name_key, hostname, created_at, last_used_at, group_id, \
-     is_favorite, 460 + length(CAST(name || hostname || username || color || notes AS BLOB))";
+     is_favorite, 460 + length(CAST(name || hostname || coalesce(username, '') || color || notes AS BLOB))";
 /// Tags by host (the primary key's order) of the hosts from `seq` ?1 to ?2.
 const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags \
      WHERE host_seq BETWEEN ?1 AND ?2 ORDER BY host_seq";

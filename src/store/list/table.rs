@@ -191,6 +191,18 @@ impl HostTable {
         self.kept.clear();
     }
 
+    /// The set of the live hosts among `seqs` (sorted).
+    pub fn set_of_seqs(&self, seqs: &[i64]) -> SlotSet {
+        let slots: Vec<u32> = seqs
+            .iter()
+            .filter_map(|seq| self.seqs.binary_search(seq).ok())
+            .filter_map(|slot| u32::try_from(slot).ok())
+            .collect();
+        let mut set = SlotSet::of(self.seqs.len(), &slots);
+        set.and(&self.live, false);
+        set
+    }
+
     /// The hosts `query`'s filters keep; `None` when it has none.
     pub fn matching(&mut self, query: &HostQuery) -> Option<SlotSet> {
         let slots = self.seqs.len();

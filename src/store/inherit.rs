@@ -1,0 +1,224 @@
+//! What inheritance reads: every group's parent and defaults and every identity's public
+//! traits, loaded once per request and asked for any number of hosts
+//! (docs/identities.md, "Host fields that inherit"; the walk itself is model::inherit).
+//!
+//! Invariants: reads only, never a secret (an identity's methods are read as type and key
+//! id); the walk up the groups stops after `MAX_DEPTH` levels, so even a corrupt cycle of
+//! parents cannot make it loop.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection};
+use serde_json::{json, Value};
+
+use crate::model::group::MAX_DEPTH;
+use crate::model::host::Host;
+use crate::model::inherit::{resolve, Effective, GroupDefaults, GroupLevel, IdentityTraits};
+use crate::model::interop::MAX_ROUTE_HOPS;
+use crate::store::StoreError;
+
+const SELECT_IDENTITIES: &str = "SELECT id, username FROM identities";
+const SELECT_METHODS: &str = "SELECT identity_id, type, key_id FROM identity_methods \
+     ORDER BY identity_id, position";
+const INSERT_HOST_CHANGE: &str = "INSERT INTO changes (at, kind, id, op) \
+     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'host', ?1, 'updated')";
+
+/// Groups (parent and defaults) and identities (traits), as stored when loaded.
+#[derive(Clone, Debug, Default)]
+pub struct Inheritance {
+    groups: HashMap<String, (Option<String>, GroupDefaults)>,
+    identities: HashMap<String, IdentityTraits>,
+}
+
+impl Inheritance {
+    /// Reads every group's defaults and every identity's traits (three queries).
+    pub fn load(conn: &Connection) -> Result<Inheritance, StoreError> {
+        let groups = crate::store::groups::all(conn)?
+            .into_iter()
+            .map(|group| (group.id, (group.parent_id, group.defaults)))
+            .collect();
+        Ok(Inheritance {
+            groups,
+            identities: identity_traits(conn)?,
+        })
+    }
+
+    /// The groups from `group_id` up, nearest first.
+    pub fn levels(&self, group_id: Option<&str>) -> Vec<GroupLevel<'_>> {
+        let mut levels = Vec::new();
+        let mut next = group_id;
+        while let Some(id) = next {
+            let Some((key, (parent, defaults))) = self.groups.get_key_value(id) else {
+                break;
+            };
+            if levels.len() >= MAX_DEPTH {
+                break;
+            }
+            levels.push(GroupLevel { id: key, defaults });
+            next = parent.as_deref();
+        }
+        levels
+    }
+
+    /// The port a host of `group_id` that sets none gets: the nearest group default, else 22.
+    pub fn port_for(&self, group_id: Option<&str>) -> u16 {
+        self.levels(group_id)
+            .into_iter()
+            .find_map(|level| level.defaults.port)
+            .unwrap_or(crate::model::inherit::DEFAULT_PORT)
+    }
+
+    /// Every connection field of `host` with its source.
+    pub fn resolve(&self, host: &Host) -> Effective {
+        resolve(host, &self.levels(host.group_id.as_deref()), |id| {
+            self.identities.get(id)
+        })
+    }
+}
+
+impl Inheritance {
+    /// The hosts of the full route through `chain` in `ssh -J` order, each hop's own
+    /// effective chain first (a hop may inherit its chain too). `None` when the chains loop
+    /// or the route passes `MAX_ROUTE_HOPS`: inherited chains are not judged when written.
+    pub fn route(
+        &self,
+        conn: &Connection,
+        chain: &[String],
+    ) -> Result<Option<Vec<Host>>, StoreError> {
+        let mut hosts: HashMap<String, Host> = HashMap::new();
+        let mut chains: HashMap<String, Vec<String>> = HashMap::new();
+        let mut frontier: Vec<String> = chain.to_vec();
+        while let Some(id) = frontier.pop() {
+            if hosts.contains_key(&id) || hosts.len() > MAX_ROUTE_HOPS {
+                continue;
+            }
+            let host = crate::store::hosts::by_id(conn, &id)?;
+            let own = self.resolve(&host).jump_host_ids.value;
+            frontier.extend(own.iter().cloned());
+            if !own.is_empty() {
+                chains.insert(id.clone(), own);
+            }
+            hosts.insert(id, host);
+        }
+        let Some(ids) = crate::model::interop::route(chain, &chains) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            ids.iter().filter_map(|id| hosts.get(id).cloned()).collect(),
+        ))
+    }
+}
+
+/// A field a group resolves through its own defaults and the identities they name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupField {
+    Username,
+    Identity,
+}
+
+impl Inheritance {
+    /// The ids of the groups whose hosts, when they set nothing themselves, get `value` for
+    /// `field`: walking up from the group, the first level that sets it gives it.
+    pub fn groups_giving(&self, field: GroupField, value: &str) -> Vec<String> {
+        self.groups
+            .keys()
+            .filter(|id| {
+                let found = self
+                    .levels(Some(id.as_str()))
+                    .into_iter()
+                    .find_map(|level| {
+                        let defaults = level.defaults;
+                        match field {
+                            GroupField::Identity => defaults.identity_id.clone(),
+                            GroupField::Username => defaults.username.clone().or_else(|| {
+                                let identity = defaults.identity_id.as_deref()?;
+                                self.identities.get(identity)?.username.clone()
+                            }),
+                        }
+                    });
+                found.as_deref() == Some(value)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The ids of the identities whose username is `username` (`Some`), or that set none
+    /// (`None`).
+    pub fn identities_with_username(&self, username: Option<&str>) -> Vec<String> {
+        self.identities
+            .iter()
+            .filter(|(_, traits)| traits.username.as_deref() == username)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
+/// Of `hosts`, the ids of those whose effective values differ between `before` and
+/// `after`, in order. The first host that `after` leaves with no username or no auth is
+/// an error naming that field and how many hosts it leaves so.
+pub fn followers(
+    hosts: &[Host],
+    before: &Inheritance,
+    after: &Inheritance,
+) -> Result<Vec<String>, (&'static str, usize)> {
+    let mut changed = Vec::new();
+    let mut stranded: Option<(&'static str, usize)> = None;
+    for host in hosts {
+        let (was, is) = (before.resolve(host), after.resolve(host));
+        if let Some(field) = is.missing() {
+            let count = stranded.map_or(0, |(_, count)| count);
+            stranded = Some((stranded.map_or(field, |(first, _)| first), count + 1));
+            continue;
+        }
+        let value = |effective: &Effective| {
+            let auth = effective.auth.as_ref().map(|auth| auth.value.clone());
+            (effective.flatten(host), auth)
+        };
+        if value(&was) != value(&is) {
+            changed.push(host.id.clone());
+        }
+    }
+    match stranded {
+        Some(stranded) => Err(stranded),
+        None => Ok(changed),
+    }
+}
+
+/// One change-feed entry (`host` `updated`) for each host whose effective values followed a
+/// change of a group's defaults or an identity, without touching the hosts' own rows or
+/// revisions (docs/identities.md, "Rotation in one call"). Caller holds the transaction.
+pub fn log_followers(conn: &Connection, host_ids: &[String]) -> Result<(), StoreError> {
+    let mut insert = conn.prepare_cached(INSERT_HOST_CHANGE)?;
+    for id in host_ids {
+        insert.execute(params![id])?;
+    }
+    Ok(())
+}
+
+fn identity_traits(conn: &Connection) -> Result<HashMap<String, IdentityTraits>, StoreError> {
+    let mut identities: HashMap<String, IdentityTraits> = HashMap::new();
+    let mut statement = conn.prepare_cached(SELECT_IDENTITIES)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let traits = IdentityTraits {
+            username: row.get(1)?,
+            auth: Vec::new(),
+        };
+        identities.insert(row.get(0)?, traits);
+    }
+    let mut statement = conn.prepare_cached(SELECT_METHODS)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let kind: String = row.get(1)?;
+        let key_id: Option<String> = row.get(2)?;
+        let method: Value = match key_id {
+            Some(key_id) => json!({"type": kind, "key_id": key_id}),
+            None => json!({ "type": kind }),
+        };
+        if let Some(traits) = identities.get_mut(&id) {
+            traits.auth.push(method);
+        }
+    }
+    Ok(identities)
+}
