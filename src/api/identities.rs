@@ -25,9 +25,11 @@ use crate::model::identity::{Answer, Identity, IdentityFields, IdentityPatch, Id
 use crate::model::identity::{SecretsGiven, Slot};
 use crate::model::totp::{self, TotpSecret};
 use crate::state::AppState;
+use crate::store;
 use crate::store::audit;
 use crate::store::changes::Revised;
 use crate::store::identities::{self as stored, sealed::stored_slots, usage, SealedSlots};
+use crate::store::inherit::Inheritance;
 use crate::vault::Secret;
 
 /// `GET /api/identities`: `{items}`, by name (case-insensitively) then id.
@@ -72,11 +74,17 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         let fields = patch.apply(Some(&current.fields))?;
         check_keys(tx, &fields)?;
         let slots = slots_for(&fields, new, stored_slots(tx, id)?)?;
+        let credentials = current.fields.credentials_differ(&fields);
+        let before = match credentials {
+            true => Some(Inheritance::load(tx)?),
+            false => None,
+        };
         let identity = stored::update(tx, &current, &fields, &slots)?;
         let mut affected = Vec::new();
-        if current.fields.credentials_differ(&fields) {
+        if let Some(before) = before {
+            refuse_stranding(tx, id, &before)?;
             affected = usage::resolving_hosts(tx, id)?;
-            usage::record_hosts_followed(tx, &affected)?;
+            store::inherit::log_followers(tx, &affected)?;
         }
         let detail = json!({
             "id": id,
@@ -105,7 +113,13 @@ pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
             }
             Some(target) => {
                 stored::by_id(tx, target)?;
-                usage::reassign(tx, id, target)?
+                let before = Inheritance::load(tx)?;
+                let moved = usage::reassign(tx, id, target)?;
+                // Hosts below a moved group default follow it; the moved hosts logged their
+                // own change.
+                let followers = refuse_stranding(tx, target, &before)?;
+                store::inherit::log_followers(tx, &followers)?;
+                moved
             }
             None => {
                 let users = usage::direct_users(tx, id)?;
@@ -208,6 +222,31 @@ fn reassign_parameter(req: &Req) -> Result<Option<String>, ApiError> {
             "must be an identity id (1 to 64 letters, digits, '-' or '_')",
         )),
     }
+}
+
+/// docs/identities.md, "Host fields that inherit": a write that leaves a host resolving to
+/// identity `id` with no username or no way to authenticate is refused (400 naming the
+/// field and how many hosts it leaves so). Answers the hosts whose effective values changed
+/// since `before`.
+fn refuse_stranding(
+    tx: &store::Conn,
+    id: &str,
+    before: &Inheritance,
+) -> Result<Vec<String>, ApiError> {
+    let hosts = usage::resolving_hosts(tx, id)?
+        .iter()
+        .map(|host| store::hosts::by_id(tx, host))
+        .collect::<Result<Vec<_>, _>>()?;
+    let after = Inheritance::load(tx)?;
+    store::inherit::followers(&hosts, before, &after).map_err(|(field, count)| {
+        ApiError::validation(
+            field,
+            format!(
+                "{count} host(s) that use this identity would have no {field}: set it on \
+                 them, or keep it on the identity"
+            ),
+        )
+    })
 }
 
 /// Every key method names a stored key (404 `KEY_NOT_FOUND`).

@@ -64,6 +64,11 @@ fn add_host(state: &AppState, id: &str, group: Option<&str>, identity: Option<&s
     );
 }
 
+/// An identity that gives its hosts a username and a way to authenticate.
+fn usable(name: &str) -> Value {
+    json!({"name": name, "username": "u", "auth": [{"type": "agent"}]})
+}
+
 fn host_updates(state: &AppState) -> i64 {
     state
         .db
@@ -78,8 +83,8 @@ fn host_updates(state: &AppState) -> i64 {
 #[test]
 fn delete_in_use_is_refused_with_the_counts_and_reassign_moves_the_users() {
     let state = state();
-    let a = new_identity(&state, json!({"name": "a"}));
-    let b = new_identity(&state, json!({"name": "b"}));
+    let a = new_identity(&state, usable("a"));
+    let b = new_identity(&state, usable("b"));
     add_group(&state, "g", None, Some(&a));
     add_host(&state, "h1", None, Some(&a));
     add_host(&state, "h2", Some("g"), None);
@@ -116,7 +121,7 @@ fn delete_in_use_is_refused_with_the_counts_and_reassign_moves_the_users() {
 #[test]
 fn a_credential_change_counts_and_logs_every_host_that_resolves_and_a_rename_none() {
     let state = state();
-    let a = new_identity(&state, json!({"name": "a", "username": "u"}));
+    let a = new_identity(&state, usable("a"));
     add_group(&state, "top", None, Some(&a));
     add_group(&state, "low", Some("top"), None);
     add_host(&state, "direct", None, Some(&a));
@@ -206,4 +211,56 @@ fn a_ciphertext_copied_to_another_slot_of_the_identity_does_not_open() {
         .err()
         .unwrap();
     assert_eq!(err.code(), "INTERNAL_ERROR");
+}
+
+#[test]
+fn an_edit_or_a_reassign_that_leaves_a_host_without_username_or_auth_is_refused() {
+    let state = state();
+    let a = new_identity(&state, usable("a"));
+    let bare = new_identity(&state, json!({"name": "bare", "username": "u"}));
+    add_group(&state, "g", None, Some(&a));
+    add_host(&state, "h", Some("g"), None);
+    let put = |body: Value| {
+        let req = request(Method::Put, &format!("/api/identities/{a}"), Some(body));
+        update(&state, &req, &a)
+    };
+    let err = put(json!({"username": null})).err().unwrap();
+    assert!(err.to_string().contains("username: 1 host(s)"), "{err}");
+    let err = put(json!({"auth": []})).err().unwrap();
+    assert!(err.to_string().contains("auth: 1 host(s)"), "{err}");
+    put(json!({"username": "v"})).unwrap();
+    let path = format!("/api/identities/{a}?reassign_to={bare}");
+    let err = delete(&state, &request(Method::Delete, &path, None), &a)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("auth: 1 host(s)"), "{err}");
+    let still = state
+        .db
+        .read(|conn| store::identities::by_id(conn, &a))
+        .unwrap();
+    assert_eq!(
+        still.fields.username.as_deref(),
+        Some("v"),
+        "refused writes changed nothing"
+    );
+}
+
+#[test]
+fn a_reassign_logs_the_hosts_that_follow_a_moved_group_default() {
+    let state = state();
+    let a = new_identity(&state, usable("a"));
+    let b = new_identity(
+        &state,
+        json!({"name": "b", "username": "other", "auth": [{"type": "agent"}]}),
+    );
+    add_group(&state, "g", None, Some(&a));
+    add_host(&state, "below", Some("g"), None);
+    let before = host_updates(&state);
+    let path = format!("/api/identities/{a}?reassign_to={b}");
+    delete(&state, &request(Method::Delete, &path, None), &a).unwrap();
+    assert_eq!(
+        host_updates(&state),
+        before + 1,
+        "the host below the group follows"
+    );
 }

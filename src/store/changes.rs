@@ -7,8 +7,8 @@
 //! sql/0012_identities.sql) in the transaction of their change, never here; the vault's
 //! events are the only entries written from Rust here, in the transaction of the vault row
 //! where there is one, and the SSH agent's sign requests waiting for approval (they are not
-//! rows either), besides the hosts that follow an identity's edit
-//! (`store::identities::usage::record_hosts_followed`); an entry names a resource and what
+//! rows either), besides the hosts that follow a group's or an identity's edit
+//! (`store::inherit::log_followers`); an entry names a resource and what
 //! happened to it, never a value; a reader whose cursor fell behind the trim, or points past
 //! the newest entry, gets `reset` and no entries; a waiting request holds no lock (the
 //! `Feed`'s own is taken only to compare a counter), and every commit wakes every waiting

@@ -1,13 +1,10 @@
 //! Identities (docs/identities.md, "Identities") against the real binary: create, read,
-//! list, partial update with `If-Match`, delete (refused targets of `reassign_to`), each
-//! validation rule on both sides of its edge, secrets never in an answer, a key an identity
-//! uses cannot be deleted, and the TOTP code checked against RFC 6238 computed by Python's
-//! `hmac` (an oracle independent of the service's code).
-//!
-//! Hosts and groups that name an identity are inheritance's API (not on this branch): the
-//! usages through group defaults, `IDENTITY_IN_USE`, a reassign that moves users and the
-//! rotation count are covered in process (`src/api/identities_tests.rs`,
-//! `src/store/identities/tests.rs`), with the rows written directly.
+//! list, partial update with `If-Match`, delete (refused while in use, or moving the users
+//! with `reassign_to`), each validation rule on both sides of its edge, secrets never in an
+//! answer, a key an identity uses cannot be deleted, who resolves to an identity through two
+//! levels of group defaults, a rotation's count and change-feed entries, and the TOTP code
+//! checked against RFC 6238 computed by Python's `hmac` (an oracle independent of the
+//! service's code).
 
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -458,4 +455,174 @@ fn identities_need_the_vault_unlocked() {
     service
         .get("/api/identities")
         .assert_error(401, "VAULT_LOCKED");
+}
+
+/// An identity that gives its hosts a username and a way to authenticate.
+fn usable(name: &str) -> Value {
+    json!({"name": name, "username": "u", "auth": [{"type": "agent"}]})
+}
+
+fn group(service: &Service, name: &str, parent: Option<&str>, defaults: Value) -> String {
+    let body = json!({"name": name, "parent_id": parent, "defaults": defaults});
+    id_of(&service.post("/api/groups", &body).expect(201))
+}
+
+fn host(service: &Service, name: &str, group_id: &str, identity_id: Option<&str>) -> String {
+    let body = json!({"name": name, "hostname": format!("{name}.example.com"),
+        "group_id": group_id, "identity_id": identity_id});
+    id_of(&service.post("/api/hosts", &body).expect(201))
+}
+
+fn usages(service: &Service, id: &str) -> Value {
+    service
+        .get(&format!("/api/identities/{id}/usages"))
+        .expect(200)
+}
+
+#[test]
+fn usages_follow_group_defaults_through_two_levels_and_stop_at_a_nearer_default() {
+    let service = Service::start("identity-usages");
+    let a = new_identity(&service, usable("a"));
+    let b = new_identity(&service, usable("b"));
+    let top = group(&service, "top", None, json!({"identity_id": a}));
+    let middle = group(&service, "middle", Some(&top), json!({}));
+    let bottom = group(&service, "bottom", Some(&middle), json!({"identity_id": b}));
+    let inherits = host(&service, "h1", &middle, None);
+    let direct = host(&service, "h2", &bottom, Some(&a));
+    let other = host(&service, "h3", &bottom, None);
+    let via_top = format!("group:{top}");
+    assert_eq!(
+        usages(&service, &a),
+        json!({"hosts": [{"id": inherits, "name": "h1", "via": via_top},
+                         {"id": direct, "name": "h2", "via": "direct"}],
+               "groups": [{"id": middle, "name": "middle", "via": via_top},
+                          {"id": top, "name": "top", "via": "direct"}],
+               "host_count": 2, "group_count": 2})
+    );
+    assert_eq!(
+        usages(&service, &b),
+        json!({"hosts": [{"id": other, "name": "h3", "via": format!("group:{bottom}")}],
+               "groups": [{"id": bottom, "name": "bottom", "via": "direct"}],
+               "host_count": 1, "group_count": 1})
+    );
+}
+
+#[test]
+fn deleting_an_identity_in_use_is_refused_and_reassign_moves_its_users_in_one_go() {
+    let service = Service::start("identity-in-use");
+    let a = new_identity(&service, usable("a"));
+    let b = new_identity(&service, usable("b"));
+    let g = group(&service, "g", None, json!({"identity_id": a}));
+    let direct = host(&service, "direct", &g, Some(&a));
+    let below = host(&service, "below", &g, None);
+    let refused = service.delete(&format!("/api/identities/{a}"));
+    let error = refused.assert_error(409, "IDENTITY_IN_USE");
+    assert!(
+        error["details"]
+            .as_str()
+            .unwrap()
+            .starts_with("hosts: 1, groups: 1"),
+        "{error}"
+    );
+    service.get(&format!("/api/identities/{a}")).expect(200);
+    service
+        .delete(&format!("/api/identities/{a}?reassign_to={b}"))
+        .expect(204);
+    service
+        .get(&format!("/api/identities/{a}"))
+        .assert_error(404, "IDENTITY_NOT_FOUND");
+    let moved = service.get(&format!("/api/hosts/{direct}")).expect(200);
+    assert_eq!(
+        (moved["identity_id"].as_str(), moved["revision"].as_i64()),
+        (Some(b.as_str()), Some(2))
+    );
+    let group = service.get(&format!("/api/groups/{g}")).expect(200);
+    assert_eq!(group["defaults"]["identity_id"], b.as_str());
+    let users = usages(&service, &b);
+    assert_eq!(
+        (users["host_count"].as_u64(), users["group_count"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert!(users.to_string().contains(&below));
+}
+
+/// The change feed's cursor now.
+fn cursor(service: &Service) -> i64 {
+    service.get("/api/changes?since=0&limit=1000").expect(200)["next"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The ids of the `host` `updated` entries after `since`, sorted.
+fn host_updates(service: &Service, since: i64) -> Vec<String> {
+    let page = service
+        .get(&format!("/api/changes?since={since}&limit=1000"))
+        .expect(200);
+    let mut ids: Vec<String> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|change| change["kind"] == "host" && change["op"] == "updated")
+        .map(|change| change["id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn a_password_rotation_counts_and_logs_every_host_that_uses_the_identity_and_a_rename_none() {
+    let service = Service::start("identity-rotation");
+    let body = json!({"name": "ops", "username": "deploy", "auth": [{"type": "password", "password": "old-pw"}]});
+    let ops = new_identity(&service, body);
+    let g = group(&service, "g", None, json!({"identity_id": ops}));
+    let mut users = vec![
+        host(&service, "a", &g, None),
+        host(&service, "b", &g, None),
+        host(&service, "c", &g, Some(&ops)),
+    ];
+    users.sort();
+    let mine = json!({"name": "own", "hostname": "own.example.com", "username": "me", "auth": {"type": "agent"}});
+    let own = id_of(&service.post("/api/hosts", &mine).expect(201));
+    let since = cursor(&service);
+    let path = format!("/api/identities/{ops}");
+    let rotated = service.put(
+        &path,
+        &json!({"auth": [{"type": "password", "password": "new-pw"}]}),
+    );
+    assert_eq!(rotated.expect(200)["affected_hosts"], 3);
+    assert_eq!(host_updates(&service, since), users);
+    for id in &users {
+        let host = service.get(&format!("/api/hosts/{id}")).expect(200);
+        assert_eq!(
+            host["revision"], 1,
+            "a following host's own row is untouched"
+        );
+    }
+    assert_eq!(
+        service.get(&format!("/api/hosts/{own}")).expect(200)["revision"],
+        1
+    );
+    let since = cursor(&service);
+    let renamed = service.put(&path, &json!({"name": "ops-2026", "notes": "rotated"}));
+    assert_eq!(renamed.expect(200)["affected_hosts"], 0);
+    assert!(host_updates(&service, since).is_empty());
+}
+
+#[test]
+fn an_identity_edit_that_would_leave_a_host_without_username_or_auth_is_refused_whole() {
+    let service = Service::start("identity-stranding");
+    let a = new_identity(&service, usable("a"));
+    let g = group(&service, "g", None, json!({}));
+    host(&service, "h", &g, Some(&a));
+    let path = format!("/api/identities/{a}");
+    assert_refused(
+        &service.put(&path, &json!({"username": null, "notes": "x"})),
+        "username",
+    );
+    assert_refused(&service.put(&path, &json!({"auth": []})), "auth");
+    let kept = service.get(&path).expect(200);
+    assert_eq!(
+        (kept["username"].as_str(), kept["notes"].as_str()),
+        (Some("u"), Some(""))
+    );
 }

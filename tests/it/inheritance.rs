@@ -551,7 +551,10 @@ fn inherited_chains_of_hops_make_the_route_and_a_loop_through_groups_is_refused(
     // Back in dmz, then outer jumps through far, whose route passes bastion and outer again:
     // a loop only the groups' chains make, which no write of a host's own chain can see.
     service
-        .put(&format!("/api/hosts/{bastion}/move"), &json!({"group_id": dmz}))
+        .put(
+            &format!("/api/hosts/{bastion}/move"),
+            &json!({"group_id": dmz}),
+        )
         .expect(200);
     service
         .put(

@@ -234,31 +234,6 @@ fn reassign_moves_direct_users_and_logs_their_change() {
 }
 
 #[test]
-fn followed_hosts_get_one_change_entry_each_and_keep_their_revision() {
-    let db = open_in_memory().unwrap();
-    add_host(&db, "h1", None, None);
-    add_host(&db, "h2", None, None);
-    let count = |conn: &rusqlite::Connection| {
-        conn.query_row(
-            "SELECT count(*) FROM changes WHERE kind = 'host' AND op = 'updated'",
-            [],
-            |row| row.get::<_, i64>(0),
-        )
-        .map_err(StoreError::from)
-    };
-    db.write(|tx| usage::record_hosts_followed(tx, &["h1".into(), "h2".into()]))
-        .unwrap();
-    assert_eq!(db.read(count).unwrap(), 2);
-    let revisions: i64 = db
-        .read(|conn| {
-            conn.query_row("SELECT sum(revision) FROM hosts", [], |row| row.get(0))
-                .map_err(StoreError::from)
-        })
-        .unwrap();
-    assert_eq!(revisions, 2);
-}
-
-#[test]
 fn traits_carry_the_username_and_public_auth_of_every_identity() {
     let db = open_in_memory().unwrap();
     add_identity(&db, "a", "a");

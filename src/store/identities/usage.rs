@@ -1,7 +1,7 @@
 //! Who uses an identity (docs/identities.md): the hosts and groups that resolve to it
-//! (`usages`, `resolving_hosts`), its direct users (`direct_users`), moving them to another
-//! identity (`reassign`), and the change-feed entries of the hosts that follow an edit
-//! (`record_hosts_followed`).
+//! (`usages`, `resolving_hosts`), its direct users (`direct_users`), and moving them to
+//! another identity (`reassign`). The change-feed entries of the hosts that follow an edit
+//! are `store::inherit::log_followers`'.
 //!
 //! Resolution: a host's identity is its own `identity_id`, else its group's; a group's is
 //! its `default_identity_id`, else its parent's, up to the top (one recursive query over
@@ -9,8 +9,7 @@
 //! is never walked).
 //!
 //! Invariants: runs in the caller's transaction; a reassigned host or group moves its
-//! `updated_at` (its trigger bumps the revision and logs the change); the entries of
-//! following hosts touch neither their rows nor their revisions.
+//! `updated_at` (its trigger bumps the revision and logs the change).
 
 use rusqlite::{params, Connection};
 
@@ -44,8 +43,6 @@ const SELECT_GROUPS_DIRECT: &str =
 const MOVE_HOST: &str = "UPDATE hosts SET identity_id = ?2, updated_at = ?3 WHERE id = ?1";
 const MOVE_GROUP: &str =
     "UPDATE groups SET default_identity_id = ?2, updated_at = ?3 WHERE id = ?1";
-const HOST_FOLLOWED: &str = "INSERT INTO changes (at, kind, id, op) \
-     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'host', ?1, 'updated')";
 
 /// A host or group that resolves to an identity, and how: `direct` or `group:<id>` (the
 /// group that names it).
@@ -129,14 +126,4 @@ pub fn reassign(conn: &Connection, from: &str, to: &str) -> Result<DirectUsers, 
         *count = u64::try_from(rows.len()).unwrap_or(u64::MAX);
     }
     Ok(moved)
-}
-
-/// One `host` `updated` entry in the change feed per host (docs/identities.md, "Rotation in
-/// one call"): their effective values changed, their own rows did not.
-pub fn record_hosts_followed(conn: &Connection, host_ids: &[String]) -> Result<(), StoreError> {
-    let mut statement = conn.prepare_cached(HOST_FOLLOWED)?;
-    for id in host_ids {
-        statement.execute([id])?;
-    }
-    Ok(())
 }
