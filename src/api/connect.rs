@@ -11,15 +11,17 @@ use std::io;
 use serde::Serialize;
 use zeroize::Zeroizing;
 
+use crate::api::identity_use::{self, OpenedIdentity};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{Host, HostView};
-use crate::model::inherit::{Effective, DEFAULT_PORT};
+use crate::model::inherit::{Effective, Source, DEFAULT_PORT};
 use crate::model::interop;
 use crate::model::validate;
 use crate::state::AppState;
 use crate::store;
 use crate::store::hosts::SealedCredentials;
+use crate::store::identities::SealedIdentity;
 use crate::vault::{SealContext, Secret};
 
 /// docs/api.md, Hosts: `connect` answers `{ host, credentials }`.
@@ -61,6 +63,10 @@ struct CredentialsView<'a> {
     /// `CertificateFile`; omitted when it has none valid now.
     #[serde(skip_serializing_if = "Option::is_none")]
     certificate: Option<&'a str>,
+    /// An identity's methods and TOTP code when the auth is inherited from one
+    /// (docs/identities.md): `methods`, `totp`.
+    #[serde(flatten)]
+    identity: Option<&'a OpenedIdentity>,
 }
 
 /// `connect`'s `effective`: what the app puts on the `ssh` command line.
@@ -102,6 +108,38 @@ enum Credentials {
         public_key: String,
         socket: String,
     },
+    /// The auth is an identity's: its methods go out as `methods` (`OpenedIdentity`).
+    Identity,
+}
+
+/// What `connect` opens: the host's own secret, or the identity's its auth comes from.
+enum Sealed {
+    Own(SealedCredentials),
+    Identity(SealedIdentity),
+}
+
+/// The sealed secrets of `host`'s effective auth (docs/identities.md): its own, else those of
+/// the identity the auth resolves to.
+fn sealed_credentials(
+    conn: &store::Conn,
+    host: &Host,
+    effective: &Effective,
+) -> Result<Sealed, ApiError> {
+    if let Some(own) = store::hosts::credentials(conn, host)? {
+        return Ok(Sealed::Own(own));
+    }
+    let identity = match effective.auth.as_ref().map(|auth| &auth.source) {
+        Some(Source::Identity { id, .. }) => id,
+        _ => {
+            return Err(ApiError::internal(
+                "a host without auth passed the effective check",
+            ))
+        }
+    };
+    match store::identities::sealed(conn, identity)? {
+        Some(sealed) => Ok(Sealed::Identity(sealed)),
+        None => Err(ApiError::IdentityNotFound),
+    }
 }
 
 /// docs/api.md, Hosts (extension): sets `last_used_at` and answers the decrypted
@@ -132,28 +170,37 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
             return Err(ApiError::HostKeyChanged(blocked.to_string()));
         }
         let proxy_jump = proxy_jump(&route)?;
-        let Some(sealed) = store::hosts::credentials(conn, &host)? else {
-            return Err(ApiError::internal("identity credentials are not built yet"));
-        };
-        Ok::<_, ApiError>((host, flat, effective.auth_label(), sealed, proxy_jump))
+        let sealed = sealed_credentials(conn, &host, &effective)?;
+        let first_key = effective.auth_key();
+        Ok::<_, ApiError>((
+            host,
+            flat,
+            (effective.auth_label(), first_key),
+            sealed,
+            proxy_jump,
+        ))
     })?;
+    let (auth_label, first_key) = auth_label;
     let username = flat.username.clone().unwrap_or_default();
-    let certificate = match &sealed {
-        SealedCredentials::Key { key_id, .. } => {
-            crate::api::certificate_in_use(state, key_id, &username)?
-        }
-        _ => None,
+    let certificate = match &first_key {
+        Some(key_id) => crate::api::certificate_in_use(state, key_id, &username)?,
+        None => None,
     };
-    let credentials = match (&sealed, via_agent) {
-        (SealedCredentials::Key { key_id, .. }, true) => {
+    let (credentials, identity) = match (&sealed, via_agent) {
+        (Sealed::Own(SealedCredentials::Key { key_id, .. }), true) => {
             let agent = crate::api::agent_use::connect_credentials(state, key_id)?;
-            Credentials::ViaAgent {
+            let via = Credentials::ViaAgent {
                 key_id: key_id.clone(),
                 public_key: agent.public_key,
                 socket: agent.socket,
-            }
+            };
+            (via, None)
         }
-        _ => open_credentials(state, id, &sealed)?,
+        (Sealed::Own(own), _) => (open_credentials(state, id, own)?, None),
+        (Sealed::Identity(sealed), _) => (
+            Credentials::Identity,
+            Some(identity_use::open(state, sealed)?),
+        ),
     };
     // Set only once the secrets opened: a failed connect is not a use. The history entry
     // commits with it (docs/api.md, "Connection history").
@@ -164,6 +211,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         credentials: CredentialsView {
             proxy_jump: proxy_jump.as_deref(),
             certificate: certificate.as_deref(),
+            identity: identity.as_ref(),
             ..credentials_view(&credentials, &auth_label, &username)?
         },
     };
@@ -313,6 +361,7 @@ fn credentials_view<'a>(
         identity_agent: None,
         proxy_jump: None,
         certificate: None,
+        identity: None,
     };
     match credentials {
         Credentials::Password(password) => {
@@ -327,7 +376,7 @@ fn credentials_view<'a>(
             view.private_key = Some(text_of(private_key)?);
             view.passphrase = passphrase.as_ref().map(text_of).transpose()?;
         }
-        Credentials::Agent => {}
+        Credentials::Agent | Credentials::Identity => {}
         Credentials::ViaAgent {
             key_id,
             public_key,

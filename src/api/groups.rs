@@ -157,15 +157,16 @@ fn write_defaults(tx: &store::Conn, id: &str, defaults: &GroupDefaults) -> Resul
 fn follow(tx: &store::Conn, id: &str, before: &Inheritance) -> Result<usize, ApiError> {
     let hosts = store::catalogue::hosts_under_group(tx, id)?;
     let after = Inheritance::load(tx)?;
-    let changed = store::inherit::followers(&hosts, before, &after).map_err(|(field, count)| {
-        ApiError::validation(
-            field,
-            format!(
-                "{count} host(s) below the group would have no {field}: set it on them, on \
+    let changed =
+        store::inherit::followers(&hosts, before, &after, None).map_err(|(field, count)| {
+            ApiError::validation(
+                field,
+                format!(
+                    "{count} host(s) below the group would have no {field}: set it on them, on \
                  their identity, or keep a default that gives it"
-            ),
-        )
-    })?;
+                ),
+            )
+        })?;
     store::inherit::log_followers(tx, &changed)?;
     if !changed.is_empty() {
         let detail = serde_json::json!({"group_id": id, "affected_hosts": changed.len()});

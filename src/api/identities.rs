@@ -82,8 +82,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         let identity = stored::update(tx, &current, &fields, &slots)?;
         let mut affected = Vec::new();
         if let Some(before) = before {
-            refuse_stranding(tx, id, &before)?;
-            affected = usage::resolving_hosts(tx, id)?;
+            affected = refuse_stranding(tx, id, &before)?;
             store::inherit::log_followers(tx, &affected)?;
         }
         let detail = json!({
@@ -227,7 +226,7 @@ fn reassign_parameter(req: &Req) -> Result<Option<String>, ApiError> {
 /// docs/identities.md, "Host fields that inherit": a write that leaves a host resolving to
 /// identity `id` with no username or no way to authenticate is refused (400 naming the
 /// field and how many hosts it leaves so). Answers the hosts whose effective values changed
-/// since `before`.
+/// since `before` or who connect with this identity's username or auth.
 fn refuse_stranding(
     tx: &store::Conn,
     id: &str,
@@ -238,7 +237,7 @@ fn refuse_stranding(
         .map(|host| store::hosts::by_id(tx, host))
         .collect::<Result<Vec<_>, _>>()?;
     let after = Inheritance::load(tx)?;
-    store::inherit::followers(&hosts, before, &after).map_err(|(field, count)| {
+    store::inherit::followers(&hosts, before, &after, Some(id)).map_err(|(field, count)| {
         ApiError::validation(
             field,
             format!(

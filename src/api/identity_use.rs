@@ -94,21 +94,16 @@ fn code_with(
     })
 }
 
-/// An identity's credentials, opened: serializes as `{username, methods: [...], totp?:
-/// {code, valid_for_s}}` (each method `{type: "key", key_id, private_key, passphrase?}`,
+/// An identity's credentials, opened: serializes as `{methods: [...], totp?:
+/// {code, valid_for_s}}` (the username is `connect`'s own, the effective one) (each method `{type: "key", key_id, private_key, passphrase?}`,
 /// `{type: "password", password?}`, `{type: "agent"}` or `{type: "keyboard_interactive",
 /// answers: [{prompt, answer}]}`, an answer being the password, the current TOTP code or
 /// the literal text). For `connect` only.
-// `connect` of a host that resolves to an identity (docs/identities.md) calls `open`; until
-// it does, only the tests do.
-#[cfg_attr(not(test), allow(dead_code))]
 pub struct OpenedIdentity {
-    username: Option<String>,
     methods: Vec<OpenedMethod>,
     totp: Option<Code>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 enum OpenedMethod {
     Key {
         key_id: String,
@@ -121,7 +116,6 @@ enum OpenedMethod {
 }
 
 /// Opens every secret of `sealed` (the vault lock once, no database lock).
-#[cfg_attr(not(test), allow(dead_code))]
 pub fn open(state: &AppState, sealed: &SealedIdentity) -> Result<OpenedIdentity, ApiError> {
     let vault = state.session.vault();
     let totp = match &sealed.totp {
@@ -176,29 +170,21 @@ pub fn open(state: &AppState, sealed: &SealedIdentity) -> Result<OpenedIdentity,
             }
         });
     }
-    Ok(OpenedIdentity {
-        username: sealed.username.clone(),
-        methods,
-        totp,
-    })
+    Ok(OpenedIdentity { methods, totp })
 }
 
 /// A second wiped copy of a secret (the password answers a prompt and its method both).
-#[cfg_attr(not(test), allow(dead_code))]
 fn copy(secret: Option<&Secret>) -> Option<Secret> {
     secret.map(|secret| Secret::new(secret.expose().to_vec()))
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Serialize)]
 struct OpenedView<'a> {
-    username: Option<&'a str>,
     methods: Vec<MethodView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     totp: Option<CodeView<'a>>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum MethodView<'a> {
@@ -218,14 +204,12 @@ enum MethodView<'a> {
     },
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Serialize)]
 struct AnswerView<'a> {
     prompt: &'a str,
     answer: Option<&'a str>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Serialize)]
 struct CodeView<'a> {
     code: &'a str,
@@ -233,14 +217,12 @@ struct CodeView<'a> {
 }
 
 /// A secret as text: every secret arrived as a JSON string, so it is UTF-8.
-#[cfg_attr(not(test), allow(dead_code))]
 fn text_of<E: serde::ser::Error>(secret: &Secret) -> Result<&str, E> {
     secret
         .expose_str()
         .ok_or_else(|| E::custom("a stored secret is not UTF-8"))
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 fn optional_text<E: serde::ser::Error>(secret: Option<&Secret>) -> Result<Option<&str>, E> {
     secret.map(text_of).transpose()
 }
@@ -285,11 +267,6 @@ impl Serialize for OpenedIdentity {
             }),
             None => None,
         };
-        OpenedView {
-            username: self.username.as_deref(),
-            methods,
-            totp,
-        }
-        .serialize(serializer)
+        OpenedView { methods, totp }.serialize(serializer)
     }
 }

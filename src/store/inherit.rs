@@ -9,17 +9,15 @@
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection};
-use serde_json::{json, Value};
 
 use crate::model::group::MAX_DEPTH;
 use crate::model::host::Host;
-use crate::model::inherit::{resolve, Effective, GroupDefaults, GroupLevel, IdentityTraits};
+use crate::model::inherit::{
+    resolve, Effective, GroupDefaults, GroupLevel, IdentityTraits, Source,
+};
 use crate::model::interop::MAX_ROUTE_HOPS;
 use crate::store::StoreError;
 
-const SELECT_IDENTITIES: &str = "SELECT id, username FROM identities";
-const SELECT_METHODS: &str = "SELECT identity_id, type, key_id FROM identity_methods \
-     ORDER BY identity_id, position";
 const INSERT_HOST_CHANGE: &str = "INSERT INTO changes (at, kind, id, op) \
      VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'host', ?1, 'updated')";
 
@@ -154,12 +152,15 @@ impl Inheritance {
 }
 
 /// Of `hosts`, the ids of those whose effective values differ between `before` and
-/// `after`, in order. The first host that `after` leaves with no username or no auth is
-/// an error naming that field and how many hosts it leaves so.
+/// `after`, in order, and, with `secrets_of` an identity id, those whose username or auth
+/// comes from that identity (a new password changes no value a view shows, but every host
+/// that connects with it). The first host that `after` leaves with no username or no auth
+/// is an error naming that field and how many hosts it leaves so.
 pub fn followers(
     hosts: &[Host],
     before: &Inheritance,
     after: &Inheritance,
+    secrets_of: Option<&str>,
 ) -> Result<Vec<String>, (&'static str, usize)> {
     let mut changed = Vec::new();
     let mut stranded: Option<(&'static str, usize)> = None;
@@ -174,7 +175,13 @@ pub fn followers(
             let auth = effective.auth.as_ref().map(|auth| auth.value.clone());
             (effective.flatten(host), auth)
         };
-        if value(&was) != value(&is) {
+        let draws = |source: Option<&Source>| match (source, secrets_of) {
+            (Some(Source::Identity { id, .. }), Some(changed)) => id == changed,
+            _ => false,
+        };
+        let from_identity = draws(is.username.as_ref().map(|field| &field.source))
+            || draws(is.auth.as_ref().map(|field| &field.source));
+        if from_identity || value(&was) != value(&is) {
             changed.push(host.id.clone());
         }
     }
@@ -196,29 +203,15 @@ pub fn log_followers(conn: &Connection, host_ids: &[String]) -> Result<(), Store
 }
 
 fn identity_traits(conn: &Connection) -> Result<HashMap<String, IdentityTraits>, StoreError> {
-    let mut identities: HashMap<String, IdentityTraits> = HashMap::new();
-    let mut statement = conn.prepare_cached(SELECT_IDENTITIES)?;
-    let mut rows = statement.query([])?;
-    while let Some(row) = rows.next()? {
-        let traits = IdentityTraits {
-            username: row.get(1)?,
-            auth: Vec::new(),
-        };
-        identities.insert(row.get(0)?, traits);
-    }
-    let mut statement = conn.prepare_cached(SELECT_METHODS)?;
-    let mut rows = statement.query([])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let kind: String = row.get(1)?;
-        let key_id: Option<String> = row.get(2)?;
-        let method: Value = match key_id {
-            Some(key_id) => json!({"type": kind, "key_id": key_id}),
-            None => json!({ "type": kind }),
-        };
-        if let Some(traits) = identities.get_mut(&id) {
-            traits.auth.push(method);
-        }
-    }
-    Ok(identities)
+    Ok(crate::store::identities::list(conn)?
+        .into_iter()
+        .map(|identity| {
+            let auth = crate::model::identity::auth_view(&identity.fields.auth);
+            let traits = IdentityTraits {
+                username: identity.fields.username.clone(),
+                auth: auth.as_array().cloned().unwrap_or_default(),
+            };
+            (identity.id, traits)
+        })
+        .collect())
 }

@@ -845,10 +845,12 @@ impl Sshd {
         let extra = extra(&dir);
         std::fs::write(
             &config,
+            // `extra` first: sshd keeps the first value of a keyword, so a test's line
+            // (`PasswordAuthentication yes`) overrides these defaults.
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nHostKey {}\nAuthorizedKeysFile {}\n\
+                "{extra}\nPort {port}\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey {}\nHostKey {}\nAuthorizedKeysFile {}\n\
                  StrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n{extra}",
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
                 host_key.display(),
                 dir.join("host_key_ecdsa").display(),
                 dir.join("authorized_keys").display()

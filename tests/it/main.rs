@@ -14,6 +14,7 @@ mod host_cas;
 mod hosts;
 mod http;
 mod identities;
+mod identity_use;
 mod inheritance;
 mod interop;
 mod keys;

@@ -25,7 +25,7 @@ use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 // What inheritance and `connect` read (docs/identities.md); until they do, only tests.
 #[allow(unused_imports)]
-pub use sealed::{sealed, traits, traits_of, IdentityTraits, SealedIdentity};
+pub use sealed::{sealed, SealedIdentity};
 
 const COLUMNS: &str = "SELECT id, name, username, totp_secret IS NOT NULL, totp_digits, \
      totp_period, totp_algorithm, notes, created_at, updated_at, revision FROM identities";

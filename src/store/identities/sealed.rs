@@ -9,15 +9,12 @@
 
 // Inheritance and `connect` (docs/identities.md) read `traits` and `sealed`; until they
 // do, only the tests call them.
-#![cfg_attr(not(test), allow(dead_code))]
-
-use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::model::identity::{self, Answer, Identity, Method};
+use crate::model::identity::{self, Answer, Method};
 use crate::model::totp::TotpSettings;
-use crate::store::identities::{by_id, list, SealedSlots};
+use crate::store::identities::{by_id, SealedSlots};
 use crate::store::StoreError;
 
 const SELECT_PASSWORD: &str = "SELECT password FROM identity_methods \
@@ -27,21 +24,9 @@ const SELECT_LITERALS: &str = "SELECT position, literal FROM identity_answers \
 const SELECT_TOTP: &str = "SELECT totp_secret FROM identities WHERE id = ?1";
 const SELECT_KEY_SECRETS: &str = "SELECT private_key, passphrase FROM keys WHERE id = ?1";
 
-/// What inheritance takes from an identity (docs/identities.md, "Host fields that
-/// inherit"): its username and its ways to authenticate, without secrets.
-#[derive(Clone, Debug, PartialEq)]
-pub struct IdentityTraits {
-    pub username: Option<String>,
-    /// The public view of `auth` (the API's array: `has_password`, never a password).
-    pub auth: serde_json::Value,
-    /// Whether `auth` names at least one method.
-    pub has_auth: bool,
-}
-
 /// An identity's credentials, sealed, for `connect` (`api::identity_use::open`).
 pub struct SealedIdentity {
     pub id: String,
-    pub username: Option<String>,
     pub methods: Vec<SealedMethod>,
     /// The settings and the sealed secret (field `totp`).
     pub totp: Option<(TotpSettings, Vec<u8>)>,
@@ -77,33 +62,6 @@ pub enum SealedAnswerKind {
         position: usize,
         sealed: Vec<u8>,
     },
-}
-
-impl IdentityTraits {
-    fn of(identity: &Identity) -> IdentityTraits {
-        IdentityTraits {
-            username: identity.fields.username.clone(),
-            auth: identity::auth_view(&identity.fields.auth),
-            has_auth: !identity.fields.auth.is_empty(),
-        }
-    }
-}
-
-/// The traits of every identity, by id.
-pub fn traits(conn: &Connection) -> Result<HashMap<String, IdentityTraits>, StoreError> {
-    Ok(list(conn)?
-        .iter()
-        .map(|identity| (identity.id.clone(), IdentityTraits::of(identity)))
-        .collect())
-}
-
-/// The traits of one identity; `None` when there is none with this id.
-pub fn traits_of(conn: &Connection, id: &str) -> Result<Option<IdentityTraits>, StoreError> {
-    match by_id(conn, id) {
-        Ok(identity) => Ok(Some(IdentityTraits::of(&identity))),
-        Err(StoreError::IdentityNotFound) => Ok(None),
-        Err(err) => Err(err),
-    }
 }
 
 /// The sealed slots of an identity as stored (what an update keeps).
@@ -168,7 +126,6 @@ pub fn sealed(conn: &Connection, id: &str) -> Result<Option<SealedIdentity>, Sto
     };
     Ok(Some(SealedIdentity {
         id: identity.id,
-        username: identity.fields.username,
         methods,
         totp,
     }))

@@ -234,21 +234,8 @@ fn reassign_moves_direct_users_and_logs_their_change() {
 }
 
 #[test]
-fn traits_carry_the_username_and_public_auth_of_every_identity() {
+fn an_unknown_identity_has_no_sealed_credentials() {
     let db = open_in_memory().unwrap();
-    add_identity(&db, "a", "a");
-    let traits = db.read(identities::traits).unwrap();
-    assert_eq!(traits["a"].auth, json!([{"type": "agent"}]));
-    assert!(traits["a"].has_auth);
-    assert_eq!(traits["a"].username, None);
-    assert_eq!(
-        db.read(|conn| identities::traits_of(conn, "a")).unwrap(),
-        Some(traits["a"].clone())
-    );
-    assert_eq!(
-        db.read(|conn| identities::traits_of(conn, "nope")).unwrap(),
-        None
-    );
     assert!(db
         .read(|conn| identities::sealed(conn, "nope"))
         .unwrap()
