@@ -103,6 +103,7 @@ pub static ROUTES: &[Route] = &[
     route!(Patch "/api/hosts/{id}/favorite", Unlocked Work, ReqId hosts::toggle_favorite, "toggleFavorite"),
     route!(Put "/api/hosts/{id}/move", Unlocked Work, ReqId hosts::move_to, "moveHost"),
     route!(Post "/api/hosts/{id}/connect", Unlocked Work, ReqId connect::connect, "connectHost"),
+    route!(Post "/api/hosts/{id}/duplicate", Unlocked Work, ReqId hosts::duplicate, "duplicateHost"),
     route!(Get "/api/hosts/{id}/effective", Unlocked Work, Id hosts::effective, "getHostEffective"),
     route!(Get "/api/hosts/{id}/history", Unlocked Work, ReqId history::of_host, "listHostHistory"),
 
