@@ -97,6 +97,8 @@ pub static ROUTES: &[Route] = &[
 
     route!(Get "/api/hosts", Unlocked Work, Req hosts::list, "listHosts"),
     route!(Post "/api/hosts", Unlocked Work, Req hosts::create, "createHost"),
+    // A literal segment is never an {id} (resolve), so the batch is not a host's route.
+    route!(Post "/api/hosts/batch", Unlocked Work, Req batch::run, "batchHosts"),
     route!(Get "/api/hosts/{id}", Unlocked Work, Id hosts::get, "getHost"),
     route!(Put "/api/hosts/{id}", Unlocked Work, ReqId hosts::update, "updateHost"),
     route!(Delete "/api/hosts/{id}", Unlocked Work, ReqId hosts::delete, "deleteHost"),

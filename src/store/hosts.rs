@@ -401,7 +401,7 @@ fn corrupt() -> StoreError {
 }
 
 /// `IdentityNotFound` when the identity does not exist.
-fn check_identity(conn: &Connection, identity_id: Option<&str>) -> Result<(), StoreError> {
+pub fn check_identity(conn: &Connection, identity_id: Option<&str>) -> Result<(), StoreError> {
     let Some(identity_id) = identity_id else {
         return Ok(());
     };

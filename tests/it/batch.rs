@@ -138,3 +138,357 @@ fn a_duplicate_name_defaults_to_copy_within_100_characters_and_a_given_name_meet
     let total = service.get("/api/hosts").expect(200)["total"].clone();
     assert_eq!(total, 4, "the refusals wrote nothing");
 }
+
+fn batch(service: &Service, body: &Value) -> crate::support::Response {
+    service.post("/api/hosts/batch", body)
+}
+
+fn host(service: &Service, id: &str) -> Value {
+    service.get(&format!("/api/hosts/{id}")).expect(200)
+}
+
+/// The newest change-feed `seq` now.
+fn newest_change(service: &Service) -> i64 {
+    service.get("/api/changes").expect(200)["next"]
+        .as_i64()
+        .unwrap()
+}
+
+/// `(kind, id, op)` of every change-feed entry after `since`.
+fn changes_since(service: &Service, since: i64) -> Vec<(String, String, String)> {
+    let page = service
+        .get(&format!("/api/changes?since={since}&limit=1000"))
+        .expect(200);
+    let items = page["items"].as_array().unwrap().iter();
+    let text = |item: &Value, field: &str| item[field].as_str().unwrap().to_owned();
+    items
+        .map(|item| (text(item, "kind"), text(item, "id"), text(item, "op")))
+        .collect()
+}
+
+/// The audit entries of batches, newest first.
+fn batch_audit(service: &Service) -> Vec<Value> {
+    let page = service.get("/api/audit?limit=1000").expect(200);
+    let items = page["items"].as_array().unwrap().iter();
+    items
+        .filter(|item| item["event"] == "hosts.batch")
+        .cloned()
+        .collect()
+}
+
+/// The ids of a list page, in order.
+fn listed(service: &Service, query: &str) -> Vec<String> {
+    let page = service.get(&format!("/api/hosts?{query}")).expect(200);
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(id_of)
+        .collect()
+}
+
+/// Asserts a batch is refused 400 with details naming `field`.
+#[track_caller]
+fn assert_refused(service: &Service, body: &Value, field: &str) {
+    let error = batch(service, body).assert_error(400, "VALIDATION_ERROR");
+    let details = error["details"].as_str().unwrap();
+    assert!(
+        details.starts_with(&format!("{field}: ")),
+        "{body}: details should name {field}: {details}"
+    );
+}
+
+#[test]
+fn a_batch_by_ids_moves_retags_and_sets_fields_writing_each_changed_host_once() {
+    let service = Service::start("batch-ids");
+    let group = service.new_group("g");
+    let already = id_of(&create(&service, "already", json!({"group_id": group})));
+    let a = id_of(&create(&service, "a", json!({"tags": ["x", "keep"]})));
+    let b = id_of(&create(&service, "b", json!({"tags": ["x"]})));
+    let untouched = id_of(&create(&service, "c", json!({"tags": ["x"]})));
+    let since = newest_change(&service);
+    let body = json!({"ids": [b, a, b], "ops": {
+        "group_id": group, "tags": {"remove": ["x"], "add": ["y", "keep"]}, "port": 2222,
+        "username": "ops", "is_favorite": true, "color": "#112233"}});
+    let answer = batch(&service, &body).expect(200);
+    assert_eq!(answer, json!({"count": 2, "matched": 2, "ids": [b, a]}));
+    let (a, b) = (host(&service, &a), host(&service, &b));
+    assert_eq!(a["tags"], json!(["keep", "y"]));
+    assert_eq!(b["tags"], json!(["y", "keep"]));
+    for moved in [&a, &b] {
+        assert_eq!(moved["group_id"], json!(group));
+        assert_eq!(
+            (&moved["port"], &moved["username"]),
+            (&json!(2222), &json!("ops"))
+        );
+        assert_eq!(
+            (&moved["is_favorite"], &moved["color"]),
+            (&json!(true), &json!("#112233"))
+        );
+        assert_eq!(moved["revision"], 2, "one new revision: {moved}");
+    }
+    let already = host(&service, &already);
+    let order = |host: &Value| host["order"].as_i64().unwrap();
+    assert!(
+        order(&already) < order(&b) && order(&b) < order(&a),
+        "batch order, at the end"
+    );
+    assert_eq!(host(&service, &untouched)["revision"], 1);
+    let mut fed = changes_since(&service, since);
+    fed.sort();
+    let mut expected = vec![
+        ("host".to_owned(), id_of(&a), "updated".to_owned()),
+        ("host".to_owned(), id_of(&b), "updated".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(fed, expected, "one feed entry per changed host");
+    let audit = batch_audit(&service);
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    let detail = &audit[0]["detail"];
+    assert_eq!(detail["count"], 2, "{detail}");
+    assert_eq!(detail["selection"], "ids");
+    assert_eq!(
+        detail["ops"],
+        json!([
+            "group_id",
+            "tags",
+            "port",
+            "username",
+            "is_favorite",
+            "color"
+        ])
+    );
+}
+
+#[test]
+fn a_batch_by_filter_selects_what_the_list_selects_and_the_list_shows_the_new_tags() {
+    let service = Service::start("batch-filter");
+    let group = service.new_group("g");
+    let mut old = Vec::new();
+    for index in 0..5 {
+        let extra = json!({"tags": ["old"], "is_favorite": index % 2 == 0});
+        old.push(id_of(&create(&service, &format!("web-{index}"), extra)));
+    }
+    let grouped = id_of(&create(
+        &service,
+        "web-g",
+        json!({"tags": ["old"], "group_id": group}),
+    ));
+    let other = id_of(&create(&service, "db", json!({"tags": ["other"]})));
+    // The list's memory is read before the batch, so the batch must reach it.
+    assert_eq!(listed(&service, "tag=old").len(), 6);
+    let body = json!({"filter": {"tag": "old", "group": null, "favorite": true},
+        "ops": {"tags": {"set": ["new"]}}});
+    let answer = batch(&service, &body).expect(200);
+    let favorites = [&old[0], &old[2], &old[4]];
+    assert_eq!(answer["count"], 3, "{answer}");
+    let mut listed_new = listed(&service, "tag=new");
+    listed_new.sort();
+    let mut expected: Vec<String> = favorites.iter().map(|id| id.to_string()).collect();
+    expected.sort();
+    assert_eq!(listed_new, expected);
+    assert_eq!(listed(&service, "tag=old").len(), 3, "web-1, web-3, web-g");
+    let body = json!({"filter": {"search": "WEB-"}, "ops": {"group_id": group}});
+    assert_eq!(
+        batch(&service, &body).expect(200)["count"],
+        5,
+        "web-g is there already"
+    );
+    let in_group = listed(&service, &format!("group={group}"));
+    assert_eq!(in_group.len(), 6);
+    assert!(in_group.contains(&grouped) && !in_group.contains(&other));
+    let body = json!({"filter": {}, "ops": {"color": "#000000"}});
+    assert_eq!(
+        batch(&service, &body).expect(200)["count"],
+        7,
+        "{{}} is every host"
+    );
+}
+
+#[test]
+fn each_op_is_accepted_within_its_rule_and_refused_past_it_naming_the_op() {
+    let service = start_with_identity("batch-op-rules");
+    let group = service.new_group("g");
+    let id = id_of(&create(&service, "a", json!({})));
+    let ids = json!([id]);
+    let accepted = [
+        json!({"port": 1}),
+        json!({"port": 65535}),
+        json!({"port": null}),
+        json!({"username": "deploy"}),
+        json!({"color": "#abcdef"}),
+        json!({"color": ""}),
+        json!({"is_favorite": true}),
+        json!({"group_id": group}),
+        json!({"group_id": ""}),
+        json!({"identity_id": IDENTITY}),
+        json!({"identity_id": null}),
+        json!({"tags": {"set": (0..64).map(|n| format!("t{n}")).collect::<Vec<_>>()}}),
+        json!({"tags": {"remove": ["t0"], "add": ["t0"]}}),
+    ];
+    for ops in accepted {
+        batch(&service, &json!({"ids": ids, "ops": ops})).expect(200);
+    }
+    let refused = [
+        (json!({"port": 0}), "ops.port"),
+        (json!({"port": 65536}), "ops.port"),
+        (json!({"port": "22"}), "ops.port"),
+        (json!({"username": "a@b"}), "ops.username"),
+        (json!({"username": ""}), "ops.username"),
+        (json!({"color": "red"}), "ops.color"),
+        (json!({"is_favorite": "yes"}), "ops.is_favorite"),
+        (json!({"group_id": 5}), "ops.group_id"),
+        (json!({"identity_id": []}), "ops.identity_id"),
+        (json!({"tags": {"add": ["new"]}}), "ops.tags.add"),
+        (json!({"tags": {"add": ["ok", " "]}}), "ops.tags.add[1]"),
+        (json!({"tags": {"set": [], "add": ["x"]}}), "ops.tags.set"),
+        (json!({"tags": {"keep": []}}), "ops.tags.keep"),
+        (json!({"tags": []}), "ops.tags"),
+        (json!({"name": "x"}), "ops.name"),
+        (json!({}), "ops"),
+        (json!({"username": null}), "username"),
+    ];
+    for (ops, field) in refused {
+        assert_refused(&service, &json!({"ids": ids, "ops": ops}), field);
+    }
+    let unknown = json!({"ids": ids, "ops": {"group_id": UNKNOWN}});
+    batch(&service, &unknown).assert_error(404, "GROUP_NOT_FOUND");
+    let unknown = json!({"ids": ids, "ops": {"identity_id": UNKNOWN}});
+    batch(&service, &unknown).assert_error(404, "IDENTITY_NOT_FOUND");
+    let selections = [
+        (
+            json!({"ids": ids, "filter": {}, "ops": {"port": 22}}),
+            "filter",
+        ),
+        (json!({"ops": {"port": 22}}), "ids"),
+        (json!({"ids": [], "ops": {"port": 22}}), "ids"),
+        (json!({"ids": [5], "ops": {"port": 22}}), "ids[0]"),
+        (
+            json!({"filter": {"sort": "name"}, "ops": {"port": 22}}),
+            "filter.sort",
+        ),
+        (
+            json!({"filter": {"tag": ""}, "ops": {"port": 22}}),
+            "filter.tag",
+        ),
+        (
+            json!({"filter": {"favorite": "true"}, "ops": {"port": 22}}),
+            "filter.favorite",
+        ),
+        (
+            json!({"ids": ids, "delete": true, "ops": {"port": 22}}),
+            "delete",
+        ),
+        (json!({"ids": ids}), "ops"),
+        (
+            json!({"ids": ids, "ops": {"port": 22}, "dry_run": 1}),
+            "dry_run",
+        ),
+    ];
+    for (body, field) in selections {
+        assert_refused(&service, &body, field);
+    }
+    let now = host(&service, &id);
+    assert_eq!(now["tags"].as_array().unwrap().len(), 64);
+    assert_eq!((&now["port"], &now["color"]), (&Value::Null, &json!("")));
+}
+
+#[test]
+fn one_host_a_batch_would_strand_or_one_unknown_id_changes_no_host() {
+    let service = start_with_identity("batch-atomic");
+    let with_identity = id_of(&create(&service, "i", json!({"identity_id": IDENTITY})));
+    let plain = id_of(&create(&service, "p", json!({})));
+    let body = json!({"ids": [with_identity, plain], "ops": {"username": null, "port": 2200}});
+    let error = batch(&service, &body).assert_error(400, "VALIDATION_ERROR");
+    let details = error["details"].as_str().unwrap();
+    assert!(
+        details.starts_with("username: the ops would leave 1 host(s)"),
+        "{details}"
+    );
+    for id in [&with_identity, &plain] {
+        let now = host(&service, id);
+        assert_eq!((&now["revision"], &now["port"]), (&json!(1), &json!(22)));
+        assert_eq!(now["username"], "root");
+    }
+    let body = json!({"ids": [with_identity, UNKNOWN], "ops": {"port": 2200}});
+    let error = batch(&service, &body).assert_error(404, "HOST_NOT_FOUND");
+    assert!(
+        error["details"].as_str().unwrap().contains(UNKNOWN),
+        "{error}"
+    );
+    assert_eq!(host(&service, &with_identity)["port"], 22);
+    let body = json!({"ids": [with_identity], "ops": {"username": null}});
+    assert_eq!(
+        batch(&service, &body).expect(200)["count"],
+        1,
+        "the identity gives one"
+    );
+    assert!(
+        batch_audit(&service).len() == 1,
+        "refused batches are not audited"
+    );
+}
+
+#[test]
+fn a_dry_run_answers_each_change_and_writes_nothing() {
+    let service = Service::start("batch-dry-run");
+    let a = id_of(&create(&service, "a", json!({"tags": ["x"]})));
+    let b = id_of(&create(&service, "b", json!({"tags": ["x"], "port": 2222})));
+    let since = newest_change(&service);
+    let body = json!({"ids": [a, b], "ops": {"port": 2222, "tags": {"add": ["y"]}},
+        "dry_run": true});
+    let answer = batch(&service, &body).expect(200);
+    let tags = json!({"from": ["x"], "to": ["x", "y"]});
+    assert_eq!(
+        answer,
+        json!({"count": 2, "matched": 2, "items": [
+            {"id": a, "changes": {"port": {"from": 22, "to": 2222}, "tags": tags}},
+            {"id": b, "changes": {"tags": tags}},
+        ]})
+    );
+    for id in [&a, &b] {
+        let now = host(&service, id);
+        assert_eq!((&now["revision"], &now["tags"]), (&json!(1), &json!(["x"])));
+    }
+    assert_eq!(listed(&service, "tag=y"), Vec::<String>::new());
+    let body = json!({"ids": [a], "delete": true, "dry_run": true});
+    let answer = batch(&service, &body).expect(200);
+    assert_eq!(answer["items"], json!([{"id": a, "deleted": true}]));
+    host(&service, &a);
+    assert_eq!(changes_since(&service, since), vec![]);
+    assert_eq!(batch_audit(&service), Vec::<Value>::new());
+}
+
+#[test]
+fn a_batch_delete_of_a_hop_used_outside_it_is_409_and_with_its_users_deletes_them_all() {
+    let service = Service::start("batch-delete");
+    let hop = id_of(&create(&service, "hop", json!({})));
+    let user = id_of(&create(&service, "user", json!({"jump_host_ids": [hop]})));
+    let other = id_of(&create(&service, "other", json!({})));
+    let body = json!({"ids": [hop, other], "delete": true});
+    batch(&service, &body).assert_error(409, "HOST_IN_USE");
+    host(&service, &hop);
+    host(&service, &other);
+    let body = json!({"ids": [hop, user], "delete": true});
+    let answer = batch(&service, &body).expect(200);
+    assert_eq!(
+        answer,
+        json!({"count": 2, "matched": 2, "ids": [hop, user]})
+    );
+    for gone in [&hop, &user] {
+        service
+            .get(&format!("/api/hosts/{gone}"))
+            .assert_error(404, "HOST_NOT_FOUND");
+    }
+    assert_eq!(listed(&service, ""), vec![other]);
+}
+
+#[test]
+fn a_batch_that_leaves_a_host_as_it_is_does_not_write_it() {
+    let service = Service::start("batch-unchanged");
+    let id = id_of(&create(&service, "a", json!({"color": "#111111"})));
+    let body = json!({"ids": [id], "ops": {"color": "#111111", "port": 22}});
+    let answer = batch(&service, &body).expect(200);
+    assert_eq!(answer, json!({"count": 0, "matched": 1, "ids": []}));
+    assert_eq!(host(&service, &id)["revision"], 1);
+}
