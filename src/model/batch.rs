@@ -310,6 +310,27 @@ impl TagOps {
     }
 }
 
+/// How `before`'s tags become `after`'s with the fewest rows written: the tags to drop and
+/// the tags to append after the others, when `after` is `before` less some tags plus new
+/// ones at its end (what `remove` and `add` make); `None` when the order changes otherwise
+/// (a `set`, or a tag removed and added again), which rewrites them all.
+pub fn tag_diff<'a>(
+    before: &'a [String],
+    after: &'a [String],
+) -> Option<(Vec<&'a str>, Vec<&'a str>)> {
+    let kept: Vec<&String> = before.iter().filter(|tag| after.contains(tag)).collect();
+    let (head, tail) = after.split_at_checked(kept.len())?;
+    let appended_are_new = tail.iter().all(|tag| !before.contains(tag));
+    if !head.iter().eq(kept.iter().copied()) || !appended_are_new {
+        return None;
+    }
+    let dropped = before.iter().filter(|tag| !after.contains(tag));
+    Some((
+        dropped.map(String::as_str).collect(),
+        tail.iter().map(String::as_str).collect(),
+    ))
+}
+
 /// What a batch changes of one host, as a dry run answers it: `{field: {from, to}}` for
 /// each field that differs.
 pub fn changes(before: &Host, after: &Host) -> Map<String, Value> {
@@ -416,6 +437,21 @@ mod tests {
         };
         set.apply(&mut tags);
         assert_eq!(tags, ["z"]);
+    }
+
+    #[test]
+    fn a_tag_diff_drops_and_appends_and_leaves_a_reorder_to_a_rewrite() {
+        let tags = |list: &[&str]| list.iter().map(|tag| tag.to_string()).collect::<Vec<_>>();
+        let (before, after) = (tags(&["a", "b", "c"]), tags(&["a", "c", "d"]));
+        assert_eq!(
+            super::tag_diff(&before, &after),
+            Some((vec!["b"], vec!["d"]))
+        );
+        let after = tags(&["b", "c", "a"]);
+        assert_eq!(super::tag_diff(&before, &after), None, "a moved to the end");
+        let after = tags(&["c", "a"]);
+        assert_eq!(super::tag_diff(&before, &after), None, "reordered");
+        assert_eq!(super::tag_diff(&before, &before), Some((vec![], vec![])));
     }
 
     #[test]

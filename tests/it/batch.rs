@@ -390,6 +390,10 @@ fn each_op_is_accepted_within_its_rule_and_refused_past_it_naming_the_op() {
     }
     let now = host(&service, &id);
     assert_eq!(now["tags"].as_array().unwrap().len(), 64);
+    assert_eq!(
+        (&now["tags"][0], &now["tags"][63]),
+        (&json!("t1"), &json!("t0"))
+    );
     assert_eq!((&now["port"], &now["color"]), (&Value::Null, &json!("")));
 }
 
