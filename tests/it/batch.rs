@@ -206,6 +206,9 @@ fn a_batch_by_ids_moves_retags_and_sets_fields_writing_each_changed_host_once() 
     let a = id_of(&create(&service, "a", json!({"tags": ["x", "keep"]})));
     let b = id_of(&create(&service, "b", json!({"tags": ["x"]})));
     let untouched = id_of(&create(&service, "c", json!({"tags": ["x"]})));
+    let created_b = host(&service, &b);
+    // The list's memory is read before the batch, so the batch must reach it.
+    assert_eq!(listed(&service, "tag=x").len(), 3);
     let since = newest_change(&service);
     let body = json!({"ids": [b, a, b], "ops": {
         "group_id": group, "tags": {"remove": ["x"], "add": ["y", "keep"]}, "port": 2222,
@@ -234,6 +237,14 @@ fn a_batch_by_ids_moves_retags_and_sets_fields_writing_each_changed_host_once() 
         "batch order, at the end"
     );
     assert_eq!(host(&service, &untouched)["revision"], 1);
+    assert!(b["updated_at"].as_str() > created_b["updated_at"].as_str());
+    let mut tagged = listed(&service, "tag=y");
+    tagged.sort();
+    let mut expected = vec![id_of(&a), id_of(&b)];
+    expected.sort();
+    assert_eq!(tagged, expected);
+    assert_eq!(listed(&service, "tag=x"), vec![untouched.clone()]);
+    assert_eq!(listed(&service, &format!("group={group}")).len(), 3);
     let mut fed = changes_since(&service, since);
     fed.sort();
     let mut expected = vec![
