@@ -23,6 +23,9 @@ pub enum ApiError {
         rule: String,
     },
     HostNotFound,
+    /// Ids of a batch that name no host (the text lists some and how many); nothing was
+    /// written.
+    HostsNotFound(String),
     /// A hop of `jump_host_ids` names no host; the text names which.
     JumpHostNotFound(String),
     /// A ProxyJump chain that loops or repeats; the text says how.
@@ -116,6 +119,7 @@ impl ApiError {
             | ApiError::InvalidPassphrase => 400,
             ApiError::VaultLocked | ApiError::InvalidPassword => 401,
             ApiError::HostNotFound
+            | ApiError::HostsNotFound(_)
             | ApiError::JumpHostNotFound(_)
             | ApiError::GroupNotFound
             | ApiError::KeyNotFound
@@ -148,6 +152,7 @@ impl ApiError {
             ApiError::InvalidJson(_) => "INVALID_JSON",
             ApiError::Validation { .. } | ApiError::InvalidParameter { .. } => "VALIDATION_ERROR",
             ApiError::HostNotFound | ApiError::JumpHostNotFound(_) => "HOST_NOT_FOUND",
+            ApiError::HostsNotFound(_) => "HOST_NOT_FOUND",
             ApiError::InvalidJumpChain(_) => "INVALID_JUMP_CHAIN",
             ApiError::HostInUse(_) => "HOST_IN_USE",
             ApiError::GroupNotFound => "GROUP_NOT_FOUND",
@@ -185,7 +190,9 @@ impl ApiError {
             ApiError::InvalidJson(_) => "request body is not valid JSON",
             ApiError::Validation { .. } => "validation failed",
             ApiError::InvalidParameter { .. } => "invalid query parameter",
-            ApiError::HostNotFound | ApiError::JumpHostNotFound(_) => "host not found",
+            ApiError::HostNotFound | ApiError::HostsNotFound(_) | ApiError::JumpHostNotFound(_) => {
+                "host not found"
+            }
             ApiError::InvalidJumpChain(_) => "invalid jump chain",
             ApiError::HostInUse(_) => "host is used as a jump host",
             ApiError::GroupNotFound => "group not found",
@@ -224,6 +231,7 @@ impl ApiError {
             | ApiError::DuplicateName(text)
             | ApiError::InvalidMove(text)
             | ApiError::JumpHostNotFound(text)
+            | ApiError::HostsNotFound(text)
             | ApiError::InvalidJumpChain(text)
             | ApiError::InvalidKey(text)
             | ApiError::InvalidCertificate(text)

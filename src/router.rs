@@ -97,12 +97,15 @@ pub static ROUTES: &[Route] = &[
 
     route!(Get "/api/hosts", Unlocked Work, Req hosts::list, "listHosts"),
     route!(Post "/api/hosts", Unlocked Work, Req hosts::create, "createHost"),
+    // A literal segment is never an {id} (resolve), so the batch is not a host's route.
+    route!(Post "/api/hosts/batch", Unlocked Work, Req batch::run, "batchHosts"),
     route!(Get "/api/hosts/{id}", Unlocked Work, Id hosts::get, "getHost"),
     route!(Put "/api/hosts/{id}", Unlocked Work, ReqId hosts::update, "updateHost"),
     route!(Delete "/api/hosts/{id}", Unlocked Work, ReqId hosts::delete, "deleteHost"),
     route!(Patch "/api/hosts/{id}/favorite", Unlocked Work, ReqId hosts::toggle_favorite, "toggleFavorite"),
     route!(Put "/api/hosts/{id}/move", Unlocked Work, ReqId hosts::move_to, "moveHost"),
     route!(Post "/api/hosts/{id}/connect", Unlocked Work, ReqId connect::connect, "connectHost"),
+    route!(Post "/api/hosts/{id}/duplicate", Unlocked Work, ReqId hosts::duplicate, "duplicateHost"),
     route!(Get "/api/hosts/{id}/effective", Unlocked Work, Id hosts::effective, "getHostEffective"),
     route!(Get "/api/hosts/{id}/history", Unlocked Work, ReqId history::of_host, "listHostHistory"),
 

@@ -1,5 +1,5 @@
-//! `/api/hosts` endpoints: list, create, get, update, delete, favorite toggle, move, and the
-//! `connect` extension that hands the desktop app a host's decrypted credentials.
+//! `/api/hosts` endpoints: list, create, get, update, delete, favorite toggle, move,
+//! duplicate, and the effective values (`connect` is api/connect.rs, batches api/batch.rs).
 //!
 //! Invariants: a request's `auth.password` is moved out of the parsed body into a `Secret`
 //! before anything else looks at the body, sealed before the database transaction, and
@@ -15,9 +15,10 @@ use serde_json::{Map, Value};
 use crate::api::revision::{etag, Precondition};
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
-use crate::model::host::{Host, HostPatch, NewHost, PasswordAction, PasswordField};
+use crate::model::host::{AuthType, Host, HostPatch, NewHost, PasswordAction, PasswordField};
 use crate::model::host_query::HostQuery;
 use crate::model::interop::ChainVerdict;
+use crate::model::name::Name;
 use crate::model::validate;
 use crate::state::AppState;
 use crate::store;
@@ -169,6 +170,68 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
         Ok::<_, ApiError>(host)
     })?;
     host_reply(200, &host)
+}
+
+/// `POST /api/hosts/:id/duplicate` `{name?}` → 201 with the copy (docs/api.md, Hosts): every
+/// field of the host as read, a new id, times and place (the end of its group); `name`
+/// defaults to `<name> (copy)`. A stored password is opened and sealed again for the copy's
+/// row (a seal is bound to its row: the ciphertext copied would not open). The vault is
+/// used between the read and the write, never inside a transaction (lock order: vault,
+/// then database); the write checks every reference again.
+pub fn duplicate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let (source, sealed) = state.db.read(|conn| {
+        let host = store::hosts::by_id(conn, id)?;
+        let sealed = match host.auth_type {
+            Some(AuthType::Password) => store::hosts::sealed_password(conn, id)?,
+            _ => None,
+        };
+        Ok::<_, ApiError>((host, sealed))
+    })?;
+    let body: Map<String, Value> = match req.body_is_empty() {
+        true => Map::new(),
+        false => req.json()?,
+    };
+    let name = match body.get("name") {
+        None | Some(Value::Null) => Name::copy_of(&source.name),
+        Some(value) => Name::parse(value)?,
+    };
+    let copy_id = crate::vault::new_id();
+    let resealed = match &sealed {
+        Some(sealed) => Some(reseal_password(state, id, &copy_id, sealed)?),
+        None => None,
+    };
+    let action = match resealed {
+        Some(_) => PasswordAction::Store,
+        None => PasswordAction::Clear,
+    };
+    let copy = source.duplicate(name, action);
+    let host = state.db.write(|tx| {
+        if let Some(chain) = &copy.jump_host_ids {
+            judge_chain(store::interop::judge_chain(tx, None, chain)?)?;
+        }
+        let host = store::hosts::insert(tx, &copy_id, &copy, resealed.as_deref())?;
+        connectable(tx, &host)?;
+        Ok::<_, ApiError>(host)
+    })?;
+    host_reply(201, &host)
+}
+
+/// Opens host `from`'s sealed password and seals it for row `to`; the plaintext lives only
+/// in a `Secret`, under the vault lock.
+fn reseal_password(
+    state: &AppState,
+    from: &str,
+    to: &str,
+    sealed: &[u8],
+) -> Result<Vec<u8>, ApiError> {
+    let context = |row_id| SealContext {
+        table: "hosts",
+        row_id,
+        field: "password",
+    };
+    let vault = state.session.vault();
+    let password = vault.open(context(from), sealed)?;
+    Ok(vault.seal(context(to), password.expose())?)
 }
 
 /// docs/identities.md: a host written, created or moved must still resolve to a username

@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod agent_use;
 pub mod audit;
+pub mod batch;
 pub mod changes;
 pub mod connect;
 pub mod groups;

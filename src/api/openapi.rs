@@ -83,6 +83,7 @@ mod tests {
     /// The handlers' sources, by the module name of the route table's `handler`.
     const HANDLERS: &[(&str, &str)] = &[
         ("agent", include_str!("agent.rs")),
+        ("batch", include_str!("batch.rs")),
         ("audit", include_str!("audit.rs")),
         ("changes", include_str!("changes.rs")),
         ("connect", include_str!("connect.rs")),
@@ -109,6 +110,7 @@ mod tests {
             ApiError::validation("f", "r"),
             ApiError::parameter("p", "r"),
             ApiError::HostNotFound,
+            ApiError::HostsNotFound(text()),
             ApiError::JumpHostNotFound(text()),
             ApiError::InvalidJumpChain(text()),
             ApiError::HostInUse(1),
@@ -156,6 +158,7 @@ mod tests {
             ApiError::Validation { .. } => "Validation",
             ApiError::InvalidParameter { .. } => "InvalidParameter",
             ApiError::HostNotFound => "HostNotFound",
+            ApiError::HostsNotFound(_) => "HostsNotFound",
             ApiError::JumpHostNotFound(_) => "JumpHostNotFound",
             ApiError::InvalidJumpChain(_) => "InvalidJumpChain",
             ApiError::HostInUse(_) => "HostInUse",

@@ -253,6 +253,34 @@ impl Host {
         }
     }
 
+    /// A create of a copy of this host named `name` (`POST /api/hosts/:id/duplicate`):
+    /// every field kept (tags, chain, options, identity, own auth, group, colour, notes,
+    /// favorite) but the id, the times and the place, which go to the end of the group.
+    /// `password` says whether the caller stores a password sealed for the copy's row.
+    pub fn duplicate(&self, name: Name, password: PasswordAction) -> NewHost {
+        NewHost {
+            name_key: name.key().to_owned(),
+            name: name.into_string(),
+            hostname: self.hostname.clone(),
+            port: self.port,
+            username: self.username.clone(),
+            auth: self.auth_type.map(|auth_type| AuthChange {
+                auth_type,
+                key_id: self.key_id.clone(),
+                password,
+            }),
+            identity_id: self.identity_id.clone(),
+            group_id: self.group_id.clone(),
+            tags: self.tags.clone(),
+            is_favorite: self.is_favorite,
+            color: self.color.clone(),
+            order: None,
+            notes: self.notes.clone(),
+            jump_host_ids: self.jump_host_ids.clone(),
+            ssh_options: self.ssh_options.clone(),
+        }
+    }
+
     /// The host's own `auth` as the view shows it; `None` when inherited.
     pub fn auth_view(&self) -> Option<Value> {
         serde_json::to_value(self.view().auth?).ok()

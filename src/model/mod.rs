@@ -4,6 +4,7 @@
 //! a secret value (the api layer keeps those in `vault::Secret`).
 
 pub mod agent;
+pub mod batch;
 pub mod certificate;
 pub mod fold;
 pub mod group;

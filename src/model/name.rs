@@ -82,6 +82,22 @@ impl Name {
         })
     }
 
+    /// The name of a copy (`POST /api/hosts/:id/duplicate`, docs/api.md, Hosts):
+    /// `<name> (copy)`, the end of `name` cut so the result keeps to 100 characters.
+    pub fn copy_of(name: &str) -> Name {
+        const SUFFIX: &str = " (copy)";
+        let room = MAX_NAME_CHARS - SUFFIX.chars().count();
+        let stem: String = name.trim().chars().take(room).collect();
+        let text = format!("{}{SUFFIX}", stem.trim_end());
+        // The stem is cut to leave room for the suffix, so this never falls back; if it
+        // did, the text would still be trimmed and short.
+        Name::from_text(&text).unwrap_or_else(|_| Name {
+            key: sort_key(&text),
+            fold_key: fold::key(&text),
+            text,
+        })
+    }
+
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -118,6 +134,21 @@ mod tests {
 
     fn taken(keys: &[&str]) -> HashSet<String> {
         keys.iter().map(|key| key.to_string()).collect()
+    }
+
+    #[test]
+    fn a_copy_is_named_with_the_copy_suffix_within_100_characters() {
+        assert_eq!(Name::copy_of(" web 1 ").as_str(), "web 1 (copy)");
+        let long = "é".repeat(100);
+        let copy = Name::copy_of(&long);
+        assert_eq!(copy.as_str().chars().count(), MAX_NAME_CHARS);
+        assert!(copy.as_str().ends_with("é (copy)"));
+        // A cut that lands on a space does not leave two spaces before the suffix.
+        let spaced = format!("{} {}", "a".repeat(92), "b".repeat(7));
+        assert_eq!(
+            Name::copy_of(&spaced).as_str(),
+            format!("{} (copy)", "a".repeat(92))
+        );
     }
 
     #[test]

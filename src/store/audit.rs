@@ -50,6 +50,9 @@ pub const HOST_CA_ADDED: &str = "host_ca.added";
 /// A group's defaults changed, or a group moved, and this many hosts below it now connect
 /// with other values (docs/identities.md, "Rotation in one call").
 pub const GROUP_DEFAULTS_CHANGED: &str = "group.defaults_changed";
+/// `POST /api/hosts/batch` changed or deleted hosts (not for a dry run): how many, which
+/// ops, and how they were selected; one entry per batch.
+pub const HOSTS_BATCH: &str = "hosts.batch";
 /// A host CA was taken away (`DELETE /api/known-hosts/authorities/:id`).
 pub const HOST_CA_DELETED: &str = "host_ca.deleted";
 /// An identity was created (docs/identities.md): its id, never a secret.
@@ -101,6 +104,7 @@ pub const EVENTS: &[(&str, Class)] = &[
     (IDENTITY_UPDATED, Class::Security),
     (IDENTITY_DELETED, Class::Security),
     (IDENTITY_TOTP, Class::Routine),
+    (HOSTS_BATCH, Class::Security),
     (AGENT_SIGNED, Class::Routine),
     (AGENT_KEY_ADDED, Class::Security),
     (AGENT_KEYS_DISABLED, Class::Security),

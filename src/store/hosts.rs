@@ -290,18 +290,22 @@ fn sealed_for(
     auth_type: AuthType,
 ) -> Result<SealedCredentials, StoreError> {
     match (auth_type, host.key_id.as_deref()) {
-        (AuthType::Password, _) => {
-            let sealed: Option<Vec<u8>> = conn
-                .prepare_cached(SELECT_PASSWORD)?
-                .query_row([&host.id], |row| row.get(0))
-                .optional()?
-                .ok_or(StoreError::HostNotFound)?;
-            Ok(SealedCredentials::Password(sealed))
-        }
+        (AuthType::Password, _) => Ok(SealedCredentials::Password(sealed_password(
+            conn, &host.id,
+        )?)),
         (AuthType::Key, Some(key_id)) => sealed_key(conn, key_id),
         (AuthType::Key, None) => Err(StoreError::KeyNotFound),
         (AuthType::Agent, _) => Ok(SealedCredentials::Agent),
     }
+}
+
+/// A host's own sealed password as stored (`None`: none stored); `HostNotFound` when the
+/// host is not stored.
+pub fn sealed_password(conn: &Connection, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    conn.prepare_cached(SELECT_PASSWORD)?
+        .query_row([id], |row| row.get(0))
+        .optional()?
+        .ok_or(StoreError::HostNotFound)
 }
 
 /// A stored key's sealed private key and passphrase.
@@ -385,7 +389,7 @@ fn corrupt() -> StoreError {
 }
 
 /// `IdentityNotFound` when the identity does not exist.
-fn check_identity(conn: &Connection, identity_id: Option<&str>) -> Result<(), StoreError> {
+pub fn check_identity(conn: &Connection, identity_id: Option<&str>) -> Result<(), StoreError> {
     let Some(identity_id) = identity_id else {
         return Ok(());
     };

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod batch;
 pub mod catalogue;
 pub mod certificates;
 pub mod changes;
@@ -316,6 +317,20 @@ impl Db {
         drop(conn);
         self.feed.committed(latest);
         Ok(value)
+    }
+
+    /// `write_ending` with the list's memory too (store::list), for a write that selects
+    /// its rows by the list's filters (`POST /api/hosts/batch`). Waits first, holding no
+    /// lock, for the start-up read of the memory (as `read_list` does); then takes the
+    /// connection, then the list (the lock order). What the memory reads inside the
+    /// transaction is committed state: a rolled-back write leaves it its logs to read again.
+    pub fn write_listed<T, E: From<StoreError>>(
+        &self,
+        ending: Ending,
+        work: impl FnOnce(&Transaction<'_>, &mut list::ListMemory) -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.read_list(|_, _| Ok::<_, StoreError>(()))?;
+        self.write_ending(ending, |tx| work(tx, &mut self.lock_list()))
     }
 
     /// The change feed's shared state: what its requests wait on and read through.

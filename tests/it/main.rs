@@ -6,6 +6,7 @@
 /// The SSH agent is served on Unix only (docs/platforms.md, Platforms).
 #[cfg(unix)]
 mod agent;
+mod batch;
 mod certificates;
 mod changes;
 mod groups;

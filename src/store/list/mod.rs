@@ -167,6 +167,24 @@ impl ListMemory {
         })
     }
 
+    /// The `seq`s of the hosts `query`'s filters keep (every host when it has none),
+    /// ascending: what a batch by filter selects (docs/api.md, Hosts, "Batch").
+    pub fn matching_seqs(
+        &mut self,
+        conn: &Connection,
+        query: &HostQuery,
+    ) -> Result<Vec<i64>, StoreError> {
+        let hosts = self.current(conn)?;
+        let set = hosts.matching(query);
+        let kept = |slot: u32| {
+            hosts.live.contains(slot) && set.as_ref().is_none_or(|set| set.contains(slot))
+        };
+        Ok((0..hosts.seqs.len())
+            .filter(|slot| kept(*slot as u32))
+            .map(|slot| hosts.seqs[slot])
+            .collect())
+    }
+
     /// Up to `limit` live hosts from slot `from` on whose rows are not kept (none when no
     /// row is kept), and the slot to go on from.
     pub fn unread(
