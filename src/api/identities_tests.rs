@@ -175,7 +175,10 @@ fn the_opened_credentials_carry_each_secret_and_answer_in_place() {
         .unwrap();
     let opened = crate::api::identity_use::open(&state, &sealed).unwrap();
     let value = serde_json::to_value(&opened).unwrap();
-    assert!(value.get("username").is_none(), "connect gives the effective username");
+    assert!(
+        value.get("username").is_none(),
+        "connect gives the effective username"
+    );
     assert_eq!(
         value["methods"][0],
         json!({"type": "password", "password": "pw-1"})
