@@ -10,7 +10,8 @@
 //! exponential time; recursion is bounded by `MAX_NESTING`; an `Invalid` names the rule and a
 //! character position.
 
-// The lead's identities handlers call this module; until they are merged only tests do.
+// The service only checks patterns (`parse`): the app matches prompts. The matcher is here so
+// the tests can show what an accepted pattern means and the fuzzer can run it.
 #![cfg_attr(not(test), allow(dead_code))]
 
 use crate::model::validate::Invalid;
