@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::model::host::Host;
+use crate::model::host::{nullable, Host};
 use crate::model::host_query::HostQuery;
 use crate::model::validate::{self, Invalid, MAX_TAGS};
 
@@ -358,17 +358,6 @@ pub fn changes(before: &Host, after: &Host) -> Map<String, Value> {
     changes
 }
 
-/// `null` is `None` (inherit); anything else goes to `check`.
-fn nullable<T>(
-    value: &Value,
-    check: impl Fn(&Value) -> Result<T, Invalid>,
-) -> Result<Option<T>, Invalid> {
-    match value {
-        Value::Null => Ok(None),
-        _ => check(value).map(Some),
-    }
-}
-
 /// `err` with its field `base...` renamed `to...` (`tags[2]` under `ops.tags.add` is
 /// `ops.tags.add[2]`); a field not under `base` becomes `to` itself.
 fn renamed(err: Invalid, base: &str, to: &str) -> Invalid {
@@ -393,27 +382,10 @@ mod tests {
 
     fn host(tags: &[&str]) -> Host {
         Host {
-            id: "h".into(),
-            name: "h".into(),
-            hostname: "h".into(),
             port: Some(22),
             username: Some("u".into()),
-            auth_type: None,
-            key_id: None,
-            has_password: false,
-            identity_id: None,
-            group_id: None,
             tags: tags.iter().map(|tag| tag.to_string()).collect(),
-            is_favorite: false,
-            color: String::new(),
-            order: 0,
-            notes: String::new(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            last_used_at: None,
-            jump_host_ids: None,
-            ssh_options: Vec::new(),
-            revision: 1,
+            ..Host::for_tests("h")
         }
     }
 

@@ -281,6 +281,35 @@ impl Host {
         }
     }
 
+    /// A host `id` with every field unset or empty (all inheritable ones inherited), for
+    /// the model's unit tests.
+    #[cfg(test)]
+    pub fn for_tests(id: &str) -> Host {
+        Host {
+            id: id.into(),
+            name: id.into(),
+            hostname: format!("{id}.example.com"),
+            port: None,
+            username: None,
+            auth_type: None,
+            key_id: None,
+            has_password: false,
+            identity_id: None,
+            group_id: None,
+            tags: Vec::new(),
+            is_favorite: false,
+            color: String::new(),
+            order: 0,
+            notes: String::new(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            last_used_at: None,
+            jump_host_ids: None,
+            ssh_options: Vec::new(),
+            revision: 1,
+        }
+    }
+
     /// The host's own `auth` as the view shows it; `None` when inherited.
     pub fn auth_view(&self) -> Option<Value> {
         serde_json::to_value(self.view().auth?).ok()
@@ -385,7 +414,7 @@ impl HostPatch {
 }
 
 /// An inheritable field of an update: `null` is "inherit" (`None`).
-fn nullable<T>(
+pub(crate) fn nullable<T>(
     value: &Value,
     check: impl Fn(&Value) -> Result<T, Invalid>,
 ) -> Result<Option<T>, Invalid> {

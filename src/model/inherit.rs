@@ -412,27 +412,8 @@ mod tests {
 
     fn host() -> Host {
         Host {
-            id: "h".into(),
-            name: "h".into(),
-            hostname: "h.example.com".into(),
-            port: None,
-            username: None,
-            auth_type: None,
-            key_id: None,
-            has_password: false,
-            identity_id: None,
             group_id: Some("g1".into()),
-            tags: Vec::new(),
-            is_favorite: false,
-            color: String::new(),
-            order: 0,
-            notes: String::new(),
-            created_at: String::new(),
-            updated_at: String::new(),
-            last_used_at: None,
-            jump_host_ids: None,
-            ssh_options: Vec::new(),
-            revision: 1,
+            ..Host::for_tests("h")
         }
     }
 

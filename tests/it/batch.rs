@@ -5,31 +5,20 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{fresh_dir, host_body, id_of, Options, Service, EVENT_DEADLINE};
+use crate::support::{host_body, id_of, Service};
 
-const IDENTITY: &str = "eeeeeeee-0000-4000-8000-000000000005";
 const UNKNOWN: &str = "dddddddd-0000-4000-8000-000000000004";
 
-/// A service whose database holds identity `IDENTITY` (username `deploy`, no methods),
-/// written with SQL while it was stopped.
-fn start_with_identity(name: &str) -> Service {
-    let data_dir = fresh_dir(name).join("data");
-    let options = || Options {
-        data_dir: Some(data_dir.clone()),
-        ..Options::default()
-    };
-    let mut first = Service::start_with(name, options());
-    let status = first.terminate(EVENT_DEADLINE).expect("stops");
-    assert!(status.success(), "{status:?}");
-    let conn = rusqlite::Connection::open(data_dir.join("host-manager.db")).unwrap();
-    conn.execute(
-        "INSERT INTO identities (id, name, name_key, fold_key, username, created_at, \
-         updated_at) VALUES (?1, 'ops', 'ops', 'ops', 'deploy', ?2, ?2)",
-        [IDENTITY, "2024-01-01T00:00:00.000Z"],
-    )
-    .unwrap();
-    drop(conn);
-    Service::start_with(name, options())
+/// A service with one identity (username `deploy`, no methods), and its id.
+fn start_with_identity(name: &str) -> (Service, String) {
+    let service = Service::start(name);
+    let identity = service
+        .post(
+            "/api/identities",
+            &json!({"name": "ops", "username": "deploy"}),
+        )
+        .expect(201);
+    (service, id_of(&identity))
 }
 
 fn create(service: &Service, name: &str, extra: Value) -> Value {
@@ -60,7 +49,7 @@ const KEPT: &[&str] = &[
 
 #[test]
 fn a_duplicate_keeps_every_field_and_connects_with_the_same_password() {
-    let service = start_with_identity("batch-duplicate-fields");
+    let (service, identity) = start_with_identity("batch-duplicate-fields");
     let group = service.new_group("g");
     let hop = id_of(&create(&service, "hop", json!({})));
     let earlier = create(&service, "earlier", json!({"group_id": group}));
@@ -69,7 +58,7 @@ fn a_duplicate_keeps_every_field_and_connects_with_the_same_password() {
         "web 1",
         json!({
             "auth": {"type": "password", "password": "s3cret-dup"},
-            "identity_id": IDENTITY, "group_id": group, "tags": ["b", "a"],
+            "identity_id": identity, "group_id": group, "tags": ["b", "a"],
             "is_favorite": true, "color": "#A0B1C2", "notes": "n\u{e9}",
             "jump_host_ids": [hop], "ssh_options": ["ServerAliveInterval 30"],
         }),
@@ -318,7 +307,7 @@ fn a_batch_by_filter_selects_what_the_list_selects_and_the_list_shows_the_new_ta
 
 #[test]
 fn each_op_is_accepted_within_its_rule_and_refused_past_it_naming_the_op() {
-    let service = start_with_identity("batch-op-rules");
+    let (service, identity) = start_with_identity("batch-op-rules");
     let group = service.new_group("g");
     let id = id_of(&create(&service, "a", json!({})));
     let ids = json!([id]);
@@ -332,7 +321,7 @@ fn each_op_is_accepted_within_its_rule_and_refused_past_it_naming_the_op() {
         json!({"is_favorite": true}),
         json!({"group_id": group}),
         json!({"group_id": ""}),
-        json!({"identity_id": IDENTITY}),
+        json!({"identity_id": identity}),
         json!({"identity_id": null}),
         json!({"tags": {"set": (0..64).map(|n| format!("t{n}")).collect::<Vec<_>>()}}),
         json!({"tags": {"remove": ["t0"], "add": ["t0"]}}),
@@ -410,8 +399,8 @@ fn each_op_is_accepted_within_its_rule_and_refused_past_it_naming_the_op() {
 
 #[test]
 fn one_host_a_batch_would_strand_or_one_unknown_id_changes_no_host() {
-    let service = start_with_identity("batch-atomic");
-    let with_identity = id_of(&create(&service, "i", json!({"identity_id": IDENTITY})));
+    let (service, identity) = start_with_identity("batch-atomic");
+    let with_identity = id_of(&create(&service, "i", json!({"identity_id": identity})));
     let plain = id_of(&create(&service, "p", json!({})));
     let body = json!({"ids": [with_identity, plain], "ops": {"username": null, "port": 2200}});
     let error = batch(&service, &body).assert_error(400, "VALIDATION_ERROR");
