@@ -150,9 +150,13 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let via_agent = crate::api::agent_use::agent_param(req)?;
     let (host, flat, auth_label, sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
-        let inheritance = store::inherit::Inheritance::load(conn)?;
+        let mut inheritance = store::inherit::Inheritance::for_host(conn, &host)?;
         let effective = inheritance.resolve(&host);
         let flat = check_effective(&host, &effective)?;
+        if !effective.jump_host_ids.value.is_empty() {
+            // The hops sit in other groups: their values need every group's defaults.
+            inheritance = store::inherit::Inheritance::load(conn)?;
+        }
         let Some(route) = inheritance.route(conn, &effective.jump_host_ids.value)? else {
             return Err(ApiError::InvalidJumpChain(format!(
                 "the route of host {id} through its hops' own and inherited chains loops or \

@@ -90,7 +90,7 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 pub fn effective(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let (host, effective) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
-        let effective = store::inherit::Inheritance::load(conn)?.resolve(&host);
+        let effective = store::inherit::Inheritance::for_host(conn, &host)?.resolve(&host);
         Ok::<_, ApiError>((host, effective))
     })?;
     let body = serde_json::json!({
@@ -238,7 +238,7 @@ fn reseal_password(
 /// and a way to authenticate; else 400 naming the field (the caller's transaction rolls
 /// back).
 fn connectable(conn: &store::Conn, host: &Host) -> Result<(), ApiError> {
-    let effective = store::inherit::Inheritance::load(conn)?.resolve(host);
+    let effective = store::inherit::Inheritance::for_host(conn, host)?.resolve(host);
     match effective.missing() {
         None => Ok(()),
         Some(field) => Err(ApiError::validation(

@@ -41,6 +41,37 @@ impl Inheritance {
         })
     }
 
+    /// What resolving `host` alone needs: its group and the groups above it, and the
+    /// identities the host and those groups name (a few queries, whatever the size of the
+    /// catalogue; `load` reads everything, for many hosts at once).
+    pub fn for_host(conn: &Connection, host: &Host) -> Result<Inheritance, StoreError> {
+        let groups: HashMap<String, (Option<String>, GroupDefaults)> = match &host.group_id {
+            Some(group_id) => crate::store::groups::lineage(conn, group_id)?
+                .into_iter()
+                .map(|group| (group.id, (group.parent_id, group.defaults)))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let named = groups
+            .values()
+            .filter_map(|(_, defaults)| defaults.identity_id.as_deref())
+            .chain(host.identity_id.as_deref());
+        let mut identities = HashMap::new();
+        for id in named {
+            if identities.contains_key(id) {
+                continue;
+            }
+            match crate::store::identities::by_id(conn, id) {
+                Ok(identity) => {
+                    identities.insert(id.to_owned(), traits_of(&identity));
+                }
+                Err(StoreError::IdentityNotFound) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(Inheritance { groups, identities })
+    }
+
     /// The groups from `group_id` up, nearest first.
     pub fn levels(&self, group_id: Option<&str>) -> Vec<GroupLevel<'_>> {
         let mut levels = Vec::new();
@@ -205,13 +236,15 @@ pub fn log_followers(conn: &Connection, host_ids: &[String]) -> Result<(), Store
 fn identity_traits(conn: &Connection) -> Result<HashMap<String, IdentityTraits>, StoreError> {
     Ok(crate::store::identities::list(conn)?
         .into_iter()
-        .map(|identity| {
-            let auth = crate::model::identity::auth_view(&identity.fields.auth);
-            let traits = IdentityTraits {
-                username: identity.fields.username.clone(),
-                auth: auth.as_array().cloned().unwrap_or_default(),
-            };
-            (identity.id, traits)
-        })
+        .map(|identity| (identity.id.clone(), traits_of(&identity)))
         .collect())
+}
+
+/// What the walk sees of an identity: its username and its methods' public view.
+fn traits_of(identity: &crate::model::identity::Identity) -> IdentityTraits {
+    let auth = crate::model::identity::auth_view(&identity.fields.auth);
+    IdentityTraits {
+        username: identity.fields.username.clone(),
+        auth: auth.as_array().cloned().unwrap_or_default(),
+    }
 }

@@ -40,7 +40,7 @@ pub fn page(
         Filter::Name(name) => Some(name.clone()),
         Filter::Host(id) => {
             let host = store::hosts::by_id(conn, id)?;
-            let port = store::inherit::Inheritance::load(conn)?
+            let port = store::inherit::Inheritance::for_host(conn, &host)?
                 .resolve(&host)
                 .port();
             Some(known_hosts::lookup_name(&host.hostname, port))

@@ -25,6 +25,19 @@ const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, ic
 const SELECT_GROUP_BY_ID: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
      updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups WHERE id = ?1";
 
+/// The group `?1` and its ancestors, at most `?2` of them (so a corrupt cycle of parents
+/// ends), in no order.
+const SELECT_LINEAGE: &str = "WITH RECURSIVE up(id, depth) AS (
+         SELECT ?1, 1
+         UNION ALL
+         SELECT groups.parent_id, up.depth + 1 FROM groups JOIN up ON groups.id = up.id
+         WHERE groups.parent_id IS NOT NULL AND up.depth < ?2
+     )
+     SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at,
+     g.revision, g.default_username, g.default_port, g.default_identity_id,
+     g.default_jump_host_ids, g.default_ssh_options FROM groups AS g
+     WHERE g.id IN (SELECT id FROM up)";
+
 const SELECT_CHILDREN: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
      updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
 
@@ -146,6 +159,11 @@ pub fn install_change_log(conn: &Connection) -> Result<(), StoreError> {
 /// Every group, in no order.
 pub fn all(conn: &Connection) -> Result<Vec<Group>, StoreError> {
     query_groups(conn, SELECT_ALL_GROUPS, params![])
+}
+
+/// Group `id` and every group above it (one query), in no order; none for an unknown id.
+pub fn lineage(conn: &Connection, id: &str) -> Result<Vec<Group>, StoreError> {
+    query_groups(conn, SELECT_LINEAGE, params![id, MAX_DEPTH as i64])
 }
 
 /// The groups changed since the last call, each id with its row (`None`: deleted), and
