@@ -570,3 +570,75 @@ fn inherited_chains_of_hops_make_the_route_and_a_loop_through_groups_is_refused(
         "{error}"
     );
 }
+
+/// An identity named by a group default gives the host its username and auth: the effective
+/// view says `identity:<id>` via `group:<id>` and what the identity's username hides; the
+/// export points `IdentityFile` at the identity's key, and `ssh -G` reads it back.
+#[test]
+fn an_identity_named_by_a_group_default_is_a_source_via_that_group_in_view_and_export() {
+    let service = Service::start("inherit-identity-source");
+    let key = service
+        .post("/api/keys", &json!({"name": "team-key", "type": "ed25519"}))
+        .expect(201);
+    let key_id = key["id"].as_str().unwrap().to_owned();
+    let identity = id_of(
+        &service
+            .post(
+                "/api/identities",
+                &json!({"name": "team", "username": "teamuser", "auth": [{"type": "key", "key_id": key_id}]}),
+            )
+            .expect(201),
+    );
+    let top = group(&service, "top", None, json!({"username": "topuser"}));
+    let middle = group(
+        &service,
+        "middle",
+        Some(&top),
+        json!({"identity_id": identity}),
+    );
+    let id = host(&service, "via-identity", json!({"group_id": middle}));
+    let fields = effective(&service, &id);
+    let via_identity = json!(format!("identity:{identity}"));
+    assert_eq!(fields["username"]["value"], "teamuser");
+    assert_eq!(fields["username"]["source"], via_identity);
+    assert_eq!(fields["username"]["via"], format!("group:{middle}"));
+    assert_eq!(
+        fields["username"]["hides"],
+        json!({"value": "topuser", "source": format!("group:{top}")})
+    );
+    assert_eq!(fields["auth"]["source"], via_identity);
+    assert_eq!(fields["auth"]["value"][0]["key_id"], json!(key_id));
+    assert_eq!(
+        fields["identity_id"],
+        json!({"value": identity, "source": format!("group:{middle}")})
+    );
+    // The host's own identity hides the group's.
+    let own = id_of(
+        &service
+            .post(
+                "/api/identities",
+                &json!({"name": "own", "username": "ownuser", "auth": [{"type": "agent"}]}),
+            )
+            .expect(201),
+    );
+    service
+        .put(&format!("/api/hosts/{id}"), &json!({"identity_id": own}))
+        .expect(200);
+    let fields = effective(&service, &id);
+    assert_eq!(fields["identity_id"]["source"], "host");
+    assert_eq!(fields["identity_id"]["hides"]["value"], json!(identity));
+    assert_eq!(fields["username"]["value"], "ownuser");
+    assert_eq!(fields["username"]["via"], "host");
+    service
+        .put(&format!("/api/hosts/{id}"), &json!({"identity_id": null}))
+        .expect(200);
+    let text = service.get("/api/export/ssh-config").text();
+    let config = crate::support::fresh_dir("inherit-identity-config").join("config");
+    std::fs::write(&config, &text).unwrap();
+    let resolved = crate::interop::ssh_g(&config, "via-identity");
+    assert_eq!(resolved["user"], "teamuser");
+    assert!(
+        resolved["identityfile"].contains(&key_id),
+        "the identity's key: {resolved:?}\n{text}"
+    );
+}
