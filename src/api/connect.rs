@@ -201,10 +201,10 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
             (via, None)
         }
         (Sealed::Own(own), _) => (open_credentials(state, id, own)?, None),
-        (Sealed::Identity(sealed), _) => (
-            Credentials::Identity,
-            Some(identity_use::open(state, sealed)?),
-        ),
+        (Sealed::Identity(sealed), via_agent) => {
+            let opened = identity_use::open(state, sealed, via_agent)?;
+            (Credentials::Identity, Some(opened))
+        }
     };
     // Set only once the secrets opened: a failed connect is not a use. The history entry
     // commits with it (docs/api.md, "Connection history").

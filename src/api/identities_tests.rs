@@ -173,7 +173,7 @@ fn the_opened_credentials_carry_each_secret_and_answer_in_place() {
         .read(|conn| store::identities::sealed(conn, &id))
         .unwrap()
         .unwrap();
-    let opened = crate::api::identity_use::open(&state, &sealed).unwrap();
+    let opened = crate::api::identity_use::open(&state, &sealed, false).unwrap();
     let value = serde_json::to_value(&opened).unwrap();
     assert!(
         value.get("username").is_none(),
@@ -210,7 +210,7 @@ fn a_ciphertext_copied_to_another_slot_of_the_identity_does_not_open() {
         .read(|conn| store::identities::sealed(conn, &id))
         .unwrap()
         .unwrap();
-    let err = crate::api::identity_use::open(&state, &sealed)
+    let err = crate::api::identity_use::open(&state, &sealed, false)
         .err()
         .unwrap();
     assert_eq!(err.code(), "INTERNAL_ERROR");

@@ -94,11 +94,12 @@ fn code_with(
     })
 }
 
-/// An identity's credentials, opened: serializes as `{methods: [...], totp?:
-/// {code, valid_for_s}}` (the username is `connect`'s own, the effective one) (each method `{type: "key", key_id, private_key, passphrase?}`,
-/// `{type: "password", password?}`, `{type: "agent"}` or `{type: "keyboard_interactive",
-/// answers: [{prompt, answer}]}`, an answer being the password, the current TOTP code or
-/// the literal text). For `connect` only.
+/// An identity's credentials, opened: serializes as `{methods: [...], totp?: {code,
+/// valid_for_s}}` (the username is `connect`'s own, the effective one). Each method is
+/// `{type: "key", key_id, private_key, passphrase?}` (with `?agent=true`: `{type: "key",
+/// key_id, public_key, identity_agent}`, no secret), `{type: "password", password?}`,
+/// `{type: "agent"}` or `{type: "keyboard_interactive", answers: [{prompt, answer}]}`, an
+/// answer being the password, the current TOTP code or the literal text. For `connect` only.
 pub struct OpenedIdentity {
     methods: Vec<OpenedMethod>,
     totp: Option<Code>,
@@ -110,13 +111,36 @@ enum OpenedMethod {
         private_key: Secret,
         passphrase: Option<Secret>,
     },
+    /// `?agent=true`: the agent signs with the key; its public half and the socket.
+    KeyViaAgent {
+        key_id: String,
+        public_key: String,
+        socket: String,
+    },
     Password(Option<Secret>),
     Agent,
     KeyboardInteractive(Vec<(String, Option<Secret>)>),
 }
 
-/// Opens every secret of `sealed` (the vault lock once, no database lock).
-pub fn open(state: &AppState, sealed: &SealedIdentity) -> Result<OpenedIdentity, ApiError> {
+/// Opens every secret of `sealed` (the vault lock once, no database lock). With
+/// `keys_via_agent` (`connect?agent=true`) no private key is opened: each key method names
+/// the agent instead, or the answer is 409 `AGENT_UNAVAILABLE` when the agent would not sign
+/// with it (the app asked not to get private keys, so it gets none).
+pub fn open(
+    state: &AppState,
+    sealed: &SealedIdentity,
+    keys_via_agent: bool,
+) -> Result<OpenedIdentity, ApiError> {
+    let mut agent_keys = Vec::new();
+    if keys_via_agent {
+        for method in &sealed.methods {
+            if let SealedMethod::Key { key_id, .. } = method {
+                let agent = crate::api::agent_use::connect_credentials(state, key_id)?;
+                agent_keys.push((key_id.clone(), agent.public_key, agent.socket));
+            }
+        }
+    }
+    let mut agent_keys = agent_keys.into_iter();
     let vault = state.session.vault();
     let totp = match &sealed.totp {
         Some((settings, bytes)) => Some(code_with(&vault, &sealed.id, settings, bytes)?),
@@ -132,6 +156,18 @@ pub fn open(state: &AppState, sealed: &SealedIdentity) -> Result<OpenedIdentity,
     }
     for method in &sealed.methods {
         methods.push(match method {
+            SealedMethod::Key { key_id, .. } if keys_via_agent => match agent_keys.next() {
+                Some((key_id, public_key, socket)) => OpenedMethod::KeyViaAgent {
+                    key_id,
+                    public_key,
+                    socket,
+                },
+                None => {
+                    return Err(ApiError::internal(format!(
+                        "key {key_id} of an identity was not looked up in the agent"
+                    )))
+                }
+            },
             SealedMethod::Key {
                 key_id,
                 private_key,
@@ -198,6 +234,12 @@ enum MethodView<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         password: Option<&'a str>,
     },
+    #[serde(rename = "key")]
+    KeyViaAgent {
+        key_id: &'a str,
+        public_key: &'a str,
+        identity_agent: &'a str,
+    },
     Agent,
     KeyboardInteractive {
         answers: Vec<AnswerView<'a>>,
@@ -245,6 +287,15 @@ impl Serialize for OpenedIdentity {
                 },
                 OpenedMethod::Password(password) => MethodView::Password {
                     password: optional(password.as_ref())?,
+                },
+                OpenedMethod::KeyViaAgent {
+                    key_id,
+                    public_key,
+                    socket,
+                } => MethodView::KeyViaAgent {
+                    key_id,
+                    public_key,
+                    identity_agent: socket,
                 },
                 OpenedMethod::Agent => MethodView::Agent,
                 OpenedMethod::KeyboardInteractive(answers) => MethodView::KeyboardInteractive {

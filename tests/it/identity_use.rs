@@ -275,3 +275,58 @@ fn connect_answers_keyboard_interactive_rules_with_the_password_the_totp_code_an
     );
     assert_eq!(answer["credentials"]["totp"]["code"], code);
 }
+
+/// `connect?agent=true` of a host whose auth is an identity's key hands out no private key:
+/// the key method names the agent, and `ssh` logs in through the agent's socket with the
+/// public half alone.
+#[test]
+fn connect_via_the_agent_gives_an_identitys_key_as_the_agent_and_no_private_key() {
+    let sshd = Sshd::start("identity-agent-sshd");
+    let service = Service::start("identity-agent");
+    let key = service
+        .post(
+            "/api/keys",
+            &json!({"name": "agent-key", "type": "ed25519"}),
+        )
+        .expect(201);
+    sshd.authorize(key["public_key"].as_str().unwrap());
+    let ops = identity(
+        &service,
+        json!({"name": "via-agent", "username": current_user(), "auth": [{"type": "key", "key_id": key["id"]}]}),
+    );
+    let id = host(
+        &service,
+        "sshd",
+        json!({"port": sshd.port, "identity_id": ops}),
+    );
+    let answer = service
+        .post(&format!("/api/hosts/{id}/connect?agent=true"), &json!({}))
+        .expect(200);
+    assert!(!answer.to_string().contains("PRIVATE KEY"), "{answer}");
+    let method = &answer["credentials"]["methods"][0];
+    assert_eq!(method["type"], "key");
+    assert_eq!(method["public_key"], key["public_key"]);
+    let socket = service.get("/api/agent").expect(200)["socket"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(method["identity_agent"], json!(socket));
+    let public_file = sshd.dir.join("agent-key.pub");
+    std::fs::write(
+        &public_file,
+        format!("{}\n", method["public_key"].as_str().unwrap()),
+    )
+    .unwrap();
+    let agent = format!("IdentityAgent={socket}");
+    let output = sshd
+        .ssh(
+            answer["credentials"]["username"].as_str().unwrap(),
+            &public_file,
+            &["-o", &agent, "-o", "BatchMode=yes"],
+        )
+        .args(["echo", "hello"])
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .unwrap();
+    assert_logged_in(&output, &sshd);
+}
