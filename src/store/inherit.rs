@@ -248,3 +248,82 @@ fn traits_of(identity: &crate::model::identity::Identity) -> IdentityTraits {
         auth: auth.as_array().cloned().unwrap_or_default(),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use rusqlite::params;
+    use serde_json::json;
+
+    use crate::model::group::NewGroup;
+    use crate::model::inherit::GroupDefaults;
+    use crate::model::name::Name;
+    use crate::store::hosts::{insert, new_host_for_tests};
+    use crate::store::inherit::Inheritance;
+    use crate::store::{open_in_memory, StoreError};
+
+    fn group(tx: &rusqlite::Connection, id: &str, parent: Option<&str>, defaults: GroupDefaults) {
+        let group = NewGroup {
+            name: Name::from_text(id).unwrap(),
+            parent_id: parent.map(str::to_owned),
+            color: String::new(),
+            icon: String::new(),
+            defaults: None,
+        };
+        crate::store::groups::insert(tx, id, &group).unwrap();
+        crate::store::groups::write_defaults(tx, id, &defaults).unwrap();
+    }
+
+    /// Resolving one host from its own lineage (`for_host`, what writes and `connect` use)
+    /// gives what resolving it among every group and identity (`load`) gives.
+    #[test]
+    fn one_hosts_lineage_resolves_as_the_whole_catalogue_does() {
+        let db = open_in_memory().unwrap();
+        db.write(|tx| {
+            tx.execute(
+                "INSERT INTO identities (id, name, name_key, fold_key, username, created_at,
+                 updated_at) VALUES ('i', 'i', 'i', 'i', 'from-identity', 't', 't')",
+                params![],
+            )?;
+            tx.execute(
+                "INSERT INTO identity_methods (identity_id, position, type) VALUES ('i', 0, 'agent')",
+                params![],
+            )?;
+            let top = GroupDefaults {
+                username: Some("top".into()),
+                port: Some(2201),
+                ssh_options: vec!["Compression yes".into()],
+                ..GroupDefaults::default()
+            };
+            group(tx, "top", None, top);
+            let middle = GroupDefaults {
+                identity_id: Some("i".into()),
+                ..GroupDefaults::default()
+            };
+            group(tx, "middle", Some("top"), middle);
+            group(tx, "bottom", Some("middle"), GroupDefaults::default());
+            group(tx, "elsewhere", None, GroupDefaults {
+                username: Some("other".into()),
+                ..GroupDefaults::default()
+            });
+            let hosts = [
+                json!({"group_id": "bottom", "username": null, "auth": null, "port": null}),
+                json!({"group_id": "top", "port": null}),
+                json!({"username": null, "identity_id": "i", "auth": null}),
+                json!({}),
+            ];
+            let everything = Inheritance::load(tx)?;
+            for (n, extra) in hosts.into_iter().enumerate() {
+                let stored = insert(tx, &format!("h{n}"), &new_host_for_tests("h", "h", extra), None)?;
+                let alone = Inheritance::for_host(tx, &stored)?;
+                assert_eq!(alone.resolve(&stored), everything.resolve(&stored), "host {n}");
+            }
+            let deep = crate::store::hosts::by_id(tx, "h0")?;
+            let effective = Inheritance::for_host(tx, &deep)?.resolve(&deep);
+            assert_eq!(effective.username(), Some("from-identity"));
+            assert_eq!(effective.port(), 2201);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    }
+}
