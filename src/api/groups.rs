@@ -76,7 +76,28 @@ pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
         precondition.check(Revised::Group, current)?;
-        Ok::<_, ApiError>(store::groups::delete(tx, id)?)
+        let below: Vec<String> = store::catalogue::hosts_under_group(tx, id)?
+            .into_iter()
+            .map(|host| host.id)
+            .collect();
+        store::groups::delete(tx, id)?;
+        // docs/identities.md: the hosts below move up and inherit from there; a delete that
+        // leaves one with no username or auth is refused whole, as a change of defaults is.
+        let moved = below
+            .iter()
+            .map(|host| store::hosts::by_id(tx, host))
+            .collect::<Result<Vec<_>, _>>()?;
+        let after = Inheritance::load(tx)?;
+        if let Err((field, count)) = store::inherit::followers(&moved, &after, &after, None) {
+            return Err(ApiError::validation(
+                field,
+                format!(
+                    "{count} host(s) below the group would have no {field} once it is gone: set \
+                     it on them, or as a default of the group above"
+                ),
+            ));
+        }
+        Ok(())
     })?;
     Ok(Reply::no_content())
 }

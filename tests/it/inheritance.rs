@@ -642,3 +642,38 @@ fn an_identity_named_by_a_group_default_is_a_source_via_that_group_in_view_and_e
         "the identity's key: {resolved:?}\n{text}"
     );
 }
+
+/// Deleting a group moves its hosts up, where they inherit from the parent: a delete that
+/// would leave one without a username is refused and changes nothing; one that does not,
+/// goes through.
+#[test]
+fn deleting_the_group_that_gives_hosts_their_username_is_refused_whole() {
+    let service = Service::start("inherit-group-delete");
+    let top = group(&service, "top", None, json!({"port": 2200}));
+    let giver = group(&service, "giver", Some(&top), json!({"username": "given"}));
+    let id = host(
+        &service,
+        "h",
+        json!({"group_id": giver, "auth": {"type": "agent"}}),
+    );
+    let error = service
+        .delete(&format!("/api/groups/{giver}"))
+        .assert_error(400, "VALIDATION_ERROR");
+    assert!(
+        error["details"].as_str().unwrap().starts_with("username"),
+        "{error}"
+    );
+    let kept = service.get(&format!("/api/hosts/{id}")).expect(200);
+    assert_eq!(kept["group_id"], json!(giver), "nothing moved");
+    service
+        .put(
+            &format!("/api/groups/{top}"),
+            &json!({"defaults": {"username": "above"}}),
+        )
+        .expect(200);
+    let status = service.delete(&format!("/api/groups/{giver}")).status;
+    assert_eq!(status, 204);
+    let fields = effective(&service, &id);
+    assert_eq!(fields["username"]["value"], "above");
+    assert_eq!(fields["port"]["value"], 2200);
+}
