@@ -148,7 +148,7 @@ fn sealed_credentials(
 /// private key (docs/agent.md "SSH agent").
 pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let via_agent = crate::api::agent_use::agent_param(req)?;
-    let (host, flat, auth_label, sealed, proxy_jump) = state.db.read(|conn| {
+    let (host, flat, (auth_label, first_key), sealed, proxy_jump) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let mut inheritance = store::inherit::Inheritance::for_host(conn, &host)?;
         let effective = inheritance.resolve(&host);
@@ -184,7 +184,6 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
             proxy_jump,
         ))
     })?;
-    let (auth_label, first_key) = auth_label;
     let username = flat.username.clone().unwrap_or_default();
     let certificate = match &first_key {
         Some(key_id) => crate::api::certificate_in_use(state, key_id, &username)?,

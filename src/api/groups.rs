@@ -11,16 +11,13 @@
 //! group runs in one transaction (precondition, placement, write, read back); no SQL text and
 //! no time chosen here (the store stamps its rows).
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{JsonBody, JsonReply, Reply, Req};
+use crate::api::{refuse_chain, JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::group::{GroupPatch, GroupView, NewGroup};
 use crate::model::inherit::GroupDefaults;
-use crate::model::interop;
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
@@ -83,10 +80,7 @@ pub fn delete(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         store::groups::delete(tx, id)?;
         // docs/identities.md: the hosts below move up and inherit from there; a delete that
         // leaves one with no username or auth is refused whole, as a change of defaults is.
-        let moved = below
-            .iter()
-            .map(|host| store::hosts::by_id(tx, host))
-            .collect::<Result<Vec<_>, _>>()?;
+        let moved = store::catalogue::hosts_of(tx, &below)?;
         let after = Inheritance::load(tx)?;
         if let Err((field, count)) = store::inherit::followers(&moved, &after, &after, None) {
             return Err(ApiError::validation(
@@ -156,17 +150,7 @@ fn apply(
 /// Checks a group's defaults (a default chain like a host's) and writes them.
 fn write_defaults(tx: &store::Conn, id: &str, defaults: &GroupDefaults) -> Result<(), ApiError> {
     if let Some(chain) = &defaults.jump_host_ids {
-        if let Err(problem) = interop::check_chain(None, chain, &HashMap::new()) {
-            return Err(ApiError::InvalidJumpChain(format!(
-                "defaults.jump_host_ids: {}",
-                problem.0
-            )));
-        }
-        if let Some(unknown) = store::interop::first_unknown_host(tx, chain)? {
-            return Err(ApiError::JumpHostNotFound(format!(
-                "defaults.jump_host_ids: no host has the id {unknown}"
-            )));
-        }
+        refuse_chain(store::interop::judge_chain(tx, None, chain)?, "defaults.")?;
     }
     Ok(store::groups::write_defaults(tx, id, defaults)?)
 }

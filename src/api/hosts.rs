@@ -13,11 +13,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{JsonBody, JsonReply, Reply, Req};
+use crate::api::{refuse_chain, JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{AuthType, Host, HostPatch, NewHost, PasswordAction, PasswordField};
 use crate::model::host_query::HostQuery;
-use crate::model::interop::ChainVerdict;
 use crate::model::name::Name;
 use crate::model::validate;
 use crate::state::AppState;
@@ -71,7 +70,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     };
     let host = state.db.write(|tx| {
         if let Some(chain) = &host.jump_host_ids {
-            judge_chain(store::interop::judge_chain(tx, None, chain)?)?;
+            refuse_chain(store::interop::judge_chain(tx, None, chain)?, "")?;
         }
         let host = store::hosts::insert(tx, &id, &host, sealed.as_deref())?;
         connectable(tx, &host)?;
@@ -112,7 +111,7 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
         let (patch, sealed) = checked?;
         let change = patch.apply(&current)?;
         if let Some(Some(chain)) = &patch.jump_host_ids {
-            judge_chain(store::interop::judge_chain(tx, Some(id), chain)?)?;
+            refuse_chain(store::interop::judge_chain(tx, Some(id), chain)?, "")?;
         }
         let host = store::hosts::update(tx, &current, &change, sealed.as_deref())?;
         connectable(tx, &host)?;
@@ -207,7 +206,7 @@ pub fn duplicate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiErro
     let copy = source.duplicate(name, action);
     let host = state.db.write(|tx| {
         if let Some(chain) = &copy.jump_host_ids {
-            judge_chain(store::interop::judge_chain(tx, None, chain)?)?;
+            refuse_chain(store::interop::judge_chain(tx, None, chain)?, "")?;
         }
         let host = store::hosts::insert(tx, &copy_id, &copy, resealed.as_deref())?;
         connectable(tx, &host)?;
@@ -252,18 +251,6 @@ fn connectable(conn: &store::Conn, host: &Host) -> Result<(), ApiError> {
 /// A single host as an answer, with its revision as the `ETag`.
 fn host_reply(status: u16, host: &Host) -> Result<Reply, ApiError> {
     Ok(Reply::json(status, &host.view())?.with_header("ETag", etag(host.revision)))
-}
-
-/// An unknown hop is 404 `HOST_NOT_FOUND` naming the field; a loop or a repeat
-/// is 400 `INVALID_JUMP_CHAIN`.
-fn judge_chain(verdict: ChainVerdict) -> Result<(), ApiError> {
-    let Some(details) = verdict.details() else {
-        return Ok(());
-    };
-    match verdict {
-        ChainVerdict::UnknownHop(_) => Err(ApiError::JumpHostNotFound(details)),
-        _ => Err(ApiError::InvalidJumpChain(details)),
-    }
 }
 
 /// Moves `auth.password` out of the body into a `Secret`, and says what kind of value it

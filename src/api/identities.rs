@@ -232,10 +232,7 @@ fn refuse_stranding(
     id: &str,
     before: &Inheritance,
 ) -> Result<Vec<String>, ApiError> {
-    let hosts = usage::resolving_hosts(tx, id)?
-        .iter()
-        .map(|host| store::hosts::by_id(tx, host))
-        .collect::<Result<Vec<_>, _>>()?;
+    let hosts = store::catalogue::hosts_of(tx, &usage::resolving_hosts(tx, id)?)?;
     let after = Inheritance::load(tx)?;
     store::inherit::followers(&hosts, before, &after, Some(id)).map_err(|(field, count)| {
         ApiError::validation(

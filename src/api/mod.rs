@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
 use crate::model::certificate;
+use crate::model::interop::ChainVerdict;
 use crate::state::AppState;
 use crate::{sshkey, store};
 
@@ -126,6 +127,20 @@ pub fn number_parameter(
         ));
     }
     Ok(Some(number.min(max)))
+}
+
+/// A judged jump chain as an answer: an unknown hop is 404 `HOST_NOT_FOUND` naming the field,
+/// a loop or a repeat 400 `INVALID_JUMP_CHAIN`. `within` prefixes the field (`defaults.` for
+/// a group's default chain). For hosts' and groups' chains alike.
+pub fn refuse_chain(verdict: ChainVerdict, within: &str) -> Result<(), ApiError> {
+    let Some(details) = verdict.details() else {
+        return Ok(());
+    };
+    let details = format!("{within}{details}");
+    match verdict {
+        ChainVerdict::UnknownHop(_) => Err(ApiError::JumpHostNotFound(details)),
+        _ => Err(ApiError::InvalidJumpChain(details)),
+    }
 }
 
 /// The certificate line `connect` hands out with key `key_id` for a login as `user`

@@ -1,6 +1,6 @@
-//! Whole-catalogue reads: every host (or the hosts of a group and its descendants) with its
-//! jump chain and kept directives, in a stable order, for the `~/.ssh/config` export and
-//! import.
+//! Whole-catalogue reads: every host (or the hosts of a group and its descendants, or of a
+//! list of ids) with its jump chain and kept directives, in a stable order, for the
+//! `~/.ssh/config` export and import and for the checks of what many hosts inherit.
 //!
 //! Invariants: read-only; hosts come oldest first (then in insertion order within one
 //! millisecond), so export aliases given in this order are stable; one query for the rows
@@ -26,6 +26,12 @@ const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
      group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at, \
      revision, identity_id, jumps_set FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
 
+/// The hosts of `?1`, a JSON array of ids, in the same order.
+const SELECT_HOSTS_OF: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
+     password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
+     updated_at, last_used_at, revision, identity_id, jumps_set FROM hosts \
+     WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY created_at, seq";
+
 /// Every host, oldest first, with chains and kept directives.
 pub fn all_hosts(conn: &Connection) -> Result<Vec<Host>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_ALL_HOSTS)?;
@@ -38,6 +44,15 @@ pub fn all_hosts(conn: &Connection) -> Result<Vec<Host>, StoreError> {
 pub fn hosts_under_group(conn: &Connection, group_id: &str) -> Result<Vec<Host>, StoreError> {
     let mut statement = conn.prepare_cached(SELECT_HOSTS_UNDER_GROUP)?;
     let rows = statement.query([group_id])?;
+    hosts_from(conn, rows)
+}
+
+/// The hosts of `ids` that exist (one query, not one per host), oldest first, with chains and
+/// kept directives.
+pub fn hosts_of(conn: &Connection, ids: &[String]) -> Result<Vec<Host>, StoreError> {
+    let list = serde_json::to_string(ids).map_err(|err| StoreError::Json(err.to_string()))?;
+    let mut statement = conn.prepare_cached(SELECT_HOSTS_OF)?;
+    let rows = statement.query([&list])?;
     hosts_from(conn, rows)
 }
 
