@@ -497,9 +497,10 @@ fn auto_lock_locks_an_idle_vault_and_health_polls_do_not_keep_it_open() {
     // if health counted, it never would.
     assert!(wait_until(EVENT_DEADLINE, || vault_locked(&service)));
     service.get("/api/hosts").assert_error(401, "VAULT_LOCKED");
-    assert!(service
-        .stderr()
-        .contains("vault locked after 300 ms without a request (--auto-lock)"));
+    // The log line is written just after the vault locks: wait for it, do not race it.
+    assert!(wait_until(EVENT_DEADLINE, || service.stderr().contains(
+        "vault locked after 300 ms without a request (--auto-lock)"
+    )));
     unlock(&service, "pw").expect(200);
     assert!(!vault_locked(&service));
     assert!(wait_until(EVENT_DEADLINE, || vault_locked(&service)));
