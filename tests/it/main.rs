@@ -9,6 +9,7 @@ mod agent;
 mod batch;
 mod certificates;
 mod changes;
+mod forwards;
 mod groups;
 mod history;
 mod host_cas;

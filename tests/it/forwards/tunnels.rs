@@ -1,0 +1,96 @@
+//! Real tunnels through a test sshd: first from a hand-written config (the rig itself),
+//! then from the service's exported config (`ssh -N -F <export> <alias>`).
+
+use super::net::{echo_via, echo_via_socks, free_port, Echo, SocksTarget, Tunnel};
+use super::{client_key, forward_sshd, work_dir};
+use crate::interop::current_user;
+
+#[test]
+fn a_hand_written_config_carries_local_dynamic_and_remote_forwards_through_the_test_sshd() {
+    let sshd = forward_sshd("fwd-rig-sshd");
+    let dir = work_dir("fwd-rig");
+    let (key, public) = client_key(&dir);
+    sshd.authorize(&public);
+    let echo = Echo::start();
+    let (local, dynamic, remote) = (free_port(), free_port(), free_port());
+    let config = dir.join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host tun\n    HostName 127.0.0.1\n    Port {}\n    User {}\n    IdentityFile {}\n    \
+             IdentitiesOnly yes\n    LocalForward {local} 127.0.0.1:{}\n    \
+             DynamicForward {dynamic}\n    RemoteForward {remote} 127.0.0.1:{}\n",
+            sshd.port,
+            current_user(),
+            key.display(),
+            echo.port,
+            echo.port
+        ),
+    )
+    .unwrap();
+    let mut tunnel = Tunnel::start(&config, "tun");
+    tunnel.wait_for("local forward", || echo_via(local));
+    tunnel.wait_for("dynamic forward by IPv4", || {
+        echo_via_socks(dynamic, SocksTarget::Ipv4([127, 0, 0, 1], echo.port))
+    });
+    tunnel.wait_for("dynamic forward by name", || {
+        echo_via_socks(dynamic, SocksTarget::Domain("localhost", echo.port))
+    });
+    tunnel.wait_for("remote forward", || echo_via(remote));
+}
+
+/// A forward rule body for the exported-config tests.
+fn rule(kind: &str, port: u16, target: Option<u16>) -> serde_json::Value {
+    let mut body = serde_json::json!({"type": kind, "bind_port": port});
+    if let Some(target) = target {
+        body["target_host"] = serde_json::json!("127.0.0.1");
+        body["target_port"] = serde_json::json!(target);
+    }
+    body
+}
+
+#[test]
+fn the_exported_config_carries_local_dynamic_and_remote_forwards_through_ssh() {
+    let sshd = super::forward_sshd("fwd-export-tunnels-sshd");
+    let service = crate::support::Service::start("fwd-export-tunnels");
+    let dir = work_dir("fwd-export-tunnels");
+    let echo = Echo::start();
+    let (id, answer) = super::sshd_host(&service, &sshd, "tunnels", serde_json::json!({}));
+    let rules = super::host_rules(&id);
+    let (local, dynamic, remote, remote_socks, disabled) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
+    super::add_rule(&service, &rules, rule("local", local, Some(echo.port)));
+    super::add_rule(&service, &rules, rule("dynamic", dynamic, None));
+    super::add_rule(&service, &rules, rule("remote", remote, Some(echo.port)));
+    super::add_rule(&service, &rules, rule("remote", remote_socks, None));
+    let mut off = rule("local", disabled, Some(echo.port));
+    off["enabled"] = serde_json::json!(false);
+    super::add_rule(&service, &rules, off);
+    let config = super::usable_export(&service, &answer, &dir);
+    let export = std::fs::read_to_string(&config).unwrap();
+    let mut tunnel = Tunnel::start(&config, &super::alias_in(&export, "tunnels"));
+    tunnel.wait_for("local forward", || echo_via(local));
+    tunnel.wait_for("dynamic forward by IPv4", || {
+        echo_via_socks(dynamic, SocksTarget::Ipv4([127, 0, 0, 1], echo.port))
+    });
+    tunnel.wait_for("dynamic forward by name", || {
+        echo_via_socks(dynamic, SocksTarget::Domain("localhost", echo.port))
+    });
+    tunnel.wait_for("remote forward, on the server's loopback", || {
+        echo_via(remote)
+    });
+    tunnel.wait_for("remote dynamic forward", || {
+        echo_via_socks(remote_socks, SocksTarget::Ipv4([127, 0, 0, 1], echo.port))
+    });
+    // ssh binds every local forward before it serves any: the disabled rule's port is
+    // not among them.
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", disabled)).is_err(),
+        "the disabled rule was started:\n{export}"
+    );
+}
