@@ -28,6 +28,7 @@ pub mod ssh_config;
 pub mod ssh_config_export;
 pub mod ssh_config_import;
 pub mod ssh_config_report;
+pub mod ssh_config_session;
 pub mod ssh_words;
 pub mod startup;
 pub mod totp;

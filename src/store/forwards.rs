@@ -74,6 +74,15 @@ pub fn all(conn: &Connection) -> Result<Vec<Rule>, StoreError> {
     rows.map(|row| row?).collect()
 }
 
+/// Whether any rule (of any owner) has the id `id`.
+pub fn exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM forwards WHERE id = ?1")?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 /// Rule `id` of `owner`: `ForwardNotFound` when it is not one of its rules.
 pub fn by_id(conn: &Connection, owner: &Owner, id: &str) -> Result<Rule, StoreError> {
     check_owner(conn, owner)?;
