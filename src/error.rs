@@ -59,6 +59,11 @@ pub enum ApiError {
     },
     /// The identity has no TOTP secret to make a code with.
     TotpNotSet,
+    /// No forward rule with this id belongs to the host or group of the path.
+    ForwardNotFound,
+    /// An enabled autostart rule would listen where another one does (docs/forwards.md,
+    /// "Port conflicts"); the text names the other rule and its host or group.
+    PortConflict(String),
     InvalidMove(String),
     /// `If-Match` or a body's `revision` names another revision than the resource's
     /// `current` one: someone else changed it since it was read.
@@ -126,6 +131,7 @@ impl ApiError {
             | ApiError::KnownHostNotFound
             | ApiError::IdentityNotFound
             | ApiError::CertificateNotFound
+            | ApiError::ForwardNotFound
             | ApiError::AgentRequestNotFound => 404,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
@@ -133,6 +139,7 @@ impl ApiError {
             | ApiError::IdentityNameTaken
             | ApiError::IdentityInUse { .. }
             | ApiError::TotpNotSet
+            | ApiError::PortConflict(_)
             | ApiError::HostInUse(_)
             | ApiError::HostKeyChanged(_)
             | ApiError::HostKeyRevoked(_)
@@ -167,6 +174,8 @@ impl ApiError {
             ApiError::IdentityNameTaken => "IDENTITY_NAME_TAKEN",
             ApiError::IdentityInUse { .. } => "IDENTITY_IN_USE",
             ApiError::TotpNotSet => "TOTP_NOT_SET",
+            ApiError::ForwardNotFound => "FORWARD_NOT_FOUND",
+            ApiError::PortConflict(_) => "PORT_CONFLICT",
             ApiError::InvalidMove(_) => "INVALID_MOVE",
             ApiError::PreconditionFailed { .. } => "PRECONDITION_FAILED",
             ApiError::InvalidKey(_) => "INVALID_KEY",
@@ -207,6 +216,8 @@ impl ApiError {
             ApiError::IdentityNameTaken => "identity name already in use",
             ApiError::IdentityInUse { .. } => "identity is in use",
             ApiError::TotpNotSet => "the identity has no TOTP secret",
+            ApiError::ForwardNotFound => "forward rule not found",
+            ApiError::PortConflict(_) => "another rule listens on this port",
             ApiError::InvalidMove(_) => "invalid move",
             ApiError::PreconditionFailed { .. } => "changed since it was read",
             ApiError::InvalidKey(_) => "invalid private key",
@@ -237,7 +248,8 @@ impl ApiError {
             | ApiError::InvalidCertificate(text)
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
-            | ApiError::AgentUnavailable(text) => Some(text.clone()),
+            | ApiError::AgentUnavailable(text)
+            | ApiError::PortConflict(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {
                 Some(format!("query parameter {name}: {rule}"))
@@ -311,6 +323,7 @@ impl From<crate::store::StoreError> for ApiError {
             }
             crate::store::StoreError::IdentityNotFound => ApiError::IdentityNotFound,
             crate::store::StoreError::IdentityNameTaken => ApiError::IdentityNameTaken,
+            crate::store::StoreError::ForwardNotFound => ApiError::ForwardNotFound,
             crate::store::StoreError::StorageFull(cause) => {
                 // The server logs only internal errors' causes; this one is worth a line too.
                 log::error!("a write failed for lack of disk space: {cause}");

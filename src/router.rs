@@ -46,12 +46,16 @@ pub enum Handle {
     Req(fn(&AppState, &Req) -> Result<Reply, ApiError>),
     Id(fn(&AppState, &str) -> Result<Reply, ApiError>),
     ReqId(fn(&AppState, &Req, &str) -> Result<Reply, ApiError>),
+    /// A resource under another (`/api/hosts/{id}/forwards/{sub}`): the `{id}` and the
+    /// `{sub}` segments.
+    ReqIds(fn(&AppState, &Req, &str, &str) -> Result<Reply, ApiError>),
 }
 
 /// One endpoint.
 pub struct Route {
     pub method: Method,
-    /// The path, `{id}` standing for any one segment.
+    /// The path, `{id}` (and `{sub}`, in a resource under another) standing for any one
+    /// segment.
     pub path: &'static str,
     /// The number of segments of `path`: most rows are told apart by it alone.
     segments: usize,
@@ -108,6 +112,11 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/hosts/{id}/duplicate", Unlocked Work, ReqId hosts::duplicate, "duplicateHost"),
     route!(Get "/api/hosts/{id}/effective", Unlocked Work, Id hosts::effective, "getHostEffective"),
     route!(Get "/api/hosts/{id}/history", Unlocked Work, ReqId history::of_host, "listHostHistory"),
+    route!(Get "/api/hosts/{id}/forwards", Unlocked Work, Id forwards::host_list, "listHostForwards"),
+    route!(Post "/api/hosts/{id}/forwards", Unlocked Work, ReqId forwards::host_create, "createHostForward"),
+    route!(Get "/api/hosts/{id}/forwards/{sub}", Unlocked Work, ReqIds forwards::host_get, "getHostForward"),
+    route!(Put "/api/hosts/{id}/forwards/{sub}", Unlocked Work, ReqIds forwards::host_update, "updateHostForward"),
+    route!(Delete "/api/hosts/{id}/forwards/{sub}", Unlocked Work, ReqIds forwards::host_delete, "deleteHostForward"),
 
     route!(Get "/api/groups", Unlocked Work, State groups::list, "listGroups"),
     route!(Post "/api/groups", Unlocked Work, Req groups::create, "createGroup"),
@@ -115,6 +124,11 @@ pub static ROUTES: &[Route] = &[
     route!(Put "/api/groups/{id}", Unlocked Work, ReqId groups::update, "updateGroup"),
     route!(Delete "/api/groups/{id}", Unlocked Work, ReqId groups::delete, "deleteGroup"),
     route!(Put "/api/groups/{id}/move", Unlocked Work, ReqId groups::move_to, "moveGroup"),
+    route!(Get "/api/groups/{id}/forwards", Unlocked Work, Id forwards::group_list, "listGroupForwards"),
+    route!(Post "/api/groups/{id}/forwards", Unlocked Work, ReqId forwards::group_create, "createGroupForward"),
+    route!(Get "/api/groups/{id}/forwards/{sub}", Unlocked Work, ReqIds forwards::group_get, "getGroupForward"),
+    route!(Put "/api/groups/{id}/forwards/{sub}", Unlocked Work, ReqIds forwards::group_update, "updateGroupForward"),
+    route!(Delete "/api/groups/{id}/forwards/{sub}", Unlocked Work, ReqIds forwards::group_delete, "deleteGroupForward"),
 
     route!(Get "/api/keys", Unlocked Work, Req keys::list, "listKeys"),
     route!(Post "/api/keys", Unlocked Work, Req keys::create, "createKey"),
@@ -188,6 +202,7 @@ fn fit<'a>(template: &str, path: &[&'a str]) -> (Fit, &'a str) {
         let end = part.find('/').unwrap_or(part.len());
         match &part[..end] {
             "{id}" => id = Some(*segment),
+            "{sub}" => {}
             literal if literal == *segment => {}
             _ => return (Fit::No, ""),
         }
@@ -216,6 +231,16 @@ pub fn resolve<'a>(method: Method, path: &[&'a str]) -> Option<(&'static Route, 
     // A segment some route has literally is never an id (docs/api.md: a GET of
     // /api/known-hosts/verify is a 405 that allows POST).
     with_id.filter(|_| !literal_elsewhere)
+}
+
+/// The segment a template's `{sub}` stands for (`""` when it has none).
+fn sub_id<'a>(template: &str, path: &[&'a str]) -> &'a str {
+    template
+        .trim_start_matches('/')
+        .split('/')
+        .zip(path)
+        .find(|(part, _)| *part == "{sub}")
+        .map_or("", |(_, segment)| segment)
 }
 
 /// The methods defined for `path`, in `Allow` header order; empty when the path is unknown.
@@ -292,6 +317,7 @@ pub fn route(state: &AppState, req: &Req) -> Result<Reply, Failure> {
         Handle::Req(handle) => handle(state, req),
         Handle::Id(handle) => handle(state, id),
         Handle::ReqId(handle) => handle(state, req, id),
+        Handle::ReqIds(handle) => handle(state, req, id, sub_id(route.path, &segments)),
     };
     outcome.map_err(Failure::Handler)
 }

@@ -14,10 +14,13 @@
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{refuse_chain, JsonBody, JsonReply, Reply, Req};
+use crate::api::{environment, refuse_chain, JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
-use crate::model::group::{GroupPatch, GroupView, NewGroup};
+use crate::model::environment::EnvValue;
+use crate::model::forward_rule::Owner;
+use crate::model::group::{DefaultsPatch, GroupPatch, GroupView, NewGroup};
 use crate::model::inherit::GroupDefaults;
+use crate::model::startup::kept_secrets;
 use crate::state::AppState;
 use crate::store;
 use crate::store::changes::Revised;
@@ -34,9 +37,12 @@ pub fn list(state: &AppState) -> Result<Reply, ApiError> {
 
 /// `POST /api/groups` → 201 with the new group.
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
-    let body = req.json::<Map<String, Value>>()?;
-    let group = NewGroup::from_json(&body)?;
+    let mut body = req.json::<Map<String, Value>>()?;
+    let env = take_env(&mut body)?;
+    let mut group = NewGroup::from_json(&body)?;
+    mark_given(group.defaults.as_mut(), &env);
     let id = crate::vault::new_id();
+    let sealed_env = seal_env(state, &id, group.defaults.as_ref(), env)?;
     let view = state.db.write(|tx| {
         match store::groups::insert(tx, &id, &group)? {
             Placement::Placed => {}
@@ -46,7 +52,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             }
         }
         if let Some(patch) = &group.defaults {
-            write_defaults(tx, &id, &patch.apply(&GroupDefaults::default()))?;
+            write_defaults(tx, &id, patch, &GroupDefaults::default(), &sealed_env)?;
         }
         Ok(store::groups::view(tx, &id)?)
     })?;
@@ -61,10 +67,46 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 
 /// `PUT /api/groups/:id`: a partial update; a `parent_id` moves the group as `move` does.
 pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
-    let body = req.json::<Map<String, Value>>()?;
-    let patch = GroupPatch::from_json(&body)?;
+    let mut body = req.json::<Map<String, Value>>()?;
+    let env = take_env(&mut body)?;
+    let mut patch = GroupPatch::from_json(&body)?;
+    mark_given(patch.defaults.as_mut(), &env);
     let precondition = Precondition::with_body(req, &body)?;
-    apply(state, id, &patch, &precondition)
+    let sealed_env = seal_env(state, id, patch.defaults.as_ref(), env)?;
+    apply(state, id, &patch, &precondition, &sealed_env)
+}
+
+/// Takes the secret values of `defaults.set_env` out of the body (api::environment).
+fn take_env(body: &mut Map<String, Value>) -> Result<environment::TakenEnv, ApiError> {
+    match body.get_mut("defaults") {
+        Some(Value::Object(defaults)) => environment::take(defaults, "defaults."),
+        _ => environment::take(&mut Map::new(), "defaults."),
+    }
+}
+
+/// Marks the `set_env` entries whose secret value the body gave.
+fn mark_given(defaults: Option<&mut DefaultsPatch>, env: &environment::TakenEnv) {
+    let Some(entries) = defaults.and_then(|defaults| defaults.set_env.as_mut()) else {
+        return;
+    };
+    for (index, entry) in entries.iter_mut().enumerate() {
+        if env.given.contains(&index) {
+            entry.value = EnvValue::Secret { given: true };
+        }
+    }
+}
+
+/// Seals the taken secret values for group `id` under their names.
+fn seal_env(
+    state: &AppState,
+    id: &str,
+    defaults: Option<&DefaultsPatch>,
+    env: environment::TakenEnv,
+) -> Result<Vec<(String, Vec<u8>)>, ApiError> {
+    let entries = defaults
+        .and_then(|defaults| defaults.set_env.clone())
+        .unwrap_or_default();
+    env.seal(state, &Owner::Group(id.to_owned()), &entries)
 }
 
 /// `DELETE /api/groups/:id` → 204. Hosts and child groups go to the parent (docs/api.md, Groups).
@@ -101,7 +143,7 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
     let body = req.json::<Map<String, Value>>()?;
     let patch = GroupPatch::move_from_json(&body)?;
     let precondition = Precondition::with_body(req, &body)?;
-    apply(state, id, &patch, &precondition)
+    apply(state, id, &patch, &precondition, &[])
 }
 
 /// Writes `patch` when `precondition` holds and answers 200 with the group as it is now.
@@ -110,6 +152,7 @@ fn apply(
     id: &str,
     patch: &GroupPatch,
     precondition: &Precondition,
+    sealed_env: &[(String, Vec<u8>)],
 ) -> Result<Reply, ApiError> {
     let (view, affected) = state.db.write(|tx| {
         let current = store::changes::revision(tx, Revised::Group, id)?;
@@ -136,7 +179,7 @@ fn apply(
         }
         if let Some(defaults) = &patch.defaults {
             let current = store::groups::by_id(tx, id)?.defaults;
-            write_defaults(tx, id, &defaults.apply(&current))?;
+            write_defaults(tx, id, defaults, &current, sealed_env)?;
         }
         let affected = match before {
             Some(before) => Some(follow(tx, id, &before)?),
@@ -147,12 +190,30 @@ fn apply(
     group_reply(200, &view, affected)
 }
 
-/// Checks a group's defaults (a default chain like a host's) and writes them.
-fn write_defaults(tx: &store::Conn, id: &str, defaults: &GroupDefaults) -> Result<(), ApiError> {
+/// Checks a group's new defaults (a default chain like a host's; a secret variable named
+/// without a value must be stored under that name) and writes them, with the sealed secret
+/// values.
+fn write_defaults(
+    tx: &store::Conn,
+    id: &str,
+    patch: &DefaultsPatch,
+    current: &GroupDefaults,
+    sealed_env: &[(String, Vec<u8>)],
+) -> Result<(), ApiError> {
+    let mut defaults = patch.apply(current);
+    if let Some(entries) = &patch.set_env {
+        defaults.set_env = kept_secrets(entries, &current.set_env)
+            .map_err(|err| ApiError::validation(&format!("defaults.{}", err.field), err.rule))?;
+    }
     if let Some(chain) = &defaults.jump_host_ids {
         refuse_chain(store::interop::judge_chain(tx, None, chain)?, "defaults.")?;
     }
-    Ok(store::groups::write_defaults(tx, id, defaults)?)
+    store::groups::write_defaults(tx, id, &defaults)?;
+    if patch.set_env.is_some() {
+        let owner = Owner::Group(id.to_owned());
+        store::environment::write(tx, &owner, &defaults.set_env, sealed_env)?;
+    }
+    Ok(())
 }
 
 /// docs/identities.md, "Rotation in one call": the hosts below group `id` whose effective

@@ -13,11 +13,13 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{refuse_chain, JsonBody, JsonReply, Reply, Req};
+use crate::api::{environment, refuse_chain, JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
+use crate::model::forward_rule::Owner;
 use crate::model::host::{AuthType, Host, HostPatch, NewHost, PasswordAction, PasswordField};
 use crate::model::host_query::HostQuery;
 use crate::model::name::Name;
+use crate::model::startup::{Startup, StartupPatch};
 use crate::model::validate;
 use crate::state::AppState;
 use crate::store;
@@ -60,8 +62,12 @@ pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let mut body: Map<String, Value> = req.json()?;
     let (password_field, password) = take_password(&mut body)?;
-    let host = NewHost::from_json(&body, password_field)?;
+    let env = environment::take(&mut body, "")?;
+    let mut host = NewHost::from_json(&body, password_field)?;
+    host.startup = StartupPatch::from_json(&body, &env.given)?.apply(&Startup::default())?;
     let id = crate::vault::new_id();
+    let owner = Owner::Host(id.clone());
+    let sealed_env = env.seal(state, &owner, &host.startup.set_env)?;
     let sealed = match (host.auth.as_ref().map(|auth| auth.password), password) {
         (Some(PasswordAction::Store), Some(password)) => {
             Some(seal_password(state, &id, &password)?)
@@ -73,6 +79,7 @@ pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             refuse_chain(store::interop::judge_chain(tx, None, chain)?, "")?;
         }
         let host = store::hosts::insert(tx, &id, &host, sealed.as_deref())?;
+        store::environment::write(tx, &owner, &host.startup.set_env, &sealed_env)?;
         connectable(tx, &host)?;
         Ok::<_, ApiError>(host)
     })?;
@@ -108,12 +115,16 @@ pub fn update(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> 
     let host = state.db.write(|tx| {
         let current = store::hosts::by_id(tx, id)?;
         precondition?.check(Revised::Host, current.revision)?;
-        let (patch, sealed) = checked?;
+        let (patch, sealed, sealed_env) = checked?;
         let change = patch.apply(&current)?;
         if let Some(Some(chain)) = &patch.jump_host_ids {
             refuse_chain(store::interop::judge_chain(tx, Some(id), chain)?, "")?;
         }
         let host = store::hosts::update(tx, &current, &change, sealed.as_deref())?;
+        if patch.startup.set_env.is_some() {
+            let owner = Owner::Host(id.to_owned());
+            store::environment::write(tx, &owner, &host.startup.set_env, &sealed_env)?;
+        }
         connectable(tx, &host)?;
         Ok::<_, ApiError>(host)
     })?;
@@ -178,13 +189,15 @@ pub fn move_to(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
 /// used between the read and the write, never inside a transaction (lock order: vault,
 /// then database); the write checks every reference again.
 pub fn duplicate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
-    let (source, sealed) = state.db.read(|conn| {
+    let source_owner = Owner::Host(id.to_owned());
+    let (source, sealed, sealed_env) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
         let sealed = match host.auth_type {
             Some(AuthType::Password) => store::hosts::sealed_password(conn, id)?,
             _ => None,
         };
-        Ok::<_, ApiError>((host, sealed))
+        let sealed_env = store::environment::sealed_of(conn, &source_owner)?;
+        Ok::<_, ApiError>((host, sealed, sealed_env))
     })?;
     let body: Map<String, Value> = match req.body_is_empty() {
         true => Map::new(),
@@ -204,11 +217,14 @@ pub fn duplicate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiErro
         None => PasswordAction::Clear,
     };
     let copy = source.duplicate(name, action);
+    let copy_owner = Owner::Host(copy_id.clone());
+    let copy_env = environment::reseal(state, &source_owner, &copy_owner, &sealed_env)?;
     let host = state.db.write(|tx| {
         if let Some(chain) = &copy.jump_host_ids {
             refuse_chain(store::interop::judge_chain(tx, None, chain)?, "")?;
         }
         let host = store::hosts::insert(tx, &copy_id, &copy, resealed.as_deref())?;
+        store::environment::write(tx, &copy_owner, &host.startup.set_env, &copy_env)?;
         connectable(tx, &host)?;
         Ok::<_, ApiError>(host)
     })?;
@@ -273,19 +289,27 @@ fn take_password(
     }
 }
 
-/// Checks an update body and seals its password (before any database lock is taken).
+/// A checked update: the patch, the sealed password and the sealed secret env values.
+type CheckedPatch = (HostPatch, Option<Vec<u8>>, Vec<(String, Vec<u8>)>);
+
+/// Checks an update body and seals its password and secret env values (before any database
+/// lock is taken).
 fn check_patch(
     state: &AppState,
     body: &mut Map<String, Value>,
     id: &str,
-) -> Result<(HostPatch, Option<Vec<u8>>), ApiError> {
+) -> Result<CheckedPatch, ApiError> {
     let (password_field, password) = take_password(body)?;
-    let patch = HostPatch::from_json(body, password_field)?;
+    let env = environment::take(body, "")?;
+    let mut patch = HostPatch::from_json(body, password_field)?;
+    patch.startup = StartupPatch::from_json(body, &env.given)?;
+    let entries = patch.startup.set_env.clone().unwrap_or_default();
+    let sealed_env = env.seal(state, &Owner::Host(id.to_owned()), &entries)?;
     let sealed = match password {
         Some(password) => Some(seal_password(state, id, &password)?),
         None => None,
     };
-    Ok((patch, sealed))
+    Ok((patch, sealed, sealed_env))
 }
 
 /// Seals a host password bound to its row. Takes the vault lock only for the seal.

@@ -11,6 +11,8 @@ pub mod audit;
 pub mod batch;
 pub mod changes;
 pub mod connect;
+pub mod environment;
+pub mod forwards;
 pub mod groups;
 pub mod health;
 pub mod history;

@@ -86,6 +86,7 @@ impl Precondition {
             resource: match resource {
                 Revised::Host => "host",
                 Revised::Group => "group",
+                Revised::Forward => "forward rule",
                 Revised::Key => "key",
                 Revised::Identity => "identity",
             },

@@ -45,7 +45,7 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
             &state.config.import_user,
             crate::vault::new_id,
         );
-        import_store::apply(tx, &mut plan)?;
+        import_store::apply(tx, &mut plan, &mut crate::vault::new_id)?;
         Ok::<_, ApiError>(plan.report)
     })?;
     Reply::json(200, &report)

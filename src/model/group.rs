@@ -6,9 +6,12 @@
 //! key, never by the lowercase), so nothing unvalidated reaches the store; a refusal is an
 //! `Invalid` naming the field.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::model::environment::{self, EnvEntry};
 use crate::model::inherit::GroupDefaults;
 use crate::model::interop;
 use crate::model::name::Name;
@@ -61,6 +64,11 @@ pub struct DefaultsPatch {
     pub jump_host_ids: Option<Option<Vec<String>>>,
     /// `null` is `[]`.
     pub ssh_options: Option<Vec<String>>,
+    /// `null` is `[]`. A secret entry reads as not given: the api layer took its value out
+    /// and marks the ones it took (`EnvValue::Secret { given: true }`).
+    pub set_env: Option<Vec<EnvEntry>>,
+    /// `null` is `[]`.
+    pub send_env: Option<Vec<String>>,
 }
 
 impl DefaultsPatch {
@@ -84,6 +92,16 @@ impl DefaultsPatch {
                 None => None,
                 Some(value) => Some(interop::ssh_options(value).map_err(prefixed)?),
             },
+            set_env: match body.get("set_env") {
+                None => None,
+                Some(value) => {
+                    Some(environment::set_env(value, &BTreeSet::new()).map_err(prefixed)?)
+                }
+            },
+            send_env: match body.get("send_env") {
+                None => None,
+                Some(value) => Some(environment::send_env(value).map_err(prefixed)?),
+            },
         })
     }
 
@@ -94,6 +112,8 @@ impl DefaultsPatch {
             identity_id: Some(None),
             jump_host_ids: Some(None),
             ssh_options: Some(Vec::new()),
+            set_env: Some(Vec::new()),
+            send_env: Some(Vec::new()),
         }
     }
 
@@ -111,6 +131,14 @@ impl DefaultsPatch {
                 .ssh_options
                 .clone()
                 .unwrap_or_else(|| current.ssh_options.clone()),
+            set_env: self
+                .set_env
+                .clone()
+                .unwrap_or_else(|| current.set_env.clone()),
+            send_env: self
+                .send_env
+                .clone()
+                .unwrap_or_else(|| current.send_env.clone()),
         }
     }
 }

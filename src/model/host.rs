@@ -9,9 +9,11 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::model::environment::RequestTty;
 use crate::model::host_auth::{auth_patch, resolve_auth, AuthPatch};
 use crate::model::interop;
 use crate::model::name::{self, Name};
+use crate::model::startup::{env_json, Startup, StartupPatch};
 use crate::model::validate::{self, Invalid};
 
 pub use crate::model::host_auth::{AuthChange, AuthType, PasswordAction, PasswordField};
@@ -42,6 +44,8 @@ pub struct Host {
     pub jump_host_ids: Option<Vec<String>>,
     /// Extra ssh_config directives, verbatim, in order.
     pub ssh_options: Vec<String>,
+    /// The startup command and environment (docs/forwards.md).
+    pub startup: Startup,
     /// Bumped by every edit (docs/api.md, "Revisions and If-Match"); not by `connect`.
     pub revision: i64,
 }
@@ -73,6 +77,11 @@ pub struct HostView<'a> {
     pub jump_host_ids: Option<&'a [String]>,
     /// Extension: always present, `[]` when none.
     pub ssh_options: &'a [String],
+    /// Extensions (docs/forwards.md): always present.
+    pub remote_command: Option<&'a str>,
+    pub request_tty: Option<&'static str>,
+    pub set_env: Value,
+    pub send_env: &'a [String],
     pub revision: i64,
 }
 
@@ -106,6 +115,9 @@ pub struct NewHost {
     pub notes: String,
     pub jump_host_ids: Option<Vec<String>>,
     pub ssh_options: Vec<String>,
+    /// Secret `set_env` entries are `given` (sealed by the caller) or refused: a new host
+    /// has none stored.
+    pub startup: Startup,
 }
 
 /// A host's own fields (name, hostname, port, username) read from outside text by an
@@ -177,6 +189,7 @@ impl HostFields {
             notes: String::new(),
             jump_host_ids: Some(Vec::new()),
             ssh_options,
+            startup: Startup::default(),
         }
     }
 }
@@ -201,6 +214,8 @@ pub struct HostPatch {
     /// `Some(Some(vec![]))`: a direct connection; `Some(None)`: inherit the chain.
     pub jump_host_ids: Option<Option<Vec<String>>>,
     pub ssh_options: Option<Vec<String>>,
+    /// Read by the api layer (`StartupPatch::from_json`), which takes the secrets out first.
+    pub startup: StartupPatch,
 }
 
 /// An update applied to the current host: the new field values (`has_password`,
@@ -249,6 +264,10 @@ impl Host {
             last_used_at: self.last_used_at.as_deref(),
             jump_host_ids: self.jump_host_ids.as_deref(),
             ssh_options: &self.ssh_options,
+            remote_command: self.startup.remote_command.as_deref(),
+            request_tty: self.startup.request_tty.map(RequestTty::as_str),
+            set_env: env_json(&self.startup.set_env),
+            send_env: &self.startup.send_env,
             revision: self.revision,
         }
     }
@@ -278,6 +297,7 @@ impl Host {
             notes: self.notes.clone(),
             jump_host_ids: self.jump_host_ids.clone(),
             ssh_options: self.ssh_options.clone(),
+            startup: self.startup.clone(),
         }
     }
 
@@ -306,6 +326,7 @@ impl Host {
             last_used_at: None,
             jump_host_ids: None,
             ssh_options: Vec::new(),
+            startup: Startup::default(),
             revision: 1,
         }
     }
@@ -362,6 +383,7 @@ impl NewHost {
             notes: optional(body, "notes", validate::notes)?.unwrap_or_default(),
             jump_host_ids: optional(body, "jump_host_ids", interop::jump_host_ids)?,
             ssh_options: optional(body, "ssh_options", interop::ssh_options)?.unwrap_or_default(),
+            startup: Startup::default(),
         })
     }
 }
@@ -409,6 +431,7 @@ impl HostPatch {
                 nullable(v, interop::jump_host_ids)
             })?,
             ssh_options: present(body, "ssh_options", interop::ssh_options)?,
+            startup: StartupPatch::default(),
         })
     }
 }
@@ -486,6 +509,7 @@ impl HostPatch {
                 .ssh_options
                 .clone()
                 .unwrap_or_else(|| current.ssh_options.clone()),
+            startup: self.startup.apply(&current.startup)?,
             revision: current.revision,
         };
         Ok(HostChange {

@@ -13,8 +13,10 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::model::environment::EnvEntry;
 use crate::model::host::Host;
 use crate::model::ssh_words::split_keyword;
+use crate::model::startup::env_json;
 
 /// The built-in port when no level sets one.
 pub const DEFAULT_PORT: u16 = 22;
@@ -30,6 +32,17 @@ pub struct GroupDefaults {
     pub jump_host_ids: Option<Vec<String>>,
     /// Merged, not replaced: see `ssh_options`.
     pub ssh_options: Vec<String>,
+    /// Merged by name, nearest first (docs/forwards.md, "Inheritance"); a secret's value is
+    /// sealed under the group.
+    #[serde(serialize_with = "crate::model::inherit::env_field")]
+    pub set_env: Vec<EnvEntry>,
+    /// Added up, each pattern once.
+    pub send_env: Vec<String>,
+}
+
+/// `set_env` as answered: `{name, value}` or `{name, secret: true}`.
+fn env_field<S: serde::Serializer>(entries: &[EnvEntry], out: S) -> Result<S::Ok, S::Error> {
+    env_json(entries).serialize(out)
 }
 
 /// What the walk needs to know of an identity: never a secret.

@@ -29,6 +29,32 @@ pub const MAX_SSH_OPTION_CHARS: usize = 1024;
 /// file read), or that a host's own fields already say: refused in `ssh_options`.
 const RESERVED_KEYWORDS: [&str; 6] = ["host", "match", "include", "hostname", "port", "user"];
 
+/// Directives that have fields of their own (docs/forwards.md), lower case, with the field
+/// to use instead: refused in `ssh_options`.
+pub const FIELD_KEYWORDS: [(&str, &str); 8] = [
+    ("localforward", "a forward rule (/api/hosts/:id/forwards)"),
+    ("remoteforward", "a forward rule (/api/hosts/:id/forwards)"),
+    ("dynamicforward", "a forward rule (/api/hosts/:id/forwards)"),
+    (
+        "exitonforwardfailure",
+        "the forward rules' autostart (the export writes it)",
+    ),
+    ("remotecommand", "remote_command"),
+    ("requesttty", "request_tty"),
+    ("setenv", "set_env"),
+    ("sendenv", "send_env"),
+];
+
+/// The field to use for a directive that has one (`FIELD_KEYWORDS`), by its keyword in any
+/// case.
+pub fn field_for(keyword: &str) -> Option<&'static str> {
+    let lower = keyword.to_ascii_lowercase();
+    FIELD_KEYWORDS
+        .iter()
+        .find(|(known, _)| *known == lower)
+        .map(|(_, field)| *field)
+}
+
 /// Why a chain cannot be stored: the `details` of `INVALID_JUMP_CHAIN`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainProblem(pub String);
@@ -136,6 +162,9 @@ pub fn ssh_option(text: &str) -> Result<String, String> {
     let value = value.trim_matches(is_config_blank);
     if value.is_empty() {
         return Err("must have a value after the keyword".into());
+    }
+    if let Some(field) = field_for(keyword) {
+        return Err(format!("{keyword} is not kept here: use {field}"));
     }
     let lower = keyword.to_ascii_lowercase();
     if RESERVED_KEYWORDS.contains(&lower.as_str()) {
@@ -351,10 +380,24 @@ mod tests {
             "ServerAliveInterval 30"
         );
         assert_eq!(ssh_option("Compression=yes").unwrap(), "Compression=yes");
-        assert_eq!(
-            ssh_option("LocalForward 8080 localhost:80").unwrap(),
-            "LocalForward 8080 localhost:80"
-        );
+        assert_eq!(ssh_option("ForwardAgent yes").unwrap(), "ForwardAgent yes");
+    }
+
+    #[test]
+    fn ssh_option_refuses_directives_that_have_fields_and_names_the_field() {
+        for (line, field) in [
+            ("LocalForward 8080 localhost:80", "forward rule"),
+            ("remoteforward 9000 localhost:3000", "forward rule"),
+            ("DynamicForward=1080", "forward rule"),
+            ("ExitOnForwardFailure yes", "autostart"),
+            ("RemoteCommand tmux", "remote_command"),
+            ("RequestTTY force", "request_tty"),
+            ("SetEnv A=1", "set_env"),
+            ("SendEnv LANG", "send_env"),
+        ] {
+            let refused = ssh_option(line).unwrap_err();
+            assert!(refused.contains(field), "{line}: {refused}");
+        }
     }
 
     #[test]
@@ -379,7 +422,7 @@ mod tests {
 
     #[test]
     fn ssh_option_length_edge() {
-        let at_limit = format!("SetEnv A={}", "x".repeat(MAX_SSH_OPTION_CHARS - 9));
+        let at_limit = format!("ProxyCommand {}", "x".repeat(MAX_SSH_OPTION_CHARS - 13));
         assert_eq!(at_limit.chars().count(), MAX_SSH_OPTION_CHARS);
         assert_eq!(ssh_option(&at_limit).unwrap(), at_limit);
         assert_eq!(

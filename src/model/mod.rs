@@ -11,6 +11,7 @@ pub mod environment;
 pub mod fold;
 #[allow(dead_code)] // filled in by the forwards work in progress
 pub mod forward;
+pub mod forward_rule;
 pub mod group;
 pub mod host;
 pub mod host_auth;
@@ -27,7 +28,9 @@ pub mod ssh_config;
 pub mod ssh_config_export;
 pub mod ssh_config_import;
 pub mod ssh_config_report;
+pub mod ssh_config_session;
 pub mod ssh_words;
+pub mod startup;
 pub mod totp;
 pub mod tree;
 pub mod unicode_tables;

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 
+use crate::model::ssh_config_session::{BlockSession, SessionReader};
 use crate::model::ssh_words::{is_config_blank, split_args, split_keyword};
 use crate::model::validate;
 
@@ -96,6 +97,8 @@ pub struct HostBlock {
     pub proxy_jump: Vec<String>,
     /// Every other directive, verbatim, in order.
     pub options: Vec<String>,
+    /// Forwards, startup command and environment (docs/forwards.md).
+    pub session: BlockSession,
     /// Things the reader noticed and the answer should say (ignored repeats...).
     pub warnings: Vec<String>,
 }
@@ -123,6 +126,16 @@ pub fn parse(text: &str) -> Vec<Section> {
             continue;
         }
         if let Some(comment) = line.strip_prefix('#') {
+            // A comment inside a block may carry a forward rule's flags or name a secret
+            // variable (ssh_config_session); it is kept for the block as keyword `#`.
+            if let Some(Section::Host { directives, .. }) = &mut current {
+                directives.push(Directive {
+                    line: line_no,
+                    keyword: "#".to_owned(),
+                    args: Vec::new(),
+                    raw: line.to_owned(),
+                });
+            }
             comment_name = ("#".to_owned() + comment)
                 .strip_prefix(NAME_COMMENT.trim_end())
                 .map(|name| name.trim().to_owned())
@@ -266,10 +279,20 @@ fn host_block(
         identity_files: Vec::new(),
         proxy_jump: Vec::new(),
         options: Vec::new(),
+        session: BlockSession::default(),
         warnings: Vec::new(),
     };
     let mut seen = HashSet::new();
+    let mut session = SessionReader::default();
     for directive in directives {
+        if directive.keyword == "#" {
+            session.comment(directive.line, &directive.raw);
+            continue;
+        }
+        let rest = split_keyword(&directive.raw).1;
+        if session.directive(directive.line, &directive.keyword, &directive.args, rest) {
+            continue;
+        }
         let keyword = directive.keyword.to_ascii_lowercase();
         let first = seen.insert(keyword.clone());
         let value = directive.args.first().cloned().unwrap_or_default();
@@ -301,6 +324,9 @@ fn host_block(
             _ => block.options.push(directive.raw.clone()),
         }
     }
+    let (read, warnings) = session.finish();
+    block.session = read;
+    block.warnings.extend(warnings);
     drop_exported_agent_lines(&mut block);
     Outcome::Host(block)
 }
@@ -410,11 +436,11 @@ mod tests {
     #[test]
     fn quoted_values_keep_their_spaces_and_comments_are_dropped() {
         let text = "# top\nHost q # trailing comment\n  User \"john doe\"\n  \
-                    # inside\n  RemoteCommand 'echo hi'\n";
+                    # inside\n  ProxyCommand 'nc %h %p'\n";
         let block = &hosts(text)[0];
         assert_eq!(block.aliases, vec!["q"]);
         assert_eq!(block.username.as_deref(), Some("john doe"));
-        assert_eq!(block.options, vec!["RemoteCommand 'echo hi'"]);
+        assert_eq!(block.options, vec!["ProxyCommand 'nc %h %p'"]);
     }
 
     #[test]

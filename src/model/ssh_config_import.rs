@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use crate::model::environment::EnvValue;
 use crate::model::host::{
     AuthChange, AuthType, Host, HostChange, HostFields, HostPatch, NewHost, PasswordAction,
 };
@@ -19,6 +20,7 @@ use crate::model::interop::{self, ChainVerdict, MAX_JUMP_HOPS, MAX_SSH_OPTIONS};
 use crate::model::name;
 use crate::model::ssh_config::{HostBlock, Outcome, IDENTITY_DIR, PUBLIC_KEY_SUFFIX};
 use crate::model::ssh_config_report::{ImportReport, Item, MissingKey, Skip};
+use crate::model::startup::{Startup, StartupPatch};
 use crate::model::validate::{self, Invalid};
 
 /// A checked `POST /api/import/ssh-config` body, without its `keys` (the api layer reads
@@ -59,6 +61,9 @@ pub struct Placed<'a> {
     pub auth: Option<AuthChange>,
     pub options: Vec<String>,
     pub hops: Vec<String>,
+    /// The block's startup command and environment (a secret it names is kept only where the
+    /// matched host stores one under that name).
+    pub startup: Startup,
 }
 
 /// Decision of this service: hosts match when name (case-insensitively), hostname, port
@@ -156,6 +161,7 @@ impl<'a> ImportPlan<'a> {
             let (auth, mut options) = plan.report.auth_of(block, catalogue, current.as_ref());
             options.extend(block.options.iter().cloned());
             let options = plan.report.checked_options(block, options);
+            let startup = plan.report.startup_of(block, current.as_ref());
             plan.placed.push(Placed {
                 block,
                 id: current
@@ -166,6 +172,7 @@ impl<'a> ImportPlan<'a> {
                 auth,
                 options,
                 hops: Vec::new(),
+                startup,
             });
         }
         plan.resolve_hops(catalogue.hosts);
@@ -249,11 +256,14 @@ impl Placed<'_> {
     /// The host a block that matched no stored host becomes (its chain is written once
     /// every new host exists: a hop may be one of them).
     pub fn new_host(&self, group_id: Option<&str>) -> NewHost {
-        self.fields.new_host(
-            self.auth.clone(),
-            group_id.map(str::to_owned),
-            self.options.clone(),
-        )
+        NewHost {
+            startup: self.startup.clone(),
+            ..self.fields.new_host(
+                self.auth.clone(),
+                group_id.map(str::to_owned),
+                self.options.clone(),
+            )
+        }
     }
 
     /// What the import changes in the matched host `current`, with `hops` as its chain:
@@ -276,6 +286,7 @@ impl Placed<'_> {
         let same = current.auth_type == auth_type
             && current.key_id == key_id
             && current.ssh_options == self.options
+            && current.startup == self.startup
             && chain_same
             && (group_id.is_none() || current.group_id == group_id);
         if same {
@@ -285,6 +296,12 @@ impl Placed<'_> {
             group_id: group_id.map(Some),
             jump_host_ids: (!chain_same).then_some(Some(hops)),
             ssh_options: Some(self.options.clone()),
+            startup: StartupPatch {
+                remote_command: Some(self.startup.remote_command.clone()),
+                request_tty: Some(self.startup.request_tty),
+                set_env: Some(self.startup.set_env.clone()),
+                send_env: Some(self.startup.send_env.clone()),
+            },
             ..HostPatch::default()
         };
         let mut change = patch.apply(current)?;
@@ -307,6 +324,35 @@ impl Placed<'_> {
 }
 
 impl ImportReport {
+    /// A block's startup: a secret variable it names (the export writes only the name) is
+    /// kept where the matched host stores a value under that name, else reported and left
+    /// out.
+    fn startup_of(&mut self, block: &HostBlock, current: Option<&Host>) -> Startup {
+        let mut startup = block.session.startup.clone();
+        let stored = |name: &str| {
+            current.is_some_and(|host| {
+                host.startup.set_env.iter().any(|entry| {
+                    entry.name == name && matches!(entry.value, EnvValue::Secret { .. })
+                })
+            })
+        };
+        let mut missing = Vec::new();
+        startup.set_env.retain(|entry| {
+            let keep = !matches!(entry.value, EnvValue::Secret { .. }) || stored(&entry.name);
+            if !keep {
+                missing.push(entry.name.clone());
+            }
+            keep
+        });
+        for name in missing {
+            self.warn(
+                block,
+                format!("secret env {name} has no value stored here; left out (set it with PUT /api/hosts/:id)"),
+            );
+        }
+        startup
+    }
+
     /// The chain `place` gets once `verdict` judged its hops against the stored chains: its
     /// hops when fine; otherwise a warning, and an existing host keeps the chain it had.
     pub fn settle_chain(&mut self, place: &Placed<'_>, verdict: &ChainVerdict) -> Vec<String> {
@@ -448,6 +494,7 @@ mod tests {
             last_used_at: None,
             jump_host_ids: Some(Vec::new()),
             ssh_options: Vec::new(),
+            startup: Default::default(),
             revision: 1,
         }
     }

@@ -96,7 +96,7 @@ impl ImportReport {
         kept
     }
 
-    pub(super) fn warn(&mut self, block: &HostBlock, message: String) {
+    pub fn warn(&mut self, block: &HostBlock, message: String) {
         self.warnings.push(Warning {
             block: block.label.clone(),
             message,

@@ -23,13 +23,13 @@ use crate::store::{next_updated_at, StoreError};
 const SELECT_BY_IDS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
      h.auth_type, h.key_id, h.password IS NOT NULL, h.group_id, h.is_favorite, h.color, \
      h.sort_order, h.notes, h.created_at, h.updated_at, h.last_used_at, h.revision, \
-     h.identity_id, h.jumps_set FROM json_each(?1) AS wanted JOIN hosts AS h ON h.id = wanted.value \
+     h.identity_id, h.jumps_set, h.startup FROM json_each(?1) AS wanted JOIN hosts AS h ON h.id = wanted.value \
      ORDER BY wanted.key";
 /// As `SELECT_BY_IDS`, `?1` a JSON array of `seq`s.
 const SELECT_BY_SEQS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
      h.auth_type, h.key_id, h.password IS NOT NULL, h.group_id, h.is_favorite, h.color, \
      h.sort_order, h.notes, h.created_at, h.updated_at, h.last_used_at, h.revision, \
-     h.identity_id, h.jumps_set FROM json_each(?1) AS wanted JOIN hosts AS h ON h.seq = wanted.value \
+     h.identity_id, h.jumps_set, h.startup FROM json_each(?1) AS wanted JOIN hosts AS h ON h.seq = wanted.value \
      ORDER BY wanted.key";
 /// Tags of the hosts whose `seq`s are in the JSON array `?1`, by host, in order.
 const SELECT_TAGS: &str = "SELECT host_seq, tag, position FROM host_tags \

@@ -17,19 +17,19 @@ use crate::store::StoreError;
 /// Every host, oldest first, and in the order they were added within one millisecond (`seq`).
 const SELECT_ALL_HOSTS: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at, revision, identity_id, jumps_set FROM hosts \
+     updated_at, last_used_at, revision, identity_id, jumps_set, startup FROM hosts \
      ORDER BY created_at, seq";
 /// The hosts of group `?1` and of all its descendants, in the same order.
 const SELECT_HOSTS_UNDER_GROUP: &str = "WITH RECURSIVE subtree(id) AS ( \
      SELECT ?1 UNION SELECT groups.id FROM groups JOIN subtree ON groups.parent_id = subtree.id) \
      SELECT id, name, hostname, port, username, auth_type, key_id, password IS NOT NULL, \
      group_id, is_favorite, color, sort_order, notes, created_at, updated_at, last_used_at, \
-     revision, identity_id, jumps_set FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
+     revision, identity_id, jumps_set, startup FROM hosts WHERE group_id IN (SELECT id FROM subtree) ORDER BY created_at, seq";
 
 /// The hosts of `?1`, a JSON array of ids, in the same order.
 const SELECT_HOSTS_OF: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at, revision, identity_id, jumps_set FROM hosts \
+     updated_at, last_used_at, revision, identity_id, jumps_set, startup FROM hosts \
      WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY created_at, seq";
 
 /// Every host, oldest first, with chains and kept directives.

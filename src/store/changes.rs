@@ -49,6 +49,7 @@ const SELECT_HOST_REVISION: &str = "SELECT revision FROM hosts WHERE id = ?1";
 const SELECT_GROUP_REVISION: &str = "SELECT revision FROM groups WHERE id = ?1";
 const SELECT_KEY_REVISION: &str = "SELECT revision FROM keys WHERE id = ?1";
 const SELECT_IDENTITY_REVISION: &str = "SELECT revision FROM identities WHERE id = ?1";
+const SELECT_FORWARD_REVISION: &str = "SELECT revision FROM forwards WHERE id = ?1";
 
 /// One entry of the log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +93,7 @@ pub enum Revised {
     Group,
     Key,
     Identity,
+    Forward,
 }
 
 /// How many entries of each log are kept.
@@ -182,6 +184,7 @@ pub fn revision(conn: &Connection, resource: Revised, id: &str) -> Result<i64, S
         Revised::Group => (SELECT_GROUP_REVISION, StoreError::GroupNotFound),
         Revised::Key => (SELECT_KEY_REVISION, StoreError::KeyNotFound),
         Revised::Identity => (SELECT_IDENTITY_REVISION, StoreError::IdentityNotFound),
+        Revised::Forward => (SELECT_FORWARD_REVISION, StoreError::ForwardNotFound),
     };
     conn.prepare_cached(sql)?
         .query_row([id], |row| row.get(0))

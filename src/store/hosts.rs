@@ -8,20 +8,21 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::host::{AuthType, Host, HostChange, NewHost, OrderChange, PasswordAction};
+use crate::model::startup::Startup;
 use crate::store::{next_updated_at, now_timestamp, StoreError};
 
 const SELECT_HOST_BY_ID: &str = "SELECT id, name, hostname, port, username, auth_type, key_id, \
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, last_used_at, revision, identity_id, jumps_set FROM hosts WHERE id = ?1";
+     updated_at, last_used_at, revision, identity_id, jumps_set, startup FROM hosts WHERE id = ?1";
 const INSERT_HOST: &str = "INSERT INTO hosts (id, name, name_key, hostname, port, username, \
      auth_type, key_id, password, group_id, is_favorite, color, sort_order, notes, created_at, \
-     updated_at, identity_id, jumps_set) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16, ?17)";
+     updated_at, identity_id, jumps_set, startup) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15, ?16, ?17, ?18)";
 /// Name and hostname (with `name_key`) have an UPDATE of their own, run only when they
 /// change.
 const UPDATE_HOST: &str = "UPDATE hosts SET port = ?2, username = ?3, auth_type = ?4, \
      key_id = ?5, group_id = ?6, is_favorite = ?7, color = ?8, sort_order = ?9, notes = ?10, \
-     updated_at = ?11, identity_id = ?12, jumps_set = ?13 WHERE id = ?1";
+     updated_at = ?11, identity_id = ?12, jumps_set = ?13, startup = ?14 WHERE id = ?1";
 const UPDATE_HOST_NAMES: &str =
     "UPDATE hosts SET name = ?2, name_key = ?3, hostname = ?4 WHERE id = ?1";
 const UPDATE_PASSWORD: &str = "UPDATE hosts SET password = ?2 WHERE id = ?1";
@@ -96,6 +97,7 @@ pub fn insert(
         now,
         host.identity_id,
         host.jump_host_ids.is_some(),
+        host.startup.to_json().to_string(),
     ])?;
     write_tags(conn, conn.last_insert_rowid(), &host.tags)?;
     crate::store::interop::write_jumps(conn, id, host.jump_host_ids.as_deref().unwrap_or(&[]))?;
@@ -121,6 +123,7 @@ pub fn insert(
         last_used_at: None,
         jump_host_ids: host.jump_host_ids.clone(),
         ssh_options: host.ssh_options.clone(),
+        startup: host.startup.stored(),
         revision: 1,
     })
 }
@@ -181,6 +184,7 @@ pub fn update(
         updated_at,
         host.identity_id,
         host.jump_host_ids.is_some(),
+        host.startup.to_json().to_string(),
     ])?;
     let has_password = match (change.password, sealed_password) {
         (PasswordAction::Keep, _) => previous.has_password,
@@ -359,6 +363,10 @@ pub(crate) fn host_from_row(
         Some(_) => return Ok(Err(corrupt())),
     };
     let jumps_set: bool = row.get(first + 18)?;
+    let startup: String = row.get(first + 19)?;
+    let Some(startup) = Startup::from_stored(&startup) else {
+        return Ok(Err(corrupt()));
+    };
     Ok(Ok(Host {
         id: row.get(first)?,
         name: row.get(first + 1)?,
@@ -380,12 +388,13 @@ pub(crate) fn host_from_row(
         last_used_at: row.get(first + 15)?,
         jump_host_ids: jumps_set.then(Vec::new),
         ssh_options: Vec::new(),
+        startup,
         revision: row.get(first + 16)?,
     }))
 }
 
 fn corrupt() -> StoreError {
-    StoreError::CorruptRow("a hosts row has an auth_type or port this build does not know")
+    StoreError::CorruptRow("a hosts row has an auth_type, port or startup this build does not know")
 }
 
 /// `IdentityNotFound` when the identity does not exist.

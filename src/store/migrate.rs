@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0010_host_cas.sql"),
     include_str!("../../sql/0011_key_certificates.sql"),
     include_str!("../../sql/0012_identities.sql"),
+    include_str!("../../sql/0013_forwards.sql"),
 ];
 
 /// The schema version this build writes.

@@ -13,7 +13,9 @@ pub mod batch;
 pub mod catalogue;
 pub mod certificates;
 pub mod changes;
+pub mod environment;
 pub mod files;
+pub mod forwards;
 pub mod groups;
 pub mod history;
 pub mod hosts;
@@ -71,6 +73,7 @@ pub enum StoreError {
     IdentityNotFound,
     /// Another identity has this name (compared caselessly).
     IdentityNameTaken,
+    ForwardNotFound,
     DuplicateName(String),
     /// A key with this fingerprint is already stored.
     DuplicateKey,
@@ -110,6 +113,7 @@ impl fmt::Display for StoreError {
             StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::IdentityNotFound => write!(f, "identity not found"),
             StoreError::IdentityNameTaken => write!(f, "identity name taken"),
+            StoreError::ForwardNotFound => write!(f, "forward rule not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
             StoreError::DuplicateKey => write!(f, "duplicate key"),
             StoreError::KeyInUse { hosts, identities } => {

@@ -12,10 +12,12 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::Connection;
 
+use crate::model::forward_rule::Owner;
 use crate::model::host::Host;
-use crate::model::ssh_config_import::{Catalogue, ImportPlan};
+use crate::model::ssh_config_import::{Catalogue, ImportPlan, Placed};
+use crate::model::ssh_config_session::ReadRule;
 use crate::store::keys::NewKey;
-use crate::store::{catalogue, hosts, interop, keys, StoreError};
+use crate::store::{catalogue, forwards, hosts, interop, keys, StoreError};
 
 /// A private key supplied with the import for an `IdentityFile` path, read and sealed
 /// under a fresh id before the transaction.
@@ -73,17 +75,32 @@ pub fn prepare(
 }
 
 /// Carries out `plan`: creates the new hosts, then judges and writes every chain and
-/// updates the matched hosts that change, reporting each in `plan.report`.
-pub fn apply(conn: &Connection, plan: &mut ImportPlan<'_>) -> Result<(), StoreError> {
+/// updates the matched hosts that change (forward rules included), reporting each in
+/// `plan.report`. New rules get their id from `new_id` unless the block gave a free one.
+pub fn apply(
+    conn: &Connection,
+    plan: &mut ImportPlan<'_>,
+    new_id: &mut dyn FnMut() -> String,
+) -> Result<(), StoreError> {
     let group_id = plan.group_id().map(str::to_owned);
     let group_id = group_id.as_deref();
     for place in plan.placed.iter().filter(|place| place.existing.is_none()) {
         hosts::insert(conn, &place.id, &place.new_host(group_id), None)?;
     }
+    let group_rules: HashSet<String> = forwards::all(conn)?
+        .into_iter()
+        .filter(|rule| matches!(rule.owner, Owner::Group(_)))
+        .map(|rule| rule.id)
+        .collect();
     let ImportPlan { placed, report, .. } = plan;
     for place in placed.iter() {
         let verdict = interop::judge_chain(conn, Some(&place.id), &place.hops)?;
         let hops = report.settle_chain(place, &verdict);
+        let mut warnings = Vec::new();
+        let rules_changed = sync_rules(conn, place, &group_rules, new_id, &mut warnings)?;
+        for warning in warnings {
+            report.warn(place.block, warning);
+        }
         let Some(current) = &place.existing else {
             interop::write_jumps(conn, &place.id, &hops)?;
             report.created(place);
@@ -93,15 +110,79 @@ pub fn apply(conn: &Connection, plan: &mut ImportPlan<'_>) -> Result<(), StoreEr
         let change = place.change(current, hops, group_id).map_err(|err| {
             StoreError::BrokenInvariant(format!("an import's update broke {err}"))
         })?;
-        match change {
-            None => report.unchanged(place),
-            Some(change) => {
+        match (change, rules_changed) {
+            (None, false) => report.unchanged(place),
+            (None, true) => report.updated(place),
+            (Some(change), _) => {
                 hosts::update(conn, current, &change, None)?;
                 report.updated(place);
             }
         }
     }
     Ok(())
+}
+
+/// Makes the host's own forward rules the block's, leaving out those a group gives (by
+/// id: the export writes inherited rules too). `true` when anything changed. A rule id the
+/// block gives is kept when no other rule has it; a rule that would collide with a
+/// listening rule is imported as manual, with a warning.
+fn sync_rules(
+    conn: &Connection,
+    place: &Placed<'_>,
+    group_rules: &HashSet<String>,
+    new_id: &mut dyn FnMut() -> String,
+    warnings: &mut Vec<String>,
+) -> Result<bool, StoreError> {
+    let owner = Owner::Host(place.id.clone());
+    let wanted: Vec<&ReadRule> = place
+        .block
+        .session
+        .rules
+        .iter()
+        .filter(|rule| !rule.id.as_ref().is_some_and(|id| group_rules.contains(id)))
+        .collect();
+    let current = forwards::of_owner(conn, &owner)?;
+    let same = current.len() == wanted.len()
+        && current.iter().zip(&wanted).all(|(now, read)| {
+            now.spec == read.spec
+                && now.settings == read.settings
+                && read.id.as_ref().is_none_or(|id| *id == now.id)
+        });
+    if same {
+        return Ok(false);
+    }
+    for rule in &current {
+        forwards::delete(conn, rule)?;
+    }
+    for read in wanted {
+        let id = match &read.id {
+            Some(id) if usable_id(id) && !forwards::exists(conn, id)? => id.clone(),
+            _ => new_id(),
+        };
+        let mut settings = read.settings.clone();
+        if settings.enabled && settings.autostart {
+            if let Some(other) = forwards::conflict(conn, &read.spec, &id)? {
+                settings.autostart = false;
+                warnings.push(format!(
+                    "{} would listen where {} does; imported as manual (autostart false)",
+                    read.spec.directive(),
+                    other.named()
+                ));
+            }
+        }
+        if let Err(refused) = forwards::insert(conn, &owner, &id, &read.spec, &settings)? {
+            warnings.push(format!("{}: {}", read.spec.directive(), refused));
+        }
+    }
+    Ok(true)
+}
+
+/// A rule id from outside text is kept only when it looks like one of ours.
+fn usable_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
 }
 
 /// Stores a supplied key under the first free name made from its file name (`imported

@@ -16,14 +16,15 @@ use crate::model::fold;
 use crate::model::group::{Group, GroupPatch, GroupView, NewGroup, MAX_DEPTH};
 use crate::model::inherit::GroupDefaults;
 use crate::model::name::Name;
+use crate::model::startup::{env_from_json, env_json, patterns_from_json};
 use crate::model::tree;
 use crate::store::{key_or_rename, now_timestamp, StoreError};
 
 const SELECT_ALL_GROUPS: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups";
+     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options, default_set_env, default_send_env FROM groups";
 
 const SELECT_GROUP_BY_ID: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups WHERE id = ?1";
+     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options, default_set_env, default_send_env FROM groups WHERE id = ?1";
 
 /// The group `?1` and its ancestors, at most `?2` of them (so a corrupt cycle of parents
 /// ends), in no order.
@@ -35,11 +36,11 @@ const SELECT_LINEAGE: &str = "WITH RECURSIVE up(id, depth) AS (
      )
      SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at,
      g.revision, g.default_username, g.default_port, g.default_identity_id,
-     g.default_jump_host_ids, g.default_ssh_options FROM groups AS g
+     g.default_jump_host_ids, g.default_ssh_options, g.default_set_env, g.default_send_env FROM groups AS g
      WHERE g.id IN (SELECT id FROM up)";
 
 const SELECT_CHILDREN: &str = "SELECT id, parent_id, name, name_key, color, icon, created_at,
-     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
+     updated_at, revision, default_username, default_port, default_identity_id, default_jump_host_ids, default_ssh_options, default_set_env, default_send_env FROM groups WHERE parent_id = ?1 ORDER BY name_key, id";
 
 /// The group `?1` and every group below it. `UNION` (not `UNION ALL`) stops on a repeated
 /// id, so even a corrupt cycle cannot make this run forever.
@@ -50,7 +51,7 @@ const SELECT_SUBTREE: &str = "WITH RECURSIVE subtree(id) AS (
      )
      SELECT g.id, g.parent_id, g.name, g.name_key, g.color, g.icon, g.created_at, g.updated_at,
      g.revision, g.default_username, g.default_port, g.default_identity_id,
-     g.default_jump_host_ids, g.default_ssh_options FROM groups AS g JOIN subtree ON g.id = subtree.id";
+     g.default_jump_host_ids, g.default_ssh_options, g.default_set_env, g.default_send_env FROM groups AS g JOIN subtree ON g.id = subtree.id";
 
 /// Direct host counts from the trigger-kept `group_host_counts` table (sql/0001_init.sql):
 /// one row per group, never a scan of the hosts.
@@ -104,8 +105,8 @@ const UPDATE_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_ke
      fold_key = ?5, color = ?6, icon = ?7, updated_at = ?8 WHERE id = ?1";
 
 const UPDATE_DEFAULTS: &str = "UPDATE groups SET default_username = ?2, default_port = ?3,
-     default_identity_id = ?4, default_jump_host_ids = ?5, default_ssh_options = ?6
-     WHERE id = ?1";
+     default_identity_id = ?4, default_jump_host_ids = ?5, default_ssh_options = ?6,
+     default_set_env = ?7, default_send_env = ?8 WHERE id = ?1";
 
 const REPARENT_GROUP: &str = "UPDATE groups SET parent_id = ?2, name = ?3, name_key = ?4,
      fold_key = ?5, updated_at = ?6 WHERE id = ?1";
@@ -134,7 +135,8 @@ const CREATE_CHANGE_LOG: &str = "
 /// The groups the triggers logged, changed or deleted (no row).
 const SELECT_CHANGED_GROUPS: &str = "SELECT g.id, g.parent_id, g.name, g.name_key, g.color,
      g.icon, g.created_at, g.updated_at, g.revision, g.default_username, g.default_port,
-     g.default_identity_id, g.default_jump_host_ids, g.default_ssh_options, c.id
+     g.default_identity_id, g.default_jump_host_ids, g.default_ssh_options, g.default_set_env,
+     g.default_send_env, c.id
      FROM list_changed_groups AS c
      LEFT JOIN groups AS g ON g.id = c.id";
 const CLEAR_CHANGED_GROUPS: &str = "DELETE FROM list_changed_groups";
@@ -176,7 +178,7 @@ pub fn take_changed(conn: &Connection) -> Result<Vec<(String, Option<Group>)>, S
                 rusqlite::types::ValueRef::Null => None,
                 _ => Some(group_from_row(row)?),
             };
-            Ok((row.get(14)?, group))
+            Ok((row.get(16)?, group))
         })?
         .collect::<Result<_, _>>()?;
     conn.prepare_cached(CLEAR_CHANGED_GROUPS)?.execute([])?;
@@ -272,7 +274,9 @@ pub fn write_defaults(
         defaults.port,
         defaults.identity_id,
         chain,
-        options
+        options,
+        env_json(&defaults.set_env).to_string(),
+        serde_json::Value::from(defaults.send_env.clone()).to_string(),
     ])?;
     Ok(())
 }
@@ -516,12 +520,16 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<Group> {
     })
 }
 
-/// Columns 9-13: a group's defaults (sql/0012_identities.sql). A JSON array that does not
-/// parse, or a port out of range, reads as unset rather than failing every group read.
+/// Columns 9-15: a group's defaults (sql/0012_identities.sql, sql/0013_forwards.sql). A JSON
+/// array that does not parse, or a port out of range, reads as unset rather than failing
+/// every group read.
 fn defaults_from_row(row: &Row<'_>) -> rusqlite::Result<GroupDefaults> {
     let port: Option<i64> = row.get(10)?;
     let chain: Option<String> = row.get(12)?;
     let options: String = row.get(13)?;
+    let set_env: String = row.get(14)?;
+    let send_env: String = row.get(15)?;
+    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
     Ok(GroupDefaults {
         username: row.get(9)?,
         port: port
@@ -530,6 +538,12 @@ fn defaults_from_row(row: &Row<'_>) -> rusqlite::Result<GroupDefaults> {
         identity_id: row.get(11)?,
         jump_host_ids: chain.and_then(|text| serde_json::from_str(&text).ok()),
         ssh_options: serde_json::from_str(&options).unwrap_or_default(),
+        set_env: json(&set_env)
+            .and_then(|value| env_from_json(&value))
+            .unwrap_or_default(),
+        send_env: json(&send_env)
+            .and_then(|value| patterns_from_json(&value))
+            .unwrap_or_default(),
     })
 }
 

@@ -20,7 +20,7 @@ use crate::store::StoreError;
 const SELECT_ROWS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.username, \
      h.auth_type, h.key_id, h.password IS NOT NULL, h.group_id, h.is_favorite, h.color, \
      h.sort_order, h.notes, h.created_at, h.updated_at, h.last_used_at, h.revision, \
-     h.identity_id, h.jumps_set FROM json_each(?1) AS page JOIN hosts AS h ON h.seq = page.value";
+     h.identity_id, h.jumps_set, h.startup FROM json_each(?1) AS page JOIN hosts AS h ON h.seq = page.value";
 /// Whether any host has a jump chain or kept ssh options (most catalogues have none, and a
 /// page then needs no query for them).
 const ANY_EXTENSIONS: &str = "SELECT EXISTS (SELECT 1 FROM host_jumps) \

@@ -1,0 +1,310 @@
+//! Forward rules in SQL (docs/forwards.md): a host's or a group's rules in order, one rule,
+//! insert at the end, update (with a move), delete, the rules a host inherits, and the
+//! listening rule another one would collide with.
+//!
+//! Invariants: positions of an owner's rules are 0..n with no gap after every write; a
+//! rule is found only under its own owner (another owner's id is `ForwardNotFound`);
+//! `updated_at` strictly increases on every change (the schema's trigger bumps `revision`
+//! and logs the feed entry).
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::model::forward::{ForwardKind, ForwardSettings, ForwardSpec, MAX_FORWARDS};
+use crate::model::forward_rule::{Owner, Rule};
+use crate::model::validate::Invalid;
+use crate::store::{next_updated_at, now_timestamp, StoreError};
+
+const COLUMNS: &str = "id, host_id, group_id, position, type, bind_address, bind_port, \
+     bind_socket, target_host, target_port, target_socket, enabled, autostart, description, \
+     created_at, updated_at, revision";
+const INSERT: &str = "INSERT INTO forwards (id, host_id, group_id, position, type, \
+     bind_address, bind_port, bind_socket, target_host, target_port, target_socket, enabled, \
+     autostart, description, created_at, updated_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?15)";
+const UPDATE: &str = "UPDATE forwards SET type = ?2, bind_address = ?3, bind_port = ?4, \
+     bind_socket = ?5, target_host = ?6, target_port = ?7, target_socket = ?8, enabled = ?9, \
+     autostart = ?10, description = ?11, updated_at = ?12 WHERE id = ?1";
+const SET_POSITION: &str = "UPDATE forwards SET position = ?2 WHERE id = ?1";
+const DELETE: &str = "DELETE FROM forwards WHERE id = ?1";
+const HOST_EXISTS: &str = "SELECT 1 FROM hosts WHERE id = ?1";
+const GROUP_EXISTS: &str = "SELECT 1 FROM groups WHERE id = ?1";
+
+/// Which rules listen (enabled, autostart) on port `?1` or socket `?2`, but rule `?3`.
+const LISTENING_ON: &str =
+    "WHERE enabled = 1 AND autostart = 1 AND (bind_port = ?1 OR bind_socket = ?2) AND id <> ?3";
+
+fn select_of(owner: &Owner) -> String {
+    format!(
+        "SELECT {COLUMNS} FROM forwards WHERE {}_id = ?1 ORDER BY position",
+        owner.kind()
+    )
+}
+
+/// The rules of `owner`, in order; `HostNotFound` / `GroupNotFound` for no such owner.
+pub fn of_owner(conn: &Connection, owner: &Owner) -> Result<Vec<Rule>, StoreError> {
+    check_owner(conn, owner)?;
+    rules_of(conn, owner)
+}
+
+fn rules_of(conn: &Connection, owner: &Owner) -> Result<Vec<Rule>, StoreError> {
+    let mut statement = conn.prepare_cached(&select_of(owner))?;
+    let rows = statement.query_map([owner.id()], rule_from_row)?;
+    rows.map(|row| row?).collect()
+}
+
+/// The rules a host's session has (docs/forwards.md, "Inheritance"): its own, then each
+/// group's of `groups` (nearest first), each list in order.
+pub fn effective(
+    conn: &Connection,
+    host_id: &str,
+    groups: &[&str],
+) -> Result<Vec<Rule>, StoreError> {
+    let mut out = rules_of(conn, &Owner::Host(host_id.to_owned()))?;
+    for group in groups {
+        out.extend(rules_of(conn, &Owner::Group((*group).to_owned()))?);
+    }
+    Ok(out)
+}
+
+/// Every rule of every host and group (the export), in owner and position order.
+pub fn all(conn: &Connection) -> Result<Vec<Rule>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM forwards ORDER BY host_id, group_id, position");
+    let mut statement = conn.prepare_cached(&sql)?;
+    let rows = statement.query_map([], rule_from_row)?;
+    rows.map(|row| row?).collect()
+}
+
+/// Whether any rule (of any owner) has the id `id`.
+pub fn exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM forwards WHERE id = ?1")?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Rule `id` of `owner`: `ForwardNotFound` when it is not one of its rules.
+pub fn by_id(conn: &Connection, owner: &Owner, id: &str) -> Result<Rule, StoreError> {
+    check_owner(conn, owner)?;
+    let sql = format!(
+        "SELECT {COLUMNS} FROM forwards WHERE id = ?1 AND {}_id = ?2",
+        owner.kind()
+    );
+    conn.prepare_cached(&sql)?
+        .query_row(params![id, owner.id()], rule_from_row)
+        .optional()?
+        .ok_or(StoreError::ForwardNotFound)?
+}
+
+/// Adds a rule at the end of `owner`'s rules. `Err(Ok(invalid))` when the owner already
+/// has `MAX_FORWARDS` rules. Caller holds a write transaction and checked conflicts.
+pub fn insert(
+    conn: &Connection,
+    owner: &Owner,
+    id: &str,
+    spec: &ForwardSpec,
+    settings: &ForwardSettings,
+) -> Result<Result<Rule, Invalid>, StoreError> {
+    let existing = of_owner(conn, owner)?;
+    if existing.len() >= MAX_FORWARDS {
+        return Ok(Err(Invalid::new(
+            "forwards",
+            format!("a host or group has at most {MAX_FORWARDS} rules"),
+        )));
+    }
+    let now = now_timestamp();
+    let (host_id, group_id) = match owner {
+        Owner::Host(id) => (Some(id.as_str()), None),
+        Owner::Group(id) => (None, Some(id.as_str())),
+    };
+    conn.prepare_cached(INSERT)?.execute(params![
+        id,
+        host_id,
+        group_id,
+        existing.len() as i64,
+        spec.kind.as_str(),
+        spec.bind_address,
+        spec.bind_port,
+        spec.bind_socket,
+        spec.target_host,
+        spec.target_port,
+        spec.target_socket,
+        settings.enabled,
+        settings.autostart,
+        settings.description,
+        now,
+    ])?;
+    Ok(Ok(Rule {
+        id: id.to_owned(),
+        owner: owner.clone(),
+        position: existing.len() as i64,
+        spec: spec.clone(),
+        settings: settings.clone(),
+        created_at: now.clone(),
+        updated_at: now,
+        revision: 1,
+    }))
+}
+
+/// Writes the new spec and settings of `previous`, and moves it to `position` (clamped to
+/// the end) when given. Caller holds a write transaction and checked conflicts.
+pub fn update(
+    conn: &Connection,
+    previous: &Rule,
+    spec: &ForwardSpec,
+    settings: &ForwardSettings,
+    position: Option<i64>,
+) -> Result<Rule, StoreError> {
+    let updated_at = next_updated_at(&previous.updated_at);
+    conn.prepare_cached(UPDATE)?.execute(params![
+        previous.id,
+        spec.kind.as_str(),
+        spec.bind_address,
+        spec.bind_port,
+        spec.bind_socket,
+        spec.target_host,
+        spec.target_port,
+        spec.target_socket,
+        settings.enabled,
+        settings.autostart,
+        settings.description,
+        updated_at,
+    ])?;
+    let position = match position {
+        Some(position) => place(conn, previous, position)?,
+        None => previous.position,
+    };
+    Ok(Rule {
+        spec: spec.clone(),
+        settings: settings.clone(),
+        position,
+        updated_at,
+        revision: previous.revision + 1,
+        ..previous.clone()
+    })
+}
+
+/// Moves `rule` to `position` among its owner's rules and renumbers them; the place it
+/// got.
+fn place(conn: &Connection, rule: &Rule, position: i64) -> Result<i64, StoreError> {
+    let mut ids: Vec<String> = rules_of(conn, &rule.owner)?
+        .into_iter()
+        .map(|other| other.id)
+        .filter(|id| *id != rule.id)
+        .collect();
+    let at = usize::try_from(position.max(0))
+        .unwrap_or(usize::MAX)
+        .min(ids.len());
+    ids.insert(at, rule.id.clone());
+    renumber(conn, &ids)?;
+    Ok(at as i64)
+}
+
+fn renumber(conn: &Connection, ids: &[String]) -> Result<(), StoreError> {
+    let mut statement = conn.prepare_cached(SET_POSITION)?;
+    for (position, id) in ids.iter().enumerate() {
+        statement.execute(params![id, position as i64])?;
+    }
+    Ok(())
+}
+
+/// Deletes `rule` and closes the gap it leaves.
+pub fn delete(conn: &Connection, rule: &Rule) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE)?.execute([&rule.id])?;
+    let ids: Vec<String> = rules_of(conn, &rule.owner)?
+        .into_iter()
+        .map(|other| other.id)
+        .collect();
+    renumber(conn, &ids)
+}
+
+/// The first listening rule (but `except`) that `spec` would collide with, if `spec` is a
+/// rule that listens locally (docs/forwards.md, "Port conflicts").
+pub fn conflict(
+    conn: &Connection,
+    spec: &ForwardSpec,
+    except: &str,
+) -> Result<Option<Rule>, StoreError> {
+    if spec.kind == ForwardKind::Remote {
+        return Ok(None);
+    }
+    let sql = format!("SELECT {COLUMNS} FROM forwards {LISTENING_ON}");
+    let mut statement = conn.prepare_cached(&sql)?;
+    let rows = statement.query_map(
+        params![spec.bind_port, spec.bind_socket, except],
+        rule_from_row,
+    )?;
+    for row in rows {
+        let other = row??;
+        if other.spec.overlaps(spec) {
+            return Ok(Some(other));
+        }
+    }
+    Ok(None)
+}
+
+fn check_owner(conn: &Connection, owner: &Owner) -> Result<(), StoreError> {
+    let (sql, missing) = match owner {
+        Owner::Host(_) => (HOST_EXISTS, StoreError::HostNotFound),
+        Owner::Group(_) => (GROUP_EXISTS, StoreError::GroupNotFound),
+    };
+    let found = conn
+        .prepare_cached(sql)?
+        .query_row([owner.id()], |_| Ok(()))
+        .optional()?;
+    found.ok_or(missing)
+}
+
+fn corrupt() -> StoreError {
+    StoreError::CorruptRow("a forwards row has a type, port or owner this build does not know")
+}
+
+/// A rule from the columns of `COLUMNS`. The outer error is SQLite's; the inner one a stored
+/// value this build does not understand.
+fn rule_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Rule, StoreError>> {
+    let host_id: Option<String> = row.get(1)?;
+    let group_id: Option<String> = row.get(2)?;
+    let owner = match (host_id, group_id) {
+        (Some(id), None) => Owner::Host(id),
+        (None, Some(id)) => Owner::Group(id),
+        _ => return Ok(Err(corrupt())),
+    };
+    let kind: String = row.get(4)?;
+    let Some(kind) = ForwardKind::parse(&kind) else {
+        return Ok(Err(corrupt()));
+    };
+    let port = |index: usize| -> rusqlite::Result<Result<Option<u16>, StoreError>> {
+        let value: Option<i64> = row.get(index)?;
+        Ok(match value.map(u16::try_from) {
+            None => Ok(None),
+            Some(Ok(port)) => Ok(Some(port)),
+            Some(Err(_)) => Err(corrupt()),
+        })
+    };
+    let (bind_port, target_port) = match (port(6)?, port(9)?) {
+        (Ok(bind), Ok(target)) => (bind, target),
+        _ => return Ok(Err(corrupt())),
+    };
+    Ok(Ok(Rule {
+        id: row.get(0)?,
+        owner,
+        position: row.get(3)?,
+        spec: ForwardSpec {
+            kind,
+            bind_address: row.get(5)?,
+            bind_port,
+            bind_socket: row.get(7)?,
+            target_host: row.get(8)?,
+            target_port,
+            target_socket: row.get(10)?,
+        },
+        settings: ForwardSettings {
+            enabled: row.get(11)?,
+            autostart: row.get(12)?,
+            description: row.get(13)?,
+        },
+        created_at: row.get(14)?,
+        updated_at: row.get(15)?,
+        revision: row.get(16)?,
+    }))
+}
