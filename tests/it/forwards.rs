@@ -13,6 +13,8 @@ use crate::interop::{current_user, Sshd};
 use crate::support::{fresh_dir, id_of, Response, Service};
 
 mod conflicts;
+mod environment;
+mod export;
 mod net;
 mod rules;
 mod tunnels;
