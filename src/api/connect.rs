@@ -12,6 +12,7 @@ use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::api::identity_use::{self, OpenedIdentity};
+use crate::api::session_use::{self, OpenedSession};
 use crate::api::{Reply, Req};
 use crate::error::ApiError;
 use crate::model::host::{Host, HostView};
@@ -31,6 +32,9 @@ struct ConnectView<'a> {
     /// The values to connect with, inherited ones resolved (docs/identities.md).
     effective: EffectiveView<'a>,
     credentials: CredentialsView<'a>,
+    /// `forwards`, `remote_command`, `request_tty`, `environment` (docs/forwards.md).
+    #[serde(flatten)]
+    session: &'a OpenedSession,
 }
 
 /// The secret the auth type needs: a password, or a private key (plus its passphrase when
@@ -148,42 +152,46 @@ fn sealed_credentials(
 /// private key (docs/agent.md "SSH agent").
 pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
     let via_agent = crate::api::agent_use::agent_param(req)?;
-    let (host, flat, (auth_label, first_key), sealed, proxy_jump) = state.db.read(|conn| {
-        let host = store::hosts::by_id(conn, id)?;
-        let mut inheritance = store::inherit::Inheritance::for_host(conn, &host)?;
-        let effective = inheritance.resolve(&host);
-        let flat = check_effective(&host, &effective)?;
-        if !effective.jump_host_ids.value.is_empty() {
-            // The hops sit in other groups: their values need every group's defaults.
-            inheritance = store::inherit::Inheritance::load(conn)?;
-        }
-        let Some(route) = inheritance.route(conn, &effective.jump_host_ids.value)? else {
-            return Err(ApiError::InvalidJumpChain(format!(
-                "the route of host {id} through its hops' own and inherited chains loops or \
+    let (host, flat, (auth_label, first_key), sealed, proxy_jump, session) =
+        state.db.read(|conn| {
+            let host = store::hosts::by_id(conn, id)?;
+            let mut inheritance = store::inherit::Inheritance::for_host(conn, &host)?;
+            let effective = inheritance.resolve(&host);
+            let flat = check_effective(&host, &effective)?;
+            let session = session_use::read(conn, &host, &inheritance, &effective)?;
+            if !effective.jump_host_ids.value.is_empty() {
+                // The hops sit in other groups: their values need every group's defaults.
+                inheritance = store::inherit::Inheritance::load(conn)?;
+            }
+            let Some(route) = inheritance.route(conn, &effective.jump_host_ids.value)? else {
+                return Err(ApiError::InvalidJumpChain(format!(
+                    "the route of host {id} through its hops' own and inherited chains loops or \
                  passes {} hops; change a chain with PUT /api/hosts/ID or a group default",
-                crate::model::interop::MAX_ROUTE_HOPS
-            )));
-        };
-        let route: Vec<Host> = route
-            .iter()
-            .map(|hop| inheritance.resolve(hop).flatten(hop))
-            .collect();
-        // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
-        // revoked host key pending.
-        if let Some(blocked) = crate::trust::check_route(conn, &flat, &route)? {
-            return Err(ApiError::HostKeyChanged(blocked.to_string()));
-        }
-        let proxy_jump = proxy_jump(&route)?;
-        let sealed = sealed_credentials(conn, &host, &effective)?;
-        let first_key = effective.auth_key();
-        Ok::<_, ApiError>((
-            host,
-            flat,
-            (effective.auth_label(), first_key),
-            sealed,
-            proxy_jump,
-        ))
-    })?;
+                    crate::model::interop::MAX_ROUTE_HOPS
+                )));
+            };
+            let route: Vec<Host> = route
+                .iter()
+                .map(|hop| inheritance.resolve(hop).flatten(hop))
+                .collect();
+            // docs/api.md "Host keys (known_hosts)": no secret for a route with a changed or
+            // revoked host key pending.
+            if let Some(blocked) = crate::trust::check_route(conn, &flat, &route)? {
+                return Err(ApiError::HostKeyChanged(blocked.to_string()));
+            }
+            let proxy_jump = proxy_jump(&route)?;
+            let sealed = sealed_credentials(conn, &host, &effective)?;
+            let first_key = effective.auth_key();
+            Ok::<_, ApiError>((
+                host,
+                flat,
+                (effective.auth_label(), first_key),
+                sealed,
+                proxy_jump,
+                session,
+            ))
+        })?;
+    let session = session_use::open(state, session)?;
     let username = flat.username.clone().unwrap_or_default();
     let certificate = match &first_key {
         Some(key_id) => crate::api::certificate_in_use(state, key_id, &username)?,
@@ -217,6 +225,7 @@ pub fn connect(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError>
             identity: identity.as_ref(),
             ..credentials_view(&credentials, &auth_label, &username)?
         },
+        session: &session,
     };
     Ok(secret_reply(&view)?.with_header("Cache-Control", "no-store"))
 }

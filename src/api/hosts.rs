@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{environment, refuse_chain, JsonBody, JsonReply, Reply, Req};
+use crate::api::{environment, refuse_chain, session_use, JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::forward_rule::Owner;
 use crate::model::host::{AuthType, Host, HostPatch, NewHost, PasswordAction, PasswordField};
@@ -94,14 +94,26 @@ pub fn get(state: &AppState, id: &str) -> Result<Reply, ApiError> {
 /// `GET /api/hosts/:id/effective` (docs/identities.md): every connection field with its
 /// value, its source and what it hides; `missing` names a field no level sets.
 pub fn effective(state: &AppState, id: &str) -> Result<Reply, ApiError> {
-    let (host, effective) = state.db.read(|conn| {
+    let (host, effective, rules) = state.db.read(|conn| {
         let host = store::hosts::by_id(conn, id)?;
-        let effective = store::inherit::Inheritance::for_host(conn, &host)?.resolve(&host);
-        Ok::<_, ApiError>((host, effective))
+        let inheritance = store::inherit::Inheritance::for_host(conn, &host)?;
+        let effective = inheritance.resolve(&host);
+        let rules = session_use::rules_of(conn, &host, &inheritance)?;
+        Ok::<_, ApiError>((host, effective, rules))
     })?;
+    let mut fields = effective.describe(&host);
+    let rules: Vec<Value> = rules
+        .iter()
+        .map(|rule| {
+            let mut view = rule.view();
+            view["source"] = Value::String(session_use::source_label(rule));
+            view
+        })
+        .collect();
+    fields["forwards"] = serde_json::json!({"value": rules, "source": "merged"});
     let body = serde_json::json!({
         "host_id": host.id,
-        "fields": effective.describe(&host),
+        "fields": fields,
         "missing": effective.missing(),
     });
     Reply::json(200, &body)

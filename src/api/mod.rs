@@ -25,6 +25,7 @@ pub mod keys;
 pub mod known_hosts;
 pub mod openapi;
 pub mod revision;
+pub mod session_use;
 pub mod ssh_config;
 pub mod vault;
 

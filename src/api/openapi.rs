@@ -148,6 +148,8 @@ mod tests {
             ApiError::Busy,
             ApiError::AgentRequestNotFound,
             ApiError::AgentUnavailable(text()),
+            ApiError::ForwardNotFound,
+            ApiError::PortConflict(text()),
             ApiError::StorageFull,
             ApiError::internal("cause"),
         ]
@@ -175,6 +177,8 @@ mod tests {
             ApiError::IdentityNameTaken => "IdentityNameTaken",
             ApiError::IdentityInUse { .. } => "IdentityInUse",
             ApiError::TotpNotSet => "TotpNotSet",
+            ApiError::ForwardNotFound => "ForwardNotFound",
+            ApiError::PortConflict(_) => "PortConflict",
             ApiError::InvalidMove(_) => "InvalidMove",
             ApiError::PreconditionFailed { .. } => "PreconditionFailed",
             ApiError::InvalidKey(_) => "InvalidKey",

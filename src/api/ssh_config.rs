@@ -11,15 +11,19 @@
 //! path the desktop app writes them to); nothing here reads the environment (the default
 //! user of an import is `Config::import_user`, read at start-up).
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
+use crate::model::forward_rule::{Owner, Rule};
 use crate::model::host::Host;
 use crate::model::key;
 use crate::model::ssh_config::{self, Outcome};
 use crate::model::ssh_config_export;
 use crate::model::ssh_config_import::{self, ImportPlan, ImportRequest};
+use crate::model::ssh_config_session::WrittenRule;
 use crate::sshkey::{self, OpenSshKey};
 use crate::state::AppState;
 use crate::store::keys::NewKey;
@@ -66,15 +70,16 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
                 (effective.flatten(host), effective.auth_key())
             })
             .collect();
+        let rules = effective_rules(&stored, &inheritance, store::forwards::all(conn)?);
         let Some(group) = &group else {
-            return Ok::<_, ApiError>((all, stored));
+            return Ok::<_, ApiError>((all, stored, rules));
         };
         // docs/api.md, Hosts: an unknown group id in a path or body is GROUP_NOT_FOUND.
         if !store::hosts::group_exists(conn, group)? {
             return Err(ApiError::GroupNotFound);
         }
         let members = store::catalogue::hosts_under_group(conn, group)?;
-        Ok((all, members))
+        Ok((all, members, rules))
     })?;
     let certified = crate::api::certified_keys(state)?;
     Ok(Reply::text(ssh_config_export::export(
@@ -82,7 +87,43 @@ pub fn export(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         &hosts.1,
         agent.as_ref(),
         &certified,
+        &hosts.2,
     )))
+}
+
+/// Each host's rules as the export writes them (docs/forwards.md, "Inheritance"): its own,
+/// then each group's up the tree, by host id.
+fn effective_rules(
+    hosts: &[Host],
+    inheritance: &store::inherit::Inheritance,
+    rules: Vec<Rule>,
+) -> HashMap<String, Vec<WrittenRule>> {
+    let mut by_owner: HashMap<Owner, Vec<WrittenRule>> = HashMap::new();
+    for rule in rules {
+        by_owner
+            .entry(rule.owner.clone())
+            .or_default()
+            .push(WrittenRule {
+                id: rule.id,
+                spec: rule.spec,
+                settings: rule.settings,
+            });
+    }
+    let mut out = HashMap::new();
+    for host in hosts {
+        let levels = inheritance.levels(host.group_id.as_deref());
+        let owners = std::iter::once(Owner::Host(host.id.clone()))
+            .chain(levels.iter().map(|level| Owner::Group(level.id.to_owned())));
+        let written: Vec<WrittenRule> = owners
+            .filter_map(|owner| by_owner.get(&owner))
+            .flatten()
+            .cloned()
+            .collect();
+        if !written.is_empty() {
+            out.insert(host.id.clone(), written);
+        }
+    }
+    out
 }
 
 /// A key supplied with the import, read and sealed under a fresh id.

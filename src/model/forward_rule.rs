@@ -69,11 +69,6 @@ impl Rule {
         out
     }
 
-    /// True when the rule starts by itself with a session and so can hold a local port.
-    pub fn listens(&self) -> bool {
-        self.settings.enabled && self.settings.autostart
-    }
-
     /// `rule <id> of host <id>`: how a conflict names it.
     pub fn named(&self) -> String {
         format!(

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::model::environment::EnvEntry;
 use crate::model::host::Host;
 use crate::model::ssh_words::split_keyword;
-use crate::model::startup::env_json;
+use crate::model::startup::{env_json, Startup};
 
 /// The built-in port when no level sets one.
 pub const DEFAULT_PORT: u16 = 22;
@@ -131,6 +131,15 @@ pub struct SourcedOption {
     pub hidden: bool,
 }
 
+/// One `set_env` entry and the level it comes from (a secret's value is sealed there).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourcedEnv {
+    pub entry: EnvEntry,
+    pub source: Source,
+    /// Set when a nearer level already set this name (`ssh` takes the first).
+    pub hidden: bool,
+}
+
 /// Every connection field of a host, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Effective {
@@ -140,6 +149,10 @@ pub struct Effective {
     pub identity_id: Option<Sourced<String>>,
     pub jump_host_ids: Sourced<Vec<String>>,
     pub ssh_options: Vec<SourcedOption>,
+    /// docs/forwards.md, "Inheritance": merged by name, nearest first.
+    pub set_env: Vec<SourcedEnv>,
+    /// Added up, host first, each pattern once.
+    pub send_env: Vec<String>,
 }
 
 impl Effective {
@@ -162,6 +175,14 @@ impl Effective {
             .iter()
             .filter(|entry| !entry.hidden)
             .map(|entry| entry.option.clone())
+            .collect()
+    }
+
+    /// The `set_env` entries `ssh` would send, in order (hidden ones left out).
+    pub fn env(&self) -> Vec<&SourcedEnv> {
+        self.set_env
+            .iter()
+            .filter(|sourced| !sourced.hidden)
             .collect()
     }
 
@@ -199,6 +220,20 @@ impl Effective {
             "identity_id": absent(&self.identity_id.as_ref().map(Sourced::describe)),
             "jump_host_ids": self.jump_host_ids.describe(),
             "ssh_options": {"value": self.options(), "source": "merged", "entries": entries},
+            "set_env": {
+                "value": env_json(&self.env().into_iter().map(|e| e.entry.clone()).collect::<Vec<_>>()),
+                "source": "merged",
+                "entries": self.set_env.iter().map(|sourced| {
+                    let mut out = json!({"name": sourced.entry.name, "source": sourced.source.label()});
+                    if sourced.hidden {
+                        out["hidden"] = Value::Bool(true);
+                    }
+                    out
+                }).collect::<Vec<_>>(),
+            },
+            "send_env": {"value": self.send_env, "source": "merged"},
+            "remote_command": Source::Host.describe(json!(host.startup.remote_command)),
+            "request_tty": Source::Host.describe(json!(host.startup.request_tty.map(|tty| tty.as_str()))),
         })
     }
 }
@@ -326,7 +361,45 @@ pub fn resolve<'a>(
         identity_id: first_two(identities),
         jump_host_ids: first_two(jumps).unwrap_or(fallback_jumps),
         ssh_options: merged_options(host, groups),
+        set_env: merged_env(host, groups),
+        send_env: merged_patterns(host, groups),
     }
+}
+
+/// The host's `set_env`, then each group's nearest first; a name set before is hidden.
+fn merged_env(host: &Host, groups: &[GroupLevel<'_>]) -> Vec<SourcedEnv> {
+    let levels = std::iter::once((Source::Host, &host.startup.set_env)).chain(
+        groups
+            .iter()
+            .map(|group| (Source::Group(group.id.to_owned()), &group.defaults.set_env)),
+    );
+    let mut out: Vec<SourcedEnv> = Vec::new();
+    for (source, entries) in levels {
+        for entry in entries {
+            let hidden = out
+                .iter()
+                .any(|seen| !seen.hidden && seen.entry.name == entry.name);
+            out.push(SourcedEnv {
+                entry: entry.clone(),
+                source: source.clone(),
+                hidden,
+            });
+        }
+    }
+    out
+}
+
+/// The host's `send_env` patterns, then each group's, each pattern once.
+fn merged_patterns(host: &Host, groups: &[GroupLevel<'_>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let levels = std::iter::once(&host.startup.send_env)
+        .chain(groups.iter().map(|group| &group.defaults.send_env));
+    for pattern in levels.flatten() {
+        if !out.contains(pattern) {
+            out.push(pattern.clone());
+        }
+    }
+    out
 }
 
 fn identity_auth(traits: &IdentityTraits) -> Option<AuthValue> {
@@ -376,6 +449,15 @@ impl Effective {
             identity_id: self.identity_id().map(str::to_owned),
             jump_host_ids: Some(self.jump_host_ids.value.clone()),
             ssh_options: self.options(),
+            startup: Startup {
+                set_env: self
+                    .env()
+                    .into_iter()
+                    .map(|sourced| sourced.entry.clone())
+                    .collect(),
+                send_env: self.send_env.clone(),
+                ..host.startup.clone()
+            },
             ..host.clone()
         }
     }

@@ -12,6 +12,8 @@ use crate::model::inherit::DEFAULT_PORT;
 use crate::model::ssh_config::{
     CERTIFICATE_SUFFIX, IDENTITY_DIR, KNOWN_HOSTS_FILE, NAME_COMMENT, PUBLIC_KEY_SUFFIX,
 };
+use crate::model::ssh_config_session::{self, WrittenRule};
+use crate::model::startup::Startup;
 
 /// What an `?agent=true` export needs: the SSH agent's socket, and the ids of the keys the
 /// agent serves.
@@ -41,6 +43,9 @@ pub struct ExportHost {
     pub certificate: bool,
     /// Aliases of the direct chain, in order.
     pub proxy_jump: Vec<String>,
+    /// Startup command and environment, and the forward rules (docs/forwards.md).
+    pub startup: Startup,
+    pub rules: Vec<WrittenRule>,
     pub options: Vec<String>,
 }
 
@@ -75,12 +80,14 @@ pub fn alias_for(name: &str, taken: &mut HashSet<String>) -> String {
 /// With `agent` (its socket and the ids of the keys it serves), hosts whose key it serves
 /// point at it; `certified` has the keys with a certificate in use (by id, with its
 /// principals), written for the hosts whose user it covers. Hosts come resolved: each
-/// flattened to its effective values (model::inherit) with the key it offers first.
+/// flattened to its effective values (model::inherit) with the key it offers first, and
+/// `rules` has each host's effective forward rules by id.
 pub fn export(
     all: &[(Host, Option<String>)],
     members: &[Host],
     agent: Option<&ExportAgent>,
     certified: &HashMap<String, Vec<String>>,
+    rules: &HashMap<String, Vec<WrittenRule>>,
 ) -> String {
     let mut taken = HashSet::new();
     let aliases: HashMap<&str, String> = all
@@ -130,6 +137,8 @@ pub fn export(
                 .flatten()
                 .filter_map(|id| aliases.get(id.as_str()).cloned())
                 .collect(),
+            startup: host.startup.clone(),
+            rules: rules.get(&host.id).cloned().unwrap_or_default(),
             options: host.ssh_options.clone(),
         })
         .collect();
@@ -175,6 +184,7 @@ pub fn render(hosts: &[ExportHost]) -> String {
         if !host.proxy_jump.is_empty() {
             out.push_str(&format!("    ProxyJump {}\n", host.proxy_jump.join(",")));
         }
+        ssh_config_session::write(&mut out, &host.startup, &host.rules);
         for option in &host.options {
             out.push_str(&format!("    {}\n", one_line(option)));
         }
@@ -236,6 +246,7 @@ mod tests {
     use crate::model::ssh_config::{parse, Section};
     use crate::model::ssh_config_export::{alias_for, quote, render, ExportHost};
     use crate::model::ssh_words::split_args;
+    use crate::model::startup::Startup;
 
     #[test]
     fn aliases_are_slugs_made_unique_in_order() {
@@ -268,6 +279,8 @@ mod tests {
                 identity_agent: None,
                 certificate: true,
                 proxy_jump: vec!["bastion".into()],
+                startup: Startup::default(),
+                rules: Vec::new(),
                 options: vec!["ServerAliveInterval 30".into()],
             },
             ExportHost {
@@ -280,6 +293,8 @@ mod tests {
                 identity_agent: None,
                 certificate: false,
                 proxy_jump: vec![],
+                startup: Startup::default(),
+                rules: Vec::new(),
                 options: vec![],
             },
         ];
@@ -315,6 +330,8 @@ mod tests {
             identity_agent: Some(agent.into()),
             certificate: true,
             proxy_jump: vec![],
+            startup: Startup::default(),
+            rules: Vec::new(),
             options,
         }
     }

@@ -108,15 +108,6 @@ pub fn kept_secrets(entries: &[EnvEntry], stored: &[EnvEntry]) -> Result<Vec<Env
         .collect()
 }
 
-/// The names of the secret entries of `entries` that carry a new value.
-pub fn given_secrets(entries: &[EnvEntry]) -> Vec<&str> {
-    entries
-        .iter()
-        .filter(|entry| matches!(entry.value, EnvValue::Secret { given: true }))
-        .map(|entry| entry.name.as_str())
-        .collect()
-}
-
 /// `set_env` as answered and stored: `{name, value}` or `{name, secret: true}`.
 pub fn env_json(entries: &[EnvEntry]) -> Value {
     Value::Array(
@@ -173,10 +164,6 @@ impl Startup {
                 .collect(),
             ..self.clone()
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        *self == Startup::default()
     }
 
     /// The stored (and answered) object: every field present.

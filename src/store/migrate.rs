@@ -25,6 +25,10 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0013_forwards.sql"),
 ];
 
+/// The version whose SQL is followed by a data step in Rust: directives move out of
+/// `ssh_options` into the fields of sql/0013_forwards.sql (store::migrate_session).
+const SESSION_FIELDS_VERSION: usize = 13;
+
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -67,6 +71,9 @@ fn apply_pending(conn: &mut Connection) -> Result<(), StoreError> {
     let found = user_version(&tx)?;
     for (index, script) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.execute_batch(script)?;
+        if index + 1 == SESSION_FIELDS_VERSION {
+            crate::store::migrate_session::move_directives(&tx)?;
+        }
         log::info!("applied schema migration {}", index + 1);
     }
     let dangling: i64 =
@@ -249,6 +256,88 @@ mod tests {
     }
 
     /// Schema 3 counts the hosts and tags already stored when it is applied.
+    /// Schema 13 moves the directives that now have fields out of `ssh_options`: forwards
+    /// become rules (an `ExitOnForwardFailure no` makes them manual), the command and the
+    /// environment become `startup`, a group's `SetEnv` its default; a line no field can
+    /// hold is appended to the host's notes; every other option stays in order.
+    #[test]
+    fn version_13_moves_forwards_command_and_environment_out_of_ssh_options() {
+        let mut conn = database_at(12);
+        conn.execute_batch(
+            "INSERT INTO groups (id, name, name_key, created_at, updated_at, default_ssh_options)
+                 VALUES ('g', 'G', 'g', 't', 't',
+                 '[\"SetEnv TEAM=ops\", \"RemoteCommand top\", \"Compression yes\"]');
+             INSERT INTO host_ssh_options (host_id, position, option) VALUES
+                 ('a', 0, 'ServerAliveInterval 30'),
+                 ('a', 1, 'LocalForward 8080 localhost:80'),
+                 ('a', 2, 'SetEnv LANG=C \"GREETING=hello world\"'),
+                 ('a', 3, 'RemoteCommand echo 100%%'),
+                 ('a', 4, 'LocalForward not-a-forward'),
+                 ('a', 5, 'ExitOnForwardFailure no'),
+                 ('a', 6, 'DynamicForward 1080'),
+                 ('a', 7, 'Compression yes');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let options: Vec<String> = conn
+            .prepare("SELECT option FROM host_ssh_options WHERE host_id = 'a' ORDER BY position")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(options, ["ServerAliveInterval 30", "Compression yes"]);
+        let rules: Vec<(i64, String, i64, bool)> = conn
+            .prepare(
+                "SELECT position, type, bind_port, autostart FROM forwards \
+                      WHERE host_id = 'a' ORDER BY position",
+            )
+            .unwrap()
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rules,
+            [
+                (0, "local".into(), 8080, false),
+                (1, "dynamic".into(), 1080, false)
+            ]
+        );
+        let (startup, notes): (String, String) = conn
+            .query_row(
+                "SELECT startup, notes FROM hosts WHERE id = 'a'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        let startup: serde_json::Value = serde_json::from_str(&startup).unwrap();
+        assert_eq!(startup["remote_command"], "echo 100%");
+        assert_eq!(
+            startup["set_env"],
+            serde_json::json!([{"name": "LANG", "value": "C"},
+                               {"name": "GREETING", "value": "hello world"}])
+        );
+        assert!(notes.ends_with("\nLocalForward not-a-forward"), "{notes}");
+        let (options, set_env): (String, String) = conn
+            .query_row(
+                "SELECT default_ssh_options, default_set_env FROM groups WHERE id = 'g'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(options, r#"["RemoteCommand top","Compression yes"]"#);
+        assert_eq!(set_env, r#"[{"name":"TEAM","value":"ops"}]"#);
+        let untouched: String = conn
+            .query_row("SELECT startup FROM hosts WHERE id = 'b'", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(untouched, "{}");
+    }
+
     #[test]
     fn version_3_counts_the_hosts_and_tags_a_version_2_database_holds() {
         let conn = database_at(2);

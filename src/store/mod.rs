@@ -27,6 +27,7 @@ pub mod keys;
 pub mod known_hosts;
 pub mod list;
 pub mod migrate;
+mod migrate_session;
 pub mod scrub;
 pub mod ssh_config_import;
 pub mod vault_meta;
