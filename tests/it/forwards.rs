@@ -13,8 +13,10 @@ use crate::interop::{current_user, Sshd};
 use crate::support::{fresh_dir, id_of, Response, Service};
 
 mod conflicts;
+mod connect;
 mod environment;
 mod export;
+mod import;
 mod net;
 mod rules;
 mod tunnels;

@@ -1,0 +1,265 @@
+//! The import of forwards, command and environment (docs/forwards.md, "The `~/.ssh/config`
+//! export and import"): directives become fields, not `ssh_options`; the export's comments
+//! give back rule ids, flags, descriptions and kept secrets; export, import, export gives
+//! the same bytes.
+
+use serde_json::{json, Value};
+
+use super::{add_rule, group_rules, host, host_rules};
+use crate::support::{id_of, Service};
+
+fn import(service: &Service, config: &str) -> Value {
+    service
+        .post("/api/import/ssh-config", &json!({"config": config}))
+        .expect(200)
+}
+
+/// The one host named `name`.
+fn host_named(service: &Service, name: &str) -> Value {
+    let list = service.get("/api/hosts?per_page=100").expect(200);
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|host| host["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no host {name}: {list}"))
+}
+
+/// The rules of host `id` as (type, bind_address, bind_port, target_host, target_port,
+/// enabled, autostart).
+fn rules_of(service: &Service, id: &str) -> Vec<Value> {
+    service.get(&host_rules(id)).expect(200)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| {
+            json!([
+                rule["type"],
+                rule["bind_address"],
+                rule["bind_port"],
+                rule["bind_socket"],
+                rule["target_host"],
+                rule["target_port"],
+                rule["enabled"],
+                rule["autostart"]
+            ])
+        })
+        .collect()
+}
+
+const SESSION_CONFIG: &str = "Host tunnel
+    HostName t.example.com
+    User ops
+    LocalForward 18080 db.internal:5432
+    LocalForward 127.0.0.1:18081 [2001:db8::5]:22
+    DynamicForward 11080
+    RemoteForward 19000
+    RemoteForward 0 localhost:3000
+    RemoteCommand tail -f /var/log/app.log | grep 100%%
+    RequestTTY force
+    SetEnv LANG=C.UTF-8 \"GREETING=hello world\"
+    SendEnv LC_* EDITOR
+    ServerAliveInterval 30
+";
+
+#[test]
+fn forwards_command_and_environment_directives_become_fields_not_ssh_options() {
+    let service = Service::start("fwd-import-fields");
+    let answer = import(&service, SESSION_CONFIG);
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    let imported = host_named(&service, "tunnel");
+    assert_eq!(imported["ssh_options"], json!(["ServerAliveInterval 30"]));
+    assert_eq!(
+        imported["remote_command"],
+        "tail -f /var/log/app.log | grep 100%"
+    );
+    assert_eq!(imported["request_tty"], "force");
+    assert_eq!(
+        imported["set_env"],
+        json!([{"name": "LANG", "value": "C.UTF-8"}, {"name": "GREETING", "value": "hello world"}])
+    );
+    assert_eq!(imported["send_env"], json!(["LC_*", "EDITOR"]));
+    assert_eq!(
+        rules_of(&service, &id_of(&imported)),
+        [
+            json!(["local", null, 18080, null, "db.internal", 5432, true, true]),
+            json!([
+                "local",
+                "127.0.0.1",
+                18081,
+                null,
+                "2001:db8::5",
+                22,
+                true,
+                true
+            ]),
+            json!(["dynamic", null, 11080, null, null, null, true, true]),
+            json!(["remote", null, 19000, null, null, null, true, true]),
+            json!(["remote", null, 0, null, "localhost", 3000, true, true]),
+        ]
+    );
+}
+
+#[test]
+fn exit_on_forward_failure_no_makes_the_blocks_imported_rules_manual() {
+    let service = Service::start("fwd-import-manual");
+    let config = "Host manual\n    HostName m.example.com\n    ExitOnForwardFailure no\n    \
+                  LocalForward 18180 db.internal:5432\n    DynamicForward 11180\n\
+                  Host started\n    HostName s.example.com\n    ExitOnForwardFailure yes\n    \
+                  DynamicForward 11181\n";
+    import(&service, config);
+    let manual = host_named(&service, "manual");
+    let flags: Vec<Value> = rules_of(&service, &id_of(&manual))
+        .iter()
+        .map(|rule| json!([rule[6], rule[7]]))
+        .collect();
+    assert_eq!(flags, [json!([true, false]), json!([true, false])]);
+    assert!(
+        !manual["ssh_options"]
+            .to_string()
+            .contains("ExitOnForwardFailure"),
+        "{manual}"
+    );
+    let started = host_named(&service, "started");
+    assert_eq!(rules_of(&service, &id_of(&started))[0][7], true);
+    assert_eq!(
+        started["ssh_options"],
+        json!([]),
+        "the export's own line is not kept"
+    );
+}
+
+#[test]
+fn a_remote_command_with_a_percent_token_or_a_broken_forward_is_warned_and_left_out() {
+    let service = Service::start("fwd-import-warned");
+    let config = "Host warned\n    HostName w.example.com\n    RemoteCommand echo %h\n    \
+                  LocalForward 18280\n    DynamicForward 18281 db.internal:1\n    LocalForward 18282 db.internal:5432\n";
+    let answer = import(&service, config);
+    let warnings = answer["warnings"].to_string();
+    assert!(warnings.contains("RemoteCommand"), "{answer}");
+    assert!(warnings.contains("LocalForward"), "{answer}");
+    let warned = host_named(&service, "warned");
+    assert_eq!(warned["remote_command"], Value::Null);
+    assert_eq!(
+        warned["ssh_options"],
+        json!([]),
+        "left out, not kept as options: {warned}"
+    );
+    assert_eq!(
+        rules_of(&service, &id_of(&warned)),
+        [json!([
+            "local",
+            null,
+            18282,
+            null,
+            "db.internal",
+            5432,
+            true,
+            true
+        ])]
+    );
+}
+
+/// A catalogue with every kind of rule, flags, descriptions, a command, plain and secret
+/// environment, and group rules and environment; the host that has them.
+fn session_catalogue(service: &Service) -> String {
+    let group = id_of(
+        &service
+            .post(
+                "/api/groups",
+                &json!({"name": "fleet", "defaults": {"set_env": [{"name": "HM_G", "value": "g v"}], "send_env": ["HM_S*"]}}),
+            )
+            .expect(201),
+    );
+    add_rule(
+        service,
+        &group_rules(&group),
+        json!({"type": "dynamic", "bind_port": 11380, "description": "group socks"}),
+    );
+    let id = host(
+        service,
+        "roundtrip",
+        json!({"group_id": group, "remote_command": "echo \"a b\" 100%", "request_tty": "yes",
+               "set_env": [{"name": "HM_A", "value": "it's \"x\" # \\"}, {"name": "HM_T", "value": "Import-secret-81ac", "secret": true}],
+               "send_env": ["LC_*"]}),
+    );
+    own_rules(service, &id);
+    id
+}
+
+/// Rules of every kind, with flags and descriptions, on host `id`.
+fn own_rules(service: &Service, id: &str) {
+    let rules = host_rules(id);
+    for body in [
+        json!({"type": "local", "bind_port": 18380, "target_host": "db.internal", "target_port": 5432, "description": "staging database"}),
+        json!({"type": "local", "bind_address": "[::1]", "bind_port": 18381, "target_host": "::1", "target_port": 22, "autostart": false}),
+        json!({"type": "local", "bind_socket": "/tmp/hm-import.sock", "target_socket": "/run/app.sock"}),
+        json!({"type": "remote", "bind_port": 0, "target_host": "localhost", "target_port": 3000, "enabled": false, "description": "off"}),
+        json!({"type": "remote", "bind_address": "*", "bind_port": 19380}),
+        json!({"type": "dynamic", "bind_port": 11381, "autostart": false, "enabled": false}),
+    ] {
+        add_rule(service, &rules, body);
+    }
+}
+
+#[test]
+fn export_import_into_the_same_service_and_export_again_gives_the_same_bytes() {
+    let service = Service::start("fwd-import-roundtrip");
+    let id = session_catalogue(&service);
+    let rules_before = service.get(&host_rules(&id)).expect(200);
+    let first = service.get("/api/export/ssh-config").text();
+    let answer = import(&service, &first);
+    assert_eq!(answer["created"], json!([]), "{answer}");
+    let second = service.get("/api/export/ssh-config").text();
+    assert_eq!(second, first);
+    let rules_after = service.get(&host_rules(&id)).expect(200);
+    let ids = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(id_of)
+            .collect()
+    };
+    assert_eq!(
+        ids(&rules_after),
+        ids(&rules_before),
+        "the comments gave back each rule's id"
+    );
+    let connect = service
+        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+        .expect(200);
+    assert!(
+        connect["environment"]["set"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "HM_T", "value": "Import-secret-81ac"})),
+        "the secret comment kept the stored secret: {connect}"
+    );
+}
+
+#[test]
+fn a_host_with_its_own_rules_exports_the_same_bytes_after_an_import_into_a_fresh_service() {
+    let service = Service::start("fwd-import-fresh-source");
+    let id = host(
+        &service,
+        "own",
+        json!({"remote_command": "htop", "request_tty": "force",
+               "set_env": [{"name": "HM_A", "value": "a b"}, {"name": "HM_B", "value": "100%"}], "send_env": ["LC_*", "HM_?"]}),
+    );
+    own_rules(&service, &id);
+    let first = service.get("/api/export/ssh-config").text();
+    let fresh = Service::start("fwd-import-fresh");
+    let answer = import(&fresh, &first);
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    assert_eq!(fresh.get("/api/export/ssh-config").text(), first);
+}
