@@ -78,11 +78,16 @@ const PATHS: &[&str] = &[
     "/api/hosts/{host}/move",
     "/api/hosts/{host}/connect",
     "/api/hosts/{host}/history",
+    "/api/hosts/{host}/effective",
+    "/api/hosts/{host}/forwards",
+    "/api/hosts/{host}/forwards/{key}",
     "/api/history",
     "/api/changes",
     "/api/groups",
     "/api/groups/{group}",
     "/api/groups/{group}/move",
+    "/api/groups/{group}/forwards",
+    "/api/groups/{group}/forwards/{key}",
     "/api/keys",
     "/api/keys/{key}",
     "/api/keys/{key}/certificate",
@@ -241,6 +246,20 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "decision",
         "certificate",
         "totp",
+        "bind_address",
+        "bind_port",
+        "bind_socket",
+        "target_host",
+        "target_port",
+        "target_socket",
+        "enabled",
+        "autostart",
+        "description",
+        "position",
+        "remote_command",
+        "request_tty",
+        "set_env",
+        "send_env",
     ];
     match rng.below(10) {
         0 => Vec::new(),
@@ -257,9 +276,11 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
             for _ in 0..rng.below(8) {
                 object.insert((*rng.pick(&fields)).to_owned(), edge_values(rng, ids));
             }
-            // Key generation is slow by nature (RSA); the fuzzer exercises imports only.
-            if !object.contains_key("private_key") {
-                object.remove("type");
+            // Key generation is slow by nature (RSA); the fuzzer exercises imports only. A
+            // forward rule's type is one that generates no key.
+            if rng.below(2) == 0 {
+                let kind = *rng.pick(&["local", "remote", "dynamic", "x"]);
+                object.insert("type".into(), Value::String(kind.into()));
             }
             Value::Object(object).to_string().into_bytes()
         }

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::model::ssh_words::{quote_arg, split_args};
 use crate::model::validate::Invalid;
 
 /// This service's limits: at most 64 `set_env` entries and 64 `send_env` patterns.
@@ -71,43 +72,195 @@ pub struct EnvEntry {
 
 /// `remote_command`: `null` or `""` is none; else one line, no NUL, at most
 /// `MAX_ENV_VALUE_CHARS`, trimmed of blanks, with quotes that balance as `ssh` reads the
-/// line (it refuses the whole config otherwise).
+/// line (it refuses the whole config otherwise); not `none` (any case: `ssh` reads that as
+/// no command) and not starting with `=` (`ssh` skips every `=` after the keyword).
 pub fn remote_command(value: &Value) -> Result<Option<String>, Invalid> {
-    let _ = value;
-    Err(Invalid::new("remote_command", "not built yet"))
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => {
+            remote_command_text(text).map_err(|rule| Invalid::new("remote_command", rule))
+        }
+        _ => Err(Invalid::new("remote_command", "must be a string or null")),
+    }
+}
+
+/// The rule of `remote_command` on text: `None` for blank text.
+fn remote_command_text(text: &str) -> Result<Option<String>, &'static str> {
+    let command = text.trim_matches(|c| c == ' ' || c == '\t');
+    if command.is_empty() {
+        return Ok(None);
+    }
+    if let Some(problem) = line_problem(command) {
+        return Err(problem);
+    }
+    if split_args(command).is_err() {
+        return Err("must have balanced quotes as ssh reads a config line (it refuses the \
+                    whole file otherwise): close each \" and ', or escape it with \\");
+    }
+    if command.eq_ignore_ascii_case("none") {
+        return Err("must not be none: ssh reads RemoteCommand none as no command");
+    }
+    if command.starts_with('=') {
+        return Err("must not start with = (ssh skips every = and blank after the keyword)");
+    }
+    Ok(Some(command.to_owned()))
+}
+
+/// Why `text` is not one line of at most `MAX_ENV_VALUE_CHARS`: a line break, NUL or other
+/// control character (a tab is allowed), or its length.
+fn line_problem(text: &str) -> Option<&'static str> {
+    if text.chars().any(|c| c.is_control() && c != '\t') {
+        return Some("must be one line: no line break, NUL or other control character");
+    }
+    if text.chars().count() > MAX_ENV_VALUE_CHARS {
+        return Some("must be at most 4096 characters");
+    }
+    None
 }
 
 /// `request_tty`: `null` (not written: `ssh` decides) or one of `RequestTty`.
 pub fn request_tty(value: &Value) -> Result<Option<RequestTty>, Invalid> {
-    let _ = value;
-    Err(Invalid::new("request_tty", "not built yet"))
+    match value {
+        Value::Null => Ok(None),
+        _ => value
+            .as_str()
+            .and_then(RequestTty::parse)
+            .map(Some)
+            .ok_or_else(|| Invalid::new("request_tty", "must be auto, yes, no, force or null")),
+    }
 }
 
 /// `set_env`: an array of `{name, value}` or `{name, secret: true}`; `null` is none.
 /// `secrets_given` holds the indexes whose secret value the api layer took out. Names are
 /// POSIX portable names, unique in the list.
 pub fn set_env(value: &Value, secrets_given: &BTreeSet<usize>) -> Result<Vec<EnvEntry>, Invalid> {
-    let _ = (value, secrets_given);
-    Err(Invalid::new("set_env", "not built yet"))
+    let items = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        _ => return Err(Invalid::new("set_env", "must be an array of {name, value}")),
+    };
+    if items.len() > MAX_ENV_ENTRIES {
+        return Err(Invalid::new("set_env", "must hold at most 64 entries"));
+    }
+    let mut names = BTreeSet::new();
+    let mut entries = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let entry = set_env_entry(index, item, secrets_given.contains(&index))?;
+        if !names.insert(entry.name.clone()) {
+            return Err(Invalid::new(
+                &format!("set_env[{index}].name"),
+                "must be unique in the list",
+            ));
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+fn set_env_entry(index: usize, item: &Value, secret_given: bool) -> Result<EnvEntry, Invalid> {
+    let field = |name: &str| format!("set_env[{index}].{name}");
+    let Some(object) = item.as_object() else {
+        return Err(Invalid::new(&format!("set_env[{index}]"), "must be an object {name, value}"));
+    };
+    let name = match object.get("name").and_then(Value::as_str) {
+        Some(name) => name,
+        None => return Err(Invalid::new(&field("name"), "required: a string")),
+    };
+    if let Some(problem) = name_problem(name) {
+        return Err(Invalid::new(&field("name"), problem));
+    }
+    let secret = match object.get("secret") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(secret)) => *secret,
+        Some(_) => return Err(Invalid::new(&field("secret"), "must be a boolean")),
+    };
+    let value = if secret {
+        EnvValue::Secret {
+            given: secret_given || object.get("value").is_some_and(|value| !value.is_null()),
+        }
+    } else {
+        let text = match object.get("value").and_then(Value::as_str) {
+            Some(text) => text,
+            None => return Err(Invalid::new(&field("value"), "required: a string")),
+        };
+        if let Some(problem) = secret_value_problem(text) {
+            return Err(Invalid::new(&field("value"), problem));
+        }
+        EnvValue::Plain(text.to_owned())
+    };
+    Ok(EnvEntry {
+        name: name.to_owned(),
+        value,
+    })
+}
+
+/// Why `name` is not a POSIX portable variable name of at most 128 characters.
+fn name_problem(name: &str) -> Option<&'static str> {
+    let mut chars = name.chars();
+    let portable = chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !portable {
+        return Some("must be a POSIX portable name: a letter or _, then letters, digits or _");
+    }
+    if name.len() > MAX_ENV_NAME_CHARS {
+        return Some("must be at most 128 characters");
+    }
+    None
+}
+
+/// Why `pattern` is not a `send_env` pattern.
+fn pattern_problem(pattern: &str) -> Option<&'static str> {
+    if pattern.is_empty()
+        || !pattern
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '*' | '?'))
+    {
+        return Some("must be a non-empty pattern of letters, digits, _, * and ?");
+    }
+    if pattern.len() > MAX_ENV_NAME_CHARS {
+        return Some("must be at most 128 characters");
+    }
+    None
 }
 
 /// `send_env`: an array of name patterns (`*` and `?` wildcards); `null` is none.
 pub fn send_env(value: &Value) -> Result<Vec<String>, Invalid> {
-    let _ = value;
-    Err(Invalid::new("send_env", "not built yet"))
+    let items = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        _ => return Err(Invalid::new("send_env", "must be an array of patterns")),
+    };
+    if items.len() > MAX_ENV_ENTRIES {
+        return Err(Invalid::new("send_env", "must hold at most 64 patterns"));
+    }
+    let mut patterns: Vec<String> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let field = format!("send_env[{index}]");
+        let Some(pattern) = item.as_str() else {
+            return Err(Invalid::new(&field, "must be a string"));
+        };
+        if let Some(problem) = pattern_problem(pattern) {
+            return Err(Invalid::new(&field, problem));
+        }
+        if patterns.iter().any(|seen| seen == pattern) {
+            return Err(Invalid::new(&field, "must be distinct: this pattern is already listed"));
+        }
+        patterns.push(pattern.to_owned());
+    }
+    Ok(patterns)
 }
 
 /// The rule a secret value keeps (the api layer checks the taken-out text with it): one
 /// line, no NUL, at most `MAX_ENV_VALUE_CHARS`.
 pub fn secret_value_problem(text: &str) -> Option<&'static str> {
-    let _ = text;
-    None
+    line_problem(text)
 }
 
 /// `RemoteCommand <command>` with each `%` written `%%`.
 pub fn remote_command_line(command: &str) -> String {
-    let _ = command;
-    String::new()
+    format!("RemoteCommand {}", command.replace('%', "%%"))
 }
 
 /// `RequestTTY <value>`.
@@ -115,39 +268,132 @@ pub fn request_tty_line(tty: RequestTty) -> String {
     format!("RequestTTY {}", tty.as_str())
 }
 
-/// `SetEnv NAME=value` for one variable, quoted as `ssh` needs it.
+/// `SetEnv NAME=value` for one variable, quoted as `ssh` needs it. `ssh` (OpenSSH 9.2)
+/// takes only the first `SetEnv` line of a host's blocks: more than one variable goes on
+/// one line with `set_env_line_of`.
 pub fn set_env_line(name: &str, value: &str) -> String {
-    let _ = (name, value);
-    String::new()
+    set_env_line_of(&[(name, value)])
+}
+
+/// `SetEnv A=1 "B=two words"`: every variable on the one `SetEnv` line `ssh` reads
+/// (docs/forwards.md, "Grammar"); `pairs` must not be empty.
+pub fn set_env_line_of(pairs: &[(&str, &str)]) -> String {
+    let mut line = String::from("SetEnv");
+    for (name, value) in pairs {
+        line.push(' ');
+        line.push_str(&quote_arg(&format!("{name}={value}")));
+    }
+    line
 }
 
 /// `SendEnv` with the patterns, space-separated.
 pub fn send_env_line(patterns: &[String]) -> String {
-    let _ = patterns;
-    String::new()
+    let mut line = String::from("SendEnv");
+    for pattern in patterns {
+        line.push(' ');
+        line.push_str(&quote_arg(pattern));
+    }
+    line
 }
 
 /// Reads a `RemoteCommand` line's raw rest (`rest` as `ssh_words::split_keyword` gives
 /// it) back to the stored command: `%%` becomes `%`. `Err` names why it is not kept.
 pub fn remote_command_from_config(rest: &str) -> Result<String, String> {
-    let _ = rest;
-    Err("not built yet".into())
+    let raw = rest
+        .trim_start_matches([' ', '\t', '\r', '\n', '='])
+        .trim_end_matches([' ', '\t', '\r', '\n', '\x0c']);
+    if raw.is_empty() {
+        return Err("RemoteCommand needs a command".into());
+    }
+    if split_args(raw).is_err() {
+        return Err("RemoteCommand has unbalanced quotes (ssh refuses the file)".into());
+    }
+    if raw.eq_ignore_ascii_case("none") {
+        return Err("RemoteCommand none: no command".into());
+    }
+    let mut command = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            command.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('%') => command.push('%'),
+            Some(token) => {
+                return Err(format!(
+                    "RemoteCommand holds %{token}, a token ssh expands; this service keeps \
+                     literal commands"
+                ))
+            }
+            None => return Err("RemoteCommand ends with a lone % (ssh refuses it)".into()),
+        }
+    }
+    match remote_command_text(&command) {
+        Ok(Some(command)) => Ok(command),
+        Ok(None) => Err("RemoteCommand needs a command".into()),
+        Err(rule) => Err(format!("RemoteCommand {rule}")),
+    }
 }
 
-/// Reads a `RequestTTY` value (any case, as `ssh` does).
+/// Reads a `RequestTTY` value (any case, as `ssh` does; `true` and `false` are `yes`
+/// and `no` to it).
 pub fn request_tty_from_config(value: &str) -> Option<RequestTty> {
-    let _ = value;
-    None
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Some(RequestTty::Yes),
+        "false" => Some(RequestTty::No),
+        lower => RequestTty::parse(lower),
+    }
 }
 
-/// Reads `SetEnv` arguments (as `split_args` gives them) into `(name, value)` pairs.
+/// Reads `SetEnv` arguments (as `split_args` gives them) into `(name, value)` pairs; a
+/// name given twice keeps its first value, as `ssh` does.
 pub fn set_env_from_config(args: &[String]) -> Result<Vec<(String, String)>, String> {
-    let _ = args;
-    Err("not built yet".into())
+    if args.is_empty() {
+        return Err("SetEnv needs NAME=value arguments".into());
+    }
+    if args.len() > MAX_ENV_ENTRIES {
+        return Err("SetEnv holds more than 64 variables".into());
+    }
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for arg in args {
+        let Some((name, value)) = arg.split_once('=') else {
+            return Err(format!("SetEnv {arg}: not NAME=value (ssh refuses it)"));
+        };
+        if let Some(problem) = name_problem(name) {
+            return Err(format!("SetEnv name {name}: {problem}"));
+        }
+        if let Some(problem) = secret_value_problem(value) {
+            return Err(format!("SetEnv {name}: the value {problem}"));
+        }
+        if !pairs.iter().any(|(seen, _)| seen == name) {
+            pairs.push((name.to_owned(), value.to_owned()));
+        }
+    }
+    Ok(pairs)
 }
 
-/// Reads `SendEnv` arguments into patterns.
+/// Reads `SendEnv` arguments into patterns (each once).
 pub fn send_env_from_config(args: &[String]) -> Result<Vec<String>, String> {
-    let _ = args;
-    Err("not built yet".into())
+    if args.is_empty() {
+        return Err("SendEnv needs a pattern".into());
+    }
+    let mut patterns: Vec<String> = Vec::new();
+    for arg in args {
+        if arg.starts_with('-') {
+            return Err(format!(
+                "SendEnv {arg}: a -pattern removes patterns; this service keeps the list itself"
+            ));
+        }
+        if let Some(problem) = pattern_problem(arg) {
+            return Err(format!("SendEnv {arg}: {problem}"));
+        }
+        if !patterns.contains(arg) {
+            patterns.push(arg.clone());
+        }
+    }
+    if patterns.len() > MAX_ENV_ENTRIES {
+        return Err("SendEnv holds more than 64 patterns".into());
+    }
+    Ok(patterns)
 }

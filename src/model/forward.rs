@@ -7,10 +7,13 @@
 //! as one line that `ssh` reads back to the same forward and `from_directive` reads back to
 //! the same `ForwardSpec` (docs/forwards.md, "Grammar").
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::model::validate::Invalid;
+use crate::model::ssh_words::quote_arg;
+use crate::model::validate::{boolean, hostname_problem, Invalid};
 
 /// This service's limit: at most 64 rules per host or group.
 pub const MAX_FORWARDS: usize = 64;
@@ -100,42 +103,297 @@ impl ForwardSpec {
     /// Reads and checks the forward fields of a create body (docs/forwards.md, "Rules"):
     /// `type` is required; errors name the field (`bind_port`, `target_host`...).
     pub fn from_json(body: &Map<String, Value>) -> Result<ForwardSpec, Invalid> {
-        let _ = body;
-        Err(Invalid::new("type", "not built yet"))
+        let kind = match body.get("type") {
+            None => return Err(Invalid::new("type", TYPE_RULE)),
+            Some(value) => kind_of(value)?,
+        };
+        let empty = ForwardSpec {
+            kind,
+            bind_address: None,
+            bind_port: None,
+            bind_socket: None,
+            target_host: None,
+            target_port: None,
+            target_socket: None,
+        };
+        empty.overlaid(body)
     }
 
     /// This spec with the fields of `body` that are present replaced (a partial update;
     /// `null` clears an optional field), checked as a whole as `from_json` checks.
     pub fn patched(&self, body: &Map<String, Value>) -> Result<ForwardSpec, Invalid> {
-        let _ = body;
-        Err(Invalid::new("type", "not built yet"))
+        let mut spec = self.clone();
+        if let Some(value) = body.get("type") {
+            spec.kind = kind_of(value)?;
+        }
+        spec.overlaid(body)
     }
 
     /// The warnings the answer carries: a listening address other than loopback.
     pub fn warnings(&self) -> Vec<String> {
-        Vec::new()
+        let Some(address) = self.bind_address.as_deref() else {
+            return Vec::new();
+        };
+        if Listen::of(Some(address)).is_loopback() {
+            return Vec::new();
+        }
+        let warning = match self.kind {
+            ForwardKind::Local | ForwardKind::Dynamic => format!(
+                "bind_address {address} is not loopback: other machines can reach this port"
+            ),
+            ForwardKind::Remote => format!(
+                "bind_address {address} is not loopback: the server binds it only when its \
+                 sshd has GatewayPorts clientspecified (or yes), else it listens on loopback"
+            ),
+        };
+        vec![warning]
     }
 
     /// The ssh_config line: `LocalForward 8080 localhost:80`, each argument quoted as `ssh`
     /// needs it.
     pub fn directive(&self) -> String {
-        String::new()
+        let mut line = format!("{} {}", self.kind.keyword(), quote_arg(&self.listen_arg()));
+        if let Some(target) = self.target_arg() {
+            line.push(' ');
+            line.push_str(&quote_arg(&target));
+        }
+        line
     }
 
     /// Reads a directive back: `keyword` as written (any case) and its arguments as
     /// `ssh_words::split_args` gives them. `Err` says why it is not a rule this service
     /// keeps.
     pub fn from_directive(keyword: &str, args: &[String]) -> Result<ForwardSpec, String> {
-        let _ = (keyword, args);
-        Err("not built yet".into())
+        let kind = [
+            ForwardKind::Local,
+            ForwardKind::Remote,
+            ForwardKind::Dynamic,
+        ]
+        .into_iter()
+        .find(|kind| kind.keyword().eq_ignore_ascii_case(keyword))
+        .ok_or_else(|| format!("{keyword} is not a forward directive"))?;
+        let (listen, target) = match (kind, args) {
+            (_, []) => return Err(format!("{} needs an argument", kind.keyword())),
+            (ForwardKind::Local, [_]) => return Err(ONE_ARGUMENT.into()),
+            (ForwardKind::Dynamic, [listen]) | (ForwardKind::Remote, [listen]) => (listen, None),
+            (ForwardKind::Local | ForwardKind::Remote, [listen, target]) => (listen, Some(target)),
+            _ => return Err(format!("too many arguments for {}", kind.keyword())),
+        };
+        let mut spec = ForwardSpec {
+            kind,
+            bind_address: None,
+            bind_port: None,
+            bind_socket: None,
+            target_host: None,
+            target_port: None,
+            target_socket: None,
+        };
+        spec.read_listen(listen)?;
+        if let Some(target) = target {
+            spec.read_target(target)?;
+        }
+        spec.check()
+            .map_err(|invalid| format!("{}: {}", invalid.field, invalid.rule))?;
+        Ok(spec)
     }
 
     /// True when `self` and `other` would listen on the same local port or socket: both
     /// local or dynamic, the same port on overlapping addresses (`*` overlaps every
     /// address; no address is `localhost`), or the same socket path.
     pub fn overlaps(&self, other: &ForwardSpec) -> bool {
-        let _ = other;
-        false
+        let listens_here = |kind| matches!(kind, ForwardKind::Local | ForwardKind::Dynamic);
+        if !listens_here(self.kind) || !listens_here(other.kind) {
+            return false;
+        }
+        match (&self.bind_socket, &other.bind_socket) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            (None, None) => {
+                self.bind_port.is_some()
+                    && self.bind_port == other.bind_port
+                    && Listen::of(self.bind_address.as_deref())
+                        .overlaps(&Listen::of(other.bind_address.as_deref()))
+            }
+            _ => false,
+        }
+    }
+
+    /// `body`'s forward fields other than `type` over `self`, then the whole checked.
+    fn overlaid(mut self, body: &Map<String, Value>) -> Result<ForwardSpec, Invalid> {
+        if let Some(value) = body.get("bind_address") {
+            self.bind_address = optional_text("bind_address", value)?;
+            if let Some(problem) = self.bind_address.as_deref().and_then(bind_address_problem) {
+                return Err(Invalid::new("bind_address", problem));
+            }
+        }
+        if let Some(value) = body.get("bind_port") {
+            self.bind_port = optional_port("bind_port", value)?;
+        }
+        if let Some(value) = body.get("bind_socket") {
+            self.bind_socket = optional_text("bind_socket", value)?;
+        }
+        if let Some(value) = body.get("target_host") {
+            self.target_host = match optional_text("target_host", value)? {
+                None => None,
+                Some(text) => Some(target_host(&text).map_err(|rule| Invalid::new("target_host", rule))?),
+            };
+        }
+        if let Some(value) = body.get("target_port") {
+            self.target_port = optional_port("target_port", value)?;
+        }
+        if let Some(value) = body.get("target_socket") {
+            self.target_socket = optional_text("target_socket", value)?;
+        }
+        self.check()?;
+        Ok(self)
+    }
+
+    /// The rules of docs/forwards.md's table that tie the fields together.
+    fn check(&self) -> Result<(), Invalid> {
+        self.check_listen()?;
+        self.check_target()
+    }
+
+    fn check_listen(&self) -> Result<(), Invalid> {
+        match (self.bind_port, &self.bind_socket) {
+            (Some(_), Some(_)) => {
+                return Err(Invalid::new("bind_socket", "give bind_port or bind_socket, not both"))
+            }
+            (None, None) => {
+                return Err(Invalid::new("bind_port", "required: give bind_port or bind_socket"))
+            }
+            (Some(0), None) if self.kind != ForwardKind::Remote => {
+                return Err(Invalid::new("bind_port", BIND_PORT_RULE))
+            }
+            (None, Some(socket)) => {
+                if self.kind == ForwardKind::Dynamic {
+                    return Err(Invalid::new("bind_socket", "a dynamic rule binds a port only"));
+                }
+                if let Some(problem) = socket_problem(socket) {
+                    return Err(Invalid::new("bind_socket", problem));
+                }
+                if self.bind_address.is_some() {
+                    return Err(Invalid::new("bind_address", "only with bind_port"));
+                }
+            }
+            (Some(_), None) => {}
+        }
+        match self.bind_address.as_deref().and_then(bind_address_problem) {
+            Some(problem) => Err(Invalid::new("bind_address", problem)),
+            None => Ok(()),
+        }
+    }
+
+    fn check_target(&self) -> Result<(), Invalid> {
+        let by_address = self.target_host.is_some() || self.target_port.is_some();
+        if self.kind == ForwardKind::Dynamic {
+            let given = [
+                ("target_host", self.target_host.is_some()),
+                ("target_port", self.target_port.is_some()),
+                ("target_socket", self.target_socket.is_some()),
+            ];
+            return match given.iter().find(|(_, given)| *given) {
+                Some((field, _)) => Err(Invalid::new(field, "a dynamic rule has no target")),
+                None => Ok(()),
+            };
+        }
+        if let Some(host) = &self.target_host {
+            if let Some(problem) = target_host_problem(host) {
+                return Err(Invalid::new("target_host", problem));
+            }
+        }
+        match (&self.target_host, self.target_port) {
+            (Some(_), None) => return Err(Invalid::new("target_port", "required with target_host")),
+            (None, Some(_)) => return Err(Invalid::new("target_host", "required with target_port")),
+            (_, Some(0)) => return Err(Invalid::new("target_port", "must be an integer from 1 to 65535")),
+            _ => {}
+        }
+        match (&self.target_socket, by_address) {
+            (Some(_), true) => Err(Invalid::new(
+                "target_socket",
+                "give target_host and target_port, or target_socket, not both",
+            )),
+            (Some(socket), false) => match socket_problem(socket) {
+                Some(problem) => Err(Invalid::new("target_socket", problem)),
+                None => Ok(()),
+            },
+            (None, true) => Ok(()),
+            (None, false) if self.kind == ForwardKind::Local => Err(Invalid::new(
+                "target_host",
+                "a local rule needs a target: target_host and target_port, or target_socket",
+            )),
+            (None, false) if self.bind_socket.is_some() => Err(Invalid::new(
+                "bind_socket",
+                "a remote rule without a target (a remote dynamic forward) binds a port only",
+            )),
+            (None, false) => Ok(()),
+        }
+    }
+
+    /// The listening end as written: `[address:]port` or the socket path.
+    fn listen_arg(&self) -> String {
+        match (&self.bind_socket, self.bind_port, &self.bind_address) {
+            (Some(socket), _, _) => socket.replace('%', "%%"),
+            (None, Some(port), Some(address)) => format!("{address}:{port}"),
+            (None, Some(port), None) => port.to_string(),
+            (None, None, _) => String::new(),
+        }
+    }
+
+    /// The target as written: `host:port` (`[v6]:port`) or the socket path; `None` for a
+    /// dynamic or remote dynamic rule.
+    fn target_arg(&self) -> Option<String> {
+        if let Some(socket) = &self.target_socket {
+            return Some(socket.replace('%', "%%"));
+        }
+        match (&self.target_host, self.target_port) {
+            (Some(host), Some(port)) if host.contains(':') => Some(format!("[{host}]:{port}")),
+            (Some(host), Some(port)) => Some(format!("{host}:{port}")),
+            _ => None,
+        }
+    }
+
+    /// Reads a directive's listening end into `self`.
+    fn read_listen(&mut self, text: &str) -> Result<(), String> {
+        if text.contains('/') {
+            let path = literal_path(text)?;
+            if let Some(problem) = socket_problem(&path) {
+                return Err(format!("listening socket {path}: {problem}"));
+            }
+            self.bind_socket = Some(path);
+            return Ok(());
+        }
+        let (address, port) = split_address(text)?;
+        self.bind_port = Some(config_port(port)?);
+        self.bind_address = match address {
+            None => None,
+            Some("") => return Err(EMPTY_BIND.into()),
+            Some(address) => Some(bind_address_of_config(address)?),
+        };
+        Ok(())
+    }
+
+    /// Reads a directive's target into `self`.
+    fn read_target(&mut self, text: &str) -> Result<(), String> {
+        if text.contains('/') {
+            let path = literal_path(text)?;
+            if let Some(problem) = socket_problem(&path) {
+                return Err(format!("target socket {path}: {problem}"));
+            }
+            self.target_socket = Some(path);
+            return Ok(());
+        }
+        match split_address(text)? {
+            (Some(host), port) => {
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                if let Some(problem) = hostname_problem(host) {
+                    return Err(format!("target host {host}: {problem}"));
+                }
+                self.target_host = Some(host.to_owned());
+                self.target_port = Some(config_port(port)?);
+                Ok(())
+            }
+            (None, _) => Err(format!("target {text} has no host: write host:port")),
+        }
     }
 }
 
@@ -143,7 +401,667 @@ impl ForwardSettings {
     /// Reads `enabled`, `autostart` and `description` of a body over `self` (absent fields
     /// keep their value).
     pub fn patched(&self, body: &Map<String, Value>) -> Result<ForwardSettings, Invalid> {
-        let _ = body;
-        Ok(self.clone())
+        let mut settings = self.clone();
+        if let Some(value) = body.get("enabled") {
+            settings.enabled = boolean("enabled", value)?;
+        }
+        if let Some(value) = body.get("autostart") {
+            settings.autostart = boolean("autostart", value)?;
+        }
+        if let Some(value) = body.get("description") {
+            settings.description = description(value)?;
+        }
+        Ok(settings)
+    }
+}
+
+const TYPE_RULE: &str = "required: local, remote or dynamic";
+
+const BIND_PORT_RULE: &str =
+    "must be an integer from 1 to 65535 (0, the server picks the port, only for a remote rule)";
+
+const ONE_ARGUMENT: &str = "LocalForward needs two arguments, the listening end and the \
+                            target (ssh refuses the one-argument form 8080:host:80 in a config \
+                            file: Missing target argument)";
+
+const EMPTY_BIND: &str = "an empty bind address (:port); this service writes * for every address";
+
+fn kind_of(value: &Value) -> Result<ForwardKind, Invalid> {
+    value
+        .as_str()
+        .and_then(ForwardKind::parse)
+        .ok_or_else(|| Invalid::new("type", TYPE_RULE))
+}
+
+fn optional_text(field: &str, value: &Value) -> Result<Option<String>, Invalid> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => Ok(Some(text.clone())),
+        _ => Err(Invalid::new(field, "must be a string or null")),
+    }
+}
+
+fn optional_port(field: &str, value: &Value) -> Result<Option<u16>, Invalid> {
+    let rule = if field == "bind_port" {
+        BIND_PORT_RULE
+    } else {
+        "must be an integer from 1 to 65535"
+    };
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(number) => match number.as_u64().map(u16::try_from) {
+            Some(Ok(port)) => Ok(Some(port)),
+            _ => Err(Invalid::new(field, rule)),
+        },
+        _ => Err(Invalid::new(field, rule)),
+    }
+}
+
+/// A request's `target_host`: an IPv6 literal may come bracketed and is held without.
+fn target_host(text: &str) -> Result<String, &'static str> {
+    let bare = match text.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+        Some(inner) if inner.parse::<Ipv6Addr>().is_ok() => inner,
+        Some(_) => return Err("only an IPv6 address may be bracketed"),
+        None => text,
+    };
+    match target_host_problem(bare) {
+        Some(problem) => Err(problem),
+        None => Ok(bare.to_owned()),
+    }
+}
+
+fn target_host_problem(host: &str) -> Option<&'static str> {
+    hostname_problem(host)
+}
+
+/// Why `text` cannot be a `bind_address`, or `None`.
+fn bind_address_problem(text: &str) -> Option<&'static str> {
+    let bracketed_v6 = text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|inner| inner.parse::<Ipv6Addr>().is_ok());
+    if text == "localhost" || text == "*" || text.parse::<Ipv4Addr>().is_ok() || bracketed_v6 {
+        return None;
+    }
+    Some(
+        "must be localhost, *, an IPv4 address (127.0.0.1, 0.0.0.0) or a bracketed IPv6 \
+         address ([::1], [::])",
+    )
+}
+
+/// Why `path` cannot be a `bind_socket` or `target_socket`, or `None`.
+fn socket_problem(path: &str) -> Option<&'static str> {
+    if !path.starts_with('/') {
+        return Some("must be an absolute path (starting with /)");
+    }
+    if path.len() > MAX_SOCKET_BYTES {
+        return Some("must be at most 103 bytes (a Unix socket's path limit on macOS, less its NUL)");
+    }
+    if path.contains(':') {
+        return Some("must not contain ':' (OpenSSH splits forward specifications at colons)");
+    }
+    if path.chars().any(char::is_control) {
+        return Some("must not contain control characters");
+    }
+    if path.contains("${") {
+        return Some("must not contain ${ (ssh expands it as an environment variable, with no escape)");
+    }
+    None
+}
+
+/// A socket path as written in a directive back to the path: `%%` is one `%`; any other
+/// `%` token is one `ssh` expands, which this service does not keep.
+fn literal_path(text: &str) -> Result<String, String> {
+    let mut path = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            path.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('%') => path.push('%'),
+            Some(token) => {
+                return Err(format!("%{token} in {text} is a token ssh expands; this service keeps literal paths"))
+            }
+            None => return Err(format!("{text} ends with a lone % (ssh refuses it)")),
+        }
+    }
+    Ok(path)
+}
+
+/// `[address]:port`, `address:port` or `port` split as OpenSSH splits forward fields (at
+/// the first colon outside brackets); the address keeps its brackets.
+fn split_address(text: &str) -> Result<(Option<&str>, &str), String> {
+    let (address, port) = if text.starts_with('[') {
+        let close = text
+            .find(']')
+            .ok_or_else(|| format!("{text}: a [ without its ]"))?;
+        let port = text[close + 1..]
+            .strip_prefix(':')
+            .ok_or_else(|| format!("{text}: a bracketed address needs :port after it"))?;
+        (Some(&text[..=close]), port)
+    } else {
+        match text.split_once(':') {
+            Some((address, port)) => (Some(address), port),
+            None => (None, text),
+        }
+    };
+    if port.contains(':') {
+        return Err(format!(
+            "{text}: more than one colon; an IPv6 address must be bracketed ([::1]:80), and a \
+             forward on one argument (8080:host:80) is not read in a config file"
+        ));
+    }
+    Ok((address, port))
+}
+
+/// A port as a directive writes it: decimal digits (ssh also reads service names such as
+/// `http`, which this service does not keep).
+fn config_port(text: &str) -> Result<u16, String> {
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(format!("port {text} is not a decimal number"));
+    }
+    let digits = text.trim_start_matches('0');
+    if digits.is_empty() {
+        return Ok(0);
+    }
+    digits
+        .parse::<u16>()
+        .map_err(|_| format!("port {text} is above 65535"))
+}
+
+/// A bind address as a directive writes it (`ssh` also reads `[localhost]`, `[*]`) to the
+/// API's form.
+fn bind_address_of_config(text: &str) -> Result<String, String> {
+    let address = match text.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+        Some(inner) if inner.parse::<Ipv6Addr>().is_ok() => text.to_owned(),
+        Some(inner) => inner.to_owned(),
+        None => text.to_owned(),
+    };
+    match bind_address_problem(&address) {
+        None => Ok(address),
+        Some(problem) => Err(format!(
+            "bind address {text}: {problem} (a host name other than localhost is not kept)"
+        )),
+    }
+}
+
+/// A description: trimmed, at most 200 characters, one line; `null` is `""`.
+fn description(value: &Value) -> Result<String, Invalid> {
+    const RULE: &str = "must be a string of at most 200 characters on one line";
+    let text = match value {
+        Value::Null => return Ok(String::new()),
+        Value::String(text) => text.trim(),
+        _ => return Err(Invalid::new("description", RULE)),
+    };
+    if text.chars().count() > MAX_DESCRIPTION_CHARS || text.chars().any(char::is_control) {
+        return Err(Invalid::new("description", RULE));
+    }
+    Ok(text.to_owned())
+}
+
+/// A listening address as far as overlap goes.
+#[derive(Debug, PartialEq, Eq)]
+enum Listen {
+    Every,
+    Localhost,
+    V4(Ipv4Addr),
+    V6(Ipv6Addr),
+    Other(String),
+}
+
+impl Listen {
+    fn of(address: Option<&str>) -> Listen {
+        let Some(address) = address else {
+            return Listen::Localhost;
+        };
+        if address == "*" {
+            return Listen::Every;
+        }
+        if address.eq_ignore_ascii_case("localhost") {
+            return Listen::Localhost;
+        }
+        if let Ok(v4) = address.parse::<Ipv4Addr>() {
+            return Listen::V4(v4);
+        }
+        let inner = address.trim_start_matches('[').trim_end_matches(']');
+        match inner.parse::<Ipv6Addr>() {
+            Ok(v6) => Listen::V6(v6),
+            Err(_) => Listen::Other(address.to_ascii_lowercase()),
+        }
+    }
+
+    fn is_loopback(&self) -> bool {
+        match self {
+            Listen::Localhost => true,
+            Listen::V4(v4) => v4.is_loopback(),
+            Listen::V6(v6) => v6.is_loopback(),
+            Listen::Every | Listen::Other(_) => false,
+        }
+    }
+
+    /// docs/forwards.md, "Port conflicts".
+    fn overlaps(&self, other: &Listen) -> bool {
+        match (self, other) {
+            (Listen::Every, _) | (_, Listen::Every) => true,
+            (Listen::Localhost, Listen::Localhost) => true,
+            (Listen::Localhost, Listen::V4(v4)) | (Listen::V4(v4), Listen::Localhost) => {
+                *v4 == Ipv4Addr::LOCALHOST || v4.is_unspecified()
+            }
+            (Listen::Localhost, Listen::V6(v6)) | (Listen::V6(v6), Listen::Localhost) => {
+                *v6 == Ipv6Addr::LOCALHOST || v6.is_unspecified()
+            }
+            (Listen::V4(a), Listen::V4(b)) => a == b || a.is_unspecified() || b.is_unspecified(),
+            (Listen::V6(a), Listen::V6(b)) => a == b || a.is_unspecified() || b.is_unspecified(),
+            (Listen::Other(a), Listen::Other(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::{json, Map, Value};
+
+    use crate::fuzz::{settings, Rng};
+    use crate::model::forward::{ForwardKind, ForwardSettings, ForwardSpec};
+    use crate::model::ssh_words::{split_args, split_keyword};
+
+    fn body(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn spec(value: Value) -> ForwardSpec {
+        ForwardSpec::from_json(&body(value)).unwrap()
+    }
+
+    /// The field a refused body names.
+    fn refused(value: Value) -> String {
+        ForwardSpec::from_json(&body(value)).unwrap_err().field
+    }
+
+    fn local(bind_port: Value) -> Value {
+        json!({"type": "local", "bind_port": bind_port, "target_host": "db", "target_port": 5432})
+    }
+
+    /// What `from_directive` reads from a whole config line.
+    fn read(line: &str) -> Result<ForwardSpec, String> {
+        let (keyword, rest) = split_keyword(line);
+        ForwardSpec::from_directive(keyword, &split_args(rest).unwrap())
+    }
+
+    #[test]
+    fn type_is_required_and_one_of_three_words() {
+        assert_eq!(refused(json!({"bind_port": 1080})), "type");
+        assert_eq!(refused(json!({"type": "Local", "bind_port": 1080})), "type");
+        assert_eq!(refused(json!({"type": null, "bind_port": 1080})), "type");
+        assert_eq!(spec(json!({"type": "dynamic", "bind_port": 1080})).kind, ForwardKind::Dynamic);
+    }
+
+    #[test]
+    fn bind_port_is_1_to_65535_and_0_only_for_remote() {
+        assert_eq!(refused(local(json!(0))), "bind_port");
+        assert_eq!(spec(local(json!(1))).bind_port, Some(1));
+        assert_eq!(spec(local(json!(65535))).bind_port, Some(65535));
+        assert_eq!(refused(local(json!(65536))), "bind_port");
+        assert_eq!(refused(local(json!(-1))), "bind_port");
+        assert_eq!(refused(local(json!("8080"))), "bind_port");
+        assert_eq!(refused(local(json!(80.5))), "bind_port");
+        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 0})), "bind_port");
+        let remote = spec(json!({"type": "remote", "bind_port": 0, "target_host": "h", "target_port": 1}));
+        assert_eq!(remote.bind_port, Some(0));
+        assert_eq!(spec(json!({"type": "remote", "bind_port": 0})).target_host, None);
+    }
+
+    #[test]
+    fn exactly_one_of_bind_port_and_bind_socket() {
+        let both = json!({"type": "local", "bind_port": 1, "bind_socket": "/tmp/a",
+                          "target_host": "h", "target_port": 1});
+        assert_eq!(refused(both), "bind_socket");
+        assert_eq!(refused(json!({"type": "local", "target_host": "h", "target_port": 1})), "bind_port");
+        let socket = spec(json!({"type": "local", "bind_socket": "/tmp/a.sock", "target_host": "h", "target_port": 1}));
+        assert_eq!(socket.bind_socket.as_deref(), Some("/tmp/a.sock"));
+    }
+
+    #[test]
+    fn socket_is_absolute_at_most_103_bytes_without_colon_control_or_dollar_brace() {
+        let with = |path: &str| json!({"type": "remote", "bind_socket": path, "target_host": "h", "target_port": 1});
+        let at_limit = format!("/{}", "a".repeat(102));
+        assert_eq!(spec(with(&at_limit)).bind_socket.unwrap().len(), 103);
+        assert_eq!(refused(with(&format!("/{}", "a".repeat(103)))), "bind_socket");
+        // 103 bytes counted as bytes: 51 two-byte characters and the slash make 103.
+        assert!(ForwardSpec::from_json(&body(with(&format!("/{}", "é".repeat(51))))).is_ok());
+        assert_eq!(refused(with(&format!("/{}", "é".repeat(52)))), "bind_socket");
+        assert_eq!(refused(with("tmp/a.sock")), "bind_socket");
+        assert_eq!(refused(with("")), "bind_socket");
+        assert_eq!(refused(with("/tmp/a:b.sock")), "bind_socket");
+        assert_eq!(refused(with("/tmp/a\nb")), "bind_socket");
+        assert_eq!(refused(with("/tmp/${HOME}.sock")), "bind_socket");
+        assert!(ForwardSpec::from_json(&body(with("/tmp/$HOME %h #a b.sock"))).is_ok());
+        let target = json!({"type": "local", "bind_port": 1, "target_socket": "/run/a:b"});
+        assert_eq!(refused(target), "target_socket");
+    }
+
+    #[test]
+    fn bind_address_forms_kept_and_refused() {
+        for good in ["localhost", "*", "127.0.0.1", "0.0.0.0", "192.168.1.2", "[::1]", "[::]", "[2001:db8::1]"] {
+            let body = json!({"type": "dynamic", "bind_address": good, "bind_port": 1080});
+            assert_eq!(spec(body).bind_address.as_deref(), Some(good), "{good}");
+        }
+        for bad in ["[::1", "::1", "::1]", "256.1.1.1", "host.example", "", "LOCALHOST", "[127.0.0.1]", "[*]", " *", "1.2.3"] {
+            let body = json!({"type": "dynamic", "bind_address": bad, "bind_port": 1080});
+            assert_eq!(refused(body), "bind_address", "{bad:?}");
+        }
+        let on_socket = json!({"type": "local", "bind_address": "*", "bind_socket": "/tmp/a",
+                               "target_host": "h", "target_port": 1});
+        assert_eq!(refused(on_socket), "bind_address");
+        assert_eq!(refused(json!({"type": "dynamic", "bind_address": 1, "bind_port": 1})), "bind_address");
+    }
+
+    #[test]
+    fn local_needs_exactly_one_target() {
+        assert_eq!(refused(json!({"type": "local", "bind_port": 1})), "target_host");
+        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_host": "h"})), "target_port");
+        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_port": 1})), "target_host");
+        let both = json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 1,
+                          "target_socket": "/tmp/t"});
+        assert_eq!(refused(both), "target_socket");
+        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 0})), "target_port");
+        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 65536})), "target_port");
+        let top = spec(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 65535}));
+        assert_eq!(top.target_port, Some(65535));
+        let socket = spec(json!({"type": "local", "bind_port": 1, "target_socket": "/tmp/t"}));
+        assert_eq!(socket.target_socket.as_deref(), Some("/tmp/t"));
+    }
+
+    #[test]
+    fn target_host_is_a_bare_name_or_ip_and_ipv6_is_held_without_brackets() {
+        let with = |host: &str| json!({"type": "local", "bind_port": 1, "target_host": host, "target_port": 80});
+        assert_eq!(spec(with("[::1]")).target_host.as_deref(), Some("::1"));
+        assert_eq!(spec(with("::1")).target_host.as_deref(), Some("::1"));
+        assert_eq!(spec(with("db.internal")).target_host.as_deref(), Some("db.internal"));
+        assert_eq!(spec(with("10.0.0.1")).target_host.as_deref(), Some("10.0.0.1"));
+        for bad in ["", "[db]", "[::1", "db:80", "a b", "user@db", "%h", "256.1.1.1"] {
+            assert_eq!(refused(with(bad)), "target_host", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn dynamic_has_no_target_and_no_socket() {
+        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 1, "target_host": "h"})), "target_host");
+        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 1, "target_port": 2})), "target_port");
+        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 1, "target_socket": "/t"})), "target_socket");
+        assert_eq!(refused(json!({"type": "dynamic", "bind_socket": "/tmp/d"})), "bind_socket");
+    }
+
+    #[test]
+    fn remote_has_one_target_or_none_and_remote_dynamic_binds_a_port() {
+        let dynamic = spec(json!({"type": "remote", "bind_port": 1080}));
+        assert_eq!((dynamic.target_host, dynamic.target_socket), (None, None));
+        assert_eq!(refused(json!({"type": "remote", "bind_socket": "/tmp/r"})), "bind_socket");
+        assert!(ForwardSpec::from_json(&body(json!({"type": "remote", "bind_socket": "/tmp/r", "target_socket": "/tmp/l"}))).is_ok());
+        assert_eq!(refused(json!({"type": "remote", "bind_port": 1, "target_host": "h"})), "target_port");
+    }
+
+    #[test]
+    fn patched_replaces_present_fields_clears_null_and_checks_the_whole() {
+        let base = spec(local(json!(8080)));
+        let moved = base.patched(&body(json!({"bind_port": 9090}))).unwrap();
+        assert_eq!((moved.bind_port, moved.target_host.as_deref()), (Some(9090), Some("db")));
+        let to_socket = base
+            .patched(&body(json!({"bind_port": null, "bind_socket": "/tmp/s"})))
+            .unwrap();
+        assert_eq!((to_socket.bind_port, to_socket.bind_socket.as_deref()), (None, Some("/tmp/s")));
+        assert_eq!(base.patched(&body(json!({"bind_socket": "/tmp/s"}))).unwrap_err().field, "bind_socket");
+        assert_eq!(base.patched(&body(json!({"type": "dynamic"}))).unwrap_err().field, "target_host");
+        let dynamic = base
+            .patched(&body(json!({"type": "dynamic", "target_host": null, "target_port": null})))
+            .unwrap();
+        assert_eq!(dynamic.kind, ForwardKind::Dynamic);
+        assert_eq!(base.patched(&body(json!({"type": "nope"}))).unwrap_err().field, "type");
+        assert_eq!(base.patched(&Map::new()).unwrap(), base);
+    }
+
+    #[test]
+    fn warnings_name_a_non_loopback_bind_per_kind() {
+        let with = |kind: &str, address: &str| {
+            let mut value = json!({"type": kind, "bind_address": address, "bind_port": 1});
+            if kind != "dynamic" {
+                value["target_host"] = json!("h");
+                value["target_port"] = json!(1);
+            }
+            spec(value).warnings()
+        };
+        for loopback in ["localhost", "127.0.0.1", "127.9.9.9", "[::1]"] {
+            assert!(with("local", loopback).is_empty(), "{loopback}");
+            assert!(with("remote", loopback).is_empty(), "{loopback}");
+        }
+        for open in ["*", "0.0.0.0", "[::]", "192.168.1.2"] {
+            assert!(with("local", open)[0].contains("other machines can reach"), "{open}");
+            assert!(with("dynamic", open)[0].contains("other machines can reach"), "{open}");
+            assert!(with("remote", open)[0].contains("GatewayPorts clientspecified"), "{open}");
+        }
+        assert!(spec(local(json!(1))).warnings().is_empty());
+    }
+
+    #[test]
+    fn directive_writes_openssh_forms() {
+        let line = |value: Value| spec(value).directive();
+        assert_eq!(line(local(json!(8080))), "LocalForward 8080 db:5432");
+        assert_eq!(
+            line(json!({"type": "local", "bind_address": "[::1]", "bind_port": 8080,
+                        "target_host": "[::1]", "target_port": 80})),
+            "LocalForward [::1]:8080 [::1]:80"
+        );
+        assert_eq!(
+            line(json!({"type": "local", "bind_address": "*", "bind_port": 8080,
+                        "target_host": "2001:db8::1", "target_port": 80})),
+            "LocalForward *:8080 [2001:db8::1]:80"
+        );
+        assert_eq!(line(json!({"type": "remote", "bind_port": 1080})), "RemoteForward 1080");
+        assert_eq!(line(json!({"type": "remote", "bind_port": 0})), "RemoteForward 0");
+        assert_eq!(
+            line(json!({"type": "dynamic", "bind_address": "0.0.0.0", "bind_port": 1080})),
+            "DynamicForward 0.0.0.0:1080"
+        );
+        // A socket path is quoted when it has a blank, quote or #, and % is written %%
+        // (ssh expands % tokens in forward socket paths).
+        assert_eq!(
+            line(json!({"type": "local", "bind_socket": "/tmp/my app%h.sock",
+                        "target_socket": "/run/\"db\".sock"})),
+            r#"LocalForward "/tmp/my app%%h.sock" "/run/\"db\".sock""#
+        );
+    }
+
+    /// Each line below is read by `ssh -G` (OpenSSH 9.2) as the forward this test expects.
+    #[test]
+    fn from_directive_reads_what_ssh_reads() {
+        let r = read("LocalForward 8080 localhost:80").unwrap();
+        assert_eq!((r.bind_port, r.target_host.as_deref(), r.target_port), (Some(8080), Some("localhost"), Some(80)));
+        let r = read("localforward [::1]:8080 [::1]:80").unwrap();
+        assert_eq!((r.bind_address.as_deref(), r.target_host.as_deref()), (Some("[::1]"), Some("::1")));
+        // ssh -G prints `[*]:8080` and `[localhost]:8080`: brackets around any address.
+        assert_eq!(read("LocalForward [*]:8080 h:80").unwrap().bind_address.as_deref(), Some("*"));
+        assert_eq!(read("LocalForward [localhost]:8080 [h]:80").unwrap().bind_address.as_deref(), Some("localhost"));
+        assert_eq!(read("LocalForward=8080 h:080").unwrap().target_port, Some(80));
+        assert_eq!(read("LocalForward \"8080\" \"h:80\"").unwrap().bind_port, Some(8080));
+        let r = read("RemoteForward 1080").unwrap();
+        assert_eq!((r.kind, r.target_host, r.target_socket), (ForwardKind::Remote, None, None));
+        assert_eq!(read("RemoteForward 0 h:80").unwrap().bind_port, Some(0));
+        assert_eq!(read("DynamicForward *:1080").unwrap().bind_address.as_deref(), Some("*"));
+        // ssh -G expands %h in a socket path and reads %% as %; we keep %% only.
+        assert_eq!(read("LocalForward /tmp/%%.sock h:80").unwrap().bind_socket.as_deref(), Some("/tmp/%.sock"));
+        assert_eq!(read("RemoteForward 9000 \"/tmp/a b.sock\"").unwrap().target_socket.as_deref(), Some("/tmp/a b.sock"));
+    }
+
+    /// What ssh refuses ("Bad forwarding specification", "Missing target argument") and
+    /// what ssh reads but this service does not keep.
+    #[test]
+    fn from_directive_refuses_with_a_reason() {
+        for line in [
+            "LocalForward 8080:h:80",       // ssh: Missing target argument
+            "LocalForward 8080",            // ssh: Missing target argument
+            "LocalForward 8080 ::1:80",     // ssh: Bad forwarding specification
+            "LocalForward ::1:8080 h:80",   // ssh: Bad forwarding specification
+            "LocalForward [::1:8080 h:80",  // ssh: Bad forwarding specification
+            "LocalForward 0 h:80",          // ssh: Bad forwarding specification
+            "LocalForward 65536 h:80",      // ssh: Bad forwarding specification
+            "LocalForward 8080 h:0",        // ssh: Bad forwarding specification
+            "LocalForward 8080 h",          // ssh: Bad forwarding specification
+            "LocalForward 8080 h:80 extra", // ssh: garbage at end of line
+            "RemoteForward 9000:h:80",      // ssh: Bad forwarding specification
+            "DynamicForward 0",             // ssh: Bad forwarding specification
+            "DynamicForward 1080 h:80",     // ssh: garbage at end of line
+            "DynamicForward",
+            "LocalForward /tmp/a:b.sock h:80", // ssh: Bad forwarding specification
+            "LocalForward /tmp/${HOME}.sock h:80", // ssh expands ${HOME}; no escape for it
+        ] {
+            assert!(read(line).is_err(), "{line}");
+        }
+        // ssh reads these, this service does not keep them.
+        for (line, reason) in [
+            ("LocalForward example.com:8080 h:80", "host name other than localhost"),
+            ("LocalForward 256.1.1.1:8080 h:80", "bind address"),
+            ("LocalForward :8080 h:80", "empty bind address"),
+            ("LocalForward 8080 h:http", "decimal"),
+            ("LocalForward 8080 h:+80", "decimal"),
+            ("LocalForward 8080 :80", "target host"),
+            ("LocalForward tmp/a.sock h:80", "absolute"),
+            ("LocalForward 8080 h/80", "absolute"),
+            ("LocalForward /tmp/%h.sock h:80", "token ssh expands"),
+            ("RemoteForward /tmp/r.sock", "binds a port only"),
+            ("DynamicForward /tmp/d.sock", "port only"),
+            ("ForwardAgent yes", "not a forward directive"),
+        ] {
+            let error = read(line).unwrap_err();
+            assert!(error.contains(reason), "{line}: {error}");
+        }
+    }
+
+    fn listen(kind: &str, address: Option<&str>, port: u16) -> ForwardSpec {
+        let mut value = json!({"type": kind, "bind_address": address, "bind_port": port});
+        if kind != "dynamic" {
+            value["target_host"] = json!("h");
+            value["target_port"] = json!(1);
+        }
+        spec(value)
+    }
+
+    #[test]
+    fn overlap_follows_port_conflict_address_rules() {
+        let overlaps = |a: Option<&str>, b: Option<&str>| {
+            let (a, b) = (listen("local", a, 8080), listen("dynamic", b, 8080));
+            assert_eq!(a.overlaps(&b), b.overlaps(&a), "symmetric");
+            a.overlaps(&b)
+        };
+        for (a, b) in [
+            (None, None),
+            (None, Some("localhost")),
+            (None, Some("127.0.0.1")),
+            (None, Some("[::1]")),
+            (Some("*"), Some("192.168.1.2")),
+            (Some("*"), Some("[2001:db8::1]")),
+            (Some("*"), None),
+            (Some("0.0.0.0"), Some("10.1.1.1")),
+            (Some("0.0.0.0"), Some("*")),
+            (Some("0.0.0.0"), Some("localhost")),
+            (Some("0.0.0.0"), Some("127.0.0.5")),
+            (Some("[::]"), Some("[2001:db8::1]")),
+            (Some("[::]"), None),
+            (Some("[::]"), Some("[::1]")),
+            (Some("[::1]"), Some("[0:0::1]")),
+            (Some("10.0.0.1"), Some("10.0.0.1")),
+        ] {
+            assert!(overlaps(a, b), "{a:?} {b:?}");
+        }
+        for (a, b) in [
+            (None, Some("127.0.0.2")),
+            (None, Some("10.0.0.1")),
+            (Some("0.0.0.0"), Some("[::]")),
+            (Some("0.0.0.0"), Some("[::1]")),
+            (Some("[::]"), Some("127.0.0.1")),
+            (Some("10.0.0.1"), Some("10.0.0.2")),
+        ] {
+            assert!(!overlaps(a, b), "{a:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn overlap_needs_the_same_port_or_socket_and_local_or_dynamic_kinds() {
+        assert!(!listen("local", None, 8080).overlaps(&listen("local", None, 8081)));
+        assert!(!listen("local", None, 8080).overlaps(&listen("remote", None, 8080)));
+        assert!(!listen("remote", Some("*"), 8080).overlaps(&listen("remote", Some("*"), 8080)));
+        let socket = |path: &str| spec(json!({"type": "local", "bind_socket": path, "target_host": "h", "target_port": 1}));
+        assert!(socket("/tmp/a").overlaps(&socket("/tmp/a")));
+        assert!(!socket("/tmp/a").overlaps(&socket("/tmp/b")));
+        assert!(!socket("/tmp/a").overlaps(&listen("local", None, 8080)));
+    }
+
+    #[test]
+    fn settings_patch_booleans_and_a_trimmed_one_line_description_of_200_characters() {
+        let base = ForwardSettings::default();
+        assert!(base.enabled && base.autostart && base.description.is_empty());
+        let patched = base
+            .patched(&body(json!({"enabled": false, "autostart": false, "description": "  db  "})))
+            .unwrap();
+        assert_eq!((patched.enabled, patched.autostart, patched.description.as_str()), (false, false, "db"));
+        assert_eq!(patched.patched(&Map::new()).unwrap(), patched);
+        let at_limit = "é".repeat(200);
+        assert_eq!(base.patched(&body(json!({"description": at_limit}))).unwrap().description.chars().count(), 200);
+        let over = "é".repeat(201);
+        assert_eq!(base.patched(&body(json!({"description": over}))).unwrap_err().field, "description");
+        assert_eq!(base.patched(&body(json!({"description": "a\nb"}))).unwrap_err().field, "description");
+        assert_eq!(base.patched(&body(json!({"description": 1}))).unwrap_err().field, "description");
+        assert_eq!(base.patched(&body(json!({"enabled": "yes"}))).unwrap_err().field, "enabled");
+        assert_eq!(base.patched(&body(json!({"autostart": null}))).unwrap_err().field, "autostart");
+    }
+
+    /// A random valid spec: every kind, address form, socket and target form.
+    pub(crate) fn random_spec(rng: &mut Rng) -> ForwardSpec {
+        let kind = *rng.pick(&[ForwardKind::Local, ForwardKind::Remote, ForwardKind::Dynamic]);
+        let addresses = [None, Some("localhost"), Some("*"), Some("127.0.0.1"), Some("0.0.0.0"), Some("[::1]"), Some("[::]"), Some("[2001:db8::7]")];
+        let paths = ["/tmp/a.sock", "/run/my app/%h.sock", "/tmp/\"q\"#'\\.sock", "/tmp/100%%", "/tmp/é ü"];
+        let hosts = ["db.internal", "localhost", "10.0.0.1", "::1", "2001:db8::1", "h"];
+        let port = |rng: &mut Rng, low: u16| low.max(1 + rng.below(65535) as u16);
+        let mut spec = ForwardSpec { kind, bind_address: None, bind_port: None, bind_socket: None, target_host: None, target_port: None, target_socket: None };
+        let wants_target = match kind {
+            ForwardKind::Local => true,
+            ForwardKind::Remote => rng.below(3) != 0,
+            ForwardKind::Dynamic => false,
+        };
+        if kind != ForwardKind::Dynamic && wants_target && rng.below(3) == 0 {
+            spec.bind_socket = Some(rng.pick(&paths).to_string());
+        } else {
+            spec.bind_address = rng.pick(&addresses).map(str::to_owned);
+            spec.bind_port = Some(match (kind, rng.below(8)) {
+                (ForwardKind::Remote, 0) => 0,
+                (_, 1) => 65535,
+                _ => port(rng, 1),
+            });
+        }
+        if wants_target {
+            if rng.below(3) == 0 {
+                spec.target_socket = Some(rng.pick(&paths).to_string());
+            } else {
+                spec.target_host = Some(rng.pick(&hosts).to_string());
+                spec.target_port = Some(port(rng, 1));
+            }
+        }
+        spec
+    }
+
+    #[test]
+    fn random_valid_specs_survive_directive_and_from_directive() {
+        let (iterations, seed) = settings("forward directive round trip", 0xF0_5EED);
+        let mut rng = Rng::new(seed);
+        for _ in 0..iterations.min(20_000) {
+            let spec = random_spec(&mut rng);
+            let json = serde_json::to_value(&spec).unwrap();
+            assert_eq!(ForwardSpec::from_json(json.as_object().unwrap()), Ok(spec.clone()));
+            let line = spec.directive();
+            assert_eq!(read(&line), Ok(spec.clone()), "{line}");
+        }
     }
 }

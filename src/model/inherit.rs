@@ -344,25 +344,24 @@ pub fn resolve<'a>(
     }
     ports.push((DEFAULT_PORT, Source::Default));
     jumps.push((Vec::new(), Source::Default));
-    let fallback_port = Sourced {
-        value: DEFAULT_PORT,
-        source: Source::Default,
-        hides: None,
-    };
-    let fallback_jumps = Sourced {
-        value: Vec::new(),
-        source: Source::Default,
-        hides: None,
-    };
     Effective {
         username: first_two(usernames),
-        port: first_two(ports).unwrap_or(fallback_port),
+        port: first_two(ports).unwrap_or_else(|| built_in(DEFAULT_PORT)),
         auth: first_two(auths),
         identity_id: first_two(identities),
-        jump_host_ids: first_two(jumps).unwrap_or(fallback_jumps),
+        jump_host_ids: first_two(jumps).unwrap_or_else(|| built_in(Vec::new())),
         ssh_options: merged_options(host, groups),
         set_env: merged_env(host, groups),
         send_env: merged_patterns(host, groups),
+    }
+}
+
+/// A built-in default (never reached: the default is always the last candidate).
+fn built_in<T>(value: T) -> Sourced<T> {
+    Sourced {
+        value,
+        source: Source::Default,
+        hides: None,
     }
 }
 

@@ -125,21 +125,8 @@ pub fn parse(text: &str) -> Vec<Section> {
             comment_name = None;
             continue;
         }
-        if let Some(comment) = line.strip_prefix('#') {
-            // A comment inside a block may carry a forward rule's flags or name a secret
-            // variable (ssh_config_session); it is kept for the block as keyword `#`.
-            if let Some(Section::Host { directives, .. }) = &mut current {
-                directives.push(Directive {
-                    line: line_no,
-                    keyword: "#".to_owned(),
-                    args: Vec::new(),
-                    raw: line.to_owned(),
-                });
-            }
-            comment_name = ("#".to_owned() + comment)
-                .strip_prefix(NAME_COMMENT.trim_end())
-                .map(|name| name.trim().to_owned())
-                .filter(|name| !name.is_empty());
+        if line.starts_with('#') {
+            comment_name = comment(&mut current, line_no, line);
             continue;
         }
         let hint = comment_name.take();
@@ -200,6 +187,23 @@ pub fn parse(text: &str) -> Vec<Section> {
         sections.insert(0, Section::Global(global));
     }
     sections
+}
+
+/// A comment line: kept for the block it is in as keyword `#` (it may carry a forward
+/// rule's flags or name a secret variable: ssh_config_session); answers the name a
+/// `NAME_COMMENT` gives the next `Host` line.
+fn comment(current: &mut Option<Section>, line_no: usize, line: &str) -> Option<String> {
+    if let Some(Section::Host { directives, .. }) = current {
+        directives.push(Directive {
+            line: line_no,
+            keyword: "#".to_owned(),
+            args: Vec::new(),
+            raw: line.to_owned(),
+        });
+    }
+    line.strip_prefix(NAME_COMMENT.trim_end())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
 }
 
 /// Reads every section into a host to import or a reason to skip it.
@@ -285,12 +289,7 @@ fn host_block(
     let mut seen = HashSet::new();
     let mut session = SessionReader::default();
     for directive in directives {
-        if directive.keyword == "#" {
-            session.comment(directive.line, &directive.raw);
-            continue;
-        }
-        let rest = split_keyword(&directive.raw).1;
-        if session.directive(directive.line, &directive.keyword, &directive.args, rest) {
+        if session.read(directive.line, &directive.keyword, &directive.args, &directive.raw) {
             continue;
         }
         let keyword = directive.keyword.to_ascii_lowercase();

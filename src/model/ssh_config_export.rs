@@ -13,6 +13,7 @@ use crate::model::ssh_config::{
     CERTIFICATE_SUFFIX, IDENTITY_DIR, KNOWN_HOSTS_FILE, NAME_COMMENT, PUBLIC_KEY_SUFFIX,
 };
 use crate::model::ssh_config_session::{self, WrittenRule};
+use crate::model::ssh_words::quote_arg;
 use crate::model::startup::Startup;
 
 /// What an `?agent=true` export needs: the SSH agent's socket, and the ids of the keys the
@@ -161,7 +162,7 @@ pub fn render(hosts: &[ExportHost]) -> String {
         out.push_str(&format!("Host {}\n", host.alias));
         out.push_str(&format!("    HostName {}\n", host.hostname));
         out.push_str(&format!("    Port {}\n", host.port));
-        out.push_str(&format!("    User {}\n", quote(&host.username)));
+        out.push_str(&format!("    User {}\n", quote_arg(&one_line(&host.username))));
         match (&host.key_id, &host.identity_agent) {
             (Some(key_id), Some(socket)) => {
                 let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
@@ -210,31 +211,9 @@ fn one_line(text: &str) -> String {
 
 /// A file path as one ssh_config argument: `ssh` expands `%` tokens in `IdentityFile`,
 /// `IdentityAgent` and `UserKnownHostsFile` (`%d` is the home directory, `%h` the host...),
-/// so each `%` is written `%%`, which it reads back as one `%`; then quoted as `quote` does.
+/// so each `%` is written `%%`, which it reads back as one `%`; then made one line and quoted as `ssh_words::quote_arg` does.
 fn path(text: &str) -> String {
-    quote(&text.replace('%', "%%"))
-}
-
-/// A value as one ssh_config argument: quoted (with `"` and `\` escaped) when it holds
-/// whitespace, a quote, a backslash or a `#`.
-fn quote(text: &str) -> String {
-    let text = one_line(text);
-    let plain = !text.is_empty()
-        && !text
-            .chars()
-            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | '#'));
-    if plain {
-        return text;
-    }
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        if matches!(c, '"' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
+    quote_arg(&one_line(&text.replace('%', "%%")))
 }
 
 #[cfg(test)]
@@ -244,8 +223,7 @@ mod tests {
 
     use crate::model::ssh_config::hosts_of as hosts;
     use crate::model::ssh_config::{parse, Section};
-    use crate::model::ssh_config_export::{alias_for, quote, render, ExportHost};
-    use crate::model::ssh_words::split_args;
+    use crate::model::ssh_config_export::{alias_for, render, ExportHost};
     use crate::model::startup::Startup;
 
     #[test]
@@ -256,14 +234,6 @@ mod tests {
         assert_eq!(alias_for("Web/1", &mut taken), "web-1-3");
         assert_eq!(alias_for("***", &mut taken), "host");
         assert_eq!(alias_for("Ünïcode", &mut taken), "n-code");
-    }
-
-    #[test]
-    fn quote_wraps_values_with_spaces_and_escapes_quotes() {
-        assert_eq!(quote("root"), "root");
-        assert_eq!(quote("john doe"), "\"john doe\"");
-        assert_eq!(quote("a\"b"), "\"a\\\"b\"");
-        assert_eq!(split_args(&quote("a \"b\\")).unwrap(), vec!["a \"b\\"]);
     }
 
     #[test]

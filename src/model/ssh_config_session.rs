@@ -115,6 +115,16 @@ pub struct SessionReader {
 }
 
 impl SessionReader {
+    /// One line of a block as the config parser keeps it: a comment (keyword `#`, `raw` the
+    /// whole line) or a directive; `true` when the session took it.
+    pub fn read(&mut self, line: usize, keyword: &str, args: &[String], raw: &str) -> bool {
+        if keyword == "#" {
+            self.comment(line, raw);
+            return true;
+        }
+        self.directive(line, keyword, args, split_keyword(raw).1)
+    }
+
     /// A comment line of the block (the whole trimmed line, `#` included). A rule comment
     /// is held for the next rule; a disabled rule's commented directive becomes that rule;
     /// a secret-env comment names a secret entry. Others are ignored.

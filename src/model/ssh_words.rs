@@ -1,6 +1,7 @@
 //! The words of ssh_config(5) lines as `ssh` reads them: its blanks, a line's keyword and the
-//! rest, and the rest's arguments (quotes and escapes). Shared by the config parser
-//! (`ssh_config`) and the rule on kept directives (`interop`), below both.
+//! rest, and the rest's arguments (quotes and escapes); and the quoting of one argument so
+//! that `ssh` reads it back. Shared by the config parser (`ssh_config`), the export, the
+//! forward and environment lines and the rule on kept directives (`interop`), below all.
 
 /// True for the characters OpenSSH's config reader takes as blanks: C's `isspace` in the C
 /// locale (space, tab, CR, LF, vertical tab, form feed). Unicode spaces (no-break space,
@@ -62,10 +63,45 @@ pub fn split_args(text: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// One argument written so that `split_args` (and `ssh`) reads it back as `text`: as is when
+/// it is not empty and holds no blank (any whitespace), quote, backslash or `#`; else
+/// double-quoted with `"` and `\` escaped. A line break would still end the config line:
+/// callers keep values on one line.
+pub fn quote_arg(text: &str) -> String {
+    let plain = !text.is_empty()
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | '#'));
+    if plain {
+        return text.to_owned();
+    }
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::model::ssh_words::split_args;
+    use crate::model::ssh_words::{quote_arg, split_args};
+
+    #[test]
+    fn quote_arg_wraps_values_with_spaces_and_escapes_quotes() {
+        assert_eq!(quote_arg("root"), "root");
+        assert_eq!(quote_arg("john doe"), "\"john doe\"");
+        assert_eq!(quote_arg("a\"b"), "\"a\\\"b\"");
+        assert_eq!(quote_arg(""), "\"\"");
+        assert_eq!(quote_arg("#x"), "\"#x\"");
+        for text in ["a \"b\\", "", "#x", "it's", "a\tb", "\\", "x\\ y"] {
+            assert_eq!(split_args(&quote_arg(text)).unwrap(), vec![text]);
+        }
+    }
 
     #[test]
     fn args_split_like_openssh() {

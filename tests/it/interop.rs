@@ -221,7 +221,7 @@ fn connect_answers_the_full_route_as_proxy_jump() {
 #[test]
 fn ssh_options_are_kept_verbatim_in_order() {
     let service = Service::start("interop-options");
-    let options = json!(["ServerAliveInterval 30", "LocalForward=8080 localhost:80"]);
+    let options = json!(["ServerAliveInterval 30", "Compression=yes"]);
     let id = create(&service, "Opt", json!({"ssh_options": options}));
     let path = format!("/api/hosts/{id}");
     assert_eq!(service.get(&path).expect(200)["ssh_options"], options);
@@ -719,12 +719,20 @@ fn realistic_config_reports_each_blocks_outcome() {
     assert_eq!(app["username"], "deploy");
     assert_eq!(app["jump_host_ids"], json!([bastion["id"]]));
     assert_eq!(app["auth"]["type"], "agent");
+    assert_eq!(app["ssh_options"], json!(["IdentityFile ~/.ssh/id_app"]));
+    // docs/forwards.md: a forward becomes a rule, not an option.
+    let rules = service
+        .get(&format!("/api/hosts/{}/forwards", app["id"].as_str().unwrap()))
+        .expect(200);
+    assert_eq!(rules["items"].as_array().map(Vec::len), Some(1), "{rules}");
     assert_eq!(
-        app["ssh_options"],
-        json!([
-            "IdentityFile ~/.ssh/id_app",
-            "LocalForward 8080 localhost:80"
-        ])
+        (
+            rules["items"][0]["type"].clone(),
+            rules["items"][0]["bind_port"].clone(),
+            rules["items"][0]["target_host"].clone(),
+            rules["items"][0]["target_port"].clone()
+        ),
+        (json!("local"), json!(8080), json!("localhost"), json!(80))
     );
     let quoted = find("quoted host");
     assert_eq!(quoted["hostname"], "q.example.com");
@@ -732,10 +740,9 @@ fn realistic_config_reports_each_blocks_outcome() {
     assert_eq!(db["hostname"], "db.internal");
     assert_eq!(db["username"], "db_admin", "quotes removed");
     assert_eq!(db["auth"]["type"], "key");
-    assert_eq!(
-        db["ssh_options"],
-        json!(["RemoteCommand \"tmux new -A -s main\""])
-    );
+    assert_eq!(db["ssh_options"], json!([]));
+    // ssh takes the rest of a RemoteCommand line as it is, quotes included.
+    assert_eq!(db["remote_command"], "\"tmux new -A -s main\"");
     let keys = service.get("/api/keys").expect(200);
     assert_eq!(keys["items"][0]["name"], "id_db");
     assert_eq!(keys["items"][0]["id"], db["auth"]["key_id"]);
