@@ -289,7 +289,12 @@ fn host_block(
     let mut seen = HashSet::new();
     let mut session = SessionReader::default();
     for directive in directives {
-        if session.read(directive.line, &directive.keyword, &directive.args, &directive.raw) {
+        if session.read(
+            directive.line,
+            &directive.keyword,
+            &directive.args,
+            &directive.raw,
+        ) {
             continue;
         }
         let keyword = directive.keyword.to_ascii_lowercase();

@@ -112,23 +112,6 @@ fn connect_answers_the_enabled_rules_own_first_then_each_groups_nearest_first_wi
         format!("group:{}", tree.parent),
     );
     assert_eq!(sources, ["host", "host", child.as_str(), parent.as_str()]);
-    assert_eq!(
-        field_names(&forwards[0]),
-        [
-            "autostart",
-            "bind_address",
-            "bind_port",
-            "bind_socket",
-            "description",
-            "directive",
-            "id",
-            "source",
-            "target_host",
-            "target_port",
-            "target_socket",
-            "type"
-        ]
-    );
     let directives: Vec<&str> = forwards
         .iter()
         .map(|rule| rule["directive"].as_str().unwrap())
@@ -148,6 +131,24 @@ fn connect_answers_the_enabled_rules_own_first_then_each_groups_nearest_first_wi
             forwards[1]["description"].clone()
         ),
         (json!(false), json!("socks"))
+    );
+    // Exactly the fields docs/forwards.md lists for connect's rules.
+    assert_eq!(
+        field_names(&forwards[0]),
+        [
+            "autostart",
+            "bind_address",
+            "bind_port",
+            "bind_socket",
+            "description",
+            "directive",
+            "id",
+            "source",
+            "target_host",
+            "target_port",
+            "target_socket",
+            "type"
+        ]
     );
 }
 
@@ -198,9 +199,10 @@ fn connect_answers_the_command_and_the_effective_environment_with_secrets_opened
 fn the_effective_view_merges_forwards_set_env_and_send_env_with_their_sources() {
     let service = Service::start("fwd-effective");
     let tree = tree(&service);
-    let view = service
+    let answer = service
         .get(&format!("/api/hosts/{}/effective", tree.host))
         .expect(200);
+    let view = &answer["fields"];
     assert_eq!(view["forwards"]["source"], "merged", "{view}");
     let rules = view["forwards"]["value"].as_array().unwrap();
     let ids: Vec<String> = rules.iter().map(id_of).collect();

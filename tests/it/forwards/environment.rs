@@ -447,3 +447,43 @@ fn the_exported_command_and_environment_reach_the_server_through_ssh() {
         "export:\n{export}"
     );
 }
+
+#[test]
+fn a_secret_set_env_write_and_connect_need_the_vault_unlocked() {
+    let service = Service::start("fwd-env-locked");
+    let id = id_of(
+        &create(
+            &service,
+            json!({"set_env": [{"name": "HM_TOKEN", "value": secret("locked"), "secret": true}]}),
+        )
+        .expect(201),
+    );
+    service
+        .put(
+            "/api/vault/password",
+            &json!({"new_password": "master pw 1"}),
+        )
+        .expect(200);
+    service.post("/api/vault/lock", &json!({})).expect(200);
+    let path = format!("/api/hosts/{id}");
+    service
+        .put(
+            &path,
+            &json!({"set_env": [{"name": "HM_TOKEN", "value": secret("new"), "secret": true}]}),
+        )
+        .assert_error(401, "VAULT_LOCKED");
+    service
+        .post(&format!("{path}/connect"), &json!({}))
+        .assert_error(401, "VAULT_LOCKED");
+    service
+        .post("/api/vault/unlock", &json!({"password": "master pw 1"}))
+        .expect(200);
+    let opened = service
+        .post(&format!("{path}/connect"), &json!({}))
+        .expect(200);
+    assert_eq!(
+        opened["environment"]["set"],
+        json!([{"name": "HM_TOKEN", "value": secret("locked")}]),
+        "the refused write changed nothing"
+    );
+}
