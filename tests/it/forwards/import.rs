@@ -263,3 +263,70 @@ fn a_host_with_its_own_rules_exports_the_same_bytes_after_an_import_into_a_fresh
     );
     assert_eq!(fresh.get("/api/export/ssh-config").text(), first);
 }
+
+#[test]
+fn an_edited_export_imported_again_updates_each_rule_under_its_id() {
+    let service = Service::start("fwd-import-edit");
+    let id = host(&service, "edited", json!({}));
+    own_rules(&service, &id);
+    let before = service.get(&host_rules(&id)).expect(200)["items"].clone();
+    let export = service.get("/api/export/ssh-config").text();
+    assert!(
+        export.contains("LocalForward 18380 db.internal:5432"),
+        "{export}"
+    );
+    let edited = export.replace(
+        "LocalForward 18380 db.internal:5432",
+        "LocalForward 18390 db.internal:6432",
+    );
+    let answer = import(&service, &edited);
+    assert_eq!(answer["created"], json!([]), "{answer}");
+    let after = service.get(&host_rules(&id)).expect(200)["items"].clone();
+    let ids =
+        |items: &Value| -> Vec<String> { items.as_array().unwrap().iter().map(id_of).collect() };
+    assert_eq!(ids(&after), ids(&before), "each rule kept its id");
+    assert_eq!(
+        (
+            after[0]["bind_port"].clone(),
+            after[0]["target_port"].clone()
+        ),
+        (json!(18390), json!(6432))
+    );
+    assert_eq!(after[0]["description"], "staging database");
+    assert_eq!(
+        after[0]["created_at"], before[0]["created_at"],
+        "created once"
+    );
+    assert_eq!(
+        after[0]["revision"], 2,
+        "an edit through the import is a new revision"
+    );
+    assert_eq!(
+        after[1], before[1],
+        "an unedited rule is unchanged, timestamps included"
+    );
+}
+
+#[test]
+fn a_dry_run_import_of_forwards_and_environment_writes_nothing() {
+    let service = Service::start("fwd-import-dry");
+    let answer = service
+        .post(
+            "/api/import/ssh-config",
+            &json!({"config": SESSION_CONFIG, "dry_run": true}),
+        )
+        .expect(200);
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 0);
+    // The port of the dry run's rule is free: nothing holds it.
+    let other = host(&service, "other", json!({}));
+    add_rule(
+        &service,
+        &host_rules(&other),
+        json!({"type": "dynamic", "bind_port": 18080}),
+    );
+}

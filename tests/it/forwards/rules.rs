@@ -206,6 +206,7 @@ fn put_and_delete_with_a_stale_if_match_are_412_and_change_nothing() {
     let id = host(&service, "web", json!({}));
     let created = add_rule(&service, &host_rules(&id), local(18300));
     let path = format!("{}/{}", host_rules(&id), id_of(&created));
+    assert_eq!(service.get(&path).header("etag"), Some("\"1\""));
     let edited = with_if_match(
         &service,
         "PUT",
