@@ -487,3 +487,48 @@ fn a_secret_set_env_write_and_connect_need_the_vault_unlocked() {
         "the refused write changed nothing"
     );
 }
+
+#[test]
+fn a_duplicated_host_carries_its_command_and_environment_with_the_secret_opened_for_the_copy() {
+    let service = Service::start("fwd-env-duplicate");
+    let value = secret("duplicate");
+    let id = id_of(
+        &create(
+            &service,
+            json!({"remote_command": "htop", "request_tty": "force", "send_env": ["LC_*"],
+                   "set_env": [{"name": "HM_A", "value": "a"}, {"name": "HM_TOKEN", "value": value, "secret": true}]}),
+        )
+        .expect(201),
+    );
+    let copy = service
+        .post(
+            &format!("/api/hosts/{id}/duplicate"),
+            &json!({"name": "env copy"}),
+        )
+        .expect(201);
+    let original = service.get(&format!("/api/hosts/{id}")).expect(200);
+    for field in ["remote_command", "request_tty", "set_env", "send_env"] {
+        assert_eq!(copy[field], original[field], "{field}");
+    }
+    let opened = service
+        .post(&format!("/api/hosts/{}/connect", id_of(&copy)), &json!({}))
+        .expect(200);
+    assert_eq!(
+        opened["environment"]["set"],
+        json!([{"name": "HM_A", "value": "a"}, {"name": "HM_TOKEN", "value": value}])
+    );
+    // The copy's secret is its own: replacing it leaves the original's.
+    service
+        .put(
+            &format!("/api/hosts/{}", id_of(&copy)),
+            &json!({"set_env": [{"name": "HM_TOKEN", "value": secret("copy"), "secret": true}]}),
+        )
+        .expect(200);
+    let first = service
+        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+        .expect(200);
+    assert_eq!(
+        first["environment"]["set"][1],
+        json!({"name": "HM_TOKEN", "value": value})
+    );
+}

@@ -330,3 +330,45 @@ fn a_dry_run_import_of_forwards_and_environment_writes_nothing() {
         json!({"type": "dynamic", "bind_port": 18080}),
     );
 }
+
+#[test]
+fn an_imported_block_reusing_another_hosts_rule_id_gets_a_new_id_and_leaves_no_conflict() {
+    let service = Service::start("fwd-import-reused-id");
+    let id = host(&service, "first", json!({}));
+    let rule = add_rule(
+        &service,
+        &host_rules(&id),
+        json!({"type": "local", "bind_port": 18480, "target_host": "db.internal", "target_port": 5432}),
+    );
+    let export = service.get("/api/export/ssh-config").text();
+    let block = &export[export.find("# host-manager name: first").expect("exported")..];
+    let copied = block
+        .replace("# host-manager name: first", "# host-manager name: second")
+        .replace("Host first", "Host second")
+        .replace("first.example.com", "second.example.com");
+    let answer = import(&service, &copied);
+    assert_eq!(
+        answer["created"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+    let second = id_of(&host_named(&service, "second"));
+    let rules = service.get(&host_rules(&second)).expect(200)["items"].clone();
+    assert_eq!(rules.as_array().map(Vec::len), Some(1), "{rules}");
+    assert_ne!(
+        rules[0]["id"], rule["id"],
+        "the id belongs to the first host's rule"
+    );
+    assert_eq!(
+        service
+            .get(&format!("{}/{}", host_rules(&id), id_of(&rule)))
+            .expect(200),
+        rule
+    );
+    // The same port twice: the import must not leave two listening rules on it.
+    let listening = rules[0]["enabled"] == true && rules[0]["autostart"] == true;
+    assert!(
+        !listening,
+        "a conflicting imported rule is not started: {rules} {answer}"
+    );
+}
