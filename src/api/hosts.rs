@@ -237,6 +237,7 @@ pub fn duplicate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiErro
         }
         let host = store::hosts::insert(tx, &copy_id, &copy, resealed.as_deref())?;
         store::environment::write(tx, &copy_owner, &host.startup.set_env, &copy_env)?;
+        store::forwards::copy(tx, &source_owner, &copy_owner, &mut crate::vault::new_id)?;
         connectable(tx, &host)?;
         Ok::<_, ApiError>(host)
     })?;
