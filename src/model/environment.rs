@@ -94,8 +94,10 @@ fn remote_command_text(text: &str) -> Result<Option<String>, &'static str> {
         return Err(problem);
     }
     if split_args(command).is_err() {
-        return Err("must have balanced quotes as ssh reads a config line (it refuses the \
-                    whole file otherwise): close each \" and ', or escape it with \\");
+        return Err(
+            "must have balanced quotes as ssh reads a config line (it refuses the \
+                    whole file otherwise): close each \" and ', or escape it with \\",
+        );
     }
     if command.eq_ignore_ascii_case("none") {
         return Err("must not be none: ssh reads RemoteCommand none as no command");
@@ -160,7 +162,10 @@ pub fn set_env(value: &Value, secrets_given: &BTreeSet<usize>) -> Result<Vec<Env
 fn set_env_entry(index: usize, item: &Value, secret_given: bool) -> Result<EnvEntry, Invalid> {
     let field = |name: &str| format!("set_env[{index}].{name}");
     let Some(object) = item.as_object() else {
-        return Err(Invalid::new(&format!("set_env[{index}]"), "must be an object {name, value}"));
+        return Err(Invalid::new(
+            &format!("set_env[{index}]"),
+            "must be an object {name, value}",
+        ));
     };
     let name = match object.get("name").and_then(Value::as_str) {
         Some(name) => name,
@@ -245,7 +250,10 @@ pub fn send_env(value: &Value) -> Result<Vec<String>, Invalid> {
             return Err(Invalid::new(&field, problem));
         }
         if patterns.iter().any(|seen| seen == pattern) {
-            return Err(Invalid::new(&field, "must be distinct: this pattern is already listed"));
+            return Err(Invalid::new(
+                &field,
+                "must be distinct: this pattern is already listed",
+            ));
         }
         patterns.push(pattern.to_owned());
     }

@@ -722,7 +722,10 @@ fn realistic_config_reports_each_blocks_outcome() {
     assert_eq!(app["ssh_options"], json!(["IdentityFile ~/.ssh/id_app"]));
     // docs/forwards.md: a forward becomes a rule, not an option.
     let rules = service
-        .get(&format!("/api/hosts/{}/forwards", app["id"].as_str().unwrap()))
+        .get(&format!(
+            "/api/hosts/{}/forwards",
+            app["id"].as_str().unwrap()
+        ))
         .expect(200);
     assert_eq!(rules["items"].as_array().map(Vec::len), Some(1), "{rules}");
     assert_eq!(
