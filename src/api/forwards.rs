@@ -63,7 +63,7 @@ fn list(state: &AppState, owner: Owner) -> Result<Reply, ApiError> {
     let rules = state
         .db
         .read(|conn| store::forwards::of_owner(conn, &owner))?;
-    let items: Vec<Value> = rules.iter().map(Rule::view).collect();
+    let items: Vec<_> = rules.iter().map(Rule::view).collect();
     Reply::json(200, &json!({ "items": items }))
 }
 

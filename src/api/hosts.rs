@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::api::revision::{etag, Precondition};
 use crate::api::{environment, refuse_chain, session_use, JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
-use crate::model::forward_rule::Owner;
+use crate::model::forward_rule::{Owner, Rule};
 use crate::model::host::{AuthType, Host, HostPatch, NewHost, PasswordAction, PasswordField};
 use crate::model::host_query::HostQuery;
 use crate::model::name::Name;
@@ -102,14 +102,7 @@ pub fn effective(state: &AppState, id: &str) -> Result<Reply, ApiError> {
         Ok::<_, ApiError>((host, effective, rules))
     })?;
     let mut fields = effective.describe(&host);
-    let rules: Vec<Value> = rules
-        .iter()
-        .map(|rule| {
-            let mut view = rule.view();
-            view["source"] = Value::String(session_use::source_label(rule));
-            view
-        })
-        .collect();
+    let rules: Vec<_> = rules.iter().map(Rule::sourced_view).collect();
     fields["forwards"] = serde_json::json!({"value": rules, "source": "merged"});
     let body = serde_json::json!({
         "host_id": host.id,
@@ -237,6 +230,7 @@ pub fn duplicate(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiErro
         }
         let host = store::hosts::insert(tx, &copy_id, &copy, resealed.as_deref())?;
         store::environment::write(tx, &copy_owner, &host.startup.set_env, &copy_env)?;
+        store::forwards::copy(tx, &source_owner, &copy_owner, &mut crate::vault::new_id)?;
         connectable(tx, &host)?;
         Ok::<_, ApiError>(host)
     })?;

@@ -12,11 +12,12 @@ use serde_json::Value;
 use crate::api::environment;
 use crate::error::ApiError;
 use crate::model::environment::EnvValue;
-use crate::model::forward_rule::{Owner, Rule};
+use crate::model::forward_rule::{Owner, Rule, RuleView};
 use crate::model::host::Host;
 use crate::model::inherit::{Effective, Source, SourcedEnv};
 use crate::state::AppState;
 use crate::store;
+use crate::store::environment::SealedValues;
 use crate::store::inherit::Inheritance;
 use crate::vault::Secret;
 
@@ -29,7 +30,7 @@ pub struct SealedSession {
     remote_command: Option<String>,
     request_tty: Option<&'static str>,
     /// Sealed values by owner, for the owners of the secret entries of `env`.
-    sealed: Vec<(Owner, Vec<(String, Vec<u8>)>)>,
+    sealed: Vec<(Owner, SealedValues)>,
 }
 
 /// The rules a host's session has: its own, then each group's up the tree (nearest first).
@@ -54,7 +55,7 @@ pub fn read(
     effective: &Effective,
 ) -> Result<SealedSession, ApiError> {
     let env: Vec<SourcedEnv> = effective.env().into_iter().cloned().collect();
-    let mut sealed: Vec<(Owner, Vec<(String, Vec<u8>)>)> = Vec::new();
+    let mut sealed: Vec<(Owner, SealedValues)> = Vec::new();
     for sourced in &env {
         let owner = owner_of(&host.id, sourced);
         if !sealed.iter().any(|(known, _)| *known == owner) {
@@ -120,7 +121,7 @@ pub fn open(state: &AppState, sealed: SealedSession) -> Result<OpenedSession, Ap
 
 #[derive(Serialize)]
 struct SessionView<'a> {
-    forwards: Vec<Value>,
+    forwards: Vec<RuleView<'a>>,
     remote_command: Option<&'a str>,
     request_tty: Option<&'static str>,
     environment: EnvironmentView<'a>,
@@ -138,34 +139,6 @@ struct VariableView<'a> {
     value: &'a str,
 }
 
-/// A rule as `connect` answers it: its view (owner as `source`) and its directive.
-pub fn connect_rule(rule: &Rule) -> Value {
-    let mut view = rule.view();
-    if let Value::Object(fields) = &mut view {
-        for field in [
-            "host_id",
-            "group_id",
-            "created_at",
-            "updated_at",
-            "revision",
-            "position",
-        ] {
-            fields.remove(field);
-        }
-        fields.insert("source".into(), Value::String(source_label(rule)));
-        fields.insert("directive".into(), Value::String(rule.spec.directive()));
-    }
-    view
-}
-
-/// `host` or `group:<id>`, as the effective view names levels.
-pub fn source_label(rule: &Rule) -> String {
-    match &rule.owner {
-        Owner::Host(_) => "host".to_owned(),
-        Owner::Group(id) => format!("group:{id}"),
-    }
-}
-
 impl Serialize for OpenedSession {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut set = Vec::with_capacity(self.values.len());
@@ -180,7 +153,7 @@ impl Serialize for OpenedSession {
             set.push(VariableView { name, value });
         }
         SessionView {
-            forwards: self.sealed.rules.iter().map(connect_rule).collect(),
+            forwards: self.sealed.rules.iter().map(Rule::connect_view).collect(),
             remote_command: self.sealed.remote_command.as_deref(),
             request_tty: self.sealed.request_tty,
             environment: EnvironmentView {

@@ -3,7 +3,7 @@
 //!
 //! Invariants: pure, no I/O; the spec was checked by `model::forward` before it was stored.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::model::forward::{ForwardSettings, ForwardSpec};
 
@@ -43,30 +43,90 @@ pub struct Rule {
     pub revision: i64,
 }
 
+/// The rule object of the API, fields in the documented order (docs/forwards.md).
+#[derive(Serialize)]
+pub struct RuleView<'a> {
+    pub id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<&'a str>,
+    /// `connect` and the effective view: `host` or `group:<id>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<i64>,
+    #[serde(flatten)]
+    pub spec: &'a ForwardSpec,
+    pub enabled: bool,
+    pub autostart: bool,
+    pub description: &'a str,
+    pub warnings: Vec<String>,
+    /// `connect`: the ssh_config line the export writes for the rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directive: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+}
+
 impl Rule {
     /// The rule object of the API: every field present, `warnings` computed.
-    pub fn view(&self) -> Value {
-        let spec = &self.spec;
-        let mut out = json!({
-            "id": self.id,
-            "position": self.position,
-            "type": spec.kind.as_str(),
-            "bind_address": spec.bind_address,
-            "bind_port": spec.bind_port,
-            "bind_socket": spec.bind_socket,
-            "target_host": spec.target_host,
-            "target_port": spec.target_port,
-            "target_socket": spec.target_socket,
-            "enabled": self.settings.enabled,
-            "autostart": self.settings.autostart,
-            "description": self.settings.description,
-            "warnings": spec.warnings(),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "revision": self.revision,
-        });
-        out[format!("{}_id", self.owner.kind())] = Value::String(self.owner.id().to_owned());
-        out
+    pub fn view(&self) -> RuleView<'_> {
+        let (host_id, group_id) = match &self.owner {
+            Owner::Host(id) => (Some(id.as_str()), None),
+            Owner::Group(id) => (None, Some(id.as_str())),
+        };
+        RuleView {
+            id: &self.id,
+            host_id,
+            group_id,
+            source: None,
+            position: Some(self.position),
+            spec: &self.spec,
+            enabled: self.settings.enabled,
+            autostart: self.settings.autostart,
+            description: &self.settings.description,
+            warnings: self.spec.warnings(),
+            directive: None,
+            created_at: Some(&self.created_at),
+            updated_at: Some(&self.updated_at),
+            revision: Some(self.revision),
+        }
+    }
+
+    /// `host` or `group:<id>`, as the effective view names levels.
+    pub fn source_label(&self) -> String {
+        match &self.owner {
+            Owner::Host(_) => "host".to_owned(),
+            Owner::Group(id) => format!("group:{id}"),
+        }
+    }
+
+    /// The rule as the effective view shows it: its view with its `source`.
+    pub fn sourced_view(&self) -> RuleView<'_> {
+        RuleView {
+            source: Some(self.source_label()),
+            ..self.view()
+        }
+    }
+
+    /// The rule as `connect` answers it: what to start, its `source` and its `directive`,
+    /// without the owner, place and bookkeeping.
+    pub fn connect_view(&self) -> RuleView<'_> {
+        RuleView {
+            host_id: None,
+            group_id: None,
+            position: None,
+            directive: Some(self.spec.directive()),
+            created_at: None,
+            updated_at: None,
+            revision: None,
+            ..self.sourced_view()
+        }
     }
 
     /// `rule <id> of host <id>`: how a conflict names it.

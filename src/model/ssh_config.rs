@@ -97,8 +97,9 @@ pub struct HostBlock {
     pub proxy_jump: Vec<String>,
     /// Every other directive, verbatim, in order.
     pub options: Vec<String>,
-    /// Forwards, startup command and environment (docs/forwards.md).
-    pub session: BlockSession,
+    /// Forwards, startup command and environment (docs/forwards.md); boxed, as most blocks
+    /// have none.
+    pub session: Box<BlockSession>,
     /// Things the reader noticed and the answer should say (ignored repeats...).
     pub warnings: Vec<String>,
 }
@@ -283,7 +284,7 @@ fn host_block(
         identity_files: Vec::new(),
         proxy_jump: Vec::new(),
         options: Vec::new(),
-        session: BlockSession::default(),
+        session: Box::default(),
         warnings: Vec::new(),
     };
     let mut seen = HashSet::new();
@@ -329,7 +330,7 @@ fn host_block(
         }
     }
     let (read, warnings) = session.finish();
-    block.session = read;
+    block.session = Box::new(read);
     block.warnings.extend(warnings);
     drop_exported_agent_lines(&mut block);
     Outcome::Host(block)

@@ -350,6 +350,19 @@ impl ImportReport {
                 format!("secret env {name} has no value stored here; left out (set it with PUT /api/hosts/:id)"),
             );
         }
+        // The export writes plain values on one SetEnv line and secrets after it: the same
+        // entries in another order are the host's own order.
+        if let Some(host) = current {
+            let same = host.startup.set_env.len() == startup.set_env.len()
+                && host
+                    .startup
+                    .set_env
+                    .iter()
+                    .all(|entry| startup.set_env.contains(entry));
+            if same {
+                startup.set_env = host.startup.set_env.clone();
+            }
+        }
         startup
     }
 

@@ -55,10 +55,23 @@ pub fn write(out: &mut String, startup: &Startup, rules: &[WrittenRule]) {
     if let Some(tty) = startup.request_tty {
         line(&environment::request_tty_line(tty));
     }
+    // One `SetEnv` line: `ssh` takes the first `SetEnv` line it meets and ignores the
+    // others. Secrets are named after it, in order.
+    let plain: Vec<String> = startup
+        .set_env
+        .iter()
+        .filter_map(|entry| match &entry.value {
+            EnvValue::Plain(value) => Some(environment::set_env_line(&entry.name, value)),
+            EnvValue::Secret { .. } => None,
+        })
+        .map(|one| one.trim_start_matches("SetEnv ").to_owned())
+        .collect();
+    if !plain.is_empty() {
+        line(&format!("SetEnv {}", plain.join(" ")));
+    }
     for entry in &startup.set_env {
-        match &entry.value {
-            EnvValue::Plain(value) => line(&environment::set_env_line(&entry.name, value)),
-            EnvValue::Secret { .. } => line(&format!("{SECRET_ENV_COMMENT}{}", entry.name)),
+        if let EnvValue::Secret { .. } = entry.value {
+            line(&format!("{SECRET_ENV_COMMENT}{}", entry.name));
         }
     }
     if !startup.send_env.is_empty() {
@@ -184,10 +197,15 @@ impl SessionReader {
                     }
                 }
             }
-            "setenv" => match environment::set_env_from_config(args) {
-                Ok(pairs) => self.set_env(line, pairs),
-                Err(why) => self.warn(line, keyword, &why),
-            },
+            "setenv" => {
+                // ssh takes the first SetEnv line and ignores the rest.
+                if self.first("setenv", line, keyword) {
+                    match environment::set_env_from_config(args) {
+                        Ok(pairs) => self.set_env(line, pairs),
+                        Err(why) => self.warn(line, keyword, &why),
+                    }
+                }
+            }
             "sendenv" => match environment::send_env_from_config(args) {
                 Ok(patterns) => {
                     for pattern in patterns {

@@ -21,6 +21,9 @@ fn owner_column(owner: &Owner) -> &'static str {
     }
 }
 
+/// Sealed values by variable name.
+pub type SealedValues = Vec<(String, Vec<u8>)>;
+
 /// Where a secret value is sealed: its owner and name (`<owner id>/<NAME>`), so a sealed
 /// value copied to another row or name does not open.
 pub fn seal_row(owner: &Owner, name: &str) -> String {
@@ -68,7 +71,7 @@ pub fn write(
 }
 
 /// The sealed values of `owner`, by name.
-pub fn sealed_of(conn: &Connection, owner: &Owner) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+pub fn sealed_of(conn: &Connection, owner: &Owner) -> Result<SealedValues, StoreError> {
     let column = owner_column(owner);
     let mut statement = conn.prepare_cached(&format!(
         "SELECT name, sealed FROM env_secrets WHERE {column} = ?1"

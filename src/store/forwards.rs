@@ -208,6 +208,30 @@ fn renumber(conn: &Connection, ids: &[String]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Copies `from`'s rules to `to` in order (a duplicated host), ids from `new_id`; a rule that
+/// would listen where another one listens (the original's own, above all) is copied as
+/// manual, so a copy never takes a port.
+pub fn copy(
+    conn: &Connection,
+    from: &Owner,
+    to: &Owner,
+    new_id: &mut dyn FnMut() -> String,
+) -> Result<(), StoreError> {
+    for rule in rules_of(conn, from)? {
+        let id = new_id();
+        let mut settings = rule.settings.clone();
+        if settings.enabled && settings.autostart && conflict(conn, &rule.spec, &id)?.is_some() {
+            settings.autostart = false;
+        }
+        if let Err(refused) = insert(conn, to, &id, &rule.spec, &settings)? {
+            return Err(StoreError::BrokenInvariant(format!(
+                "a copy holds no more rules than its original: {refused}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Deletes `rule` and closes the gap it leaves.
 pub fn delete(conn: &Connection, rule: &Rule) -> Result<(), StoreError> {
     conn.prepare_cached(DELETE)?.execute([&rule.id])?;

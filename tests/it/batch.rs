@@ -45,6 +45,10 @@ const KEPT: &[&str] = &[
     "notes",
     "jump_host_ids",
     "ssh_options",
+    "remote_command",
+    "request_tty",
+    "set_env",
+    "send_env",
 ];
 
 #[test]
@@ -103,6 +107,50 @@ fn a_duplicate_keeps_an_inherited_chain_inherited_and_a_direct_one_direct() {
         let copy = duplicate(&service, &id, Some(&json!({}))).expect(201);
         assert_eq!(copy["jump_host_ids"], chain);
     }
+}
+
+/// docs/identities.md "Batch edits and duplicates": a copy has the original's forward rules
+/// (new ids, same order), the ones that would listen where the original's do made manual,
+/// and its secret environment value sealed again for the copy (connect opens it).
+#[test]
+fn a_duplicate_copies_forward_rules_as_manual_and_its_secret_env_opens() {
+    let service = Service::start("batch-duplicate-session");
+    let env = json!([{"name": "TOKEN", "value": "t0ken-value", "secret": true}]);
+    let id = id_of(&create(&service, "s", json!({ "set_env": env })));
+    let rules = format!("/api/hosts/{id}/forwards");
+    let local =
+        json!({"type": "local", "bind_port": 18080, "target_host": "db", "target_port": 5432});
+    let remote = json!({"type": "remote", "bind_port": 9000, "target_host": "localhost", "target_port": 3000});
+    let local_id = id_of(&service.post(&rules, &local).expect(201));
+    service.post(&rules, &remote).expect(201);
+    let copy = id_of(&duplicate(&service, &id, None).expect(201));
+    let copied = service
+        .get(&format!("/api/hosts/{copy}/forwards"))
+        .expect(200);
+    let items = copied["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{copied}");
+    assert_eq!(items[0]["bind_port"], 18080);
+    assert_ne!(
+        items[0]["id"],
+        local_id.as_str(),
+        "a copy has ids of its own"
+    );
+    assert_eq!(
+        items[0]["autostart"], false,
+        "the original listens on 18080"
+    );
+    assert_eq!(items[1]["type"], "remote");
+    assert_eq!(
+        items[1]["autostart"], true,
+        "a remote rule takes no local port"
+    );
+    let connect = service
+        .post(&format!("/api/hosts/{copy}/connect"), &json!({}))
+        .expect(200);
+    assert_eq!(
+        connect["environment"]["set"],
+        json!([{"name": "TOKEN", "value": "t0ken-value"}])
+    );
 }
 
 #[test]

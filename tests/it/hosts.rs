@@ -143,6 +143,10 @@ fn create_answers_201_with_every_field_and_the_defaults() {
         "identity_id",
         "jump_host_ids",
         "ssh_options",
+        "remote_command",
+        "request_tty",
+        "set_env",
+        "send_env",
         "revision",
     ]
     .into_iter()

@@ -326,7 +326,8 @@ fn group_defaults_are_checked_and_named_on_both_sides_of_each_rule() {
     let cleared = service.put(&path, &json!({"defaults": null})).expect(200);
     assert_eq!(
         cleared["defaults"],
-        json!({"username": null, "port": null, "identity_id": null, "jump_host_ids": null, "ssh_options": []})
+        json!({"username": null, "port": null, "identity_id": null, "jump_host_ids": null,
+               "ssh_options": [], "set_env": [], "send_env": []})
     );
 }
 

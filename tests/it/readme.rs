@@ -163,7 +163,7 @@ fn run_examples(name: &str, script: &str) {
     );
 }
 
-/// (METHOD, path with `{id}` as `$`) of every operation of the OpenAPI document.
+/// (METHOD, path with `{id}` and `{sub}` as `$`) of every operation of the OpenAPI document.
 fn documented_operations() -> Vec<(String, String)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api/openapi.json");
     let document: serde_json::Value =
@@ -172,7 +172,8 @@ fn documented_operations() -> Vec<(String, String)> {
     for (template, item) in document["paths"].as_object().unwrap() {
         for method in item.as_object().unwrap().keys() {
             if matches!(method.as_str(), "get" | "put" | "post" | "delete" | "patch") {
-                operations.push((method.to_uppercase(), template.replace("{id}", "$")));
+                let shape = template.replace("{id}", "$").replace("{sub}", "$");
+                operations.push((method.to_uppercase(), shape));
             }
         }
     }
