@@ -196,11 +196,12 @@ fn place(conn: &Connection, rule: &Rule, position: i64) -> Result<i64, StoreErro
         .unwrap_or(usize::MAX)
         .min(ids.len());
     ids.insert(at, rule.id.clone());
-    renumber(conn, &ids)?;
+    reorder(conn, &ids)?;
     Ok(at as i64)
 }
 
-fn renumber(conn: &Connection, ids: &[String]) -> Result<(), StoreError> {
+/// Gives the rules `ids` (all of one owner's) the positions of their order.
+pub fn reorder(conn: &Connection, ids: &[String]) -> Result<(), StoreError> {
     let mut statement = conn.prepare_cached(SET_POSITION)?;
     for (position, id) in ids.iter().enumerate() {
         statement.execute(params![id, position as i64])?;
@@ -239,7 +240,7 @@ pub fn delete(conn: &Connection, rule: &Rule) -> Result<(), StoreError> {
         .into_iter()
         .map(|other| other.id)
         .collect();
-    renumber(conn, &ids)
+    reorder(conn, &ids)
 }
 
 /// The first listening rule (but `except`) that `spec` would collide with, if `spec` is a

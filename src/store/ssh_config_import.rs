@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::Connection;
 
+use crate::model::forward::ForwardSettings;
 use crate::model::forward_rule::Owner;
 use crate::model::host::Host;
 use crate::model::ssh_config_import::{Catalogue, ImportPlan, Placed};
@@ -123,9 +124,11 @@ pub fn apply(
 }
 
 /// Makes the host's own forward rules the block's, leaving out those a group gives (by
-/// id: the export writes inherited rules too). `true` when anything changed. A rule id the
-/// block gives is kept when no other rule has it; a rule that would collide with a
-/// listening rule is imported as manual, with a warning.
+/// id: the export writes inherited rules too). `true` when anything changed. A block rule
+/// whose id is one of the host's rules updates that rule in place (revision, creation time
+/// kept); the host's rules the block does not name are deleted; others are added, under the
+/// block's id when no rule has it. A rule that would collide with a listening rule is
+/// stored as manual, with a warning.
 fn sync_rules(
     conn: &Connection,
     place: &Placed<'_>,
@@ -151,30 +154,59 @@ fn sync_rules(
     if same {
         return Ok(false);
     }
-    for rule in &current {
+    let named: HashSet<&str> = wanted.iter().filter_map(|read| read.id.as_deref()).collect();
+    for rule in current.iter().filter(|rule| !named.contains(rule.id.as_str())) {
         forwards::delete(conn, rule)?;
     }
+    let mut order = Vec::new();
     for read in wanted {
-        let id = match &read.id {
-            Some(id) if usable_id(id) && !forwards::exists(conn, id)? => id.clone(),
-            _ => new_id(),
+        let existing = current
+            .iter()
+            .find(|rule| read.id.as_deref() == Some(rule.id.as_str()));
+        let id = match (existing, &read.id) {
+            (Some(rule), _) => rule.id.clone(),
+            (None, Some(id)) if usable_id(id) && !forwards::exists(conn, id)? => id.clone(),
+            (None, _) => new_id(),
         };
-        let mut settings = read.settings.clone();
-        if settings.enabled && settings.autostart {
-            if let Some(other) = forwards::conflict(conn, &read.spec, &id)? {
-                settings.autostart = false;
-                warnings.push(format!(
-                    "{} would listen where {} does; imported as manual (autostart false)",
-                    read.spec.directive(),
-                    other.named()
-                ));
+        let settings = listening_or_manual(conn, read, &id, warnings)?;
+        match existing {
+            Some(rule) if rule.spec == read.spec && rule.settings == settings => {}
+            Some(rule) => {
+                forwards::update(conn, rule, &read.spec, &settings, None)?;
+            }
+            None => {
+                if let Err(refused) = forwards::insert(conn, &owner, &id, &read.spec, &settings)? {
+                    warnings.push(format!("{}: {}", read.spec.directive(), refused));
+                    continue;
+                }
             }
         }
-        if let Err(refused) = forwards::insert(conn, &owner, &id, &read.spec, &settings)? {
-            warnings.push(format!("{}: {}", read.spec.directive(), refused));
+        order.push(id);
+    }
+    forwards::reorder(conn, &order)?;
+    Ok(true)
+}
+
+/// `read`'s settings, made manual (with a warning) when the rule would listen where another
+/// listening rule does.
+fn listening_or_manual(
+    conn: &Connection,
+    read: &ReadRule,
+    id: &str,
+    warnings: &mut Vec<String>,
+) -> Result<ForwardSettings, StoreError> {
+    let mut settings = read.settings.clone();
+    if settings.enabled && settings.autostart {
+        if let Some(other) = forwards::conflict(conn, &read.spec, id)? {
+            settings.autostart = false;
+            warnings.push(format!(
+                "{} would listen where {} does; imported as manual (autostart false)",
+                read.spec.directive(),
+                other.named()
+            ));
         }
     }
-    Ok(true)
+    Ok(settings)
 }
 
 /// A rule id from outside text is kept only when it looks like one of ours.
