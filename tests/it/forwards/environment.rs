@@ -489,7 +489,8 @@ fn a_secret_set_env_write_and_connect_need_the_vault_unlocked() {
 }
 
 #[test]
-fn a_duplicated_host_carries_its_command_and_environment_with_the_secret_opened_for_the_copy() {
+fn a_duplicated_host_carries_its_rules_command_and_environment_with_the_secret_opened_for_the_copy()
+{
     let service = Service::start("fwd-env-duplicate");
     let value = secret("duplicate");
     let id = id_of(
@@ -500,12 +501,30 @@ fn a_duplicated_host_carries_its_command_and_environment_with_the_secret_opened_
         )
         .expect(201),
     );
+    let rules = super::host_rules(&id);
+    let local = json!({"type": "local", "bind_port": 18580, "target_host": "db", "target_port": 1});
+    super::add_rule(&service, &rules, local);
+    let remote =
+        json!({"type": "remote", "bind_port": 19580, "target_host": "db", "target_port": 2});
+    super::add_rule(&service, &rules, remote);
     let copy = service
         .post(
             &format!("/api/hosts/{id}/duplicate"),
             &json!({"name": "env copy"}),
         )
         .expect(201);
+    let copied = service.get(&super::host_rules(&id_of(&copy))).expect(200)["items"].clone();
+    let flags: Vec<Value> = copied
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| json!([rule["bind_port"], rule["enabled"], rule["autostart"]]))
+        .collect();
+    assert_eq!(
+        flags,
+        [json!([18580, true, false]), json!([19580, true, true])],
+        "the copy's rule on a listening port is manual, so no two rules listen on it"
+    );
     let original = service.get(&format!("/api/hosts/{id}")).expect(200);
     for field in ["remote_command", "request_tty", "set_env", "send_env"] {
         assert_eq!(copy[field], original[field], "{field}");

@@ -372,3 +372,22 @@ fn an_imported_block_reusing_another_hosts_rule_id_gets_a_new_id_and_leaves_no_c
         "a conflicting imported rule is not started: {rules} {answer}"
     );
 }
+
+#[test]
+fn an_import_reads_the_first_set_env_line_of_a_block_as_ssh_does_and_warns_about_the_others() {
+    let service = Service::start("fwd-import-setenv-lines");
+    let config =
+        "Host lines\n    HostName l.example.com\n    SetEnv HM_A=1 \"HM_B=two words\"\n    \
+                  SetEnv HM_C=3\n";
+    let answer = import(&service, config);
+    assert!(
+        answer["warnings"].to_string().contains("SetEnv"),
+        "{answer}"
+    );
+    let imported = host_named(&service, "lines");
+    assert_eq!(
+        imported["set_env"],
+        json!([{"name": "HM_A", "value": "1"}, {"name": "HM_B", "value": "two words"}])
+    );
+    assert_eq!(imported["ssh_options"], json!([]), "{imported}");
+}
