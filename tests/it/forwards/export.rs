@@ -295,3 +295,116 @@ fn ssh_g_of_the_export_resolves_every_set_env_variable_of_a_host() {
         "ssh takes these variables from the export:\n{text}"
     );
 }
+
+/// Socket paths the rules' table allows that `ssh` reads specially: blanks, quotes, `#`,
+/// a backslash, `%` (a token to ssh) and `${...}` (an environment variable to ssh).
+const TRICKY_SOCKETS: [&str; 8] = [
+    "/tmp/hm a.sock",
+    "/tmp/hm\"q.sock",
+    "/tmp/hm'q.sock",
+    "/tmp/hm#h.sock",
+    "/tmp/hm\\b.sock",
+    "/tmp/hm%d.sock",
+    "/tmp/hm%%.sock",
+    "/tmp/hm${HOME}.sock",
+];
+
+#[test]
+fn every_socket_path_a_rule_accepts_reaches_ssh_g_unchanged() {
+    let service = Service::start("fwd-export-sockets");
+    let dir = work_dir("fwd-export-sockets");
+    let mut kept = Vec::new();
+    for (n, path) in TRICKY_SOCKETS.iter().enumerate() {
+        let id = host(&service, &format!("sock{n}"), json!({}));
+        let local = json!({"type": "local", "bind_socket": path, "target_socket": path});
+        let remote = json!({"type": "remote", "bind_socket": path, "target_socket": path});
+        let answer = service.post(&host_rules(&id), &local);
+        match answer.status {
+            201 => {
+                add_rule(&service, &host_rules(&id), remote);
+                kept.push((n, path));
+            }
+            // Refusing a path ssh would read otherwise is fine too.
+            _ => {
+                super::assert_invalid(&answer, "bind_socket");
+            }
+        }
+    }
+    let (config, text) = export_to(&service, &dir);
+    let mut wrong = Vec::new();
+    for (n, path) in kept {
+        let lines = ssh_g_lines(&config, &alias_in(&text, &format!("sock{n}")));
+        let expected = [
+            format!("localforward {path} {path}"),
+            format!("remoteforward {path} {path}"),
+        ];
+        let got = only(&lines, &["localforward", "remoteforward"]);
+        if got != expected {
+            wrong.push(format!("{path:?}: ssh -G reads {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}\nexport:\n{text}");
+}
+
+#[test]
+fn a_remote_command_ssh_would_read_otherwise_is_refused_or_reaches_ssh_g_unchanged() {
+    let service = Service::start("fwd-export-command-edges");
+    let dir = work_dir("fwd-export-command-edges");
+    let mut kept = Vec::new();
+    for (n, command) in ["=echo x", "= echo x", "echo ${HOME}", "echo a\\"]
+        .iter()
+        .enumerate()
+    {
+        let body = crate::support::host_body(
+            &format!("edge{n}"),
+            "edge.example.com",
+            json!({"remote_command": command}),
+        );
+        let answer = service.post("/api/hosts", &body);
+        match answer.status {
+            201 => kept.push((n, command)),
+            _ => {
+                super::assert_invalid(&answer, "remote_command");
+            }
+        }
+    }
+    let (config, text) = export_to(&service, &dir);
+    for (n, command) in kept {
+        let lines = ssh_g_lines(&config, &alias_in(&text, &format!("edge{n}")));
+        assert_eq!(
+            only(&lines, &["remotecommand"]),
+            [format!("remotecommand {command}")],
+            "export:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn set_env_values_with_blanks_at_either_end_reach_ssh_g_unchanged() {
+    let service = Service::start("fwd-export-env-blanks");
+    let dir = work_dir("fwd-export-env-blanks");
+    let entries = json!([{"name": "HM_LEAD", "value": "  lead"}, {"name": "HM_TRAIL", "value": "trail  "},
+                         {"name": "HM_EMPTY", "value": ""}, {"name": "HM_EQ", "value": "=x"}]);
+    let created = crate::support::host_body("blanks", "b.example.com", json!({"set_env": entries}));
+    let stored = service.post("/api/hosts", &created).expect(201)["set_env"].clone();
+    let (config, text) = export_to(&service, &dir);
+    let mut got = only(
+        &ssh_g_lines(&config, &alias_in(&text, "blanks")),
+        &["setenv"],
+    );
+    got.sort();
+    let mut expected: Vec<String> = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            format!(
+                "setenv {}={}",
+                entry["name"].as_str().unwrap(),
+                entry["value"].as_str().unwrap()
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected, "export:\n{text}");
+}
