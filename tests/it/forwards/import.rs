@@ -391,3 +391,53 @@ fn an_import_reads_the_first_set_env_line_of_a_block_as_ssh_does_and_warns_about
     );
     assert_eq!(imported["ssh_options"], json!([]), "{imported}");
 }
+
+#[test]
+fn descriptions_and_flags_come_back_from_the_export_comments_into_a_fresh_service() {
+    let service = Service::start("fwd-import-descriptions");
+    let id = host(&service, "described", json!({}));
+    let long = "x".repeat(200);
+    let descriptions = [
+        "staging: db",
+        "a # b",
+        "  padded  ",
+        "manual",
+        "disabled",
+        "ünïcödé ✓",
+        ": colon first",
+        "tab\there",
+        long.as_str(),
+    ];
+    for (n, description) in descriptions.iter().enumerate() {
+        let body = json!({"type": "dynamic", "bind_port": 18600 + n as u16, "description": description,
+            "autostart": n % 2 == 0, "enabled": n % 3 != 0});
+        let answer = service.post(&host_rules(&id), &body);
+        if answer.status != 201 {
+            // A description the rules refuse (a tab, say) is not this test's concern.
+            super::assert_invalid(&answer, "description");
+        }
+    }
+    let kept = service.get(&host_rules(&id)).expect(200)["items"].clone();
+    let export = service.get("/api/export/ssh-config").text();
+    let fresh = Service::start("fwd-import-descriptions-fresh");
+    import(&fresh, &export);
+    let again = id_of(&host_named(&fresh, "described"));
+    let got = fresh.get(&host_rules(&again)).expect(200)["items"].clone();
+    let summary = |items: &Value| -> Vec<Value> {
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|rule| {
+                json!([
+                    rule["id"],
+                    rule["bind_port"],
+                    rule["description"],
+                    rule["enabled"],
+                    rule["autostart"]
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(summary(&got), summary(&kept), "export:\n{export}");
+}
