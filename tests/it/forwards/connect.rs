@@ -297,3 +297,31 @@ fn a_group_rule_turned_off_leaves_every_host_below_it() {
         assert!(ids.contains(&tree.parent_rules[0]), "{answer}");
     }
 }
+
+#[test]
+fn each_directive_connect_answers_is_the_line_the_export_writes_for_its_rule() {
+    let service = Service::start("fwd-connect-directives");
+    let id = host(&service, "lines", json!({}));
+    for body in [
+        json!({"type": "local", "bind_address": "[::1]", "bind_port": 18950, "target_host": "2001:db8::5", "target_port": 22}),
+        json!({"type": "local", "bind_socket": "/tmp/hm d.sock", "target_socket": "/run/app.sock"}),
+        json!({"type": "dynamic", "bind_address": "*", "bind_port": 18951}),
+        json!({"type": "remote", "bind_port": 0, "target_host": "localhost", "target_port": 3000}),
+        json!({"type": "remote", "bind_port": 19950}),
+    ] {
+        add_rule(&service, &host_rules(&id), body);
+    }
+    let answer = service
+        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+        .expect(200);
+    let export = service.get("/api/export/ssh-config").text();
+    let forwards = answer["forwards"].as_array().unwrap();
+    assert_eq!(forwards.len(), 5, "{answer}");
+    for rule in forwards {
+        let directive = rule["directive"].as_str().unwrap();
+        assert!(
+            export.contains(&format!("    {directive}\n")),
+            "{directive} not in the export:\n{export}"
+        );
+    }
+}

@@ -551,3 +551,45 @@ fn a_duplicated_host_carries_its_rules_command_and_environment_with_the_secret_o
         json!({"name": "HM_TOKEN", "value": value})
     );
 }
+
+#[test]
+fn a_secret_value_keeps_the_value_rules_and_a_pattern_is_never_stored_twice() {
+    let service = Service::start("fwd-env-secret-rules");
+    let secret_entry =
+        |value: Value| json!({"set_env": [{"name": "HM_S", "value": value, "secret": true}]});
+    for bad in [
+        json!("a\nb"),
+        json!("v".repeat(4097)),
+        json!(5),
+        json!("a\u{0}b"),
+    ] {
+        assert_invalid(&create(&service, secret_entry(bad)), "set_env");
+    }
+    let at_limit = accepted(&service, secret_entry(json!("v".repeat(4096))));
+    assert_eq!(
+        at_limit["set_env"],
+        json!([{"name": "HM_S", "secret": true}])
+    );
+    assert_invalid(
+        &create(&service, json!({"set_env": [{"name": "HM_N", "value": 5}]})),
+        "set_env",
+    );
+    assert_invalid(
+        &create(
+            &service,
+            json!({"set_env": [{"name": "HM_S", "value": "x", "secret": "yes"}]}),
+        ),
+        "set_env",
+    );
+    let twice = create(&service, json!({"send_env": ["LC_*", "EDITOR", "LC_*"]}));
+    match twice.status {
+        201 => assert_eq!(
+            twice.json()["send_env"],
+            json!(["LC_*", "EDITOR"]),
+            "each pattern once"
+        ),
+        _ => {
+            assert_invalid(&twice, "send_env");
+        }
+    }
+}
