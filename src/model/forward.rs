@@ -234,7 +234,9 @@ impl ForwardSpec {
         if let Some(value) = body.get("target_host") {
             self.target_host = match optional_text("target_host", value)? {
                 None => None,
-                Some(text) => Some(target_host(&text).map_err(|rule| Invalid::new("target_host", rule))?),
+                Some(text) => {
+                    Some(target_host(&text).map_err(|rule| Invalid::new("target_host", rule))?)
+                }
             };
         }
         if let Some(value) = body.get("target_port") {
@@ -256,17 +258,26 @@ impl ForwardSpec {
     fn check_listen(&self) -> Result<(), Invalid> {
         match (self.bind_port, &self.bind_socket) {
             (Some(_), Some(_)) => {
-                return Err(Invalid::new("bind_socket", "give bind_port or bind_socket, not both"))
+                return Err(Invalid::new(
+                    "bind_socket",
+                    "give bind_port or bind_socket, not both",
+                ))
             }
             (None, None) => {
-                return Err(Invalid::new("bind_port", "required: give bind_port or bind_socket"))
+                return Err(Invalid::new(
+                    "bind_port",
+                    "required: give bind_port or bind_socket",
+                ))
             }
             (Some(0), None) if self.kind != ForwardKind::Remote => {
                 return Err(Invalid::new("bind_port", BIND_PORT_RULE))
             }
             (None, Some(socket)) => {
                 if self.kind == ForwardKind::Dynamic {
-                    return Err(Invalid::new("bind_socket", "a dynamic rule binds a port only"));
+                    return Err(Invalid::new(
+                        "bind_socket",
+                        "a dynamic rule binds a port only",
+                    ));
                 }
                 if let Some(problem) = socket_problem(socket) {
                     return Err(Invalid::new("bind_socket", problem));
@@ -302,9 +313,18 @@ impl ForwardSpec {
             }
         }
         match (&self.target_host, self.target_port) {
-            (Some(_), None) => return Err(Invalid::new("target_port", "required with target_host")),
-            (None, Some(_)) => return Err(Invalid::new("target_host", "required with target_port")),
-            (_, Some(0)) => return Err(Invalid::new("target_port", "must be an integer from 1 to 65535")),
+            (Some(_), None) => {
+                return Err(Invalid::new("target_port", "required with target_host"))
+            }
+            (None, Some(_)) => {
+                return Err(Invalid::new("target_host", "required with target_port"))
+            }
+            (_, Some(0)) => {
+                return Err(Invalid::new(
+                    "target_port",
+                    "must be an integer from 1 to 65535",
+                ))
+            }
             _ => {}
         }
         match (&self.target_socket, by_address) {
@@ -332,7 +352,7 @@ impl ForwardSpec {
     /// The listening end as written: `[address:]port` or the socket path.
     fn listen_arg(&self) -> String {
         match (&self.bind_socket, self.bind_port, &self.bind_address) {
-            (Some(socket), _, _) => socket.replace('%', "%%"),
+            (Some(socket), _, _) => socket_arg(socket),
             (None, Some(port), Some(address)) => format!("{address}:{port}"),
             (None, Some(port), None) => port.to_string(),
             (None, None, _) => String::new(),
@@ -343,7 +363,7 @@ impl ForwardSpec {
     /// dynamic or remote dynamic rule.
     fn target_arg(&self) -> Option<String> {
         if let Some(socket) = &self.target_socket {
-            return Some(socket.replace('%', "%%"));
+            return Some(socket_arg(socket));
         }
         match (&self.target_host, self.target_port) {
             (Some(host), Some(port)) if host.contains(':') => Some(format!("[{host}]:{port}")),
@@ -459,7 +479,10 @@ fn optional_port(field: &str, value: &Value) -> Result<Option<u16>, Invalid> {
 
 /// A request's `target_host`: an IPv6 literal may come bracketed and is held without.
 fn target_host(text: &str) -> Result<String, &'static str> {
-    let bare = match text.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+    let bare = match text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
         Some(inner) if inner.parse::<Ipv6Addr>().is_ok() => inner,
         Some(_) => return Err("only an IPv6 address may be bracketed"),
         None => text,
@@ -495,7 +518,9 @@ fn socket_problem(path: &str) -> Option<&'static str> {
         return Some("must be an absolute path (starting with /)");
     }
     if path.len() > MAX_SOCKET_BYTES {
-        return Some("must be at most 103 bytes (a Unix socket's path limit on macOS, less its NUL)");
+        return Some(
+            "must be at most 103 bytes (a Unix socket's path limit on macOS, less its NUL)",
+        );
     }
     if path.contains(':') {
         return Some("must not contain ':' (OpenSSH splits forward specifications at colons)");
@@ -504,16 +529,39 @@ fn socket_problem(path: &str) -> Option<&'static str> {
         return Some("must not contain control characters");
     }
     if path.contains("${") {
-        return Some("must not contain ${ (ssh expands it as an environment variable, with no escape)");
+        return Some(
+            "must not contain ${ (ssh expands it as an environment variable, with no escape)",
+        );
     }
     None
 }
 
-/// A socket path as written in a directive back to the path: `%%` is one `%`; any other
-/// `%` token is one `ssh` expands, which this service does not keep.
+/// A socket path as a directive argument (before `quote_arg`): OpenSSH reads a backslash
+/// in a forward field as escaping the next character, and expands `%` tokens in a socket
+/// path, so `\\` is written `\\\\` and `%` is written `%%`.
+fn socket_arg(path: &str) -> String {
+    path.replace('\\', "\\\\").replace('%', "%%")
+}
+
+/// A socket path as written in a directive back to the path (the reverse of `socket_arg`),
+/// in `ssh`'s order: first a backslash escapes the next character (the forward field),
+/// then `%%` is one `%`; any other `%` token is one `ssh` expands, which this service does
+/// not keep.
 fn literal_path(text: &str) -> Result<String, String> {
-    let mut path = String::new();
+    let mut field = String::new();
     let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            field.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(next) => field.push(next),
+            None => return Err(format!("{text} ends with a lone \\ (ssh refuses it)")),
+        }
+    }
+    let mut path = String::new();
+    let mut chars = field.chars();
     while let Some(c) = chars.next() {
         if c != '%' {
             path.push(c);
@@ -522,7 +570,9 @@ fn literal_path(text: &str) -> Result<String, String> {
         match chars.next() {
             Some('%') => path.push('%'),
             Some(token) => {
-                return Err(format!("%{token} in {text} is a token ssh expands; this service keeps literal paths"))
+                return Err(format!(
+                    "%{token} in {text} is a token ssh expands; this service keeps literal paths"
+                ))
             }
             None => return Err(format!("{text} ends with a lone % (ssh refuses it)")),
         }
@@ -574,7 +624,10 @@ fn config_port(text: &str) -> Result<u16, String> {
 /// A bind address as a directive writes it (`ssh` also reads `[localhost]`, `[*]`) to the
 /// API's form.
 fn bind_address_of_config(text: &str) -> Result<String, String> {
-    let address = match text.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+    let address = match text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
         Some(inner) if inner.parse::<Ipv6Addr>().is_ok() => text.to_owned(),
         Some(inner) => inner.to_owned(),
         None => text.to_owned(),
@@ -697,7 +750,10 @@ mod tests {
         assert_eq!(refused(json!({"bind_port": 1080})), "type");
         assert_eq!(refused(json!({"type": "Local", "bind_port": 1080})), "type");
         assert_eq!(refused(json!({"type": null, "bind_port": 1080})), "type");
-        assert_eq!(spec(json!({"type": "dynamic", "bind_port": 1080})).kind, ForwardKind::Dynamic);
+        assert_eq!(
+            spec(json!({"type": "dynamic", "bind_port": 1080})).kind,
+            ForwardKind::Dynamic
+        );
     }
 
     #[test]
@@ -709,10 +765,17 @@ mod tests {
         assert_eq!(refused(local(json!(-1))), "bind_port");
         assert_eq!(refused(local(json!("8080"))), "bind_port");
         assert_eq!(refused(local(json!(80.5))), "bind_port");
-        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 0})), "bind_port");
-        let remote = spec(json!({"type": "remote", "bind_port": 0, "target_host": "h", "target_port": 1}));
+        assert_eq!(
+            refused(json!({"type": "dynamic", "bind_port": 0})),
+            "bind_port"
+        );
+        let remote =
+            spec(json!({"type": "remote", "bind_port": 0, "target_host": "h", "target_port": 1}));
         assert_eq!(remote.bind_port, Some(0));
-        assert_eq!(spec(json!({"type": "remote", "bind_port": 0})).target_host, None);
+        assert_eq!(
+            spec(json!({"type": "remote", "bind_port": 0})).target_host,
+            None
+        );
     }
 
     #[test]
@@ -720,8 +783,13 @@ mod tests {
         let both = json!({"type": "local", "bind_port": 1, "bind_socket": "/tmp/a",
                           "target_host": "h", "target_port": 1});
         assert_eq!(refused(both), "bind_socket");
-        assert_eq!(refused(json!({"type": "local", "target_host": "h", "target_port": 1})), "bind_port");
-        let socket = spec(json!({"type": "local", "bind_socket": "/tmp/a.sock", "target_host": "h", "target_port": 1}));
+        assert_eq!(
+            refused(json!({"type": "local", "target_host": "h", "target_port": 1})),
+            "bind_port"
+        );
+        let socket = spec(
+            json!({"type": "local", "bind_socket": "/tmp/a.sock", "target_host": "h", "target_port": 1}),
+        );
         assert_eq!(socket.bind_socket.as_deref(), Some("/tmp/a.sock"));
     }
 
@@ -730,10 +798,16 @@ mod tests {
         let with = |path: &str| json!({"type": "remote", "bind_socket": path, "target_host": "h", "target_port": 1});
         let at_limit = format!("/{}", "a".repeat(102));
         assert_eq!(spec(with(&at_limit)).bind_socket.unwrap().len(), 103);
-        assert_eq!(refused(with(&format!("/{}", "a".repeat(103)))), "bind_socket");
+        assert_eq!(
+            refused(with(&format!("/{}", "a".repeat(103)))),
+            "bind_socket"
+        );
         // 103 bytes counted as bytes: 51 two-byte characters and the slash make 103.
         assert!(ForwardSpec::from_json(&body(with(&format!("/{}", "é".repeat(51))))).is_ok());
-        assert_eq!(refused(with(&format!("/{}", "é".repeat(52)))), "bind_socket");
+        assert_eq!(
+            refused(with(&format!("/{}", "é".repeat(52)))),
+            "bind_socket"
+        );
         assert_eq!(refused(with("tmp/a.sock")), "bind_socket");
         assert_eq!(refused(with("")), "bind_socket");
         assert_eq!(refused(with("/tmp/a:b.sock")), "bind_socket");
@@ -746,31 +820,74 @@ mod tests {
 
     #[test]
     fn bind_address_forms_kept_and_refused() {
-        for good in ["localhost", "*", "127.0.0.1", "0.0.0.0", "192.168.1.2", "[::1]", "[::]", "[2001:db8::1]"] {
+        for good in [
+            "localhost",
+            "*",
+            "127.0.0.1",
+            "0.0.0.0",
+            "192.168.1.2",
+            "[::1]",
+            "[::]",
+            "[2001:db8::1]",
+        ] {
             let body = json!({"type": "dynamic", "bind_address": good, "bind_port": 1080});
             assert_eq!(spec(body).bind_address.as_deref(), Some(good), "{good}");
         }
-        for bad in ["[::1", "::1", "::1]", "256.1.1.1", "host.example", "", "LOCALHOST", "[127.0.0.1]", "[*]", " *", "1.2.3"] {
+        for bad in [
+            "[::1",
+            "::1",
+            "::1]",
+            "256.1.1.1",
+            "host.example",
+            "",
+            "LOCALHOST",
+            "[127.0.0.1]",
+            "[*]",
+            " *",
+            "1.2.3",
+        ] {
             let body = json!({"type": "dynamic", "bind_address": bad, "bind_port": 1080});
             assert_eq!(refused(body), "bind_address", "{bad:?}");
         }
         let on_socket = json!({"type": "local", "bind_address": "*", "bind_socket": "/tmp/a",
                                "target_host": "h", "target_port": 1});
         assert_eq!(refused(on_socket), "bind_address");
-        assert_eq!(refused(json!({"type": "dynamic", "bind_address": 1, "bind_port": 1})), "bind_address");
+        assert_eq!(
+            refused(json!({"type": "dynamic", "bind_address": 1, "bind_port": 1})),
+            "bind_address"
+        );
     }
 
     #[test]
     fn local_needs_exactly_one_target() {
-        assert_eq!(refused(json!({"type": "local", "bind_port": 1})), "target_host");
-        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_host": "h"})), "target_port");
-        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_port": 1})), "target_host");
+        assert_eq!(
+            refused(json!({"type": "local", "bind_port": 1})),
+            "target_host"
+        );
+        assert_eq!(
+            refused(json!({"type": "local", "bind_port": 1, "target_host": "h"})),
+            "target_port"
+        );
+        assert_eq!(
+            refused(json!({"type": "local", "bind_port": 1, "target_port": 1})),
+            "target_host"
+        );
         let both = json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 1,
                           "target_socket": "/tmp/t"});
         assert_eq!(refused(both), "target_socket");
-        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 0})), "target_port");
-        assert_eq!(refused(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 65536})), "target_port");
-        let top = spec(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 65535}));
+        assert_eq!(
+            refused(json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 0})),
+            "target_port"
+        );
+        assert_eq!(
+            refused(
+                json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 65536})
+            ),
+            "target_port"
+        );
+        let top = spec(
+            json!({"type": "local", "bind_port": 1, "target_host": "h", "target_port": 65535}),
+        );
         assert_eq!(top.target_port, Some(65535));
         let socket = spec(json!({"type": "local", "bind_port": 1, "target_socket": "/tmp/t"}));
         assert_eq!(socket.target_socket.as_deref(), Some("/tmp/t"));
@@ -781,46 +898,105 @@ mod tests {
         let with = |host: &str| json!({"type": "local", "bind_port": 1, "target_host": host, "target_port": 80});
         assert_eq!(spec(with("[::1]")).target_host.as_deref(), Some("::1"));
         assert_eq!(spec(with("::1")).target_host.as_deref(), Some("::1"));
-        assert_eq!(spec(with("db.internal")).target_host.as_deref(), Some("db.internal"));
-        assert_eq!(spec(with("10.0.0.1")).target_host.as_deref(), Some("10.0.0.1"));
-        for bad in ["", "[db]", "[::1", "db:80", "a b", "user@db", "%h", "256.1.1.1"] {
+        assert_eq!(
+            spec(with("db.internal")).target_host.as_deref(),
+            Some("db.internal")
+        );
+        assert_eq!(
+            spec(with("10.0.0.1")).target_host.as_deref(),
+            Some("10.0.0.1")
+        );
+        for bad in [
+            "",
+            "[db]",
+            "[::1",
+            "db:80",
+            "a b",
+            "user@db",
+            "%h",
+            "256.1.1.1",
+        ] {
             assert_eq!(refused(with(bad)), "target_host", "{bad:?}");
         }
     }
 
     #[test]
     fn dynamic_has_no_target_and_no_socket() {
-        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 1, "target_host": "h"})), "target_host");
-        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 1, "target_port": 2})), "target_port");
-        assert_eq!(refused(json!({"type": "dynamic", "bind_port": 1, "target_socket": "/t"})), "target_socket");
-        assert_eq!(refused(json!({"type": "dynamic", "bind_socket": "/tmp/d"})), "bind_socket");
+        assert_eq!(
+            refused(json!({"type": "dynamic", "bind_port": 1, "target_host": "h"})),
+            "target_host"
+        );
+        assert_eq!(
+            refused(json!({"type": "dynamic", "bind_port": 1, "target_port": 2})),
+            "target_port"
+        );
+        assert_eq!(
+            refused(json!({"type": "dynamic", "bind_port": 1, "target_socket": "/t"})),
+            "target_socket"
+        );
+        assert_eq!(
+            refused(json!({"type": "dynamic", "bind_socket": "/tmp/d"})),
+            "bind_socket"
+        );
     }
 
     #[test]
     fn remote_has_one_target_or_none_and_remote_dynamic_binds_a_port() {
         let dynamic = spec(json!({"type": "remote", "bind_port": 1080}));
         assert_eq!((dynamic.target_host, dynamic.target_socket), (None, None));
-        assert_eq!(refused(json!({"type": "remote", "bind_socket": "/tmp/r"})), "bind_socket");
-        assert!(ForwardSpec::from_json(&body(json!({"type": "remote", "bind_socket": "/tmp/r", "target_socket": "/tmp/l"}))).is_ok());
-        assert_eq!(refused(json!({"type": "remote", "bind_port": 1, "target_host": "h"})), "target_port");
+        assert_eq!(
+            refused(json!({"type": "remote", "bind_socket": "/tmp/r"})),
+            "bind_socket"
+        );
+        assert!(ForwardSpec::from_json(&body(
+            json!({"type": "remote", "bind_socket": "/tmp/r", "target_socket": "/tmp/l"})
+        ))
+        .is_ok());
+        assert_eq!(
+            refused(json!({"type": "remote", "bind_port": 1, "target_host": "h"})),
+            "target_port"
+        );
     }
 
     #[test]
     fn patched_replaces_present_fields_clears_null_and_checks_the_whole() {
         let base = spec(local(json!(8080)));
         let moved = base.patched(&body(json!({"bind_port": 9090}))).unwrap();
-        assert_eq!((moved.bind_port, moved.target_host.as_deref()), (Some(9090), Some("db")));
+        assert_eq!(
+            (moved.bind_port, moved.target_host.as_deref()),
+            (Some(9090), Some("db"))
+        );
         let to_socket = base
             .patched(&body(json!({"bind_port": null, "bind_socket": "/tmp/s"})))
             .unwrap();
-        assert_eq!((to_socket.bind_port, to_socket.bind_socket.as_deref()), (None, Some("/tmp/s")));
-        assert_eq!(base.patched(&body(json!({"bind_socket": "/tmp/s"}))).unwrap_err().field, "bind_socket");
-        assert_eq!(base.patched(&body(json!({"type": "dynamic"}))).unwrap_err().field, "target_host");
+        assert_eq!(
+            (to_socket.bind_port, to_socket.bind_socket.as_deref()),
+            (None, Some("/tmp/s"))
+        );
+        assert_eq!(
+            base.patched(&body(json!({"bind_socket": "/tmp/s"})))
+                .unwrap_err()
+                .field,
+            "bind_socket"
+        );
+        assert_eq!(
+            base.patched(&body(json!({"type": "dynamic"})))
+                .unwrap_err()
+                .field,
+            "target_host"
+        );
         let dynamic = base
-            .patched(&body(json!({"type": "dynamic", "target_host": null, "target_port": null})))
+            .patched(&body(
+                json!({"type": "dynamic", "target_host": null, "target_port": null}),
+            ))
             .unwrap();
         assert_eq!(dynamic.kind, ForwardKind::Dynamic);
-        assert_eq!(base.patched(&body(json!({"type": "nope"}))).unwrap_err().field, "type");
+        assert_eq!(
+            base.patched(&body(json!({"type": "nope"})))
+                .unwrap_err()
+                .field,
+            "type"
+        );
         assert_eq!(base.patched(&Map::new()).unwrap(), base);
     }
 
@@ -839,9 +1015,18 @@ mod tests {
             assert!(with("remote", loopback).is_empty(), "{loopback}");
         }
         for open in ["*", "0.0.0.0", "[::]", "192.168.1.2"] {
-            assert!(with("local", open)[0].contains("other machines can reach"), "{open}");
-            assert!(with("dynamic", open)[0].contains("other machines can reach"), "{open}");
-            assert!(with("remote", open)[0].contains("GatewayPorts clientspecified"), "{open}");
+            assert!(
+                with("local", open)[0].contains("other machines can reach"),
+                "{open}"
+            );
+            assert!(
+                with("dynamic", open)[0].contains("other machines can reach"),
+                "{open}"
+            );
+            assert!(
+                with("remote", open)[0].contains("GatewayPorts clientspecified"),
+                "{open}"
+            );
         }
         assert!(spec(local(json!(1))).warnings().is_empty());
     }
@@ -851,17 +1036,27 @@ mod tests {
         let line = |value: Value| spec(value).directive();
         assert_eq!(line(local(json!(8080))), "LocalForward 8080 db:5432");
         assert_eq!(
-            line(json!({"type": "local", "bind_address": "[::1]", "bind_port": 8080,
-                        "target_host": "[::1]", "target_port": 80})),
+            line(
+                json!({"type": "local", "bind_address": "[::1]", "bind_port": 8080,
+                        "target_host": "[::1]", "target_port": 80})
+            ),
             "LocalForward [::1]:8080 [::1]:80"
         );
         assert_eq!(
-            line(json!({"type": "local", "bind_address": "*", "bind_port": 8080,
-                        "target_host": "2001:db8::1", "target_port": 80})),
+            line(
+                json!({"type": "local", "bind_address": "*", "bind_port": 8080,
+                        "target_host": "2001:db8::1", "target_port": 80})
+            ),
             "LocalForward *:8080 [2001:db8::1]:80"
         );
-        assert_eq!(line(json!({"type": "remote", "bind_port": 1080})), "RemoteForward 1080");
-        assert_eq!(line(json!({"type": "remote", "bind_port": 0})), "RemoteForward 0");
+        assert_eq!(
+            line(json!({"type": "remote", "bind_port": 1080})),
+            "RemoteForward 1080"
+        );
+        assert_eq!(
+            line(json!({"type": "remote", "bind_port": 0})),
+            "RemoteForward 0"
+        );
         assert_eq!(
             line(json!({"type": "dynamic", "bind_address": "0.0.0.0", "bind_port": 1080})),
             "DynamicForward 0.0.0.0:1080"
@@ -873,27 +1068,81 @@ mod tests {
                         "target_socket": "/run/\"db\".sock"})),
             r#"LocalForward "/tmp/my app%%h.sock" "/run/\"db\".sock""#
         );
+        // ssh -G reads `"/tmp/a\\b"` as /tmp/ab: a forward field takes a backslash as an
+        // escape after the line's own quoting, so a backslash is written four times.
+        assert_eq!(
+            line(
+                json!({"type": "remote", "bind_socket": "/tmp/a\\b", "target_host": "h",
+                        "target_port": 1})
+            ),
+            r#"RemoteForward "/tmp/a\\\\b" h:1"#
+        );
     }
 
     /// Each line below is read by `ssh -G` (OpenSSH 9.2) as the forward this test expects.
     #[test]
     fn from_directive_reads_what_ssh_reads() {
         let r = read("LocalForward 8080 localhost:80").unwrap();
-        assert_eq!((r.bind_port, r.target_host.as_deref(), r.target_port), (Some(8080), Some("localhost"), Some(80)));
+        assert_eq!(
+            (r.bind_port, r.target_host.as_deref(), r.target_port),
+            (Some(8080), Some("localhost"), Some(80))
+        );
         let r = read("localforward [::1]:8080 [::1]:80").unwrap();
-        assert_eq!((r.bind_address.as_deref(), r.target_host.as_deref()), (Some("[::1]"), Some("::1")));
+        assert_eq!(
+            (r.bind_address.as_deref(), r.target_host.as_deref()),
+            (Some("[::1]"), Some("::1"))
+        );
         // ssh -G prints `[*]:8080` and `[localhost]:8080`: brackets around any address.
-        assert_eq!(read("LocalForward [*]:8080 h:80").unwrap().bind_address.as_deref(), Some("*"));
-        assert_eq!(read("LocalForward [localhost]:8080 [h]:80").unwrap().bind_address.as_deref(), Some("localhost"));
-        assert_eq!(read("LocalForward=8080 h:080").unwrap().target_port, Some(80));
-        assert_eq!(read("LocalForward \"8080\" \"h:80\"").unwrap().bind_port, Some(8080));
+        assert_eq!(
+            read("LocalForward [*]:8080 h:80")
+                .unwrap()
+                .bind_address
+                .as_deref(),
+            Some("*")
+        );
+        assert_eq!(
+            read("LocalForward [localhost]:8080 [h]:80")
+                .unwrap()
+                .bind_address
+                .as_deref(),
+            Some("localhost")
+        );
+        assert_eq!(
+            read("LocalForward=8080 h:080").unwrap().target_port,
+            Some(80)
+        );
+        assert_eq!(
+            read("LocalForward \"8080\" \"h:80\"").unwrap().bind_port,
+            Some(8080)
+        );
         let r = read("RemoteForward 1080").unwrap();
-        assert_eq!((r.kind, r.target_host, r.target_socket), (ForwardKind::Remote, None, None));
+        assert_eq!(
+            (r.kind, r.target_host, r.target_socket),
+            (ForwardKind::Remote, None, None)
+        );
         assert_eq!(read("RemoteForward 0 h:80").unwrap().bind_port, Some(0));
-        assert_eq!(read("DynamicForward *:1080").unwrap().bind_address.as_deref(), Some("*"));
+        assert_eq!(
+            read("DynamicForward *:1080")
+                .unwrap()
+                .bind_address
+                .as_deref(),
+            Some("*")
+        );
         // ssh -G expands %h in a socket path and reads %% as %; we keep %% only.
-        assert_eq!(read("LocalForward /tmp/%%.sock h:80").unwrap().bind_socket.as_deref(), Some("/tmp/%.sock"));
-        assert_eq!(read("RemoteForward 9000 \"/tmp/a b.sock\"").unwrap().target_socket.as_deref(), Some("/tmp/a b.sock"));
+        assert_eq!(
+            read("LocalForward /tmp/%%.sock h:80")
+                .unwrap()
+                .bind_socket
+                .as_deref(),
+            Some("/tmp/%.sock")
+        );
+        assert_eq!(
+            read("RemoteForward 9000 \"/tmp/a b.sock\"")
+                .unwrap()
+                .target_socket
+                .as_deref(),
+            Some("/tmp/a b.sock")
+        );
     }
 
     /// What ssh refuses ("Bad forwarding specification", "Missing target argument") and
@@ -922,7 +1171,10 @@ mod tests {
         }
         // ssh reads these, this service does not keep them.
         for (line, reason) in [
-            ("LocalForward example.com:8080 h:80", "host name other than localhost"),
+            (
+                "LocalForward example.com:8080 h:80",
+                "host name other than localhost",
+            ),
             ("LocalForward 256.1.1.1:8080 h:80", "bind address"),
             ("LocalForward :8080 h:80", "empty bind address"),
             ("LocalForward 8080 h:http", "decimal"),
@@ -931,6 +1183,9 @@ mod tests {
             ("LocalForward tmp/a.sock h:80", "absolute"),
             ("LocalForward 8080 h/80", "absolute"),
             ("LocalForward /tmp/%h.sock h:80", "token ssh expands"),
+            // The field's backslash escape comes first, then % expansion: still %h.
+            ("LocalForward /tmp/\\\\%h.sock h:80", "token ssh expands"),
+            ("LocalForward \"/tmp/a\\\\\" h:80", "lone \\"),
             ("RemoteForward /tmp/r.sock", "binds a port only"),
             ("DynamicForward /tmp/d.sock", "port only"),
             ("ForwardAgent yes", "not a forward directive"),
@@ -993,7 +1248,11 @@ mod tests {
         assert!(!listen("local", None, 8080).overlaps(&listen("local", None, 8081)));
         assert!(!listen("local", None, 8080).overlaps(&listen("remote", None, 8080)));
         assert!(!listen("remote", Some("*"), 8080).overlaps(&listen("remote", Some("*"), 8080)));
-        let socket = |path: &str| spec(json!({"type": "local", "bind_socket": path, "target_host": "h", "target_port": 1}));
+        let socket = |path: &str| {
+            spec(
+                json!({"type": "local", "bind_socket": path, "target_host": "h", "target_port": 1}),
+            )
+        };
         assert!(socket("/tmp/a").overlaps(&socket("/tmp/a")));
         assert!(!socket("/tmp/a").overlaps(&socket("/tmp/b")));
         assert!(!socket("/tmp/a").overlaps(&listen("local", None, 8080)));
@@ -1004,28 +1263,103 @@ mod tests {
         let base = ForwardSettings::default();
         assert!(base.enabled && base.autostart && base.description.is_empty());
         let patched = base
-            .patched(&body(json!({"enabled": false, "autostart": false, "description": "  db  "})))
+            .patched(&body(
+                json!({"enabled": false, "autostart": false, "description": "  db  "}),
+            ))
             .unwrap();
-        assert_eq!((patched.enabled, patched.autostart, patched.description.as_str()), (false, false, "db"));
+        assert_eq!(
+            (
+                patched.enabled,
+                patched.autostart,
+                patched.description.as_str()
+            ),
+            (false, false, "db")
+        );
         assert_eq!(patched.patched(&Map::new()).unwrap(), patched);
         let at_limit = "é".repeat(200);
-        assert_eq!(base.patched(&body(json!({"description": at_limit}))).unwrap().description.chars().count(), 200);
+        assert_eq!(
+            base.patched(&body(json!({"description": at_limit})))
+                .unwrap()
+                .description
+                .chars()
+                .count(),
+            200
+        );
         let over = "é".repeat(201);
-        assert_eq!(base.patched(&body(json!({"description": over}))).unwrap_err().field, "description");
-        assert_eq!(base.patched(&body(json!({"description": "a\nb"}))).unwrap_err().field, "description");
-        assert_eq!(base.patched(&body(json!({"description": 1}))).unwrap_err().field, "description");
-        assert_eq!(base.patched(&body(json!({"enabled": "yes"}))).unwrap_err().field, "enabled");
-        assert_eq!(base.patched(&body(json!({"autostart": null}))).unwrap_err().field, "autostart");
+        assert_eq!(
+            base.patched(&body(json!({"description": over})))
+                .unwrap_err()
+                .field,
+            "description"
+        );
+        assert_eq!(
+            base.patched(&body(json!({"description": "a\nb"})))
+                .unwrap_err()
+                .field,
+            "description"
+        );
+        assert_eq!(
+            base.patched(&body(json!({"description": 1})))
+                .unwrap_err()
+                .field,
+            "description"
+        );
+        assert_eq!(
+            base.patched(&body(json!({"enabled": "yes"})))
+                .unwrap_err()
+                .field,
+            "enabled"
+        );
+        assert_eq!(
+            base.patched(&body(json!({"autostart": null})))
+                .unwrap_err()
+                .field,
+            "autostart"
+        );
     }
 
     /// A random valid spec: every kind, address form, socket and target form.
     pub(crate) fn random_spec(rng: &mut Rng) -> ForwardSpec {
-        let kind = *rng.pick(&[ForwardKind::Local, ForwardKind::Remote, ForwardKind::Dynamic]);
-        let addresses = [None, Some("localhost"), Some("*"), Some("127.0.0.1"), Some("0.0.0.0"), Some("[::1]"), Some("[::]"), Some("[2001:db8::7]")];
-        let paths = ["/tmp/a.sock", "/run/my app/%h.sock", "/tmp/\"q\"#'\\.sock", "/tmp/100%%", "/tmp/é ü"];
-        let hosts = ["db.internal", "localhost", "10.0.0.1", "::1", "2001:db8::1", "h"];
+        let kind = *rng.pick(&[
+            ForwardKind::Local,
+            ForwardKind::Remote,
+            ForwardKind::Dynamic,
+        ]);
+        let addresses = [
+            None,
+            Some("localhost"),
+            Some("*"),
+            Some("127.0.0.1"),
+            Some("0.0.0.0"),
+            Some("[::1]"),
+            Some("[::]"),
+            Some("[2001:db8::7]"),
+        ];
+        let paths = [
+            "/tmp/a.sock",
+            "/run/my app/%h.sock",
+            "/tmp/\"q\"#'\\.sock",
+            "/tmp/100%%",
+            "/tmp/é ü",
+        ];
+        let hosts = [
+            "db.internal",
+            "localhost",
+            "10.0.0.1",
+            "::1",
+            "2001:db8::1",
+            "h",
+        ];
         let port = |rng: &mut Rng, low: u16| low.max(1 + rng.below(65535) as u16);
-        let mut spec = ForwardSpec { kind, bind_address: None, bind_port: None, bind_socket: None, target_host: None, target_port: None, target_socket: None };
+        let mut spec = ForwardSpec {
+            kind,
+            bind_address: None,
+            bind_port: None,
+            bind_socket: None,
+            target_host: None,
+            target_port: None,
+            target_socket: None,
+        };
         let wants_target = match kind {
             ForwardKind::Local => true,
             ForwardKind::Remote => rng.below(3) != 0,
@@ -1059,7 +1393,10 @@ mod tests {
         for _ in 0..iterations.min(20_000) {
             let spec = random_spec(&mut rng);
             let json = serde_json::to_value(&spec).unwrap();
-            assert_eq!(ForwardSpec::from_json(json.as_object().unwrap()), Ok(spec.clone()));
+            assert_eq!(
+                ForwardSpec::from_json(json.as_object().unwrap()),
+                Ok(spec.clone())
+            );
             let line = spec.directive();
             assert_eq!(read(&line), Ok(spec.clone()), "{line}");
         }

@@ -153,7 +153,10 @@ pub fn render(hosts: &[ExportHost]) -> String {
         out.push_str(&format!("Host {}\n", host.alias));
         out.push_str(&format!("    HostName {}\n", host.hostname));
         out.push_str(&format!("    Port {}\n", host.port));
-        out.push_str(&format!("    User {}\n", quote_arg(&one_line(&host.username))));
+        out.push_str(&format!(
+            "    User {}\n",
+            quote_arg(&one_line(&host.username))
+        ));
         match (&host.key_id, &host.identity_agent) {
             (Some(key_id), Some(socket)) => {
                 let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
