@@ -133,8 +133,10 @@ pub fn request_tty(value: &Value) -> Result<Option<RequestTty>, Invalid> {
 }
 
 /// `set_env`: an array of `{name, value}` or `{name, secret: true}`; `null` is none.
-/// `secrets_given` holds the indexes whose secret value the api layer took out. Names are
-/// POSIX portable names, unique in the list.
+/// `secrets_given` holds the indexes whose secret value the api layer took out (an entry
+/// with `secret: true` that still carries a non-null `value` counts as given too; its text
+/// is never read here). Names are POSIX portable names, unique in the list; a plain value
+/// keeps `secret_value_problem`'s rule.
 pub fn set_env(value: &Value, secrets_given: &BTreeSet<usize>) -> Result<Vec<EnvEntry>, Invalid> {
     let items = match value {
         Value::Null => return Ok(Vec::new()),
