@@ -154,8 +154,14 @@ fn sync_rules(
     if same {
         return Ok(false);
     }
-    let named: HashSet<&str> = wanted.iter().filter_map(|read| read.id.as_deref()).collect();
-    for rule in current.iter().filter(|rule| !named.contains(rule.id.as_str())) {
+    let named: HashSet<&str> = wanted
+        .iter()
+        .filter_map(|read| read.id.as_deref())
+        .collect();
+    for rule in current
+        .iter()
+        .filter(|rule| !named.contains(rule.id.as_str()))
+    {
         forwards::delete(conn, rule)?;
     }
     let mut order = Vec::new();
