@@ -7,7 +7,8 @@
 //! `FUZZ_SEED`. The seeded generator (`Rng`) and those two settings (`settings`) serve the
 //! other fuzz and property tests too (the agent's parser, the known_hosts parser, the group
 //! tree). The fuzzers of the identities' two parsers (TOTP secrets in `model::totp`, prompt
-//! patterns in `model::prompt_pattern`) live here too, at the end.
+//! patterns in `model::prompt_pattern`) and of the forward rules' and environment's readers
+//! (`model::forward`, `model::environment`) live here too, at the end.
 //!
 //! Invariants: compiled for tests only; deterministic for a seed (its own xorshift, no
 //! clock, no OS randomness); leaves no file behind (in-memory database).
@@ -540,4 +541,333 @@ fn random_otpauth(rng: &mut Rng) -> String {
         text.push_str(&format!("{key}={value}&"));
     }
     text
+}
+
+/// Forward rules (docs/forwards.md): the directive reader never panics on seeded random
+/// lines built from forward grammar's characters, and a directive it accepts is a rule the
+/// API accepts, which `directive` writes and the reader reads back to the same rule.
+#[test]
+fn forward_directive_reader_never_panics_and_rereads_what_it_accepts() {
+    use crate::model::forward::ForwardSpec;
+    use crate::model::ssh_words::{split_args, split_keyword};
+    let (iterations, seed) = settings("forward directive", 0x5EED_0F0D);
+    let keywords = [
+        "LocalForward",
+        "RemoteForward",
+        "DynamicForward",
+        "localforward",
+        "REMOTEFORWARD",
+        "DynamicForward=",
+        "LocalForwardx",
+        "",
+    ];
+    let pieces = [
+        "8080",
+        "0",
+        "1",
+        "65535",
+        "65536",
+        "080",
+        "localhost",
+        "*",
+        "0.0.0.0",
+        "127.0.0.1",
+        "[::1]",
+        "[::]",
+        "::1",
+        "db.internal",
+        "/tmp/a.sock",
+        "%%",
+        "%h",
+        "${HOME}",
+        "\\",
+    ];
+    let alphabet: Vec<char> = "0123456789:[]*/abcxyz.- \t\"'\\#%=$é".chars().collect();
+    let mut rng = Rng::new(seed);
+    let (mut accepted, mut iteration) = (0_u64, 0_u64);
+    while iteration < iterations {
+        iteration += 1;
+        let mut line = format!("{} ", rng.pick(&keywords));
+        let shaped = rng.below(2) == 0;
+        if shaped {
+            // Shaped like a forward: [address:]port or a path, then maybe a target.
+            let ends = [
+                "8080",
+                "*:1080",
+                "[::1]:1",
+                "localhost:0",
+                "0.0.0.0:22",
+                "/tmp/a.sock",
+                "db:80",
+                "[::1]:22",
+                "h:65535",
+                "\"/tmp/a b%%\\\\.sock\"",
+            ];
+            for _ in 0..1 + rng.below(2) {
+                match rng.below(3) {
+                    0 => line.push_str(&format!(
+                        "{}:{}",
+                        rng.pick::<&str>(&pieces),
+                        rng.pick::<&str>(&pieces)
+                    )),
+                    _ => line.push_str(rng.pick::<&str>(&ends)),
+                }
+                line.push(' ');
+            }
+        }
+        for _ in 0..rng.below(if shaped { 2 } else { 8 }) {
+            match rng.below(3) {
+                0 => line.push_str(rng.pick::<&str>(&pieces)),
+                1 => line.push(*rng.pick(&alphabet)),
+                _ => line.push(*rng.pick(&[' ', ':', ' '])),
+            }
+        }
+        let outcome = panic::catch_unwind(|| {
+            let (keyword, rest) = split_keyword(&line);
+            let Ok(args) = split_args(rest) else {
+                return false;
+            };
+            let Ok(spec) = ForwardSpec::from_directive(keyword, &args) else {
+                return false;
+            };
+            let json = serde_json::to_value(&spec).unwrap_or_default();
+            let body = json.as_object().cloned().unwrap_or_default();
+            assert_eq!(
+                ForwardSpec::from_json(&body).as_ref(),
+                Ok(&spec),
+                "from_json"
+            );
+            let written = spec.directive();
+            let (keyword, rest) = split_keyword(&written);
+            let args = split_args(rest).unwrap_or_default();
+            assert_eq!(
+                ForwardSpec::from_directive(keyword, &args),
+                Ok(spec),
+                "{written}"
+            );
+            true
+        });
+        match outcome {
+            Ok(true) => accepted += 1,
+            Ok(false) => {}
+            Err(_) => panic!("#{iteration} failed on {line:?}"),
+        }
+    }
+    eprintln!("forward directive fuzz: {accepted} of {iterations} lines accepted");
+}
+
+/// Forward rules (docs/forwards.md, "Rules"): `ForwardSpec::from_json` and `patched` never
+/// panic on seeded random JSON objects of the rule's fields and edge values, and a body
+/// they accept is a rule whose directive reads back to itself.
+#[test]
+fn forward_json_reader_never_panics_and_rereads_what_it_accepts() {
+    use crate::model::forward::{ForwardSettings, ForwardSpec};
+    use crate::model::ssh_words::{split_args, split_keyword};
+    let (iterations, seed) = settings("forward json", 0x5EED_0F0E);
+    let fields = [
+        "type",
+        "bind_address",
+        "bind_port",
+        "bind_socket",
+        "target_host",
+        "target_port",
+        "target_socket",
+        "enabled",
+        "autostart",
+        "description",
+    ];
+    let values = [
+        json!("local"),
+        json!("remote"),
+        json!("dynamic"),
+        json!("Local"),
+        json!(null),
+        json!(0),
+        json!(1),
+        json!(8080),
+        json!(65535),
+        json!(65536),
+        json!(-1),
+        json!(1.5),
+        json!("localhost"),
+        json!("*"),
+        json!("0.0.0.0"),
+        json!("256.1.1.1"),
+        json!("[::1]"),
+        json!("[::1"),
+        json!("::1"),
+        json!(""),
+        json!("db.internal"),
+        json!("/tmp/a.sock"),
+        json!("/tmp/a:b"),
+        json!("/tmp/%h \\ \"#"),
+        json!("rel/path"),
+        json!(true),
+        json!(false),
+        json!([]),
+        json!({}),
+        json!("a\nb"),
+        json!("x".repeat(201)),
+    ];
+    let mut rng = Rng::new(seed);
+    let mut accepted = 0_u64;
+    for iteration in 0..iterations {
+        let mut body = match rng.below(2) {
+            0 => shaped_forward_body(&mut rng),
+            _ => Map::new(),
+        };
+        for _ in 0..rng.below(if body.is_empty() { 10 } else { 3 }) {
+            let field = *rng.pick(&fields);
+            let value = match rng.below(3) {
+                0 => rng.pick(&values).clone(),
+                _ => good_forward_value(&mut rng, field),
+            };
+            body.insert(field.to_string(), value);
+        }
+        let mut patch = Map::new();
+        for _ in 0..rng.below(4) {
+            patch.insert(rng.pick(&fields).to_string(), rng.pick(&values).clone());
+        }
+        let outcome = panic::catch_unwind(|| {
+            let _ = ForwardSettings::default().patched(&body);
+            let spec = ForwardSpec::from_json(&body).ok()?;
+            let written = spec.directive();
+            let (keyword, rest) = split_keyword(&written);
+            let args = split_args(rest).unwrap_or_default();
+            assert_eq!(
+                ForwardSpec::from_directive(keyword, &args).as_ref(),
+                Ok(&spec),
+                "{written}"
+            );
+            if let Ok(patched) = spec.patched(&patch) {
+                let json = serde_json::to_value(&patched).unwrap_or_default();
+                let again = ForwardSpec::from_json(json.as_object()?);
+                assert_eq!(again, Ok(patched), "patched");
+            }
+            Some(())
+        });
+        match outcome {
+            Ok(Some(())) => accepted += 1,
+            Ok(None) => {}
+            Err(_) => panic!("#{iteration} failed on {body:?} then {patch:?}"),
+        }
+    }
+    eprintln!("forward json fuzz: {accepted} of {iterations} bodies accepted");
+}
+
+/// A body whose fields fit together for its type (each value may still break a rule).
+fn shaped_forward_body(rng: &mut Rng) -> Map<String, Value> {
+    let kind = *rng.pick(&["local", "remote", "dynamic"]);
+    let mut body = Map::new();
+    body.insert("type".into(), json!(kind));
+    let mut put = |rng: &mut Rng, field: &str| {
+        body.insert(field.into(), good_forward_value(rng, field));
+    };
+    if kind != "dynamic" && rng.below(3) == 0 {
+        put(rng, "bind_socket");
+    } else {
+        put(rng, "bind_port");
+        if rng.below(2) == 0 {
+            put(rng, "bind_address");
+        }
+    }
+    match (kind, rng.below(3)) {
+        ("dynamic", _) | ("remote", 0) => {}
+        (_, 1) => put(rng, "target_socket"),
+        _ => {
+            put(rng, "target_host");
+            put(rng, "target_port");
+        }
+    }
+    body
+}
+
+/// A value that often passes for `field` of a forward rule.
+fn good_forward_value(rng: &mut Rng, field: &str) -> Value {
+    match field {
+        "type" => json!(rng.pick(&["local", "remote", "dynamic"])),
+        "bind_address" => {
+            json!(rng.pick(&["localhost", "*", "127.0.0.1", "0.0.0.0", "[::1]", "[::]"]))
+        }
+        "bind_port" | "target_port" => json!(rng.pick(&[1, 22, 1080, 8080, 65535])),
+        "bind_socket" | "target_socket" => {
+            json!(rng.pick(&["/tmp/a.sock", "/run/my app/%h.sock", "/tmp/q\\\"#'.sock"]))
+        }
+        "target_host" => json!(rng.pick(&["db.internal", "::1", "[2001:db8::1]", "10.0.0.1"])),
+        "enabled" | "autostart" => json!(rng.below(2) == 0),
+        _ => json!(rng.pick(&["", " staging db ", "é"])),
+    }
+}
+
+/// Startup command and environment (docs/forwards.md): the config readers never panic on
+/// seeded random lines, and what they accept the line writers write back to a line they
+/// read to the same value (as does the API's `remote_command` rule).
+#[test]
+fn environment_readers_never_panic_and_reread_what_they_accept() {
+    use crate::model::environment as env;
+    use crate::model::ssh_words::{split_args, split_keyword};
+    let (iterations, seed) = settings("environment", 0x5EED_00E1);
+    let alphabet: Vec<char> = "aZ_09 \t\"'\\#%=${}*?-é\n".chars().collect();
+    let pieces = ["%%", "%h", "none", "LANG=C", "=", "\\\"", "LC_*"];
+    let mut rng = Rng::new(seed);
+    let mut accepted = [0_u64; 3];
+    for iteration in 0..iterations {
+        let mut rest = String::new();
+        for _ in 0..rng.below(16) {
+            match rng.below(4) {
+                0 => rest.push_str(rng.pick::<&str>(&pieces)),
+                _ => rest.push(*rng.pick(&alphabet)),
+            }
+        }
+        let outcome = panic::catch_unwind(|| {
+            let mut taken = [false; 3];
+            if let Ok(command) = env::remote_command_from_config(&rest) {
+                taken[0] = true;
+                let line = env::remote_command_line(&command);
+                let reread = env::remote_command_from_config(split_keyword(&line).1);
+                assert_eq!(reread.as_ref(), Ok(&command), "{line}");
+                let api = env::remote_command(&json!(command));
+                assert_eq!(api.ok().flatten().as_ref(), Some(&command));
+            }
+            if let Ok(Some(command)) = env::remote_command(&json!(rest)) {
+                let line = env::remote_command_line(&command);
+                let reread = env::remote_command_from_config(split_keyword(&line).1);
+                assert_eq!(reread, Ok(command), "{line}");
+            }
+            let _ = env::request_tty_from_config(&rest);
+            let Ok(args) = split_args(&rest) else {
+                return taken;
+            };
+            if let Ok(pairs) = env::set_env_from_config(&args) {
+                taken[1] = true;
+                let borrowed: Vec<(&str, &str)> = pairs
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                let line = env::set_env_line_of(&borrowed);
+                let args = split_args(split_keyword(&line).1).unwrap_or_default();
+                assert_eq!(env::set_env_from_config(&args), Ok(pairs), "{line}");
+            }
+            if let Ok(patterns) = env::send_env_from_config(&args) {
+                taken[2] = true;
+                let line = env::send_env_line(&patterns);
+                let args = split_args(split_keyword(&line).1).unwrap_or_default();
+                assert_eq!(env::send_env_from_config(&args), Ok(patterns), "{line}");
+            }
+            taken
+        });
+        match outcome {
+            Ok(taken) => {
+                for (count, taken) in accepted.iter_mut().zip(taken) {
+                    *count += u64::from(taken);
+                }
+            }
+            Err(_) => panic!("#{iteration} failed on {rest:?}"),
+        }
+    }
+    let [commands, set, send] = accepted;
+    eprintln!(
+        "environment fuzz: of {iterations} lines, {commands} read as RemoteCommand, {set} as \
+         SetEnv, {send} as SendEnv"
+    );
 }

@@ -133,8 +133,10 @@ pub fn request_tty(value: &Value) -> Result<Option<RequestTty>, Invalid> {
 }
 
 /// `set_env`: an array of `{name, value}` or `{name, secret: true}`; `null` is none.
-/// `secrets_given` holds the indexes whose secret value the api layer took out. Names are
-/// POSIX portable names, unique in the list.
+/// `secrets_given` holds the indexes whose secret value the api layer took out (an entry
+/// with `secret: true` that still carries a non-null `value` counts as given too; its text
+/// is never read here). Names are POSIX portable names, unique in the list; a plain value
+/// keeps `secret_value_problem`'s rule.
 pub fn set_env(value: &Value, secrets_given: &BTreeSet<usize>) -> Result<Vec<EnvEntry>, Invalid> {
     let items = match value {
         Value::Null => return Ok(Vec::new()),
@@ -200,7 +202,7 @@ fn set_env_entry(index: usize, item: &Value, secret_given: bool) -> Result<EnvEn
 }
 
 /// Why `name` is not a POSIX portable variable name of at most 128 characters.
-fn name_problem(name: &str) -> Option<&'static str> {
+pub fn name_problem(name: &str) -> Option<&'static str> {
     let mut chars = name.chars();
     let portable = chars
         .next()
@@ -279,6 +281,7 @@ pub fn request_tty_line(tty: RequestTty) -> String {
 /// `SetEnv NAME=value` for one variable, quoted as `ssh` needs it. `ssh` (OpenSSH 9.2)
 /// takes only the first `SetEnv` line of a host's blocks: more than one variable goes on
 /// one line with `set_env_line_of`.
+#[cfg(test)]
 pub fn set_env_line(name: &str, value: &str) -> String {
     set_env_line_of(&[(name, value)])
 }
@@ -404,4 +407,371 @@ pub fn send_env_from_config(args: &[String]) -> Result<Vec<String>, String> {
         return Err("SendEnv holds more than 64 patterns".into());
     }
     Ok(patterns)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::{json, Value};
+
+    use crate::fuzz::{settings, Rng};
+    use crate::model::environment::*;
+    use crate::model::ssh_words::{split_args, split_keyword};
+
+    fn field(error: crate::model::validate::Invalid) -> String {
+        error.field
+    }
+
+    #[test]
+    fn remote_command_is_trimmed_one_line_and_null_or_blank_is_none() {
+        assert_eq!(remote_command(&Value::Null).unwrap(), None);
+        assert_eq!(remote_command(&json!("")).unwrap(), None);
+        assert_eq!(remote_command(&json!(" \t ")).unwrap(), None);
+        assert_eq!(
+            remote_command(&json!("  tail -f log \t"))
+                .unwrap()
+                .as_deref(),
+            Some("tail -f log")
+        );
+        assert_eq!(
+            remote_command(&json!("a\tb")).unwrap().as_deref(),
+            Some("a\tb")
+        );
+        for bad in [
+            json!("a\nb"),
+            json!("a\rb"),
+            json!("a\u{0}b"),
+            json!("a\u{b}b"),
+            json!(1),
+            json!(["ls"]),
+        ] {
+            assert_eq!(
+                field(remote_command(&bad).unwrap_err()),
+                "remote_command",
+                "{bad}"
+            );
+        }
+        let at_limit = "é".repeat(MAX_ENV_VALUE_CHARS);
+        assert!(remote_command(&json!(at_limit)).is_ok());
+        assert!(remote_command(&json!(format!("{at_limit}x"))).is_err());
+    }
+
+    /// ssh -G: `RemoteCommand echo "a` is "invalid quotes" (the whole file refused);
+    /// `RemoteCommand none` (any case) is no command; `RemoteCommand ==x` runs `x`.
+    #[test]
+    fn remote_command_needs_balanced_quotes_and_is_not_none_or_starting_with_equals() {
+        for bad in [
+            "echo \"a",
+            "echo 'a",
+            "echo \"a'",
+            "none",
+            "NONE",
+            "=x",
+            "= x",
+        ] {
+            assert!(remote_command(&json!(bad)).is_err(), "{bad}");
+        }
+        // Balanced, escaped, or after a # that starts a word (ssh stops checking there).
+        for good in [
+            "echo \"a b\" 'c'",
+            "echo \\\"a",
+            "echo a #\"",
+            "nonesuch",
+            "x=y",
+            "100% #1",
+        ] {
+            assert_eq!(remote_command(&json!(good)).unwrap().as_deref(), Some(good));
+        }
+        assert!(remote_command(&json!("echo a#\"")).is_err());
+    }
+
+    #[test]
+    fn request_tty_is_null_or_one_of_four_lower_case_words() {
+        assert_eq!(request_tty(&Value::Null).unwrap(), None);
+        for (text, tty) in [
+            ("auto", RequestTty::Auto),
+            ("yes", RequestTty::Yes),
+            ("no", RequestTty::No),
+            ("force", RequestTty::Force),
+        ] {
+            assert_eq!(request_tty(&json!(text)).unwrap(), Some(tty));
+        }
+        for bad in [json!("Force"), json!("true"), json!(""), json!(true)] {
+            assert_eq!(field(request_tty(&bad).unwrap_err()), "request_tty");
+        }
+    }
+
+    #[test]
+    fn set_env_reads_plain_and_secret_entries() {
+        let given = BTreeSet::from([1]);
+        let entries = set_env(
+            &json!([{"name": "LANG", "value": "C.UTF-8"}, {"name": "TOKEN", "secret": true},
+                    {"name": "OLD", "secret": true}, {"name": "E", "value": "", "secret": false}]),
+            &given,
+        )
+        .unwrap();
+        assert_eq!(entries[0].value, EnvValue::Plain("C.UTF-8".into()));
+        assert_eq!(entries[1].value, EnvValue::Secret { given: true });
+        assert_eq!(entries[2].value, EnvValue::Secret { given: false });
+        assert_eq!(entries[3].value, EnvValue::Plain(String::new()));
+        assert!(set_env(&Value::Null, &BTreeSet::new()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn set_env_names_are_posix_portable_unique_and_at_most_128() {
+        let one = |name: &str| set_env(&json!([{"name": name, "value": "v"}]), &BTreeSet::new());
+        for good in ["A", "_", "a_1", "_9"] {
+            assert!(one(good).is_ok(), "{good}");
+        }
+        assert!(one(&"N".repeat(128)).is_ok());
+        for bad in ["", "1A", "A-B", "A=B", "A B", "É", "A.B"] {
+            assert_eq!(field(one(bad).unwrap_err()), "set_env[0].name", "{bad}");
+        }
+        assert_eq!(field(one(&"N".repeat(129)).unwrap_err()), "set_env[0].name");
+        let twice = json!([{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]);
+        assert_eq!(
+            field(set_env(&twice, &BTreeSet::new()).unwrap_err()),
+            "set_env[1].name"
+        );
+    }
+
+    #[test]
+    fn set_env_values_are_one_line_of_at_most_4096_and_entries_at_most_64() {
+        let one = |value: Value| set_env(&json!([{"name": "A", "value": value}]), &BTreeSet::new());
+        assert!(one(json!("é".repeat(4096))).is_ok());
+        assert!(one(json!(" spaces \t\"quotes\" #hash \\ ")).is_ok());
+        for bad in [
+            json!("é".repeat(4097)),
+            json!("a\nb"),
+            json!("a\u{0}"),
+            json!(1),
+            Value::Null,
+        ] {
+            assert_eq!(
+                field(one(bad.clone()).unwrap_err()),
+                "set_env[0].value",
+                "{bad}"
+            );
+        }
+        let many = |count: usize| {
+            let items: Vec<Value> = (0..count)
+                .map(|i| json!({"name": format!("V{i}"), "value": ""}))
+                .collect();
+            set_env(&Value::Array(items), &BTreeSet::new())
+        };
+        assert!(many(64).is_ok());
+        assert_eq!(field(many(65).unwrap_err()), "set_env");
+        assert_eq!(
+            field(set_env(&json!({"A": "1"}), &BTreeSet::new()).unwrap_err()),
+            "set_env"
+        );
+        assert_eq!(
+            field(set_env(&json!(["A=1"]), &BTreeSet::new()).unwrap_err()),
+            "set_env[0]"
+        );
+        let secret_word = json!([{"name": "A", "secret": "yes"}]);
+        assert_eq!(
+            field(set_env(&secret_word, &BTreeSet::new()).unwrap_err()),
+            "set_env[0].secret"
+        );
+    }
+
+    #[test]
+    fn secret_value_keeps_the_one_line_rule() {
+        assert_eq!(secret_value_problem("s3cr3t with spaces\t"), None);
+        assert_eq!(secret_value_problem(&"x".repeat(4096)), None);
+        assert!(secret_value_problem(&"x".repeat(4097)).is_some());
+        assert!(secret_value_problem("a\nb").is_some());
+        assert!(secret_value_problem("a\u{0}").is_some());
+    }
+
+    #[test]
+    fn send_env_patterns_are_distinct_words_with_wildcards_at_most_64() {
+        assert_eq!(
+            send_env(&json!(["LC_*", "EDITOR", "A?"])).unwrap(),
+            vec!["LC_*", "EDITOR", "A?"]
+        );
+        assert!(send_env(&Value::Null).unwrap().is_empty());
+        assert!(send_env(&json!(["N".repeat(128)])).is_ok());
+        for bad in [
+            json!(""),
+            json!("A=B"),
+            json!("-A"),
+            json!("A B"),
+            json!("a.b"),
+            json!("N".repeat(129)),
+            json!(1),
+        ] {
+            assert_eq!(
+                field(send_env(&json!([bad.clone()])).unwrap_err()),
+                "send_env[0]",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            field(send_env(&json!(["A", "A"])).unwrap_err()),
+            "send_env[1]"
+        );
+        let many = |count: usize| {
+            send_env(&Value::Array(
+                (0..count).map(|i| json!(format!("V{i}"))).collect(),
+            ))
+        };
+        assert!(many(64).is_ok());
+        assert_eq!(field(many(65).unwrap_err()), "send_env");
+    }
+
+    #[test]
+    fn lines_are_written_as_ssh_reads_them() {
+        // ssh -G: `RemoteCommand echo 100%% done` runs `echo 100% done`.
+        assert_eq!(
+            remote_command_line("echo 100% done"),
+            "RemoteCommand echo 100%% done"
+        );
+        assert_eq!(request_tty_line(RequestTty::Force), "RequestTTY force");
+        assert_eq!(set_env_line("LANG", "C.UTF-8"), "SetEnv LANG=C.UTF-8");
+        assert_eq!(
+            set_env_line("G", "hello world"),
+            r#"SetEnv "G=hello world""#
+        );
+        assert_eq!(set_env_line("Q", r#"a"b\c"#), r#"SetEnv "Q=a\"b\\c""#);
+        assert_eq!(set_env_line("E", ""), "SetEnv E=");
+        assert_eq!(
+            set_env_line_of(&[("A", "1"), ("B", "#2")]),
+            r#"SetEnv A=1 "B=#2""#
+        );
+        assert_eq!(
+            send_env_line(&["LC_*".into(), "EDITOR".into()]),
+            "SendEnv LC_* EDITOR"
+        );
+    }
+
+    /// ssh -G reads each of these lines as the value asserted.
+    #[test]
+    fn readers_take_what_ssh_takes() {
+        let rest = |line: &'static str| split_keyword(line).1;
+        assert_eq!(
+            remote_command_from_config(rest("RemoteCommand echo 100%% done")).unwrap(),
+            "echo 100% done"
+        );
+        assert_eq!(
+            remote_command_from_config(rest("RemoteCommand = echo a # b  \t")).unwrap(),
+            "echo a # b"
+        );
+        assert_eq!(
+            remote_command_from_config(rest("RemoteCommand ==x")).unwrap(),
+            "x"
+        );
+        assert_eq!(
+            remote_command_from_config(rest("RemoteCommand echo \"a  b\"")).unwrap(),
+            "echo \"a  b\""
+        );
+        assert_eq!(
+            remote_command_from_config(rest("RemoteCommand echo ${HOME}")).unwrap(),
+            "echo ${HOME}"
+        );
+        for (line, reason) in [
+            ("RemoteCommand echo %h", "token"),
+            ("RemoteCommand echo 100%", "lone %"),
+            ("RemoteCommand echo \"a", "quotes"),
+            ("RemoteCommand none", "no command"),
+            ("RemoteCommand   ", "needs a command"),
+        ] {
+            let error = remote_command_from_config(rest(line)).unwrap_err();
+            assert!(error.contains(reason), "{line}: {error}");
+        }
+        assert_eq!(request_tty_from_config("FORCE"), Some(RequestTty::Force));
+        assert_eq!(request_tty_from_config("true"), Some(RequestTty::Yes));
+        assert_eq!(request_tty_from_config("False"), Some(RequestTty::No));
+        assert_eq!(request_tty_from_config("maybe"), None);
+    }
+
+    #[test]
+    fn set_env_and_send_env_readers_keep_first_values_and_refuse_what_ssh_or_we_refuse() {
+        let args = |text: &str| split_args(text).unwrap();
+        assert_eq!(
+            set_env_from_config(&args(r#"A=1 G="hello world" A=2 E= X=a=b"#)).unwrap(),
+            vec![
+                ("A".into(), "1".into()),
+                ("G".into(), "hello world".into()),
+                ("E".into(), String::new()),
+                ("X".into(), "a=b".into())
+            ]
+        );
+        for bad in ["G", "=x", "1A=x", "A-B=x", ""] {
+            assert!(set_env_from_config(&args(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(
+            send_env_from_config(&args("LC_* EDITOR LC_*")).unwrap(),
+            vec!["LC_*", "EDITOR"]
+        );
+        for bad in ["-A", "A=B", "\"\"", "a.b", ""] {
+            assert!(send_env_from_config(&args(bad)).is_err(), "{bad}");
+        }
+    }
+
+    /// Random text from the characters that matter to ssh's reading of a line.
+    fn random_text(rng: &mut Rng, alphabet: &[char], max: usize) -> String {
+        (0..rng.below(max)).map(|_| *rng.pick(alphabet)).collect()
+    }
+
+    const TRICKY: &[char] = &[
+        'a', 'Z', '0', ' ', '\t', '"', '\'', '\\', '#', '%', '=', '$', '{', '}', 'é', '*',
+    ];
+
+    #[test]
+    fn random_values_survive_the_line_writers_and_readers() {
+        let (iterations, seed) = settings("environment line round trip", 0x00E0_5EED);
+        let mut rng = Rng::new(seed);
+        for _ in 0..iterations.min(20_000) {
+            let text = random_text(&mut rng, TRICKY, 24);
+            if let Ok(Some(command)) = remote_command(&json!(text)) {
+                let line = remote_command_line(&command);
+                let (keyword, rest) = split_keyword(&line);
+                assert_eq!(keyword, "RemoteCommand");
+                assert_eq!(
+                    remote_command_from_config(rest).as_deref(),
+                    Ok(command.as_str()),
+                    "{line}"
+                );
+            }
+            let pairs: Vec<(String, String)> = (0..1 + rng.below(3))
+                .map(|index| (format!("V{index}"), random_text(&mut rng, TRICKY, 12)))
+                .collect();
+            let borrowed: Vec<(&str, &str)> = pairs
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let line = set_env_line_of(&borrowed);
+            let (_, rest) = split_keyword(&line);
+            assert_eq!(
+                set_env_from_config(&split_args(rest).unwrap()),
+                Ok(pairs.clone()),
+                "{line}"
+            );
+            let one = set_env_line(&pairs[0].0, &pairs[0].1);
+            let (_, rest) = split_keyword(&one);
+            assert_eq!(
+                set_env_from_config(&split_args(rest).unwrap()),
+                Ok(vec![pairs[0].clone()])
+            );
+            let patterns: Vec<String> = (0..1 + rng.below(3))
+                .map(|index| {
+                    format!(
+                        "P{index}{}",
+                        random_text(&mut rng, &['A', '_', '*', '?', '1'], 6)
+                    )
+                })
+                .collect();
+            let line = send_env_line(&patterns);
+            let (_, rest) = split_keyword(&line);
+            assert_eq!(
+                send_env_from_config(&split_args(rest).unwrap()),
+                Ok(patterns),
+                "{line}"
+            );
+        }
+    }
 }

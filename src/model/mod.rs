@@ -6,10 +6,8 @@
 pub mod agent;
 pub mod batch;
 pub mod certificate;
-#[allow(dead_code)] // filled in by the forwards work in progress
 pub mod environment;
 pub mod fold;
-#[allow(dead_code)] // filled in by the forwards work in progress
 pub mod forward;
 pub mod forward_rule;
 pub mod group;

@@ -57,17 +57,16 @@ pub fn write(out: &mut String, startup: &Startup, rules: &[WrittenRule]) {
     }
     // One `SetEnv` line: `ssh` takes the first `SetEnv` line it meets and ignores the
     // others. Secrets are named after it, in order.
-    let plain: Vec<String> = startup
+    let plain: Vec<(&str, &str)> = startup
         .set_env
         .iter()
         .filter_map(|entry| match &entry.value {
-            EnvValue::Plain(value) => Some(environment::set_env_line(&entry.name, value)),
+            EnvValue::Plain(value) => Some((entry.name.as_str(), value.as_str())),
             EnvValue::Secret { .. } => None,
         })
-        .map(|one| one.trim_start_matches("SetEnv ").to_owned())
         .collect();
     if !plain.is_empty() {
-        line(&format!("SetEnv {}", plain.join(" ")));
+        line(&environment::set_env_line_of(&plain));
     }
     for entry in &startup.set_env {
         if let EnvValue::Secret { .. } = entry.value {
@@ -149,7 +148,7 @@ impl SessionReader {
         if let Some(name) = text.strip_prefix(SECRET_ENV_COMMENT) {
             let name = name.trim_matches(is_config_blank).to_owned();
             let known = self.session.startup.set_env.iter().any(|e| e.name == name);
-            if !known && environment::set_env_from_config(&[format!("{name}=")]).is_ok() {
+            if !known && environment::name_problem(&name).is_none() {
                 self.session.startup.set_env.push(EnvEntry {
                     name,
                     value: EnvValue::Secret { given: false },
