@@ -167,13 +167,18 @@ pub struct Tunnel {
 
 impl Tunnel {
     pub fn start(config: &Path, alias: &str) -> Tunnel {
+        Tunnel::start_with(config, alias, &["-o", "ExitOnForwardFailure=yes"])
+    }
+
+    /// `ssh -N` with `options` (and `BatchMode`, no host-key checks, no agent).
+    pub fn start_with(config: &Path, alias: &str, options: &[&str]) -> Tunnel {
         let log = config.with_extension(format!("{alias}.ssh.log"));
         let child = Command::new("ssh")
             .arg("-N")
             .arg("-F")
             .arg(config)
-            .args(["-o", "ExitOnForwardFailure=yes", "-o", "BatchMode=yes"])
-            .args(["-o", "StrictHostKeyChecking=no"])
+            .args(options)
+            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
             .args(["-o", "UserKnownHostsFile=/dev/null"])
             // A deadline for a hang, not a measure: the local sshd answers in milliseconds.
             .args(["-o", "ConnectTimeout=60"])
@@ -185,6 +190,16 @@ impl Tunnel {
             .spawn()
             .expect("ssh (openssh-client) runs");
         Tunnel { child, log }
+    }
+
+    /// Polls for ssh's exit until `EVENT_DEADLINE`.
+    pub fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
+        let mut status = None;
+        wait_until(EVENT_DEADLINE, || {
+            status = self.child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        status
     }
 
     pub fn log(&self) -> String {

@@ -94,3 +94,29 @@ fn the_exported_config_carries_local_dynamic_and_remote_forwards_through_ssh() {
         "the disabled rule was started:\n{export}"
     );
 }
+
+#[test]
+fn the_exported_exit_on_forward_failure_makes_ssh_fail_when_a_rules_port_is_busy() {
+    let sshd = super::forward_sshd("fwd-export-busy-sshd");
+    let service = crate::support::Service::start("fwd-export-busy");
+    let dir = work_dir("fwd-export-busy");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let (id, answer) = super::sshd_host(&service, &sshd, "busy", serde_json::json!({}));
+    // On 127.0.0.1 alone: with no address ssh binds [::1] too, and one bound address is
+    // success to it.
+    let mut local = rule("local", port, Some(1));
+    local["bind_address"] = serde_json::json!("127.0.0.1");
+    super::add_rule(&service, &super::host_rules(&id), local);
+    let config = super::usable_export(&service, &answer, &dir);
+    let export = std::fs::read_to_string(&config).unwrap();
+    // No ExitOnForwardFailure of the test's own: the export's line decides.
+    let mut tunnel = Tunnel::start_with(&config, &super::alias_in(&export, "busy"), &[]);
+    let status = tunnel.wait_exit();
+    assert!(
+        status.is_some_and(|status| !status.success()),
+        "ssh went on with a forward it could not bind (exit: {status:?}); log:\n{}\nexport:\n{export}",
+        tunnel.log()
+    );
+    drop(busy);
+}
