@@ -103,6 +103,12 @@ fn remote_command_is_trimmed_empty_is_null_one_line_of_at_most_4096_with_balance
         refused(json!(bad));
     }
     refused(json!(5));
+    // ssh reads these as no command, or skips the leading `=`.
+    for bad in ["none", "NONE", "None", "=echo x", "= echo x"] {
+        refused(json!(bad));
+    }
+    assert_eq!(command("echo none"), "echo none");
+    assert_eq!(command("echo a=b"), "echo a=b");
 }
 
 #[test]

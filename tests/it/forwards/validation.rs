@@ -409,3 +409,31 @@ fn a_listening_address_other_than_loopback_is_accepted_with_a_warning() {
     ));
     assert_eq!(socket["warnings"], json!([]));
 }
+
+#[test]
+fn a_socket_path_holds_no_dollar_brace_and_a_remote_dynamic_rule_binds_a_port_only() {
+    let rig = Rig::new("fwd-valid-socket-grammar");
+    let socket = |path: &str| with(&local(), json!({"bind_port": null, "bind_socket": path}));
+    rig.refuses(socket("/tmp/hm${HOME}.sock"), "bind_socket");
+    let target = |path: &str| {
+        with(
+            &local(),
+            json!({"target_host": null, "target_port": null, "target_socket": path}),
+        )
+    };
+    rig.refuses(target("/tmp/hm${USER}"), "target_socket");
+    for literal in [
+        "/tmp/hm$HOME.sock",
+        "/tmp/hm%h.sock",
+        "/tmp/hm\\x.sock",
+        "/tmp/hm{}.sock",
+    ] {
+        assert_eq!(
+            rig.accepts(socket(literal))["bind_socket"],
+            literal,
+            "{literal}"
+        );
+    }
+    let remote_dynamic = json!({"type": "remote", "bind_socket": "/tmp/hm-rd.sock"});
+    rig.refuses(remote_dynamic, "bind_socket");
+}
