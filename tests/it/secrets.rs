@@ -192,7 +192,7 @@ fn secrets_never_rest_in_plaintext_with_a_master_password() {
 // ---- removed ciphertext ------------------------------------------------------------------
 
 /// A sealed column's bytes as the database holds them now (read-only, beside the service).
-fn sealed_bytes(data_dir: &Path, sql: &str, id: &str) -> Vec<u8> {
+pub(crate) fn sealed_bytes(data_dir: &Path, sql: &str, id: &str) -> Vec<u8> {
     let conn = rusqlite::Connection::open_with_flags(
         data_dir.join("host-manager.db"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
@@ -211,7 +211,7 @@ fn pieces(sealed: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// Fails unless some file of the data dir holds every piece of `sealed` (so that the
 /// checks after a removal can fail at all).
 #[track_caller]
-fn assert_present(data_dir: &Path, sealed: &[u8], what: &str) {
+pub(crate) fn assert_present(data_dir: &Path, sealed: &[u8], what: &str) {
     let files = read_all_files(data_dir);
     for piece in pieces(sealed) {
         assert!(
@@ -223,7 +223,7 @@ fn assert_present(data_dir: &Path, sealed: &[u8], what: &str) {
 
 /// Fails when any file of the data dir (db, wal, shm, lock, ...) holds a piece of `sealed`.
 #[track_caller]
-fn assert_gone(data_dir: &Path, sealed: &[u8], what: &str) {
+pub(crate) fn assert_gone(data_dir: &Path, sealed: &[u8], what: &str) {
     let files = read_all_files(data_dir);
     assert!(!files.is_empty(), "{what}: the data dir has files");
     for (path, bytes) in &files {

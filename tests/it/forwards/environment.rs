@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::{assert_invalid, host};
+use crate::secrets::{assert_gone, assert_present, sealed_bytes};
 use crate::support::{contains_bytes, host_body, id_of, leak_forms, read_all_files, Service};
 
 fn create(service: &Service, extra: Value) -> crate::support::Response {
@@ -598,4 +599,67 @@ fn a_secret_value_keeps_the_value_rules_and_a_pattern_is_never_stored_twice() {
             assert_invalid(&twice, "send_env");
         }
     }
+}
+
+const SELECT_HOST_SECRET: &str = "SELECT sealed FROM env_secrets WHERE host_id = ?1";
+const SELECT_GROUP_SECRET: &str = "SELECT sealed FROM env_secrets WHERE group_id = ?1";
+
+fn secret_entry(label: &str) -> Value {
+    json!({"set_env": [{"name": "HM_T", "value": secret(label), "secret": true}]})
+}
+
+/// A host with one secret env value: its id and that value's ciphertext (present on disk).
+fn host_with_secret(service: &Service) -> (String, Vec<u8>) {
+    let id = id_of(&create(service, secret_entry("first")).expect(201));
+    let sealed = sealed_bytes(&service.data_dir, SELECT_HOST_SECRET, &id);
+    assert_present(&service.data_dir, &sealed, "the stored value");
+    (id, sealed)
+}
+
+#[test]
+fn a_replaced_secret_env_value_leaves_no_piece_of_its_ciphertext() {
+    let service = Service::start("fwd-env-scrub-replace");
+    let (id, sealed) = host_with_secret(&service);
+    service
+        .put(&format!("/api/hosts/{id}"), &secret_entry("second"))
+        .expect(200);
+    assert_gone(&service.data_dir, &sealed, "after its replacement");
+}
+
+#[test]
+fn a_secret_env_value_dropped_from_the_list_leaves_no_piece_of_its_ciphertext() {
+    let service = Service::start("fwd-env-scrub-drop");
+    let (id, sealed) = host_with_secret(&service);
+    service
+        .put(&format!("/api/hosts/{id}"), &json!({"set_env": []}))
+        .expect(200);
+    assert_gone(&service.data_dir, &sealed, "after it left the list");
+}
+
+#[test]
+fn a_deleted_hosts_secret_env_value_leaves_no_piece_of_its_ciphertext() {
+    let service = Service::start("fwd-env-scrub-host");
+    let (id, sealed) = host_with_secret(&service);
+    service.delete(&format!("/api/hosts/{id}")).expect(204);
+    assert_gone(&service.data_dir, &sealed, "after the host's delete");
+}
+
+#[test]
+fn a_replaced_or_deleted_groups_secret_env_value_leaves_no_piece_of_its_ciphertext() {
+    let service = Service::start("fwd-env-scrub-group");
+    let data = &service.data_dir;
+    let group = service.new_group("fleet");
+    let path = format!("/api/groups/{group}");
+    service
+        .put(&path, &json!({"defaults": secret_entry("group")}))
+        .expect(200);
+    let first = sealed_bytes(data, SELECT_GROUP_SECRET, &group);
+    assert_present(data, &first, "the group's value");
+    service
+        .put(&path, &json!({"defaults": secret_entry("group 2")}))
+        .expect(200);
+    assert_gone(data, &first, "after its replacement");
+    let second = sealed_bytes(data, SELECT_GROUP_SECRET, &group);
+    service.delete(&path).expect(204);
+    assert_gone(data, &second, "after the group's delete");
 }
