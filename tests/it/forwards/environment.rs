@@ -257,6 +257,14 @@ fn ssh_options_refuse_each_directive_that_has_a_field_naming_the_field_to_use() 
     }
 }
 
+/// The 200 answer of GET `path`, as text.
+#[track_caller]
+fn text_at(service: &Service, path: &str) -> String {
+    let response = service.get(path);
+    assert_eq!(response.status, 200, "{path}: {}", response.text());
+    response.text()
+}
+
 /// A distinctive secret value for `label`.
 fn secret(label: &str) -> String {
     format!("Env-secret-{label}-7c3e91")
@@ -289,11 +297,15 @@ fn a_secret_set_env_value_is_never_answered_nor_stored_in_plaintext_and_connect_
         answered
     );
     let mut texts = vec![
-        service.get("/api/hosts").text(),
-        service.get(&format!("/api/hosts/{id}")).text(),
-        service.get(&format!("/api/hosts/{id}/effective")).text(),
-        service.get(&format!("/api/groups/{group}")).text(),
-        service.get("/api/groups").text(),
+        text_at(&service, "/api/hosts"),
+        text_at(&service, &format!("/api/hosts/{id}")),
+        text_at(&service, &format!("/api/hosts/{id}/effective")),
+        text_at(&service, &format!("/api/groups/{group}")),
+        text_at(&service, "/api/groups"),
+        text_at(&service, &format!("/api/hosts/{id}/history")),
+        text_at(&service, "/api/history"),
+        text_at(&service, "/api/changes"),
+        text_at(&service, "/api/audit?limit=1000"),
     ];
     let export = service.get("/api/export/ssh-config").text();
     assert!(
