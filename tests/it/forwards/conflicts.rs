@@ -267,3 +267,31 @@ fn remote_rules_never_conflict() {
     add_rule(&service, &host_rules(&web), remote);
     add_rule(&service, &host_rules(&db), local(18720, Value::Null));
 }
+
+#[test]
+fn of_racing_creates_on_one_port_exactly_one_wins_and_the_others_are_409() {
+    let service = Service::start("fwd-conflict-race");
+    let hosts: Vec<String> = (0..8)
+        .map(|n| host(&service, &format!("racer{n}"), json!({})))
+        .collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(hosts.len()));
+    let racers: Vec<_> = hosts
+        .iter()
+        .map(|id| {
+            let (addr, barrier, path) = (service.addr(), barrier.clone(), host_rules(id));
+            std::thread::spawn(move || {
+                let mut client = crate::support::Client::connect(&addr);
+                barrier.wait();
+                client
+                    .request("POST", &path, Some(&local(18800, Value::Null)))
+                    .status
+            })
+        })
+        .collect();
+    let mut statuses: Vec<u16> = racers
+        .into_iter()
+        .map(|racer| racer.join().unwrap())
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 409, 409, 409, 409, 409, 409, 409]);
+}

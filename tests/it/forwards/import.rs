@@ -441,3 +441,44 @@ fn descriptions_and_flags_come_back_from_the_export_comments_into_a_fresh_servic
     };
     assert_eq!(summary(&got), summary(&kept), "export:\n{export}");
 }
+
+#[test]
+fn a_secret_env_comment_without_a_stored_value_leaves_no_entry_connect_cannot_open() {
+    let service = Service::start("fwd-import-secret-comment");
+    host(
+        &service,
+        "sealed",
+        json!({"set_env": [{"name": "HM_A", "value": "a"}, {"name": "HM_T", "value": "Comment-secret-4a2c", "secret": true}]}),
+    );
+    let export = service.get("/api/export/ssh-config").text();
+    assert!(
+        export.contains("# host-manager secret env: HM_T"),
+        "{export}"
+    );
+    let fresh = Service::start("fwd-import-secret-comment-fresh");
+    import(&fresh, &export);
+    let imported = host_named(&fresh, "sealed");
+    let connect = fresh
+        .post(
+            &format!("/api/hosts/{}/connect", id_of(&imported)),
+            &json!({}),
+        )
+        .expect(200);
+    let opened: Vec<&str> = connect["environment"]["set"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["name"].as_str().unwrap())
+        .collect();
+    let listed: Vec<&str> = imported["set_env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed, opened,
+        "every listed variable is one connect hands out: {imported}"
+    );
+    assert_eq!(opened, ["HM_A"]);
+}
