@@ -325,3 +325,98 @@ fn each_directive_connect_answers_is_the_line_the_export_writes_for_its_rule() {
         );
     }
 }
+
+#[test]
+fn a_hosts_plain_value_hides_a_groups_secret_of_that_name_and_a_hosts_secret_hides_a_groups_plain()
+{
+    let service = Service::start("fwd-connect-secret-shadow");
+    let fleet = group(
+        &service,
+        "fleet",
+        None,
+        json!({"set_env": [{"name": "HM_X", "value": "Group-secret-x-93d0", "secret": true}, {"name": "HM_Y", "value": "group y"}]}),
+    );
+    let id = host(
+        &service,
+        "shadow",
+        json!({"group_id": fleet, "set_env": [{"name": "HM_X", "value": "host x"},
+               {"name": "HM_Y", "value": "Host-secret-y-5e21", "secret": true}]}),
+    );
+    let answer = service
+        .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+        .expect(200);
+    let mut set = answer["environment"]["set"].as_array().unwrap().clone();
+    set.sort_by_key(|entry| entry["name"].as_str().unwrap().to_owned());
+    assert_eq!(
+        set,
+        [
+            json!({"name": "HM_X", "value": "host x"}),
+            json!({"name": "HM_Y", "value": "Host-secret-y-5e21"})
+        ]
+    );
+    let view = service
+        .get(&format!("/api/hosts/{id}/effective"))
+        .expect(200);
+    let text = view.to_string();
+    assert!(
+        !text.contains("Group-secret-x-93d0") && !text.contains("Host-secret-y-5e21"),
+        "{text}"
+    );
+    let mut value = view["fields"]["set_env"]["value"]
+        .as_array()
+        .unwrap()
+        .clone();
+    value.sort_by_key(|entry| entry["name"].as_str().unwrap().to_owned());
+    assert_eq!(
+        value,
+        [
+            json!({"name": "HM_X", "value": "host x"}),
+            json!({"name": "HM_Y", "secret": true})
+        ]
+    );
+}
+
+#[test]
+fn group_defaults_answer_set_env_and_send_env_and_keep_their_rules() {
+    let service = Service::start("fwd-group-env-rules");
+    let fleet = group(&service, "fleet", None, json!({}));
+    let path = format!("/api/groups/{fleet}");
+    let got = service.get(&path).expect(200);
+    assert_eq!(
+        json!([got["defaults"]["set_env"], got["defaults"]["send_env"]]),
+        json!([[], []]),
+        "{got}"
+    );
+    for (defaults, field) in [
+        (
+            json!({"set_env": [{"name": "1A", "value": "x"}]}),
+            "defaults.set_env",
+        ),
+        (
+            json!({"set_env": [{"name": "A", "value": "a\nb"}]}),
+            "defaults.set_env",
+        ),
+        (
+            json!({"set_env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}),
+            "defaults.set_env",
+        ),
+        (
+            json!({"set_env": [{"name": "A", "secret": true}]}),
+            "defaults.set_env",
+        ),
+        (json!({"send_env": ["A-B"]}), "defaults.send_env"),
+    ] {
+        super::assert_invalid(&service.put(&path, &json!({"defaults": defaults})), field);
+    }
+    let set = service
+        .put(
+            &path,
+            &json!({"defaults": {"set_env": [{"name": "A", "value": "1"}], "send_env": ["LC_*"]}}),
+        )
+        .expect(200);
+    assert_eq!(
+        set["defaults"]["set_env"],
+        json!([{"name": "A", "value": "1"}])
+    );
+    assert_eq!(set["defaults"]["send_env"], json!(["LC_*"]));
+}
