@@ -675,3 +675,67 @@ fn a_replaced_or_deleted_groups_secret_env_value_leaves_no_piece_of_its_cipherte
     service.delete(&path).expect(204);
     assert_gone(data, &second, "after the group's delete");
 }
+
+/// Runs `ssh -F <export> <alias>` (no command of its own: the export's RemoteCommand runs)
+/// against the test sshd; its stdout.
+fn session_output(config: &std::path::Path, alias: &str, sshd: &crate::interop::Sshd) -> String {
+    let output = std::process::Command::new("ssh")
+        .arg("-F")
+        .arg(config)
+        .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+        .args([
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "ConnectTimeout=60",
+        ])
+        .arg(alias)
+        .env_remove("SSH_AUTH_SOCK")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ssh failed: {}\nsshd log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        sshd.log()
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_owned()
+}
+
+#[test]
+fn the_exported_request_tty_decides_whether_the_server_gives_the_command_a_terminal() {
+    let sshd = super::forward_sshd("fwd-env-tty-sshd");
+    let service = Service::start("fwd-env-tty-login");
+    let dir = super::work_dir("fwd-env-tty-login");
+    let command = "if [ -t 0 ]; then echo terminal; else echo none; fi";
+    let (_, answer) = super::sshd_host(
+        &service,
+        &sshd,
+        "forced",
+        json!({"remote_command": command, "request_tty": "force"}),
+    );
+    let refused = service
+        .post(
+            "/api/hosts",
+            &json!({"name": "refused", "hostname": "127.0.0.1", "port": sshd.port,
+                    "username": crate::interop::current_user(),
+                    "auth": answer["host"]["auth"], "remote_command": command, "request_tty": "no"}),
+        )
+        .expect(201);
+    assert_eq!(refused["request_tty"], "no");
+    let config = super::usable_export(&service, &answer, &dir);
+    let export = std::fs::read_to_string(&config).unwrap();
+    assert_eq!(
+        session_output(&config, &super::alias_in(&export, "forced"), &sshd),
+        "terminal",
+        "{export}"
+    );
+    assert_eq!(
+        session_output(&config, &super::alias_in(&export, "refused"), &sshd),
+        "none",
+        "{export}"
+    );
+}

@@ -55,7 +55,14 @@ fn the_exported_config_carries_local_dynamic_and_remote_forwards_through_ssh() {
     let service = crate::support::Service::start("fwd-export-tunnels");
     let dir = work_dir("fwd-export-tunnels");
     let echo = Echo::start();
-    let (id, answer) = super::sshd_host(&service, &sshd, "tunnels", serde_json::json!({}));
+    // The dynamic rule is the group's: a group's rules reach ssh through each host's block.
+    let group = service.new_group("fleet");
+    let (id, answer) = super::sshd_host(
+        &service,
+        &sshd,
+        "tunnels",
+        serde_json::json!({"group_id": group}),
+    );
     let rules = super::host_rules(&id);
     let (local, dynamic, remote, remote_socks, disabled) = (
         free_port(),
@@ -65,7 +72,11 @@ fn the_exported_config_carries_local_dynamic_and_remote_forwards_through_ssh() {
         free_port(),
     );
     super::add_rule(&service, &rules, rule("local", local, Some(echo.port)));
-    super::add_rule(&service, &rules, rule("dynamic", dynamic, None));
+    super::add_rule(
+        &service,
+        &super::group_rules(&group),
+        rule("dynamic", dynamic, None),
+    );
     super::add_rule(&service, &rules, rule("remote", remote, Some(echo.port)));
     super::add_rule(&service, &rules, rule("remote", remote_socks, None));
     let mut off = rule("local", disabled, Some(echo.port));
