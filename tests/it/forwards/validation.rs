@@ -437,3 +437,20 @@ fn a_socket_path_holds_no_dollar_brace_and_a_remote_dynamic_rule_binds_a_port_on
     let remote_dynamic = json!({"type": "remote", "bind_socket": "/tmp/hm-rd.sock"});
     rig.refuses(remote_dynamic, "bind_socket");
 }
+
+#[test]
+fn a_put_position_is_a_non_negative_integer() {
+    let rig = Rig::new("fwd-valid-position");
+    let created = add_rule(&rig.service, &rig.path, local());
+    let path = format!("{}/{}", rig.path, id_of(&created));
+    for bad in [json!(-1), json!("0"), json!(1.5), json!(true)] {
+        assert_invalid(
+            &rig.service.put(&path, &json!({"position": bad})),
+            "position",
+        );
+    }
+    assert_eq!(
+        rig.service.put(&path, &json!({"position": 0})).expect(200)["position"],
+        0
+    );
+}
