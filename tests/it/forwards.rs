@@ -16,6 +16,7 @@ mod conflicts;
 mod connect;
 mod environment;
 mod export;
+mod feed;
 mod import;
 mod net;
 mod rules;
