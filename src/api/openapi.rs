@@ -307,6 +307,23 @@ mod tests {
         errors
     }
 
+    /// The `Error` schema's `code` enum lists every code a handler can answer (a client
+    /// that validates answers against the document would refuse one it does not list).
+    #[test]
+    fn the_error_schema_lists_every_code_a_handler_answers() {
+        let document = document();
+        let listed = &document["components"]["schemas"]["Error"]["properties"]["code"]["enum"];
+        let listed: Vec<&str> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        for err in every_error() {
+            assert!(listed.contains(&err.code()), "{} is not in Error.code", err.code());
+        }
+    }
+
     #[test]
     fn every_status_an_operation_can_answer_is_documented_with_its_code() {
         let document = document();
