@@ -320,7 +320,11 @@ mod tests {
             .filter_map(Value::as_str)
             .collect();
         for err in every_error() {
-            assert!(listed.contains(&err.code()), "{} is not in Error.code", err.code());
+            assert!(
+                listed.contains(&err.code()),
+                "{} is not in Error.code",
+                err.code()
+            );
         }
     }
 

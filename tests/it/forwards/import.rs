@@ -482,3 +482,33 @@ fn a_secret_env_comment_without_a_stored_value_leaves_no_entry_connect_cannot_op
     );
     assert_eq!(opened, ["HM_A"]);
 }
+
+#[test]
+fn the_import_reads_request_tty_remote_command_and_send_env_as_ssh_does() {
+    let service = Service::start("fwd-import-grammar");
+    let config = "Host truthy\n    HostName t.example.com\n    RequestTTY true\n    RemoteCommand none\n\
+                  Host upper\n    HostName u.example.com\n    requesttty FORCE\n    remotecommand=echo \"a  b\"\n\
+                  Host removing\n    HostName r.example.com\n    SendEnv LC_* EDITOR\n    SendEnv -EDITOR\n";
+    let answer = import(&service, config);
+    let truthy = host_named(&service, "truthy");
+    assert_eq!(
+        json!([truthy["request_tty"], truthy["remote_command"]]),
+        json!(["yes", null]),
+        "{answer}"
+    );
+    let upper = host_named(&service, "upper");
+    assert_eq!(
+        json!([upper["request_tty"], upper["remote_command"]]),
+        json!(["force", "echo \"a  b\""])
+    );
+    let removing = host_named(&service, "removing");
+    assert!(
+        answer["warnings"].to_string().contains("SendEnv"),
+        "{answer}"
+    );
+    assert_eq!(removing["ssh_options"], json!([]), "{removing}");
+    assert!(
+        !removing["send_env"].to_string().contains('-'),
+        "{removing}"
+    );
+}
