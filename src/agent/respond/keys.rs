@@ -236,10 +236,7 @@ fn attached_to(state: &AppState, certificate_blob: &[u8]) -> Option<AgentKey> {
         .read(|conn| store::certificates::of_key(conn, &key.id))
         .map_err(|err| log::error!("agent: cannot read a key's certificates: {err}"))
         .ok()?;
-    texts
-        .iter()
-        .any(|attached| *attached == text)
-        .then_some(key)
+    texts.contains(&text).then_some(key)
 }
 
 /// `REMOVE_ALL_IDENTITIES` (`ssh-add -D`): the agent stops offering every key.
