@@ -172,21 +172,7 @@ pub fn open(
                 key_id,
                 private_key,
                 passphrase,
-            } => {
-                let key = |field| SealContext {
-                    table: "keys",
-                    row_id: key_id,
-                    field,
-                };
-                OpenedMethod::Key {
-                    key_id: key_id.clone(),
-                    private_key: vault.open(key("private_key"), private_key)?,
-                    passphrase: match passphrase {
-                        Some(bytes) => Some(vault.open(key("passphrase"), bytes)?),
-                        None => None,
-                    },
-                }
-            }
+            } => open_key(&vault, key_id, private_key, passphrase.as_deref())?,
             SealedMethod::Password(_) => OpenedMethod::Password(copy(password.as_ref())),
             SealedMethod::Agent => OpenedMethod::Agent,
             SealedMethod::KeyboardInteractive { answers } => {
@@ -207,6 +193,28 @@ pub fn open(
         });
     }
     Ok(OpenedIdentity { methods, totp })
+}
+
+/// A key method's private key and passphrase, opened with the seals of the key's row.
+fn open_key(
+    vault: &Vault,
+    key_id: &str,
+    private_key: &[u8],
+    passphrase: Option<&[u8]>,
+) -> Result<OpenedMethod, ApiError> {
+    let key = |field| SealContext {
+        table: "keys",
+        row_id: key_id,
+        field,
+    };
+    Ok(OpenedMethod::Key {
+        key_id: key_id.to_owned(),
+        private_key: vault.open(key("private_key"), private_key)?,
+        passphrase: match passphrase {
+            Some(bytes) => Some(vault.open(key("passphrase"), bytes)?),
+            None => None,
+        },
+    })
 }
 
 /// A second wiped copy of a secret (the password answers a prompt and its method both).
