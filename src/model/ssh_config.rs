@@ -50,6 +50,14 @@ pub struct Directive {
     pub raw: String,
 }
 
+impl Directive {
+    /// Hands the line to a block's session reader; `true` when it took it (a forward, the
+    /// command, the environment, or one of their comments).
+    fn read_into(&self, session: &mut SessionReader) -> bool {
+        session.read(self.line, &self.keyword, &self.args, &self.raw)
+    }
+}
+
 /// A top-level piece of a config file, in file order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Section {
@@ -290,12 +298,7 @@ fn host_block(
     let mut seen = HashSet::new();
     let mut session = SessionReader::default();
     for directive in directives {
-        if session.read(
-            directive.line,
-            &directive.keyword,
-            &directive.args,
-            &directive.raw,
-        ) {
+        if directive.read_into(&mut session) {
             continue;
         }
         let keyword = directive.keyword.to_ascii_lowercase();
