@@ -100,6 +100,9 @@ pub struct Config {
     /// (`HOST_MANAGER_TEST_AUTO_LOCK_MS`), so tests run it short. `--auto-lock` still turns
     /// it on and is what `GET /api/vault` reports.
     pub test_auto_lock: Option<Duration>,
+    /// Test-only: how often the certificate watcher looks (`HOST_MANAGER_TEST_CERTIFICATE_
+    /// TICK_MS`) instead of once a minute (src/expiry.rs).
+    pub test_certificate_tick: Option<Duration>,
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (docs/development.md,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
@@ -256,6 +259,8 @@ impl Config {
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
             test_auto_lock: test_number(env, "HOST_MANAGER_TEST_AUTO_LOCK_MS")?
+                .map(Duration::from_millis),
+            test_certificate_tick: test_number(env, "HOST_MANAGER_TEST_CERTIFICATE_TICK_MS")?
                 .map(Duration::from_millis),
             http_overrides: HttpOverrides::from_env(env)?,
             feed_overrides: FeedOverrides::from_env(env)?,

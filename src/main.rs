@@ -15,6 +15,7 @@ mod api;
 mod approvals;
 mod config;
 mod error;
+mod expiry;
 #[cfg(test)]
 mod fuzz;
 mod http;
@@ -97,6 +98,7 @@ fn serve(config: Config) -> Result<(), StartError> {
     );
     let state = Arc::new(AppState::new(config, db, vault));
     lifecycle::watch_idle(&state)?;
+    expiry::watch(&state);
     // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.
     let agent_socket = agent::start(&state);
     lifecycle::announce(announcement)?;

@@ -132,7 +132,9 @@ pub fn put_certificate(state: &AppState, req: &Req, id: &str) -> Result<Reply, A
     let (key, texts, replaced) = state.db.write(|tx| {
         let current = store::keys::by_id(tx, id)?;
         precondition.check(Revised::Key, current.revision)?;
-        let (key, replaced) = store::certificates::attach(tx, id, &principals, &certificate.text)?;
+        let status = certificate.status(store::certificates::now_seconds());
+        let (key, replaced) =
+            store::certificates::attach(tx, id, &principals, &certificate.text, status.as_str())?;
         Ok::<_, ApiError>((key, store::certificates::of_key(tx, id)?, replaced))
     })?;
     key_reply(if replaced { 200 } else { 201 }, &key, &texts)

@@ -55,6 +55,18 @@ pub enum Status {
     Expired,
 }
 
+impl Status {
+    /// The word the key view shows (`not_yet_valid`, `valid`, `expiring`, `expired`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::NotYetValid => "not_yet_valid",
+            Status::Valid => "valid",
+            Status::Expiring => "expiring",
+            Status::Expired => "expired",
+        }
+    }
+}
+
 /// The key list's `certificate` filter (docs/api.md, "Keys").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Filter {

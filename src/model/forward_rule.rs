@@ -58,10 +58,13 @@ pub struct RuleView<'a> {
     pub position: Option<i64>,
     #[serde(flatten)]
     pub spec: &'a ForwardSpec,
-    pub enabled: bool,
+    /// Absent from `connect`, which answers enabled rules only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
     pub autostart: bool,
     pub description: &'a str,
-    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
     /// `connect`: the ssh_config line the export writes for the rule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directive: Option<String>,
@@ -87,10 +90,10 @@ impl Rule {
             source: None,
             position: Some(self.position),
             spec: &self.spec,
-            enabled: self.settings.enabled,
+            enabled: Some(self.settings.enabled),
             autostart: self.settings.autostart,
             description: &self.settings.description,
-            warnings: self.spec.warnings(),
+            warnings: Some(self.spec.warnings()),
             directive: None,
             created_at: Some(&self.created_at),
             updated_at: Some(&self.updated_at),
@@ -114,13 +117,16 @@ impl Rule {
         }
     }
 
-    /// The rule as `connect` answers it: what to start, its `source` and its `directive`,
-    /// without the owner, place and bookkeeping.
+    /// The rule as `connect` answers it (docs/forwards.md, "connect"): what to start, its
+    /// `source` and its `directive`, without the owner, place, flags it always has and
+    /// bookkeeping.
     pub fn connect_view(&self) -> RuleView<'_> {
         RuleView {
             host_id: None,
             group_id: None,
             position: None,
+            enabled: None,
+            warnings: None,
             directive: Some(self.spec.directive()),
             created_at: None,
             updated_at: None,

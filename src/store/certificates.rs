@@ -19,22 +19,29 @@ const SELECT_OF_KEY: &str =
     "SELECT certificate FROM key_certificates WHERE key_id = ?1 ORDER BY seq";
 const SELECT_ALL: &str = "SELECT key_id, certificate FROM key_certificates ORDER BY seq";
 const SELECT_SEQ: &str = "SELECT seq FROM key_certificates WHERE key_id = ?1 AND principals = ?2";
-const INSERT: &str = "INSERT INTO key_certificates (key_id, principals, certificate, created_at) \
-     VALUES (?1, ?2, ?3, ?4)";
-const REPLACE: &str =
-    "UPDATE key_certificates SET certificate = ?2, created_at = ?3 WHERE seq = ?1";
+const INSERT: &str = "INSERT INTO key_certificates (key_id, principals, certificate, created_at, \
+     announced) VALUES (?1, ?2, ?3, ?4, ?5)";
+const REPLACE: &str = "UPDATE key_certificates SET certificate = ?2, created_at = ?3, \
+     announced = ?4 WHERE seq = ?1";
+const SELECT_WATCHED: &str = "SELECT c.seq, c.key_id, c.certificate, c.announced, k.public_key \
+     FROM key_certificates AS c JOIN keys AS k ON k.id = c.key_id ORDER BY c.seq";
+const SET_ANNOUNCED: &str = "UPDATE key_certificates SET announced = ?2 WHERE seq = ?1";
+const INSERT_KEY_CHANGE: &str = "INSERT INTO changes (at, kind, id, op) \
+     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'key', ?1, 'updated')";
 const DELETE_ALL: &str = "DELETE FROM key_certificates WHERE key_id = ?1";
 const DELETE_ONE: &str = "DELETE FROM key_certificates WHERE key_id = ?1 AND principals = ?2";
 const TOUCH_KEY: &str = "UPDATE keys SET updated_at = ?2 WHERE id = ?1";
 
 /// Attaches `certificate` (its text) to key `key_id`, replacing the one with the same
-/// principal set (`principals`, `Certificate::principals_key`). Returns the key as it is
-/// now and whether a certificate was replaced. Errors: `KeyNotFound`.
+/// principal set (`principals`, `Certificate::principals_key`), with `status` (its status
+/// now) as the one announced. Returns the key as it is now and whether a certificate was
+/// replaced. Errors: `KeyNotFound`.
 pub fn attach(
     conn: &Connection,
     key_id: &str,
     principals: &str,
     certificate: &str,
+    status: &str,
 ) -> Result<(Key, bool), StoreError> {
     let key = by_id(conn, key_id)?;
     let existing: Option<i64> = conn
@@ -42,15 +49,18 @@ pub fn attach(
         .query_row(params![key_id, principals], |row| row.get(0))
         .optional()?;
     match existing {
-        Some(seq) => {
-            conn.prepare_cached(REPLACE)?
-                .execute(params![seq, certificate, now_timestamp()])?
-        }
+        Some(seq) => conn.prepare_cached(REPLACE)?.execute(params![
+            seq,
+            certificate,
+            now_timestamp(),
+            status
+        ])?,
         None => conn.prepare_cached(INSERT)?.execute(params![
             key_id,
             principals,
             certificate,
-            now_timestamp()
+            now_timestamp(),
+            status
         ])?,
     };
     Ok((touch(conn, &key)?, existing.is_some()))
@@ -75,6 +85,50 @@ pub fn remove(
         0 => Ok((key, 0)),
         _ => Ok((touch(conn, &key)?, removed)),
     }
+}
+
+/// One attached certificate as the expiry watcher reads it.
+pub struct Watched {
+    pub seq: i64,
+    pub key_id: String,
+    pub certificate: String,
+    /// The status last announced; `""` when none was recorded yet.
+    pub announced: String,
+    /// The key's public key, which the certificate must certify.
+    pub public_key: String,
+}
+
+/// Every attached certificate with the status last announced.
+pub fn watched(conn: &Connection) -> Result<Vec<Watched>, StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_WATCHED)?;
+    let rows = statement.query_map([], |row| {
+        Ok(Watched {
+            seq: row.get(0)?,
+            key_id: row.get(1)?,
+            certificate: row.get(2)?,
+            announced: row.get(3)?,
+            public_key: row.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Records `status` as certificate `seq`'s announced one; with `log`, appends one `key`
+/// `updated` entry for `key_id` to the change feed (the key's view changed; its own row and
+/// revision are not touched). Caller holds the write transaction.
+pub fn announce(
+    conn: &Connection,
+    seq: i64,
+    key_id: &str,
+    status: &str,
+    log: bool,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(SET_ANNOUNCED)?
+        .execute(params![seq, status])?;
+    if log {
+        conn.prepare_cached(INSERT_KEY_CHANGE)?.execute([key_id])?;
+    }
+    Ok(())
 }
 
 /// The texts of key `key_id`'s certificates, oldest attachment first.
@@ -135,14 +189,14 @@ mod tests {
     fn a_certificate_for_the_same_principal_set_replaces_the_old_one_in_place() {
         let db = db_with_key();
         let (key, replaced) = db
-            .write(|tx| attach(tx, "k1", "[\"a\"]", "cert-a1"))
+            .write(|tx| attach(tx, "k1", "[\"a\"]", "cert-a1", "valid"))
             .unwrap();
         assert!(!replaced);
         assert_eq!(key.revision, 2, "attaching is an edit of the key");
-        db.write(|tx| attach(tx, "k1", "[\"b\"]", "cert-b"))
+        db.write(|tx| attach(tx, "k1", "[\"b\"]", "cert-b", "valid"))
             .unwrap();
         let (_, replaced) = db
-            .write(|tx| attach(tx, "k1", "[\"a\"]", "cert-a2"))
+            .write(|tx| attach(tx, "k1", "[\"a\"]", "cert-a2", "valid"))
             .unwrap();
         assert!(replaced);
         let texts = db.read(|conn| of_key(conn, "k1")).unwrap();
@@ -153,8 +207,10 @@ mod tests {
     #[test]
     fn removing_one_set_or_all_and_removing_none_leaves_the_key_untouched() {
         let db = db_with_key();
-        db.write(|tx| attach(tx, "k1", "[\"a\"]", "a")).unwrap();
-        db.write(|tx| attach(tx, "k1", "[]", "any")).unwrap();
+        db.write(|tx| attach(tx, "k1", "[\"a\"]", "a", "valid"))
+            .unwrap();
+        db.write(|tx| attach(tx, "k1", "[]", "any", "valid"))
+            .unwrap();
         let (key, removed) = db.write(|tx| remove(tx, "k1", Some("[\"x\"]"))).unwrap();
         assert_eq!((key.revision, removed), (3, 0), "nothing removed, no edit");
         let (_, removed) = db.write(|tx| remove(tx, "k1", Some("[]"))).unwrap();

@@ -9,10 +9,11 @@
 
 use rusqlite::{params, Connection};
 
+use crate::model::forward_rule::Owner;
 use crate::model::interop;
 use crate::model::ssh_config_session::{BlockSession, SessionReader};
 use crate::model::ssh_words::{is_config_blank, split_args, split_keyword};
-use crate::store::{now_timestamp, StoreError};
+use crate::store::{forwards, StoreError};
 
 /// A fresh random (version 4) UUID, made by SQLite: the store has no other source of ids.
 const NEW_ID: &str = "SELECT lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) \
@@ -98,56 +99,38 @@ fn write_host(tx: &Connection, host_id: &str, moved: &Moved) -> Result<(), Store
         "UPDATE hosts SET startup = ?2 WHERE id = ?1",
         params![host_id, moved.session.startup.to_json().to_string()],
     )?;
-    if !moved.unread.is_empty() {
+    let owner = Owner::Host(host_id.to_owned());
+    let mut unread = moved.unread.clone();
+    unread.extend(insert_rules(tx, &owner, &moved.session)?);
+    if !unread.is_empty() {
         let note = format!(
             "\n\nssh_options lines this version could not read into fields (moved here when \
              the database was upgraded):\n{}",
-            moved.unread.join("\n")
+            unread.join("\n")
         );
         tx.execute(
             "UPDATE hosts SET notes = notes || ?2 WHERE id = ?1",
             params![host_id, note],
         )?;
     }
-    insert_rules(tx, "host_id", host_id, &moved.session)
+    Ok(())
 }
 
+/// Stores `session`'s rules for `owner`; answers the directives of those it could not hold
+/// (past `MAX_FORWARDS`).
 fn insert_rules(
     tx: &Connection,
-    column: &str,
-    owner: &str,
+    owner: &Owner,
     session: &BlockSession,
-) -> Result<(), StoreError> {
-    let now = now_timestamp();
-    for (position, rule) in session.rules.iter().enumerate() {
+) -> Result<Vec<String>, StoreError> {
+    let mut refused = Vec::new();
+    for rule in &session.rules {
         let id: String = tx.query_row(NEW_ID, [], |row| row.get(0))?;
-        let spec = &rule.spec;
-        tx.execute(
-            &format!(
-                "INSERT INTO forwards (id, {column}, position, type, bind_address, bind_port, \
-                 bind_socket, target_host, target_port, target_socket, enabled, autostart, \
-                 description, created_at, updated_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)"
-            ),
-            params![
-                id,
-                owner,
-                position as i64,
-                spec.kind.as_str(),
-                spec.bind_address,
-                spec.bind_port,
-                spec.bind_socket,
-                spec.target_host,
-                spec.target_port,
-                spec.target_socket,
-                rule.settings.enabled,
-                rule.settings.autostart,
-                rule.settings.description,
-                now,
-            ],
-        )?;
+        if forwards::insert(tx, owner, &id, &rule.spec, &rule.settings)?.is_err() {
+            refused.push(rule.spec.directive());
+        }
     }
-    Ok(())
+    Ok(refused)
 }
 
 fn move_group_directives(tx: &Connection) -> Result<(), StoreError> {
@@ -164,7 +147,10 @@ fn move_group_directives(tx: &Connection) -> Result<(), StoreError> {
         if kept.len() == options.len() {
             continue;
         }
-        for line in &moved.unread {
+        let owner = Owner::Group(group_id.clone());
+        let mut unread = moved.unread.clone();
+        unread.extend(insert_rules(tx, &owner, &moved.session)?);
+        for line in &unread {
             log::warn!(
                 "group {group_id}: the default ssh_options line {line:?} could not be read \
                  into a field and was dropped by the upgrade"
@@ -182,7 +168,6 @@ fn move_group_directives(tx: &Connection) -> Result<(), StoreError> {
                 serde_json::Value::from(startup.send_env.clone()).to_string(),
             ],
         )?;
-        insert_rules(tx, "group_id", &group_id, &moved.session)?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Removed secrets leave the data dir: a write that deleted or replaced sealed bytes (a host
 //! password, a key's private key or passphrase, an identity's password, literal answers or
-//! TOTP secret, the vault's data key) is followed, before
+//! TOTP secret, a secret environment value, the vault's data key) is followed, before
 //! its answer, by a checkpoint that copies the WAL into the database file and truncates it
 //! to zero bytes. With `secure_delete` on, the pages written back carry zeros where the old
 //! bytes were, so no file of the data dir (database, `-wal`, `-shm`) holds the old
@@ -24,6 +24,10 @@ const CREATE_LOG: &str = "
     CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_host_password
         AFTER UPDATE OF password ON main.hosts
         WHEN old.password IS NOT NULL AND old.password IS NOT new.password BEGIN
+        INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_env_secret AFTER DELETE ON main.env_secrets
+    BEGIN
         INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_key_delete AFTER DELETE ON main.keys

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::Connection;
 
 use crate::model::forward::ForwardSettings;
-use crate::model::forward_rule::Owner;
+use crate::model::forward_rule::{Owner, Rule};
 use crate::model::host::Host;
 use crate::model::ssh_config_import::{Catalogue, ImportPlan, Placed};
 use crate::model::ssh_config_session::ReadRule;
@@ -88,17 +88,32 @@ pub fn apply(
     for place in plan.placed.iter().filter(|place| place.existing.is_none()) {
         hosts::insert(conn, &place.id, &place.new_host(group_id), None)?;
     }
-    let group_rules: HashSet<String> = forwards::all(conn)?
-        .into_iter()
-        .filter(|rule| matches!(rule.owner, Owner::Group(_)))
-        .map(|rule| rule.id)
-        .collect();
+    // Every rule read once: the groups' ids (the export writes inherited rules too) and each
+    // host's own rules.
+    let mut group_rules: HashSet<String> = HashSet::new();
+    let mut host_rules: HashMap<String, Vec<Rule>> = HashMap::new();
+    for rule in forwards::all(conn)? {
+        match &rule.owner {
+            Owner::Group(_) => {
+                group_rules.insert(rule.id);
+            }
+            Owner::Host(id) => host_rules.entry(id.clone()).or_default().push(rule),
+        }
+    }
     let ImportPlan { placed, report, .. } = plan;
     for place in placed.iter() {
         let verdict = interop::judge_chain(conn, Some(&place.id), &place.hops)?;
         let hops = report.settle_chain(place, &verdict);
         let mut warnings = Vec::new();
-        let rules_changed = sync_rules(conn, place, &group_rules, new_id, &mut warnings)?;
+        let current = host_rules
+            .get(&place.id)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let rules = Rules {
+            current,
+            of_groups: &group_rules,
+        };
+        let rules_changed = sync_rules(conn, place, &rules, new_id, &mut warnings)?;
         for warning in warnings {
             report.warn(place.block, warning);
         }
@@ -132,7 +147,7 @@ pub fn apply(
 fn sync_rules(
     conn: &Connection,
     place: &Placed<'_>,
-    group_rules: &HashSet<String>,
+    rules: &Rules<'_>,
     new_id: &mut dyn FnMut() -> String,
     warnings: &mut Vec<String>,
 ) -> Result<bool, StoreError> {
@@ -142,9 +157,14 @@ fn sync_rules(
         .session
         .rules
         .iter()
-        .filter(|rule| !rule.id.as_ref().is_some_and(|id| group_rules.contains(id)))
+        .filter(|rule| {
+            !rule
+                .id
+                .as_ref()
+                .is_some_and(|id| rules.of_groups.contains(id))
+        })
         .collect();
-    let current = forwards::of_owner(conn, &owner)?;
+    let current = rules.current;
     let same = current.len() == wanted.len()
         && current.iter().zip(&wanted).all(|(now, read)| {
             now.spec == read.spec
@@ -213,6 +233,14 @@ fn listening_or_manual(
         }
     }
     Ok(settings)
+}
+
+/// The stored rules an import's host is matched against.
+struct Rules<'a> {
+    /// The host's own rules, in order (none for a new host).
+    current: &'a [Rule],
+    /// The ids of every group's rules.
+    of_groups: &'a HashSet<String>,
 }
 
 /// A rule id from outside text is kept only when it looks like one of ours.

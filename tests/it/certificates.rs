@@ -437,6 +437,43 @@ fn attaching_and_removing_a_certificate_are_each_one_key_update_in_the_change_fe
     assert_eq!(entries, [("key", id, "updated"), ("key", id, "updated")]);
 }
 
+/// docs/api.md "Certificates": the watcher (its tick set short for the test) logs one `key`
+/// `updated` entry when an attached certificate's status changes on its own, here when it
+/// expires; the key then shows it `expired`. The entry is waited for with the feed's own
+/// long poll, not a sleep.
+#[test]
+fn a_certificate_that_expires_on_its_own_is_a_key_update_in_the_change_feed() {
+    let service = Service::start_env(
+        "cert-expiry-feed",
+        &[("HOST_MANAGER_TEST_CERTIFICATE_TICK_MS", "100")],
+    );
+    let ca = Ca::new("cert-expiry-feed-ca");
+    let key = new_key(&service, "k");
+    let id = key["id"].as_str().unwrap();
+    let line = ca.sign(public_key(&key), &["-I", "x", "-n", "a", "-V", "-1m:+3s"]);
+    let attached = attach(&service, &key, &line).expect(201);
+    assert_eq!(attached["certificate"]["status"], "expiring");
+    let after_attach = service.get("/api/changes").expect(200)["next"]
+        .as_i64()
+        .unwrap();
+    let page = service
+        .get(&format!("/api/changes?since={after_attach}&wait=30"))
+        .expect(200);
+    let entries: Vec<(&str, &str)> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| (item["kind"].as_str().unwrap(), item["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(entries, [("key", id)], "{page}");
+    let now = service.get(&format!("/api/keys/{id}")).expect(200);
+    assert_eq!(now["certificates"][0]["status"], "expired", "{now}");
+    assert_eq!(
+        now["revision"], attached["revision"],
+        "the key itself was not edited"
+    );
+}
+
 /// A key-auth host for `key` on `port` as `user`; its id.
 fn key_host(service: &Service, key: &Value, port: u16, user: &str) -> String {
     id_of(
