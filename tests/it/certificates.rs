@@ -649,6 +649,46 @@ fn sshd_refuses_an_expired_certificate_and_one_for_other_principals_and_the_serv
     assert_eq!(flagged["items"][0]["id"], key["id"]);
 }
 
+/// docs/agent.md "SSH agent": `ssh-add -d k.pub` with `k-cert.pub` beside it asks the agent to
+/// remove the key, then its certificate; both succeed (ssh-add prints no "Could not remove
+/// identity"), and the agent offers neither any more.
+#[cfg(unix)]
+#[test]
+fn ssh_add_d_of_a_key_beside_its_certificate_removes_both_without_an_error() {
+    let ca = Ca::new("cert-remove-ca");
+    let service = Service::start("cert-remove");
+    let status = service.get("/api/agent").expect(200);
+    let socket = PathBuf::from(status["socket"].as_str().expect("the agent's socket"));
+    let work = fresh_dir("cert-remove-work");
+    let key = new_key(&service, "k");
+    let line = ca.sign(
+        public_key(&key),
+        &["-I", "x", "-n", "alice", "-V", "-1h:+1d"],
+    );
+    attach(&service, &key, &line).expect(201);
+    assert_eq!(agent_lines(&socket).len(), 2, "the key and its certificate");
+    let public_file = work.join("k.pub");
+    std::fs::write(&public_file, format!("{}\n", public_key(&key))).unwrap();
+    std::fs::write(work.join("k-cert.pub"), format!("{line}\n")).unwrap();
+    // ssh-add reads `k.pub` for `k` and looks for `k-cert.pub` beside it.
+    let output = Command::new("ssh-add")
+        .arg("-d")
+        .arg(work.join("k"))
+        .env("SSH_AUTH_SOCK", &socket)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ssh-add runs");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(!said.contains("Could not remove"), "{said}");
+    assert_eq!(said.matches("Identity removed").count(), 2, "{said}");
+    let left = agent_lines(&socket);
+    assert!(
+        !left.iter().any(|line| line.starts_with("ssh-")),
+        "nothing offered: {left:?}"
+    );
+}
+
 /// `ssh-add -L` against the agent at `socket`: the lines it lists.
 #[cfg(unix)]
 fn agent_lines(socket: &std::path::Path) -> Vec<String> {

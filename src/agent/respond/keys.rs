@@ -191,9 +191,17 @@ fn free_name(conn: &store::Conn, comment: &str, fingerprint: &str) -> Result<Nam
 }
 
 /// `REMOVE_IDENTITY` (`ssh-add -d`): the agent stops offering the key; it stays in the
-/// vault (docs/agent.md "SSH agent": delete it with `DELETE /api/keys/:id`).
+/// vault (docs/agent.md "SSH agent": delete it with `DELETE /api/keys/:id`). A certificate's
+/// blob (`ssh-add -d` sends the key's `-cert.pub` after the key) names the key it certifies
+/// when it is attached to it: the agent stops offering that key with its certificates, and
+/// the answer is success also when the key's own removal came first.
 pub(super) fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
-    let Some(key) = find_key(state, key_blob) else {
+    let certified = sshkey::is_certificate_blob(key_blob);
+    let key = match certified {
+        false => find_key(state, key_blob),
+        true => attached_to(state, key_blob),
+    };
+    let Some(key) = key else {
         return Err(());
     };
     let disabled = state.db.write(|tx| {
@@ -209,12 +217,26 @@ pub(super) fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
             log::info!("agent: key {} no longer offered (ssh-add -d)", key.name);
             Ok(())
         }
+        Ok(false) if certified => Ok(()),
         Ok(false) => Err(()),
         Err(err) => {
             log::error!("agent: cannot disable key {}: {err}", key.name);
             Err(())
         }
     }
+}
+
+/// The stored key a certificate blob certifies, when the certificate is attached to it
+/// (valid or not: removing an expired one is fine).
+fn attached_to(state: &AppState, certificate_blob: &[u8]) -> Option<AgentKey> {
+    let (public_blob, text) = sshkey::certified_by(certificate_blob)?;
+    let key = find_key(state, &public_blob)?;
+    let texts = state
+        .db
+        .read(|conn| store::certificates::of_key(conn, &key.id))
+        .map_err(|err| log::error!("agent: cannot read a key's certificates: {err}"))
+        .ok()?;
+    texts.contains(&text).then_some(key)
 }
 
 /// `REMOVE_ALL_IDENTITIES` (`ssh-add -D`): the agent stops offering every key.
