@@ -420,3 +420,48 @@ fn group_defaults_answer_set_env_and_send_env_and_keep_their_rules() {
     );
     assert_eq!(set["defaults"]["send_env"], json!(["LC_*"]));
 }
+
+#[test]
+fn moving_a_host_or_its_group_changes_which_group_rules_connect_answers() {
+    let service = Service::start("fwd-connect-moves");
+    let north = group(&service, "north", None, json!({}));
+    let south = group(&service, "south", None, json!({}));
+    let rack = group(&service, "rack", Some(&north), json!({}));
+    let of_north = id_of(&add_rule(&service, &group_rules(&north), local(18960)));
+    let of_south = id_of(&add_rule(&service, &group_rules(&south), local(18961)));
+    let id = host(&service, "mover", json!({"group_id": rack}));
+    let ids = |service: &Service| -> Vec<String> {
+        let answer = service
+            .post(&format!("/api/hosts/{id}/connect"), &json!({}))
+            .expect(200);
+        answer["forwards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(id_of)
+            .collect()
+    };
+    assert_eq!(ids(&service), std::slice::from_ref(&of_north));
+    service
+        .put(
+            &format!("/api/groups/{rack}/move"),
+            &json!({"parent_id": south}),
+        )
+        .expect(200);
+    assert_eq!(ids(&service), [of_south], "the group's new parent");
+    service
+        .put(
+            &format!("/api/hosts/{id}/move"),
+            &json!({"group_id": north}),
+        )
+        .expect(200);
+    assert_eq!(ids(&service), [of_north], "the host's new group");
+    service
+        .put(&format!("/api/hosts/{id}/move"), &json!({"group_id": null}))
+        .expect(200);
+    assert_eq!(
+        ids(&service),
+        Vec::<String>::new(),
+        "no group, no group rules"
+    );
+}

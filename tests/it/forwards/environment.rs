@@ -265,6 +265,32 @@ fn text_at(service: &Service, path: &str) -> String {
     response.text()
 }
 
+/// Asserts that no form of any of `secrets` is in `texts` (answers), in any file of the
+/// data dir, or in the log.
+#[track_caller]
+fn assert_nowhere(service: &Service, texts: &[String], secrets: &[&String]) {
+    let files = read_all_files(&service.data_dir);
+    let log = service.stderr();
+    for secret in secrets {
+        for form in leak_forms(secret.as_bytes()) {
+            for text in texts {
+                assert!(
+                    !contains_bytes(text.as_bytes(), &form),
+                    "secret in an answer: {text}"
+                );
+            }
+            for (path, bytes) in &files {
+                assert!(
+                    !contains_bytes(bytes, &form),
+                    "secret in {}",
+                    path.display()
+                );
+            }
+            assert!(!contains_bytes(log.as_bytes(), &form), "secret in the log");
+        }
+    }
+}
+
 /// A distinctive secret value for `label`.
 fn secret(label: &str) -> String {
     format!("Env-secret-{label}-7c3e91")
@@ -333,28 +359,7 @@ fn a_secret_set_env_value_is_never_answered_nor_stored_in_plaintext_and_connect_
             .contains(&json!({"name": "HM_GROUP_TOKEN", "value": group_value})),
         "{connect}"
     );
-    let files = read_all_files(&service.data_dir);
-    for secret in [&value, &group_value] {
-        for form in leak_forms(secret.as_bytes()) {
-            for text in &texts {
-                assert!(
-                    !contains_bytes(text.as_bytes(), &form),
-                    "secret in an answer: {text}"
-                );
-            }
-            for (path, bytes) in &files {
-                assert!(
-                    !contains_bytes(bytes, &form),
-                    "secret in {}",
-                    path.display()
-                );
-            }
-            assert!(
-                !contains_bytes(service.stderr().as_bytes(), &form),
-                "secret in the log"
-            );
-        }
-    }
+    assert_nowhere(&service, &texts, &[&value, &group_value]);
 }
 
 #[test]

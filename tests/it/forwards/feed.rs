@@ -132,3 +132,27 @@ fn an_import_logs_the_rules_it_creates_updates_and_deletes() {
         "an unchanged rule is not logged: {got:?}"
     );
 }
+
+#[test]
+fn a_batch_delete_logs_each_deleted_hosts_rules_deleted_and_frees_their_ports() {
+    let service = Service::start("fwd-feed-batch");
+    let web = host(&service, "web", json!({}));
+    let db = host(&service, "db", json!({}));
+    let a = id_of(&add_rule(&service, &host_rules(&web), dynamic(18840)));
+    let b = id_of(&add_rule(&service, &host_rules(&db), dynamic(18841)));
+    let since = newest(&service);
+    service
+        .post(
+            "/api/hosts/batch",
+            &json!({"ids": [web, db], "delete": true}),
+        )
+        .expect(200);
+    let mut got = forward_entries(&service, since);
+    got.sort();
+    let mut expected = vec![entry(&a, "deleted"), entry(&b, "deleted")];
+    expected.sort();
+    assert_eq!(got, expected);
+    let other = host(&service, "other", json!({}));
+    add_rule(&service, &host_rules(&other), dynamic(18840));
+    add_rule(&service, &host_rules(&other), dynamic(18841));
+}

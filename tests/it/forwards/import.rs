@@ -512,3 +512,45 @@ fn the_import_reads_request_tty_remote_command_and_send_env_as_ssh_does() {
         "{removing}"
     );
 }
+
+#[test]
+fn an_imported_block_with_more_than_64_forwards_keeps_64_and_warns() {
+    let service = Service::start("fwd-import-limit");
+    let mut config = "Host many\n    HostName m.example.com\n".to_owned();
+    for n in 0..65 {
+        config.push_str(&format!("    DynamicForward {}\n", 20000 + n));
+    }
+    let answer = import(&service, &config);
+    let many = host_named(&service, "many");
+    let rules = rules_of(&service, &id_of(&many));
+    assert_eq!(rules.len(), 64, "{answer}");
+    assert_eq!(rules[63][2], 20063, "the first 64, in order");
+    assert!(
+        answer["warnings"].to_string().contains("20064"),
+        "the one left out is named: {answer}"
+    );
+}
+
+#[test]
+fn an_imported_block_past_the_environment_limits_is_imported_within_them_and_warned() {
+    let service = Service::start("fwd-import-env-limit");
+    let vars: Vec<String> = (0..65).map(|n| format!("HM_{n}=v")).collect();
+    let patterns: Vec<String> = (0..65).map(|n| format!("P{n}")).collect();
+    let config = format!(
+        "Host wide\n    HostName w.example.com\n    SetEnv {}\n    SendEnv {}\n",
+        vars.join(" "),
+        patterns.join(" ")
+    );
+    let answer = import(&service, &config);
+    let wide = host_named(&service, "wide");
+    let count = |field: &str| wide[field].as_array().map(Vec::len);
+    assert!(
+        count("set_env") <= Some(64) && count("send_env") <= Some(64),
+        "{wide}"
+    );
+    let warnings = answer["warnings"].to_string();
+    assert!(
+        warnings.contains("SetEnv") && warnings.contains("SendEnv"),
+        "{answer}"
+    );
+}

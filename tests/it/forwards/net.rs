@@ -206,6 +206,11 @@ impl Tunnel {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Where ssh's stderr goes.
+    pub fn log_path(&self) -> PathBuf {
+        self.log.clone()
+    }
+
     /// Polls `probe` until it holds; fails the test with ssh's log when ssh exited or the
     /// deadline passed.
     #[track_caller]

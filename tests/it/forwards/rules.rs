@@ -319,3 +319,29 @@ fn at_most_64_rules_per_host_and_per_group() {
         );
     }
 }
+
+#[test]
+fn a_malformed_rule_id_is_404_and_a_body_that_is_not_an_object_is_400() {
+    let service = Service::start("fwd-malformed");
+    let id = host(&service, "web", json!({}));
+    for sub in ["not-a-uuid", "%20", "..", "x'y"] {
+        service
+            .get(&format!("{}/{sub}", host_rules(&id)))
+            .assert_error(404, "FORWARD_NOT_FOUND");
+    }
+    for body in [json!([]), json!("local"), json!(null), json!(5)] {
+        let answer = service.post(&host_rules(&id), &body);
+        assert_eq!(answer.status, 400, "{body}: {}", answer.text());
+    }
+    let raw = service.request_raw_body(
+        "POST",
+        &host_rules(&id),
+        &[("Content-Type", "application/json".to_owned())],
+        Some(b"{\"type\": "),
+    );
+    raw.assert_error(400, "INVALID_JSON");
+    assert_eq!(
+        service.get(&host_rules(&id)).expect(200)["items"],
+        json!([])
+    );
+}

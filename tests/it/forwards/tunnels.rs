@@ -131,3 +131,39 @@ fn the_exported_exit_on_forward_failure_makes_ssh_fail_when_a_rules_port_is_busy
     );
     drop(busy);
 }
+
+/// The port ssh says the server allocated for a `RemoteForward 0` (its log line
+/// `Allocated port N for remote forward to ...`).
+fn allocated_port(log: &str) -> Option<u16> {
+    log.lines()
+        .find_map(|line| line.strip_prefix("Allocated port "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|port| port.parse().ok())
+}
+
+#[test]
+fn an_exported_remote_rule_on_port_0_gets_a_port_from_the_server_that_reaches_the_target() {
+    let sshd = super::forward_sshd("fwd-export-remote0-sshd");
+    let service = crate::support::Service::start("fwd-export-remote0");
+    let dir = work_dir("fwd-export-remote0");
+    let echo = Echo::start();
+    let (id, answer) = super::sshd_host(&service, &sshd, "remote0", serde_json::json!({}));
+    super::add_rule(
+        &service,
+        &super::host_rules(&id),
+        rule("remote", 0, Some(echo.port)),
+    );
+    let config = super::usable_export(&service, &answer, &dir);
+    let export = std::fs::read_to_string(&config).unwrap();
+    let mut tunnel = Tunnel::start(&config, &super::alias_in(&export, "remote0"));
+    let log = tunnel.log_path();
+    let mut port = None;
+    tunnel.wait_for("the allocated port", || {
+        port = allocated_port(&std::fs::read_to_string(&log).unwrap_or_default());
+        port.is_some()
+    });
+    let port = port.unwrap();
+    tunnel.wait_for("the remote forward on the allocated port", || {
+        echo_via(port)
+    });
+}
