@@ -20,12 +20,34 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 static NEXT_PROBE: AtomicUsize = AtomicUsize::new(0);
 
-/// A port that was free on 127.0.0.1 a moment ago (the kernel's pick for port 0).
+/// The next candidate of `free_port`, below the kernel's ephemeral range (32768 and up on
+/// Linux), where no test's `bind(0)` (a service, an sshd, an echo server) lands: a port
+/// picked here stays free until the test's ssh binds it.
+static NEXT_FREE: AtomicUsize = AtomicUsize::new(0);
+
+/// A port free on 127.0.0.1 and [::1] (`localhost` to ssh), from 20000-31999, starting at
+/// an offset of the test process's id so that two runs side by side rarely meet.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
+    const FIRST: usize = 20000;
+    const COUNT: usize = 12000;
+    let start = std::process::id() as usize * 97;
+    loop {
+        let n = NEXT_FREE.fetch_add(1, Ordering::SeqCst);
+        assert!(
+            n < COUNT,
+            "no free port left in {FIRST}-{}",
+            FIRST + COUNT - 1
+        );
+        let port = u16::try_from(FIRST + (start + n) % COUNT).expect("a port");
+        let v4 = TcpListener::bind(("127.0.0.1", port)).is_ok();
+        let v6 = match TcpListener::bind(("::1", port)) {
+            Ok(_) => true,
+            Err(err) => err.kind() != std::io::ErrorKind::AddrInUse,
+        };
+        if v4 && v6 {
+            return port;
+        }
+    }
 }
 
 /// A TCP echo server on 127.0.0.1 (a thread per connection), stopped on drop.
