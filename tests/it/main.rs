@@ -32,5 +32,6 @@ mod revisions;
 mod secrets;
 mod security;
 mod support;
+mod tags;
 mod vault;
 mod vault_audit;
