@@ -33,5 +33,6 @@ mod secrets;
 mod security;
 mod support;
 mod tags;
+mod upgrade;
 mod vault;
 mod vault_audit;
