@@ -103,6 +103,8 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/hosts", Unlocked Work, Req hosts::create, "createHost"),
     // A literal segment is never an {id} (resolve), so the batch is not a host's route.
     route!(Post "/api/hosts/batch", Unlocked Work, Req batch::run, "batchHosts"),
+    route!(Get "/api/tags", Unlocked Work, State tags::list, "listTags"),
+    route!(Post "/api/tags/rename", Unlocked Work, Req batch::rename_tag, "renameTag"),
     route!(Get "/api/hosts/{id}", Unlocked Work, Id hosts::get, "getHost"),
     route!(Put "/api/hosts/{id}", Unlocked Work, ReqId hosts::update, "updateHost"),
     route!(Delete "/api/hosts/{id}", Unlocked Work, ReqId hosts::delete, "deleteHost"),

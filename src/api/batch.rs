@@ -29,15 +29,66 @@ const NAMED_UNKNOWN: usize = 5;
 pub fn run(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let body: Map<String, Value> = req.json()?;
     let request = BatchRequest::from_json(&body)?;
+    Reply::json(200, &carry_out(state, &request)?)
+}
+
+/// `POST /api/tags/rename` `{from, to, dry_run?}` (docs/api.md, "Tags"): every host tagged
+/// `from` is tagged `to` instead, in one transaction, as a batch by the `tag` filter that
+/// removes `from` and adds `to` (a host that has both keeps one: a merge). Answers `{from,
+/// to, count, matched}` (and a dry run's `items`).
+pub fn rename_tag(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let body: Map<String, Value> = req.json()?;
+    let tag = |field: &str| -> Result<String, ApiError> {
+        let value = body
+            .get(field)
+            .ok_or_else(|| ApiError::validation(field, "is required: a tag"))?;
+        let mut one = crate::model::validate::tags(&Value::Array(vec![value.clone()]))
+            .map_err(|err| ApiError::validation(field, err.rule))?;
+        one.pop()
+            .ok_or_else(|| ApiError::validation(field, "is required: a tag"))
+    };
+    let (from, to) = (tag("from")?, tag("to")?);
+    if from == to {
+        return Err(ApiError::validation("to", "must differ from from"));
+    }
+    let request = BatchRequest::from_json(
+        json!({
+            "filter": {"tag": from},
+            "ops": {"tags": {"remove": [from], "add": [to]}},
+            "dry_run": body.get("dry_run").cloned().unwrap_or(Value::Null),
+        })
+        .as_object()
+        .ok_or_else(|| ApiError::internal("a rename's batch is an object"))?,
+    )?;
+    let (Action::Edit(ops), Selection::Filter(query)) = (&request.action, &request.selection)
+    else {
+        return Err(ApiError::internal("a rename is a batch edit by filter"));
+    };
+    // No id to find, group or identity to check, no delete: the filter and the edit alone.
+    let ending = Ending::dry_run_if(request.dry_run);
+    let mut answer = state.db.write_listed(ending, |tx, memory| {
+        let selected = store::batch::by_seqs(tx, &memory.matching_seqs(tx, query)?)?;
+        edit(tx, &selected, ops, &request)
+    })?;
+    answer["from"] = Value::String(from);
+    answer["to"] = Value::String(to);
+    Reply::json(200, &answer)
+}
+
+/// Runs a checked batch request in one transaction (a dry run rolls back) and answers it.
+fn carry_out(state: &AppState, request: &BatchRequest) -> Result<Value, ApiError> {
     let ending = Ending::dry_run_if(request.dry_run);
     let answer = state.db.write_listed(ending, |tx, memory| {
         let selected = select(tx, memory, &request.selection)?;
         match &request.action {
-            Action::Delete => delete(tx, &selected, &request),
-            Action::Edit(ops) => edit(tx, &selected, ops, &request),
+            Action::Delete => delete(tx, &selected, request),
+            Action::Edit(ops) => {
+                check_references(tx, ops)?;
+                edit(tx, &selected, ops, request)
+            }
         }
     })?;
-    Reply::json(200, &answer)
+    Ok(answer)
 }
 
 /// The selected hosts: every id must name a host (404 `HOST_NOT_FOUND` naming some that do
@@ -82,7 +133,6 @@ fn edit(
     ops: &BatchOps,
     request: &BatchRequest,
 ) -> Result<Value, ApiError> {
-    check_references(tx, ops)?;
     let edits = ops.plan(selected.iter().map(|selected| &selected.host))?;
     check_connectable(tx, &edits)?;
     let matched = selected.len();

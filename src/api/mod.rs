@@ -27,6 +27,7 @@ pub mod openapi;
 pub mod revision;
 pub mod session_use;
 pub mod ssh_config;
+pub mod tags;
 pub mod vault;
 
 use std::collections::HashMap;

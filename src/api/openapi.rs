@@ -97,6 +97,7 @@ mod tests {
         ("known_hosts", include_str!("known_hosts.rs")),
         ("openapi", include_str!("openapi.rs")),
         ("ssh_config", include_str!("ssh_config.rs")),
+        ("tags", include_str!("tags.rs")),
         ("vault", include_str!("vault.rs")),
     ];
 

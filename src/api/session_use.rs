@@ -56,7 +56,10 @@ pub fn read(
 ) -> Result<SealedSession, ApiError> {
     let env: Vec<SourcedEnv> = effective.env().into_iter().cloned().collect();
     let mut sealed: Vec<(Owner, SealedValues)> = Vec::new();
-    for sourced in &env {
+    let secrets = env
+        .iter()
+        .filter(|sourced| matches!(sourced.entry.value, EnvValue::Secret { .. }));
+    for sourced in secrets {
         let owner = owner_of(&host.id, sourced);
         if !sealed.iter().any(|(known, _)| *known == owner) {
             let values = store::environment::sealed_of(conn, &owner)?;

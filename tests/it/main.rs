@@ -32,5 +32,7 @@ mod revisions;
 mod secrets;
 mod security;
 mod support;
+mod tags;
+mod upgrade;
 mod vault;
 mod vault_audit;

@@ -167,6 +167,11 @@ impl ListMemory {
         })
     }
 
+    /// Every tag some host carries and how many do, ordered by name (`GET /api/tags`).
+    pub fn tag_counts(&mut self, conn: &Connection) -> Result<Vec<(String, usize)>, StoreError> {
+        Ok(self.current(conn)?.tag_counts())
+    }
+
     /// The `seq`s of the hosts `query`'s filters keep (every host when it has none),
     /// ascending: what a batch by filter selects (docs/api.md, Hosts, "Batch").
     pub fn matching_seqs(

@@ -119,6 +119,14 @@ impl MemberSets {
             .map_or(&[], |number| &self.slots[*number as usize])
     }
 
+    /// Every name and its slots, in no order.
+    pub fn members(&self) -> impl Iterator<Item = (&str, &[u32])> + '_ {
+        self.names
+            .iter()
+            .zip(&self.slots)
+            .map(|(name, slots)| (name.as_str(), slots.as_slice()))
+    }
+
     pub fn add(&mut self, number: u32, slot: u32) {
         if let Some(slots) = self.slots.get_mut(number as usize) {
             if let Err(at) = slots.binary_search(&slot) {

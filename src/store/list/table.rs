@@ -70,6 +70,22 @@ pub enum Listed {
 }
 
 impl HostTable {
+    /// Every tag some live host carries, with how many do, by name (a deleted host's slot
+    /// may keep its tags until everything is read again: it is not counted).
+    pub fn tag_counts(&self) -> Vec<(String, usize)> {
+        let mut counts: Vec<(String, usize)> = self
+            .tags
+            .members()
+            .map(|(name, slots)| {
+                let live = slots.iter().filter(|slot| self.live.contains(**slot));
+                (name.to_owned(), live.count())
+            })
+            .filter(|(_, count)| *count > 0)
+            .collect();
+        counts.sort();
+        counts
+    }
+
     /// An empty table, ready for `put`.
     pub fn new() -> HostTable {
         let mut table = HostTable::default();
