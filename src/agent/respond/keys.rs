@@ -10,7 +10,7 @@
 use serde_json::json;
 
 use crate::agent::proto::{self, NewIdentity};
-use crate::agent::respond::{find_key, Session};
+use crate::agent::respond::{certified_key, find_key, Session};
 use crate::model::agent::{AgentPolicy, Confirm, Forwarded};
 use crate::model::key::comment_from_key_file;
 use crate::model::name::Name;
@@ -229,14 +229,8 @@ pub(super) fn remove(state: &AppState, key_blob: &[u8]) -> Result<(), ()> {
 /// The stored key a certificate blob certifies, when the certificate is attached to it
 /// (valid or not: removing an expired one is fine).
 fn attached_to(state: &AppState, certificate_blob: &[u8]) -> Option<AgentKey> {
-    let (public_blob, text) = sshkey::certified_by(certificate_blob)?;
-    let key = find_key(state, &public_blob)?;
-    let texts = state
-        .db
-        .read(|conn| store::certificates::of_key(conn, &key.id))
-        .map_err(|err| log::error!("agent: cannot read a key's certificates: {err}"))
-        .ok()?;
-    texts.contains(&text).then_some(key)
+    let (key, text, attached) = certified_key(state, certificate_blob)?;
+    attached.contains(&text).then_some(key)
 }
 
 /// `REMOVE_ALL_IDENTITIES` (`ssh-add -D`): the agent stops offering every key.

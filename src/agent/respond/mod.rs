@@ -205,6 +205,22 @@ fn refuse_forwarded(state: &AppState, session: &Session, what: &str) {
 }
 
 /// The stored key whose public blob is `key_blob`.
+/// For a certificate blob: the stored key it certifies, the certificate's line, and the texts
+/// of the certificates attached to that key (the caller decides which one it needs).
+pub(super) fn certified_key(
+    state: &AppState,
+    certificate_blob: &[u8],
+) -> Option<(AgentKey, String, Vec<String>)> {
+    let (public_blob, text) = sshkey::certified_by(certificate_blob)?;
+    let key = find_key(state, &public_blob)?;
+    let attached = state
+        .db
+        .read(|conn| store::certificates::of_key(conn, &key.id))
+        .map_err(|err| log::error!("agent: cannot read a key's certificates: {err}"))
+        .ok()?;
+    Some((key, text, attached))
+}
+
 pub(super) fn find_key(state: &AppState, key_blob: &[u8]) -> Option<AgentKey> {
     let fingerprint = sshkey::blob_fingerprint(key_blob)?;
     match state

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::agent::proto;
 use crate::agent::respond::approval::{approved, Asked};
-use crate::agent::respond::{find_key, Binding, Session};
+use crate::agent::respond::{certified_key, find_key, Binding, Session};
 use crate::model::agent::Verdict;
 use crate::model::certificate::Certificate;
 use crate::sshkey::{self, RsaHash};
@@ -161,13 +161,7 @@ fn find_signer(state: &AppState, key_blob: &[u8]) -> Option<AgentKey> {
     if !sshkey::is_certificate_blob(key_blob) {
         return find_key(state, key_blob);
     }
-    let (public_blob, text) = sshkey::certified_by(key_blob)?;
-    let key = find_key(state, &public_blob)?;
-    let texts = state
-        .db
-        .read(|conn| store::certificates::of_key(conn, &key.id))
-        .map_err(|err| log::error!("agent: cannot read a key's certificates: {err}"))
-        .ok()?;
+    let (key, text, texts) = certified_key(state, key_blob)?;
     let now = store::certificates::now_seconds();
     let attached: Vec<Certificate> = sshkey::attached(&texts, &key.public_key);
     attached

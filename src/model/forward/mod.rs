@@ -380,11 +380,7 @@ impl ForwardSpec {
     /// Reads a directive's listening end into `self`.
     fn read_listen(&mut self, text: &str) -> Result<(), String> {
         if text.contains('/') {
-            let path = literal_path(text)?;
-            if let Some(problem) = socket_problem(&path) {
-                return Err(format!("listening socket {path}: {problem}"));
-            }
-            self.bind_socket = Some(path);
+            self.bind_socket = Some(socket_of_config(text, "listening")?);
             return Ok(());
         }
         let (address, port) = split_address(text)?;
@@ -400,11 +396,7 @@ impl ForwardSpec {
     /// Reads a directive's target into `self`.
     fn read_target(&mut self, text: &str) -> Result<(), String> {
         if text.contains('/') {
-            let path = literal_path(text)?;
-            if let Some(problem) = socket_problem(&path) {
-                return Err(format!("target socket {path}: {problem}"));
-            }
-            self.target_socket = Some(path);
+            self.target_socket = Some(socket_of_config(text, "target")?);
             return Ok(());
         }
         match split_address(text)? {
@@ -546,6 +538,16 @@ fn socket_problem(path: &str) -> Option<&'static str> {
 /// path, so `\\` is written `\\\\` and `%` is written `%%`.
 fn socket_arg(path: &str) -> String {
     path.replace('\\', "\\\\").replace('%', "%%")
+}
+
+/// A socket path argument of a directive (`end`: `listening` or `target`), read as `ssh`
+/// reads it and held to the socket rule.
+fn socket_of_config(text: &str, end: &str) -> Result<String, String> {
+    let path = literal_path(text)?;
+    match socket_problem(&path) {
+        Some(problem) => Err(format!("{end} socket {path}: {problem}")),
+        None => Ok(path),
+    }
 }
 
 /// A socket path as written in a directive back to the path (the reverse of `socket_arg`),
