@@ -1,12 +1,13 @@
-//! The agent's Unix socket: binding it in the first place that takes it (`place` chooses and
-//! prepares), removing it at shutdown, and the accept loop that gives every connection a
-//! thread of its own.
+//! The agent's endpoint: binding it in the first place that takes it (`place` chooses and
+//! prepares), removing its socket file at shutdown, and the accept loop that gives every
+//! connection a thread of its own.
 //!
-//! Platform-neutral: the socket itself comes from `platform` (docs/platforms.md, Platforms: a Unix
-//! socket; on Windows the agent is not served yet, and `agent::start` stops before this).
+//! Platform-neutral: the endpoint itself comes from `platform` (docs/platforms.md, Platforms: a
+//! Unix socket; on Windows a named pipe, which leaves no file to remove).
 //!
 //! Invariants (docs/agent.md "SSH agent"): the socket is mode 0600 in a 0700 directory owned by
-//! the service's user, so only that user's processes can connect; when no place can hold
+//! the service's user, so only that user's processes can connect (a pipe: its security
+//! descriptor, docs/platforms.md, Platforms); when no place can hold
 //! it, the caller gets every place's reason and the service goes on without the agent; the
 //! socket file (and a private temp directory made for it) is removed at shutdown; at most
 //! `MAX_CONNECTIONS` connections are served at once, and at that cap the
@@ -73,8 +74,13 @@ pub fn listen(
     let data_dir = data_dir
         .canonicalize()
         .map_err(|err| format!("cannot resolve data dir {}: {err}", data_dir.display()))?;
-    let (candidates, mut notes) =
-        place::candidates(&data_dir, config.runtime_dir.as_deref(), &config.temp_dir);
+    let pipes = platform::agent_pipes(config.user.as_deref(), &config.pipe_suffix);
+    let (candidates, mut notes) = place::candidates(
+        &data_dir,
+        config.runtime_dir.as_deref(),
+        &config.temp_dir,
+        pipes,
+    );
     for candidate in &candidates {
         let (listener, listening) = match bind(candidate, &data_dir) {
             Ok(bound) => bound,
@@ -84,7 +90,7 @@ pub fn listen(
             }
         };
         for note in &notes {
-            log::warn!("SSH agent: passed over a socket place: {note}");
+            log::warn!("SSH agent: passed over a place: {note}");
         }
         std::thread::Builder::new()
             .name("agent-accept".into())
@@ -120,6 +126,9 @@ fn bind(
 
 impl Drop for Listening {
     fn drop(&mut self) {
+        if !self.place.is_file() {
+            return;
+        }
         if let Err(err) = fs::remove_file(&self.path) {
             log::warn!(
                 "cannot remove the agent socket {}: {err}",
