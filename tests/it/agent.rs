@@ -916,6 +916,8 @@ fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
             "enabled": false,
             "socket": null,
             "location": null,
+            "ssh_auth_sock": null,
+            "identity_agent": null,
             "reason": "the SSH agent is not served (--no-agent)",
             "keys": [],
             "pending": 0
