@@ -36,7 +36,8 @@ const MAX_CONNECTIONS: usize = 64;
 /// own connection cap (main wires this into `http::Limits`).
 pub const DESCRIPTORS: usize = 2 * MAX_CONNECTIONS;
 
-/// Once a message's length has arrived, the rest must arrive within this.
+/// Once a message's length has arrived, the rest must arrive within this
+/// (`HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS` shortens it for tests).
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A reply not taken by the client within this drops the connection.
@@ -81,6 +82,7 @@ pub fn listen(
         &config.temp_dir,
         pipes,
     );
+    let message_timeout = config.message_timeout.unwrap_or(MESSAGE_TIMEOUT);
     for candidate in &candidates {
         let (listener, listening) = match bind(candidate, &data_dir) {
             Ok(bound) => bound,
@@ -94,7 +96,7 @@ pub fn listen(
         }
         std::thread::Builder::new()
             .name("agent-accept".into())
-            .spawn(move || accept_loop(&listener, &state))
+            .spawn(move || accept_loop(&listener, &state, message_timeout))
             .map_err(|err| format!("cannot start the agent's accept thread: {err}"))?;
         return Ok(listening);
     }
@@ -160,7 +162,7 @@ impl crate::agent::connection::Link for AgentStream {
 }
 
 /// Accepts for ever (the process exits at shutdown); each connection gets a thread.
-fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
+fn accept_loop(listener: &AgentListener, state: &Weak<AppState>, message_timeout: Duration) {
     // A place per connection, given back when its thread ends (also by unwinding).
     let connections = Arc::new(Connections::new(MAX_CONNECTIONS));
     loop {
@@ -184,7 +186,7 @@ fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
         let spawned = std::thread::Builder::new()
             .name("agent-connection".into())
             .spawn(move || {
-                crate::agent::connection::serve(&state, stream, MESSAGE_TIMEOUT, &ticket);
+                crate::agent::connection::serve(&state, stream, message_timeout, &ticket);
             });
         if let Err(err) = spawned {
             log::warn!("agent: cannot start a connection thread ({err}); closed it");

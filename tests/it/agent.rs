@@ -13,8 +13,9 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{json, Value};
 
 use crate::agent_wire::{
-    assert_lists_and_signs_every_key_type, assert_locked_vault_lists_and_signs_nothing, closed,
-    exchange, key_blob, read_answer, sign_request, waiting_sign_requests, DEADLINE,
+    assert_a_stalled_message_closes_its_connection, assert_lists_and_signs_every_key_type,
+    assert_locked_vault_lists_and_signs_nothing, closed, exchange, key_blob, read_answer,
+    sign_request, waiting_sign_requests, DEADLINE,
 };
 use crate::interop::{assert_logged_in, current_user, Sshd};
 use crate::support::{fresh_dir, host_body, id_of, vault_audit, wait_until, Options, Service};
@@ -774,6 +775,16 @@ fn the_agent_lists_and_signs_with_ed25519_ecdsa_and_rsa_sha2_keys_whose_signatur
     let service = Service::start("agent-sign-every-type");
     let socket = socket(&service);
     assert_lists_and_signs_every_key_type(&service, || connect_socket(&socket));
+}
+
+#[test]
+fn a_message_that_stops_arriving_closes_its_connection_after_the_message_timeout() {
+    let service = Service::start_env(
+        "agent-stalled",
+        &[("HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS", "200")],
+    );
+    let socket = socket(&service);
+    assert_a_stalled_message_closes_its_connection(&service, || connect_socket(&socket));
 }
 
 #[test]

@@ -10,8 +10,9 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::agent_wire::{
-    assert_lists_and_signs_every_key_type, assert_locked_vault_lists_and_signs_nothing, closed,
-    exchange, key_blob, waiting_sign_requests, DEADLINE, NO_IDENTITIES, REQUEST_IDENTITIES,
+    assert_a_stalled_message_closes_its_connection, assert_lists_and_signs_every_key_type,
+    assert_locked_vault_lists_and_signs_nothing, closed, exchange, key_blob, waiting_sign_requests,
+    DEADLINE, NO_IDENTITIES, REQUEST_IDENTITIES,
 };
 use crate::support::{Options, Service};
 
@@ -57,6 +58,17 @@ fn while_the_vault_is_locked_the_pipe_lists_no_key_and_gets_no_signature() {
     let service = Service::start("pipe-locked");
     let name = pipe(&service);
     assert_locked_vault_lists_and_signs_nothing(&service, || connect(&name));
+}
+
+/// The pipe's reads never block in the system, so the per-message timeout holds there too.
+#[test]
+fn a_message_that_stops_arriving_closes_its_pipe_connection_after_the_message_timeout() {
+    let service = Service::start_env(
+        "pipe-stalled",
+        &[("HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS", "200")],
+    );
+    let name = pipe(&service);
+    assert_a_stalled_message_closes_its_connection(&service, || connect(&name));
 }
 
 #[test]

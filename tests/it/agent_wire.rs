@@ -218,3 +218,28 @@ pub fn assert_locked_vault_lists_and_signs_nothing<S: Read + Write>(
     let answer = exchange(&mut stream, &request).expect("a signature");
     assert_signature_verifies(&key, b"data", &answer, "ssh-ed25519");
 }
+
+/// The service runs a short message timeout
+/// (`HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS`): a connection from `connect` whose message
+/// stops arriving after its length and 3 bytes is closed by the agent, and another one is
+/// still answered.
+pub fn assert_a_stalled_message_closes_its_connection<S: Read + Write>(
+    service: &Service,
+    connect: impl Fn() -> S,
+) {
+    let mut bystander = connect();
+    let mut stalled = connect();
+    stalled.write_all(&10u32.to_be_bytes()).unwrap();
+    stalled.write_all(&[13, 0, 0]).unwrap();
+    assert!(
+        closed(&mut stalled),
+        "the agent closes it after the timeout"
+    );
+    assert!(service
+        .stderr()
+        .contains("closed a connection whose message stopped arriving"));
+    assert_eq!(
+        exchange(&mut bystander, &REQUEST_IDENTITIES),
+        Some(NO_IDENTITIES.to_vec())
+    );
+}
