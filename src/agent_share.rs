@@ -18,9 +18,9 @@ use crate::platform;
 
 /// The agent's share of `AppState`.
 pub struct AgentShare {
-    /// The socket path and the name of the place that took it (`runtime_dir`, `data_dir`,
-    /// `temp_dir`), set once when the endpoint listens; empty with `--no-agent`, on
-    /// Windows, or when no place could hold it.
+    /// The socket path (on Windows the pipe's name) and the name of the place that took it
+    /// (`runtime_dir`, `data_dir`, `temp_dir`, `openssh_pipe`, `user_pipe`), set once when
+    /// the endpoint listens; empty with `--no-agent`, or when no place could hold it.
     socket: OnceLock<(PathBuf, &'static str)>,
     /// Why there is no socket, for `GET /api/agent` and the 409 `AGENT_UNAVAILABLE`:
     /// `--no-agent` or the platform, unless `no_place` says more.
@@ -71,7 +71,7 @@ impl AgentShare {
         self.socket.get().map(|(_, location)| *location)
     }
 
-    /// Why the agent is not served (`--no-agent`, Windows, or no place for its socket),
+    /// Why the agent is not served (`--no-agent`, the platform, or no place for its socket),
     /// when `socket` is `None`.
     pub fn off_because(&self) -> &str {
         self.no_place.get().map_or(self.off_because, String::as_str)

@@ -145,6 +145,14 @@ pub struct AgentConfig {
     /// `HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS`: a test runs the approval timeout
     /// short. Not a flag, as the HTTP overrides.
     pub approval_timeout: Option<Duration>,
+    /// `HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS`: a test runs the per-message timeout
+    /// (10 s) short.
+    pub message_timeout: Option<Duration>,
+    /// `%USERNAME%`: names the agent's own pipe on Windows when OpenSSH's is held.
+    pub user: Option<String>,
+    /// `HOST_MANAGER_TEST_AGENT_PIPE_SUFFIX`, else empty: ends both of the agent's pipe names
+    /// on Windows, so tests running at once under one Wine server do not share a pipe.
+    pub pipe_suffix: String,
 }
 
 /// Where the bearer token comes from, if one is required (docs/security.md, Who may talk to the service).
@@ -399,6 +407,13 @@ impl AgentConfig {
             ),
             approval_timeout: test_number(env, "HOST_MANAGER_TEST_AGENT_APPROVAL_TIMEOUT_MS")?
                 .map(Duration::from_millis),
+            message_timeout: test_number(env, "HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS")?
+                .map(Duration::from_millis),
+            user: env.get("USERNAME").cloned(),
+            pipe_suffix: env
+                .get("HOST_MANAGER_TEST_AGENT_PIPE_SUFFIX")
+                .cloned()
+                .unwrap_or_default(),
         })
     }
 }

@@ -1,12 +1,13 @@
-//! The agent's Unix socket: binding it in the first place that takes it (`place` chooses and
-//! prepares), removing it at shutdown, and the accept loop that gives every connection a
-//! thread of its own.
+//! The agent's endpoint: binding it in the first place that takes it (`place` chooses and
+//! prepares), removing its socket file at shutdown, and the accept loop that gives every
+//! connection a thread of its own.
 //!
-//! Platform-neutral: the socket itself comes from `platform` (docs/platforms.md, Platforms: a Unix
-//! socket; on Windows the agent is not served yet, and `agent::start` stops before this).
+//! Platform-neutral: the endpoint itself comes from `platform` (docs/platforms.md, Platforms: a
+//! Unix socket; on Windows a named pipe, which leaves no file to remove).
 //!
 //! Invariants (docs/agent.md "SSH agent"): the socket is mode 0600 in a 0700 directory owned by
-//! the service's user, so only that user's processes can connect; when no place can hold
+//! the service's user, so only that user's processes can connect (a pipe: its security
+//! descriptor, docs/platforms.md, Platforms); when no place can hold
 //! it, the caller gets every place's reason and the service goes on without the agent; the
 //! socket file (and a private temp directory made for it) is removed at shutdown; at most
 //! `MAX_CONNECTIONS` connections are served at once, and at that cap the
@@ -35,7 +36,8 @@ const MAX_CONNECTIONS: usize = 64;
 /// own connection cap (main wires this into `http::Limits`).
 pub const DESCRIPTORS: usize = 2 * MAX_CONNECTIONS;
 
-/// Once a message's length has arrived, the rest must arrive within this.
+/// Once a message's length has arrived, the rest must arrive within this
+/// (`HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS` shortens it for tests).
 const MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A reply not taken by the client within this drops the connection.
@@ -73,8 +75,14 @@ pub fn listen(
     let data_dir = data_dir
         .canonicalize()
         .map_err(|err| format!("cannot resolve data dir {}: {err}", data_dir.display()))?;
-    let (candidates, mut notes) =
-        place::candidates(&data_dir, config.runtime_dir.as_deref(), &config.temp_dir);
+    let pipes = platform::agent_pipes(config.user.as_deref(), &config.pipe_suffix);
+    let (candidates, mut notes) = place::candidates(
+        &data_dir,
+        config.runtime_dir.as_deref(),
+        &config.temp_dir,
+        pipes,
+    );
+    let message_timeout = config.message_timeout.unwrap_or(MESSAGE_TIMEOUT);
     for candidate in &candidates {
         let (listener, listening) = match bind(candidate, &data_dir) {
             Ok(bound) => bound,
@@ -84,11 +92,11 @@ pub fn listen(
             }
         };
         for note in &notes {
-            log::warn!("SSH agent: passed over a socket place: {note}");
+            log::warn!("SSH agent: passed over a place: {note}");
         }
         std::thread::Builder::new()
             .name("agent-accept".into())
-            .spawn(move || accept_loop(&listener, &state))
+            .spawn(move || accept_loop(&listener, &state, message_timeout))
             .map_err(|err| format!("cannot start the agent's accept thread: {err}"))?;
         return Ok(listening);
     }
@@ -120,6 +128,9 @@ fn bind(
 
 impl Drop for Listening {
     fn drop(&mut self) {
+        if !self.place.is_file() {
+            return;
+        }
         if let Err(err) = fs::remove_file(&self.path) {
             log::warn!(
                 "cannot remove the agent socket {}: {err}",
@@ -151,7 +162,7 @@ impl crate::agent::connection::Link for AgentStream {
 }
 
 /// Accepts for ever (the process exits at shutdown); each connection gets a thread.
-fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
+fn accept_loop(listener: &AgentListener, state: &Weak<AppState>, message_timeout: Duration) {
     // A place per connection, given back when its thread ends (also by unwinding).
     let connections = Arc::new(Connections::new(MAX_CONNECTIONS));
     loop {
@@ -175,7 +186,7 @@ fn accept_loop(listener: &AgentListener, state: &Weak<AppState>) {
         let spawned = std::thread::Builder::new()
             .name("agent-connection".into())
             .spawn(move || {
-                crate::agent::connection::serve(&state, stream, MESSAGE_TIMEOUT, &ticket);
+                crate::agent::connection::serve(&state, stream, message_timeout, &ticket);
             });
         if let Err(err) = spawned {
             log::warn!("agent: cannot start a connection thread ({err}); closed it");

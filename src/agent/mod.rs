@@ -1,6 +1,6 @@
 //! The SSH agent served by the same process (docs/agent.md "SSH agent"): `ssh`, `ssh-add` and git
-//! talk to it on a Unix socket, and it signs with keys that never leave the vault. Not
-//! served on Windows yet (docs/platforms.md, Platforms).
+//! talk to it on a Unix socket (on Windows a named pipe, docs/platforms.md, Platforms), and it
+//! signs with keys that never leave the vault.
 //!
 //! Shape: `place` chooses where the socket goes, `endpoint` owns the socket (made by
 //! `platform`) and gives every

@@ -1,6 +1,8 @@
 //! Where the agent's socket goes (docs/agent.md "SSH agent"): the places in order of preference, the
 //! pure choice of the ones whose path fits a socket address, and getting a place ready (its
-//! private directory made or checked, a stale socket of a killed run cleared).
+//! private directory made or checked, a stale socket of a killed run cleared). Where the
+//! platform serves the agent on a named pipe (Windows), its pipe names are the places, in
+//! the platform's order, and nothing needs getting ready: a pipe leaves no file behind.
 //!
 //! The places: `$XDG_RUNTIME_DIR/host-manager/agent-<hash>.sock` (the hash, of the data
 //! dir's canonical path, keeps two services with two data dirs apart), else
@@ -20,7 +22,7 @@ use std::fs::{self, Metadata};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
-use crate::platform::{self, MAX_SOCKET_PATH_BYTES};
+use crate::platform::{self, AgentPipe, MAX_SOCKET_PATH_BYTES};
 
 /// The socket file under the data dir, and in a private temp directory.
 const SOCKET_FILE: &str = "agent.sock";
@@ -45,6 +47,10 @@ pub enum Place {
     Runtime,
     Data,
     Temp,
+    /// Windows' named pipe `\\.\pipe\openssh-ssh-agent`.
+    OpenSshPipe,
+    /// Windows' named pipe `\\.\pipe\host-manager-agent-<user>`.
+    UserPipe,
 }
 
 impl Place {
@@ -54,7 +60,14 @@ impl Place {
             Place::Runtime => "runtime_dir",
             Place::Data => "data_dir",
             Place::Temp => "temp_dir",
+            Place::OpenSshPipe => "openssh_pipe",
+            Place::UserPipe => "user_pipe",
         }
+    }
+
+    /// Whether the place is a socket file, to remove at shutdown (a pipe is not a file).
+    pub fn is_file(self) -> bool {
+        matches!(self, Place::Runtime | Place::Data | Place::Temp)
     }
 }
 
@@ -67,6 +80,8 @@ pub enum Candidate {
     Data { path: PathBuf },
     /// `agent.sock` in a private directory under `parent`.
     Temp { parent: PathBuf },
+    /// A named pipe, `path` its name.
+    Pipe { path: PathBuf, place: Place },
 }
 
 /// A place made ready: the socket's path, and the temp directory to remove with it.
@@ -78,12 +93,27 @@ pub struct Ready {
 }
 
 /// The places to try, best first, and a note for each one left out because its socket path
-/// would not fit a socket address. Pure; `data_dir` is canonical.
+/// would not fit a socket address: the platform's named `pipes` when it has any (Windows),
+/// else the socket places. Pure; `data_dir` is canonical.
 pub fn candidates(
     data_dir: &Path,
     runtime_dir: Option<&Path>,
     temp_dir: &Path,
+    pipes: Vec<(String, AgentPipe)>,
 ) -> (Vec<Candidate>, Vec<String>) {
+    if !pipes.is_empty() {
+        let chosen = pipes
+            .into_iter()
+            .map(|(name, pipe)| Candidate::Pipe {
+                path: PathBuf::from(name),
+                place: match pipe {
+                    AgentPipe::OpenSsh => Place::OpenSshPipe,
+                    AgentPipe::User => Place::UserPipe,
+                },
+            })
+            .collect();
+        return (chosen, Vec::new());
+    }
     let (mut chosen, mut notes) = (Vec::new(), Vec::new());
     let mut consider = |candidate: Candidate, path: &Path| match too_long(path) {
         None => chosen.push(candidate),
@@ -130,6 +160,13 @@ fn too_long(path: &Path) -> Option<String> {
 
 /// Gets `candidate` ready for a socket, or says why it cannot be used.
 pub fn prepare(candidate: &Candidate, data_dir: &Path) -> Result<Ready, String> {
+    if let Candidate::Pipe { path, place } = candidate {
+        return Ok(Ready {
+            path: path.clone(),
+            place: *place,
+            temp_dir: None,
+        });
+    }
     let data_dir_meta = fs::metadata(data_dir)
         .map_err(|err| format!("cannot read {}: {err}", data_dir.display()))?;
     match candidate {
@@ -151,6 +188,7 @@ pub fn prepare(candidate: &Candidate, data_dir: &Path) -> Result<Ready, String> 
             })
         }
         Candidate::Temp { parent } => temp_dir(parent, data_dir, &data_dir_meta),
+        Candidate::Pipe { .. } => Err("a pipe needs no place made ready".into()),
     }
 }
 
@@ -308,8 +346,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use crate::agent::place::{candidates, fnv1a, Candidate};
-    use crate::platform::MAX_SOCKET_PATH_BYTES;
+    use crate::agent::place::{candidates, fnv1a, Candidate, Place};
+    use crate::platform::{AgentPipe, MAX_SOCKET_PATH_BYTES};
 
     /// A directory path of exactly `length` bytes under `/d`.
     fn dir_of(length: usize) -> PathBuf {
@@ -335,6 +373,7 @@ mod tests {
             data_dir,
             Some(Path::new("/run/user/1000")),
             Path::new("/tmp"),
+            Vec::new(),
         );
         let hash = fnv1a(data_dir.as_os_str().as_encoded_bytes());
         assert_eq!(
@@ -354,10 +393,39 @@ mod tests {
     }
 
     #[test]
+    fn the_platform_s_pipes_are_the_only_places_in_its_order_and_no_socket_place_is_tried() {
+        let pipes = vec![
+            ("\\\\.\\pipe\\a".to_owned(), AgentPipe::OpenSsh),
+            ("\\\\.\\pipe\\b".to_owned(), AgentPipe::User),
+        ];
+        let (chosen, notes) = candidates(
+            &dir_of(400),
+            Some(Path::new("/run/user/1000")),
+            Path::new("/tmp"),
+            pipes,
+        );
+        assert_eq!(
+            chosen,
+            [
+                Candidate::Pipe {
+                    path: PathBuf::from("\\\\.\\pipe\\a"),
+                    place: Place::OpenSshPipe
+                },
+                Candidate::Pipe {
+                    path: PathBuf::from("\\\\.\\pipe\\b"),
+                    place: Place::UserPipe
+                },
+            ]
+        );
+        assert!(notes.is_empty(), "no socket place is considered: {notes:?}");
+        assert!(!Place::OpenSshPipe.is_file() && Place::Data.is_file());
+    }
+
+    #[test]
     fn two_data_dirs_get_two_runtime_sockets() {
         let runtime = Some(Path::new("/run/user/1000"));
-        let one = candidates(Path::new("/a"), runtime, Path::new("/tmp")).0;
-        let two = candidates(Path::new("/b"), runtime, Path::new("/tmp")).0;
+        let one = candidates(Path::new("/a"), runtime, Path::new("/tmp"), Vec::new()).0;
+        let two = candidates(Path::new("/b"), runtime, Path::new("/tmp"), Vec::new()).0;
         assert_ne!(one[0], two[0]);
     }
 
@@ -366,11 +434,11 @@ mod tests {
         // 107 bytes on Linux, 103 on macOS (`sun_path` is 108 and 104 bytes).
         let fixed = "/agent.sock".len();
         let fits = dir_of(MAX_SOCKET_PATH_BYTES - fixed);
-        let (chosen, notes) = candidates(&fits, None, Path::new("/tmp"));
+        let (chosen, notes) = candidates(&fits, None, Path::new("/tmp"), Vec::new());
         assert_eq!(chosen, [data_dir_path(&fits), temp("/tmp")]);
         assert!(notes.is_empty(), "{notes:?}");
         let over = dir_of(MAX_SOCKET_PATH_BYTES + 1 - fixed);
-        let (chosen, notes) = candidates(&over, None, Path::new("/tmp"));
+        let (chosen, notes) = candidates(&over, None, Path::new("/tmp"), Vec::new());
         assert_eq!(chosen, [temp("/tmp")]);
         let expected = format!(
             "is {} bytes, and a Unix socket path holds at most {MAX_SOCKET_PATH_BYTES}",
@@ -392,7 +460,7 @@ mod tests {
             (MAX_SOCKET_PATH_BYTES + 1 - fixed, false),
         ] {
             let temp_dir = dir_of(length);
-            let (chosen, notes) = candidates(&data_dir, None, &temp_dir);
+            let (chosen, notes) = candidates(&data_dir, None, &temp_dir, Vec::new());
             assert_eq!(chosen.len(), usize::from(kept), "{length}");
             assert_eq!(notes.len(), 2 - usize::from(kept), "{length}");
         }
@@ -401,7 +469,12 @@ mod tests {
     #[test]
     fn a_runtime_dir_too_long_falls_back_to_the_data_dir_with_a_note() {
         let runtime = dir_of(100);
-        let (chosen, notes) = candidates(Path::new("/data"), Some(&runtime), Path::new("/tmp"));
+        let (chosen, notes) = candidates(
+            Path::new("/data"),
+            Some(&runtime),
+            Path::new("/tmp"),
+            Vec::new(),
+        );
         assert_eq!(chosen, [data_dir_path(Path::new("/data")), temp("/tmp")]);
         assert!(
             notes.len() == 1 && notes[0].contains("host-manager/agent-"),

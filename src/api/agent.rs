@@ -10,19 +10,24 @@ use serde_json::Value;
 use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::approvals::PendingView;
 use crate::error::ApiError;
+use crate::model::ssh_config_export::identity_agent_line;
 use crate::state::AppState;
 use crate::store;
 
 /// `GET /api/agent`.
 #[derive(Serialize)]
 struct AgentView<'a> {
-    /// True when the agent listens (not with `--no-agent`, not on Windows: docs/platforms.md, Platforms).
+    /// True when the agent listens (not with `--no-agent`, nor when no place could hold it).
     enabled: bool,
-    /// The socket for `SSH_AUTH_SOCK` and `IdentityAgent`; `null` when not enabled.
+    /// The socket's path, or on Windows the pipe's name; `null` when not enabled.
     socket: Option<String>,
-    /// Which place holds the socket (`runtime_dir`, `data_dir`, `temp_dir`); `null` when
-    /// not enabled.
+    /// Which place holds the socket (`runtime_dir`, `data_dir`, `temp_dir`; on Windows
+    /// `openssh_pipe` or `user_pipe`); `null` when not enabled.
     location: Option<&'static str>,
+    /// The value to give `SSH_AUTH_SOCK` (the socket, as is); `null` when not enabled.
+    ssh_auth_sock: Option<String>,
+    /// The `IdentityAgent` line the `?agent=true` export writes; `null` when not enabled.
+    identity_agent: Option<String>,
     /// Why the agent is not enabled; `null` when it is.
     reason: Option<&'a str>,
     /// The keys the agent offers now.
@@ -54,16 +59,20 @@ struct DecisionInput {
     decision: Option<Value>,
 }
 
-/// `GET /api/agent`: `{enabled, socket, location, reason, keys, pending}`.
+/// `GET /api/agent`: `{enabled, socket, location, ssh_auth_sock, identity_agent, reason,
+/// keys, pending}`.
 pub fn status(state: &AppState) -> Result<Reply, ApiError> {
     let socket = state.agent.socket();
     let keys = match socket {
         Some(_) => state.db.read(store::agent::served)?,
         None => Vec::new(),
     };
+    let socket_text = socket.map(|path| path.to_string_lossy().into_owned());
     let view = AgentView {
         enabled: socket.is_some(),
-        socket: socket.map(|path| path.to_string_lossy().into_owned()),
+        ssh_auth_sock: socket_text.clone(),
+        identity_agent: socket_text.as_deref().map(identity_agent_line),
+        socket: socket_text,
         location: state.agent.location(),
         reason: socket.is_none().then(|| state.agent.off_because()),
         keys: keys

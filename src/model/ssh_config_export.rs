@@ -171,7 +171,7 @@ pub fn render(hosts: &[ExportHost]) -> String {
                 let file = format!("{IDENTITY_DIR}{key_id}{PUBLIC_KEY_SUFFIX}");
                 out.push_str(&format!("    IdentityFile {}\n", path(&file)));
                 certificate_file(&mut out, host, key_id);
-                out.push_str(&format!("    IdentityAgent {}\n", path(socket)));
+                out.push_str(&format!("    {}\n", identity_agent_line(socket)));
                 out.push_str("    IdentitiesOnly yes\n");
             }
             (Some(key_id), None) => {
@@ -213,6 +213,14 @@ fn one_line(text: &str) -> String {
 }
 
 /// A file path as one ssh_config argument: `ssh` expands `%` tokens in `IdentityFile`,
+/// The `IdentityAgent` line of an `?agent=true` export for the agent at `socket` (a socket's
+/// path, or on Windows a pipe's name such as `\\.\pipe\openssh-ssh-agent`, whose every
+/// backslash ssh reads back only from a quoted, escaped argument), as `GET /api/agent`
+/// shows it too.
+pub fn identity_agent_line(socket: &str) -> String {
+    format!("IdentityAgent {}", path(socket))
+}
+
 /// `IdentityAgent` and `UserKnownHostsFile` (`%d` is the home directory, `%h` the host...),
 /// so each `%` is written `%%`, which it reads back as one `%`; then made one line and quoted as `ssh_words::quote_arg` does.
 fn path(text: &str) -> String {
@@ -330,6 +338,25 @@ mod tests {
             vec!["ServerAliveInterval 30"],
             "the export's own lines go"
         );
+    }
+
+    #[test]
+    fn a_windows_pipe_name_is_written_quoted_with_each_backslash_doubled_and_reads_back_whole() {
+        use crate::model::ssh_config_export::identity_agent_line;
+        use crate::model::ssh_words::split_args;
+        let pipe = "\\\\.\\pipe\\openssh-ssh-agent";
+        let line = identity_agent_line(pipe);
+        // `ssh -G` prints `identityagent \\.\pipe\openssh-ssh-agent` for this line; an
+        // unquoted `\\.` would read back as `\.`.
+        assert_eq!(
+            line,
+            "IdentityAgent \"\\\\\\\\.\\\\pipe\\\\openssh-ssh-agent\""
+        );
+        let words = split_args(line.strip_prefix("IdentityAgent ").unwrap()).unwrap();
+        assert_eq!(words, vec![pipe]);
+        let exported = vec![agent_key_host("k1", pipe, vec![])];
+        let text = render(&exported);
+        assert!(text.contains(&format!("    {line}\n")), "{text}");
     }
 
     #[test]

@@ -19,11 +19,59 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use crate::platform::os::{
-    agent_answers, bind_agent, create_private_dir, create_private_dirs, descriptor_limit,
-    file_identity, is_open_to_others, is_socket, make_private, narrow_private_dir, open_private,
-    refuse_data_dir, same_owner, stdin_file, watch_signals, AgentListener, AgentStream, DirRefusal,
-    AGENT_UNAVAILABLE, FILE_IDENTITY_SIZE_FIELD, MAX_SOCKET_PATH_BYTES,
+    agent_answers, agent_pipes, bind_agent, create_private_dir, create_private_dirs,
+    descriptor_limit, file_identity, is_open_to_others, is_socket, make_private,
+    narrow_private_dir, open_private, refuse_data_dir, same_owner, stdin_file, watch_signals,
+    AgentListener, AgentStream, DirRefusal, AGENT_UNAVAILABLE, FILE_IDENTITY_SIZE_FIELD,
+    MAX_SOCKET_PATH_BYTES,
 };
+
+/// Which named pipe the SSH agent listens on, on Windows (docs/platforms.md, Platforms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    unix,
+    allow(dead_code, reason = "only Windows serves the agent on a pipe")
+)]
+pub enum AgentPipe {
+    /// `\\.\pipe\openssh-ssh-agent`, where Windows' `ssh.exe` looks without any setup.
+    OpenSsh,
+    /// `\\.\pipe\host-manager-agent-<user>`, when another program holds the first.
+    User,
+}
+
+/// The named pipes the SSH agent tries on Windows, best first: OpenSSH's own name, then one
+/// of this user's (`user` is `%USERNAME%`, each character but an ASCII letter, digit, `-`,
+/// `_` or `.` written `_`; `user` when unset or empty). `suffix` (a test override, else
+/// empty) goes at the end of both, so tests running at once under one Wine server do not
+/// share a pipe. Pure, so every machine unit-tests it.
+#[cfg_attr(
+    unix,
+    allow(dead_code, reason = "only Windows serves the agent on a pipe")
+)]
+fn pipe_names(user: Option<&str>, suffix: &str) -> Vec<(String, AgentPipe)> {
+    let user: String = match user.filter(|user| !user.is_empty()) {
+        Some(user) => user
+            .chars()
+            .map(
+                |c| match c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    true => c,
+                    false => '_',
+                },
+            )
+            .collect(),
+        None => "user".into(),
+    };
+    vec![
+        (
+            format!("\\\\.\\pipe\\openssh-ssh-agent{suffix}"),
+            AgentPipe::OpenSsh,
+        ),
+        (
+            format!("\\\\.\\pipe\\host-manager-agent-{user}{suffix}"),
+            AgentPipe::User,
+        ),
+    ]
+}
 
 /// The soft "Max open files" limit in the text of Linux's `/proc/self/limits`: `Some(None)`
 /// when it is "unlimited", `None` when the line is missing or unreadable.
@@ -125,7 +173,7 @@ mod tests {
     use std::collections::HashMap;
     use std::path::PathBuf;
 
-    use crate::platform::{default_data_dir, open_files_limit, System};
+    use crate::platform::{default_data_dir, open_files_limit, pipe_names, AgentPipe, System};
 
     #[test]
     fn the_soft_open_files_limit_is_read_from_proc_self_limits() {
@@ -223,5 +271,33 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn the_agent_pipes_are_openssh_s_name_then_the_user_s_with_odd_characters_replaced() {
+        let names = pipe_names(Some("Ann Lee/ß.x_y-1"), "");
+        assert_eq!(
+            names,
+            vec![
+                (
+                    "\\\\.\\pipe\\openssh-ssh-agent".to_owned(),
+                    AgentPipe::OpenSsh
+                ),
+                (
+                    "\\\\.\\pipe\\host-manager-agent-Ann_Lee__.x_y-1".to_owned(),
+                    AgentPipe::User
+                ),
+            ]
+        );
+        for user in [None, Some("")] {
+            assert_eq!(
+                pipe_names(user, "-t1")[1].0,
+                "\\\\.\\pipe\\host-manager-agent-user-t1"
+            );
+        }
+        assert_eq!(
+            pipe_names(None, "-t1")[0].0,
+            "\\\\.\\pipe\\openssh-ssh-agent-t1"
+        );
     }
 }

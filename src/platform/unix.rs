@@ -184,6 +184,11 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
     Ok(AgentListener(listener))
 }
 
+/// The agent listens on a socket file (`agent::place` chooses where), never on a named pipe.
+pub fn agent_pipes(_user: Option<&str>, _suffix: &str) -> Vec<(String, super::AgentPipe)> {
+    Vec::new()
+}
+
 /// Whether something listens on the socket at `path`: a live agent, whose socket is never
 /// taken; a socket nobody answers on is a killed run's.
 pub fn agent_answers(path: &Path) -> bool {

@@ -1,24 +1,39 @@
 //! Windows (docs/platforms.md, Platforms): the data dir and its files are protected by the access
 //! control list they inherit from the user's profile, the console's Ctrl+C, Ctrl+Break and
-//! close reach the service through the ctrlc crate, and the SSH agent is not served yet.
+//! close reach the service through the ctrlc crate, and the SSH agent listens on a named
+//! pipe through the interprocess crate.
 //!
 //! Invariants: no unsafe code, so no Win32 call of our own: an ACL is neither read nor
 //! written (the service says so, with a warning, for a data dir outside the user's profile,
-//! whose ACL it cannot vouch for); modes are Unix notions and do nothing here; nothing in
-//! the agent's endpoint is ever reached (`AGENT_UNAVAILABLE` is checked first).
+//! whose ACL it cannot vouch for); modes are Unix notions and do nothing here. The agent's
+//! pipe is created as its first instance, so a name another program holds is never shared;
+//! a read on an agent connection never blocks in the system: it waits for data by peeking
+//! every `POLL_MAX` at most, so its timeout holds and closing it from another thread (the
+//! connection cap) ends it within one poll.
 
 use std::fmt;
 use std::fs::{File, FileType, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::windows::io::AsHandle;
+use std::os::windows::io::{AsHandle, OwnedHandle};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Why the agent is off on Windows (docs/platforms.md, Platforms): Windows' OpenSSH talks to its agent
-/// on a named pipe, and serving one with the per-message timeout the agent keeps on Unix
-/// takes overlapped I/O, which std does not offer.
-pub const AGENT_UNAVAILABLE: Option<&str> =
-    Some("the SSH agent is not available on Windows yet (docs/platforms.md, Platforms)");
+use interprocess::os::windows::named_pipe::{
+    pipe_mode, PipeListener, PipeListenerOptions, PipeMode, PipeStream,
+};
+
+/// The SSH agent is served on Windows, on a named pipe.
+pub const AGENT_UNAVAILABLE: Option<&str> = None;
+
+/// The longest wait between two looks at an idle agent connection: a client's next message
+/// is read at most this late, and a closed or timed-out connection ends at most this late.
+const POLL_MAX: Duration = Duration::from_millis(50);
+
+/// The pipe's buffer each way: a whole agent message (256 KiB at most) fits, so a reply is
+/// written without waiting for the client to read it.
+const PIPE_BUFFER_BYTES: u32 = 256 * 1024 + 4;
 
 /// No descriptor limit binds the service on Windows: sockets are handles, and a process
 /// may hold millions of them, so the connection cap alone bounds them.
@@ -26,18 +41,31 @@ pub fn descriptor_limit() -> Option<u64> {
     None
 }
 
-/// An AF_UNIX address holds 108 bytes of path on Windows too; unused while the agent is off.
+/// An AF_UNIX address holds 108 bytes of path on Windows too; unused, the agent is on a pipe.
 pub const MAX_SOCKET_PATH_BYTES: usize = 107;
 
 /// No data dir is refused on Windows: the service cannot read an ACL without unsafe code.
 #[derive(Debug)]
 pub enum DirRefusal {}
 
-/// The agent's listener: none can exist on Windows yet.
-pub enum AgentListener {}
+/// The agent's named pipe: the instance waiting for the next client.
+pub struct AgentListener(PipeListener<pipe_mode::Bytes, pipe_mode::Bytes>);
 
-/// One client of the agent: none can exist on Windows yet.
-pub enum AgentStream {}
+/// One client of the agent; its clones (`try_clone`) share the pipe instance, and
+/// `shutdown` from any of them ends it.
+pub struct AgentStream(Arc<Connection>);
+
+struct Connection {
+    /// Reads and writes bytes.
+    bytes: PipeStream<pipe_mode::Bytes, pipe_mode::Bytes>,
+    /// The same instance seen as messages, only to peek: how much is waiting, or that the
+    /// client is gone, without blocking.
+    peek: PipeStream<pipe_mode::Messages, pipe_mode::None>,
+    /// Set by `shutdown`: the next read sees end of file.
+    closed: AtomicBool,
+    /// How long one read may wait; `None` without a bound.
+    read_timeout: Mutex<Option<Duration>>,
+}
 
 /// Creates `dir` and its missing parents; they inherit their parent's ACL.
 pub fn create_private_dirs(dir: &Path) -> io::Result<()> {
@@ -90,12 +118,12 @@ pub fn make_private(_path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Owners are in ACLs, which the service does not read; unused while the agent is off.
+/// Owners are in ACLs, which the service does not read; unused, the agent is on a pipe.
 pub fn same_owner(_one: &Metadata, _other: &Metadata) -> bool {
     true
 }
 
-/// Windows' AF_UNIX sockets are not served; unused while the agent is off.
+/// Windows' AF_UNIX sockets are not served; unused, the agent is on a pipe.
 pub fn is_socket(_file_type: &FileType) -> bool {
     false
 }
@@ -128,56 +156,152 @@ pub fn watch_signals(on_signal: impl Fn() + Send + 'static) -> io::Result<()> {
     ctrlc::set_handler(on_signal).map_err(io::Error::other)
 }
 
-/// The agent is never started on Windows (`AGENT_UNAVAILABLE`).
-pub fn bind_agent(_path: &Path) -> io::Result<AgentListener> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        AGENT_UNAVAILABLE.unwrap_or_default(),
-    ))
+/// The pipes the agent tries, best first (`super::pipe_names`): OpenSSH's own name, then
+/// the user's.
+pub fn agent_pipes(user: Option<&str>, suffix: &str) -> Vec<(String, super::AgentPipe)> {
+    super::pipe_names(user, suffix)
 }
 
-/// Never reached: the agent is not started on Windows (`AGENT_UNAVAILABLE`).
-pub fn agent_answers(_path: &Path) -> bool {
-    false
+/// Creates the named pipe `path` as its first instance, so that a name another program
+/// (Windows' own ssh-agent service, a password manager) holds is refused, never shared:
+/// first a client's open of the name says whether a server is there (Wine does not refuse
+/// a second first instance), then the creation itself refuses a name taken meanwhile (on
+/// Windows). The pipe refuses remote clients and gets the default security descriptor
+/// (docs/platforms.md, Platforms, says what it lets in). Its type is messages, so a peek says
+/// whether anything waits; its clients read and write it as bytes.
+pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
+    if let Some(why) = pipe_held(path) {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!(
+                "another program holds this pipe (Windows' ssh-agent service or a password \
+                 manager): {why}"
+            ),
+        ));
+    }
+    let options = PipeListenerOptions::new()
+        .path(path.as_os_str())
+        .mode(PipeMode::Messages)
+        .accept_remote(false)
+        .input_buffer_size_hint(PIPE_BUFFER_BYTES)
+        .output_buffer_size_hint(PIPE_BUFFER_BYTES);
+    match options.create::<pipe_mode::Bytes, pipe_mode::Bytes>() {
+        Ok(listener) => Ok(AgentListener(listener)),
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => Err(io::Error::new(
+            err.kind(),
+            format!(
+                "another program holds this pipe (Windows' ssh-agent service or a password \
+                 manager), or it is not ours ({err})"
+            ),
+        )),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether a server holds the pipe `path`: a client's open of it succeeds, finds every
+/// instance busy or is refused; only "not found" means no server. The connection opened
+/// is closed at once, which the other server sees as a client that left.
+fn pipe_held(path: &Path) -> Option<String> {
+    match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(_) => Some("it answers".into()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        Err(err) => Some(err.to_string()),
+    }
+}
+
+/// Whether a server answers on the pipe `path` (`agent::place` never asks: a pipe leaves no
+/// file behind to find stale).
+pub fn agent_answers(path: &Path) -> bool {
+    pipe_held(path).is_some()
 }
 
 impl AgentListener {
+    /// Waits for the next client.
     pub fn accept(&self) -> io::Result<AgentStream> {
-        match *self {}
+        let bytes = self.0.accept()?;
+        let handle: OwnedHandle = bytes.as_handle().try_clone_to_owned()?;
+        let peek = PipeStream::try_from(handle).map_err(|err| io::Error::other(err.to_string()))?;
+        Ok(AgentStream(Arc::new(Connection {
+            bytes,
+            peek,
+            closed: AtomicBool::new(false),
+            read_timeout: Mutex::new(None),
+        })))
     }
 }
 
 impl AgentStream {
-    pub fn set_read_timeout(&self, _timeout: Option<Duration>) -> io::Result<()> {
-        match *self {}
+    /// Bounds each following read to `timeout`.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        *self
+            .0
+            .read_timeout
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = timeout;
+        Ok(())
     }
 
+    /// Not bounded on a pipe: a reply fits the pipe's buffer (`PIPE_BUFFER_BYTES`), so a
+    /// write returns without the client reading (docs/platforms.md, Platforms).
     pub fn set_write_timeout(&self, _timeout: Option<Duration>) -> io::Result<()> {
-        match *self {}
+        Ok(())
     }
 
+    /// Another view of the same connection.
     pub fn try_clone(&self) -> io::Result<AgentStream> {
-        match *self {}
+        Ok(AgentStream(Arc::clone(&self.0)))
     }
 
+    /// Ends the connection: its reads see end of file within `POLL_MAX`, its thread ends
+    /// and the pipe instance closes with it.
     pub fn shutdown(&self, _how: std::net::Shutdown) -> io::Result<()> {
-        match *self {}
+        self.0.closed.store(true, Ordering::SeqCst);
+        Ok(())
     }
 }
 
 impl Read for AgentStream {
-    fn read(&mut self, _buf: &mut [u8]) -> io::Result<usize> {
-        match *self {}
+    /// Waits, peeking, until data waits, the client leaves (end of file), the stream is shut
+    /// down (end of file) or the read timeout passes (`TimedOut`); then reads what waits.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let connection = &*self.0;
+        let timeout = *connection
+            .read_timeout
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let deadline = timeout.map(|timeout| Instant::now() + timeout);
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if connection.closed.load(Ordering::SeqCst) {
+                return Ok(0);
+            }
+            match connection.peek.peek_msg_len() {
+                Ok(0) => {}
+                Ok(_) => return (&connection.bytes).read(buf),
+                Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
+                Err(err) => return Err(err),
+            }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(POLL_MAX);
+        }
     }
 }
 
 impl Write for AgentStream {
-    fn write(&mut self, _buf: &[u8]) -> io::Result<usize> {
-        match *self {}
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.closed.load(Ordering::SeqCst) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        (&self.0.bytes).write(buf)
     }
 
+    /// Nothing to do: what was written waits in the pipe for the client, and waiting for
+    /// the client to read it (the crate's flush) could wait for ever.
     fn flush(&mut self) -> io::Result<()> {
-        match *self {}
+        Ok(())
     }
 }
 

@@ -4,20 +4,21 @@
 //! signatures, forwarding follows each key's policy, its lock, unlock and policy changes
 //! reach the audit log and the change feed; and the socket's own rules.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::agent_wire::{
+    assert_a_stalled_message_closes_its_connection, assert_lists_and_signs_every_key_type,
+    assert_locked_vault_lists_and_signs_nothing, closed, exchange, key_blob, read_answer,
+    sign_request, waiting_sign_requests, DEADLINE,
+};
 use crate::interop::{assert_logged_in, current_user, Sshd};
 use crate::support::{fresh_dir, host_body, id_of, vault_audit, wait_until, Options, Service};
-
-/// Generous: a condition polled for this long never holds by luck of timing.
-const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The agent's socket, as `GET /api/agent` gives it.
 fn socket(service: &Service) -> PathBuf {
@@ -762,33 +763,35 @@ fn forwarded_requests_see_and_use_only_keys_whose_policy_allows_forwarding() {
     assert_eq!(forwarded[0]["fingerprint"], allowed["fingerprint"]);
 }
 
-/// Sends one framed message on `stream`; the framed answer, or `None` at end of stream.
-pub(crate) fn exchange(stream: &mut UnixStream, message: &[u8]) -> Option<Vec<u8>> {
-    stream
-        .write_all(&(message.len() as u32).to_be_bytes())
-        .ok()?;
-    stream.write_all(message).ok()?;
-    read_answer(stream)
-}
-
-fn read_answer(stream: &mut UnixStream) -> Option<Vec<u8>> {
-    let mut header = [0u8; 4];
-    stream.read_exact(&mut header).ok()?;
-    let mut body = vec![0u8; u32::from_be_bytes(header) as usize];
-    stream.read_exact(&mut body).ok()?;
-    Some(body)
-}
-
-/// True when the agent closed `stream` (a read sees end of file).
-fn closed(stream: &mut UnixStream) -> bool {
-    let mut byte = [0u8; 1];
-    matches!(stream.read(&mut byte), Ok(0))
-}
-
 fn connect_socket(socket: &Path) -> UnixStream {
     let stream = UnixStream::connect(socket).unwrap();
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
     stream
+}
+
+/// The same checks run on Windows' named pipe (`agent_pipe`).
+#[test]
+fn the_agent_lists_and_signs_with_ed25519_ecdsa_and_rsa_sha2_keys_whose_signatures_verify() {
+    let service = Service::start("agent-sign-every-type");
+    let socket = socket(&service);
+    assert_lists_and_signs_every_key_type(&service, || connect_socket(&socket));
+}
+
+#[test]
+fn a_message_that_stops_arriving_closes_its_connection_after_the_message_timeout() {
+    let service = Service::start_env(
+        "agent-stalled",
+        &[("HOST_MANAGER_TEST_AGENT_MESSAGE_TIMEOUT_MS", "200")],
+    );
+    let socket = socket(&service);
+    assert_a_stalled_message_closes_its_connection(&service, || connect_socket(&socket));
+}
+
+#[test]
+fn while_the_vault_is_locked_a_connection_lists_no_key_and_gets_no_signature() {
+    let service = Service::start("agent-locked-raw");
+    let socket = socket(&service);
+    assert_locked_vault_lists_and_signs_nothing(&service, || connect_socket(&socket));
 }
 
 #[test]
@@ -924,6 +927,8 @@ fn no_agent_serves_no_socket_and_agent_modes_of_connect_and_export_are_409() {
             "enabled": false,
             "socket": null,
             "location": null,
+            "ssh_auth_sock": null,
+            "identity_agent": null,
             "reason": "the SSH agent is not served (--no-agent)",
             "keys": [],
             "pending": 0
@@ -1299,50 +1304,6 @@ fn a_policy_change_and_ssh_add_d_each_bump_the_key_revision_once_and_log_one_fee
     );
 }
 
-/// The public key blob of a Key object, as the agent protocol names a key.
-fn key_blob(key: &Value) -> Vec<u8> {
-    use base64ct::Encoding;
-    let text = key["public_key"].as_str().unwrap();
-    base64ct::Base64::decode_vec(text.split_whitespace().nth(1).unwrap()).unwrap()
-}
-
-/// Appends `bytes` as an SSH string (a 4-byte length, then the bytes).
-fn put(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-    out.extend_from_slice(bytes);
-}
-
-/// A SIGN_REQUEST for `blob` over `data`, no flags.
-fn sign_request(blob: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut message = vec![13];
-    put(&mut message, blob);
-    put(&mut message, data);
-    message.extend_from_slice(&0u32.to_be_bytes());
-    message
-}
-
-/// `count` connections, each with a sign request for `blob` (over data that is no login)
-/// waiting for the user once this returns; each thread gives its connection's answer.
-fn waiting_sign_requests(
-    service: &Service,
-    socket: &Path,
-    blob: &[u8],
-    count: usize,
-) -> Vec<std::thread::JoinHandle<Option<Vec<u8>>>> {
-    let threads: Vec<_> = (0..count)
-        .map(|_| {
-            let mut stream = connect_socket(socket);
-            let message = sign_request(blob, b"not a login");
-            std::thread::spawn(move || exchange(&mut stream, &message))
-        })
-        .collect();
-    let waiting = wait_until(DEADLINE, || {
-        service.get("/api/agent").expect(200)["pending"] == count
-    });
-    assert!(waiting, "{count} requests wait");
-    threads
-}
-
 /// The `subject`s of the `agent.forwarded_refused` audit entries, oldest first.
 fn forwarded_refusals(service: &Service) -> Vec<String> {
     agent_audit(service)
@@ -1552,7 +1513,7 @@ fn thirty_two_requests_waiting_on_other_connections_do_not_refuse_the_users_logi
     let (public_file, _) = connect_via_agent(&service, &host, &work);
     // 32 other connections, each with a sign request waiting for the user.
     let blob = key_blob(&key);
-    let flood = waiting_sign_requests(&service, &socket, &blob, 32);
+    let flood = waiting_sign_requests(&service, || connect_socket(&socket), &blob, 32);
     let login = ssh_via_agent(&sshd, &socket, &public_file).spawn().unwrap();
     // The login's request is the one bound to a server.
     let mut mine = Value::Null;
@@ -1617,7 +1578,7 @@ fn at_the_connection_cap_a_connection_waiting_for_approval_is_never_closed_for_a
     set_policy(&service, &key, json!({"confirm": "always"}));
     let blob = key_blob(&key);
     // 64 connections, each with a sign request waiting for the user.
-    let waiting = waiting_sign_requests(&service, &socket, &blob, 64);
+    let waiting = waiting_sign_requests(&service, || connect_socket(&socket), &blob, 64);
     let mut refused = connect_socket(&socket);
     assert!(
         closed(&mut refused),

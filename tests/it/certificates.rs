@@ -778,7 +778,7 @@ fn sign_request(socket: &std::path::Path, blob: &[u8], data: &[u8]) -> Vec<u8> {
     stream
         .set_read_timeout(Some(crate::support::EVENT_DEADLINE))
         .unwrap();
-    crate::agent::exchange(&mut stream, &message).expect("an answer")
+    crate::agent_wire::exchange(&mut stream, &message).expect("an answer")
 }
 
 /// OpenSSH's `ssh` signs a certificate login with the plain key the agent lists; other

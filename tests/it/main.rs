@@ -3,9 +3,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-/// The SSH agent is served on Unix only (docs/platforms.md, Platforms).
+/// The SSH agent on a Unix socket; on Windows, on a named pipe (docs/platforms.md, Platforms).
 #[cfg(unix)]
 mod agent;
+#[cfg(windows)]
+mod agent_pipe;
+mod agent_wire;
 mod batch;
 mod certificates;
 mod changes;

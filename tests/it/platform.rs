@@ -1,5 +1,5 @@
-//! What differs between platforms (docs/platforms.md, Platforms): why the agent is off, the default data
-//! dir, and on Windows the data dir outside the user's profile. Most tests here run only on
+//! What differs between platforms (docs/platforms.md, Platforms): the agent served on each, the default
+//! data dir, and on Windows the data dir outside the user's profile. Most tests here run only on
 //! their own platform: the Windows ones in `scripts/test`'s Wine stage.
 
 use crate::support::Service;
@@ -20,44 +20,28 @@ fn with_no_agent_the_409_says_the_flag_turned_the_agent_off() {
     assert!(!details.contains("Windows"), "{details}");
 }
 
-#[cfg(unix)]
+/// A Unix socket on Unix, a named pipe on Windows (`agent_pipe` tests it further).
 #[test]
-fn on_unix_the_agent_is_served_by_default() {
+fn the_agent_is_served_by_default_with_its_ssh_auth_sock_and_identity_agent_line() {
     let service = Service::start("platform-agent-on");
     let status = service.get("/api/agent").expect(200);
     assert_eq!(status["enabled"], true, "{status}");
-    assert!(status["socket"].is_string(), "{status}");
+    let socket = status["socket"].as_str().expect("a socket");
+    assert_eq!(status["ssh_auth_sock"], socket, "{status}");
+    assert!(
+        status["identity_agent"]
+            .as_str()
+            .is_some_and(|line| line.starts_with("IdentityAgent ")),
+        "{status}"
+    );
+    let pipe = socket.starts_with("\\\\.\\pipe\\");
+    assert_eq!(pipe, cfg!(windows), "{status}");
 }
 
 /// Windows only: run by `scripts/test`'s Wine stage.
 #[cfg(windows)]
 mod windows {
-    use crate::platform::agent_unavailable_details;
     use crate::support::{fresh_dir, Options, Service};
-
-    #[test]
-    fn on_windows_the_agent_is_off_by_default_and_its_409_says_why() {
-        let service = Service::start("platform-agent-windows");
-        let status = service.get("/api/agent").expect(200);
-        assert_eq!(
-            status,
-            serde_json::json!({
-                "enabled": false,
-                "socket": null,
-                "location": null,
-                "reason": "the SSH agent is not available on Windows yet (docs/platforms.md, Platforms)",
-                "keys": [],
-                "pending": 0
-            })
-        );
-        let details = agent_unavailable_details(&service);
-        assert!(details.contains("not available on Windows"), "{details}");
-        assert!(
-            service.stderr().contains("SSH agent off"),
-            "{}",
-            service.stderr()
-        );
-    }
 
     #[test]
     fn on_windows_the_default_data_dir_is_under_local_app_data() {

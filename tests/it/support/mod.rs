@@ -200,6 +200,15 @@ impl Service {
             // The agent's socket goes into the data dir, under target/, unless a test sets
             // a runtime dir of its own: nothing is left outside target/.
             .env_remove("XDG_RUNTIME_DIR")
+            // On Windows the agent's pipes are named after the test dir, so services that
+            // run at once (under one Wine server) never share one, unless a test says so.
+            .env(
+                "HOST_MANAGER_TEST_AGENT_PIPE_SUFFIX",
+                format!(
+                    "-{}",
+                    base.file_name().unwrap_or_default().to_string_lossy()
+                ),
+            )
             .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
