@@ -839,18 +839,7 @@ fn at_the_connection_cap_an_idle_connection_is_closed_so_ssh_add_is_served() {
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.contains("no identities"), "{said}");
     // Exactly one of the 64 made room; the others are still served.
-    let answered = open
-        .iter_mut()
-        .map(|stream| exchange(stream, &[11]))
-        .filter(|answer| *answer == Some(vec![12, 0, 0, 0, 0]))
-        .count();
-    assert_eq!(
-        answered, 63,
-        "one idle connection was closed, the rest go on"
-    );
-    assert!(service
-        .stderr()
-        .contains("closed the longest-idle one for a new client"));
+    crate::agent_wire::assert_one_idle_connection_made_room(&service, &mut open);
 }
 
 #[test]

@@ -147,18 +147,7 @@ fn at_the_connection_cap_an_idle_pipe_connection_is_closed_so_a_new_client_is_se
         exchange(&mut newcomer, &REQUEST_IDENTITIES),
         Some(NO_IDENTITIES.to_vec())
     );
-    let answered = open
-        .iter_mut()
-        .map(|stream| exchange(stream, &REQUEST_IDENTITIES))
-        .filter(|answer| answer.as_deref() == Some(&NO_IDENTITIES[..]))
-        .count();
-    assert_eq!(
-        answered, 63,
-        "one idle connection was closed, the rest go on"
-    );
-    assert!(service
-        .stderr()
-        .contains("closed the longest-idle one for a new client"));
+    crate::agent_wire::assert_one_idle_connection_made_room(&service, &mut open);
 }
 
 #[test]

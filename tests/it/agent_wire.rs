@@ -243,3 +243,23 @@ pub fn assert_a_stalled_message_closes_its_connection<S: Read + Write>(
         Some(NO_IDENTITIES.to_vec())
     );
 }
+
+/// After a new client took the place of the longest-idle connection at the cap: exactly one of
+/// `open` was closed, the other 63 are still answered, and the service said why.
+pub fn assert_one_idle_connection_made_room<S: Read + Write>(
+    service: &crate::support::Service,
+    open: &mut [S],
+) {
+    let answered = open
+        .iter_mut()
+        .map(|stream| exchange(stream, &REQUEST_IDENTITIES))
+        .filter(|answer| answer.as_deref() == Some(&NO_IDENTITIES[..]))
+        .count();
+    assert_eq!(
+        answered, 63,
+        "one idle connection was closed, the rest go on"
+    );
+    assert!(service
+        .stderr()
+        .contains("closed the longest-idle one for a new client"));
+}
