@@ -7,7 +7,8 @@
 //! `updated_at` strictly increases on every change (the schema's trigger bumps `revision`
 //! and logs the feed entry).
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
 use crate::model::forward::{ForwardKind, ForwardSettings, ForwardSpec, MAX_FORWARDS};
 use crate::model::forward_rule::{Owner, Rule};
@@ -105,8 +106,14 @@ pub fn insert(
     spec: &ForwardSpec,
     settings: &ForwardSettings,
 ) -> Result<Result<Rule, Invalid>, StoreError> {
-    let existing = of_owner(conn, owner)?;
-    if existing.len() >= MAX_FORWARDS {
+    check_owner(conn, owner)?;
+    let count: i64 = conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM forwards WHERE {}_id = ?1",
+            owner.kind()
+        ))?
+        .query_row([owner.id()], |row| row.get(0))?;
+    if count >= MAX_FORWARDS as i64 {
         return Ok(Err(Invalid::new(
             "forwards",
             format!("a host or group has at most {MAX_FORWARDS} rules"),
@@ -117,33 +124,44 @@ pub fn insert(
         Owner::Host(id) => (Some(id.as_str()), None),
         Owner::Group(id) => (None, Some(id.as_str())),
     };
-    conn.prepare_cached(INSERT)?.execute(params![
-        id,
-        host_id,
-        group_id,
-        existing.len() as i64,
-        spec.kind.as_str(),
-        spec.bind_address,
-        spec.bind_port,
-        spec.bind_socket,
-        spec.target_host,
-        spec.target_port,
-        spec.target_socket,
-        settings.enabled,
-        settings.autostart,
-        settings.description,
-        now,
-    ])?;
+    let mut values: Vec<SqlValue> = vec![
+        id.to_owned().into(),
+        host_id.map(str::to_owned).into(),
+        group_id.map(str::to_owned).into(),
+        count.into(),
+    ];
+    values.extend(rule_values(spec, settings));
+    values.push(now.clone().into());
+    conn.prepare_cached(INSERT)?
+        .execute(params_from_iter(values))?;
     Ok(Ok(Rule {
         id: id.to_owned(),
         owner: owner.clone(),
-        position: existing.len() as i64,
+        position: count,
         spec: spec.clone(),
         settings: settings.clone(),
         created_at: now.clone(),
         updated_at: now,
         revision: 1,
     }))
+}
+
+/// A rule's own columns, `type` to `description`, in the order `INSERT` and `UPDATE` bind
+/// them (after the id and owner, before the time).
+fn rule_values(spec: &ForwardSpec, settings: &ForwardSettings) -> [SqlValue; 10] {
+    let port = |port: Option<u16>| SqlValue::from(port.map(i64::from));
+    [
+        spec.kind.as_str().to_owned().into(),
+        spec.bind_address.clone().into(),
+        port(spec.bind_port),
+        spec.bind_socket.clone().into(),
+        spec.target_host.clone().into(),
+        port(spec.target_port),
+        spec.target_socket.clone().into(),
+        settings.enabled.into(),
+        settings.autostart.into(),
+        settings.description.clone().into(),
+    ]
 }
 
 /// Writes the new spec and settings of `previous`, and moves it to `position` (clamped to
@@ -156,20 +174,11 @@ pub fn update(
     position: Option<i64>,
 ) -> Result<Rule, StoreError> {
     let updated_at = next_updated_at(&previous.updated_at);
-    conn.prepare_cached(UPDATE)?.execute(params![
-        previous.id,
-        spec.kind.as_str(),
-        spec.bind_address,
-        spec.bind_port,
-        spec.bind_socket,
-        spec.target_host,
-        spec.target_port,
-        spec.target_socket,
-        settings.enabled,
-        settings.autostart,
-        settings.description,
-        updated_at,
-    ])?;
+    let mut values: Vec<SqlValue> = vec![previous.id.clone().into()];
+    values.extend(rule_values(spec, settings));
+    values.push(updated_at.clone().into());
+    conn.prepare_cached(UPDATE)?
+        .execute(params_from_iter(values))?;
     let position = match position {
         Some(position) => place(conn, previous, position)?,
         None => previous.position,
