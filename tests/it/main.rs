@@ -20,6 +20,7 @@ mod hosts;
 mod http;
 mod identities;
 mod identity_use;
+mod importers;
 mod inheritance;
 mod interop;
 mod keys;

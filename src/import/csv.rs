@@ -1,0 +1,1 @@
+//! Shared reader piece (being built).
