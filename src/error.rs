@@ -50,6 +50,8 @@ pub enum ApiError {
         identities: u64,
     },
     IdentityNotFound,
+    /// `POST /api/import/{format}` with a format no importer reads (docs/import.md).
+    UnknownFormat,
     /// Another identity has this name (compared caselessly).
     IdentityNameTaken,
     /// Hosts and groups still name the identity (docs/identities.md): their counts.
@@ -130,6 +132,7 @@ impl ApiError {
             | ApiError::KeyNotFound
             | ApiError::KnownHostNotFound
             | ApiError::IdentityNotFound
+            | ApiError::UnknownFormat
             | ApiError::CertificateNotFound
             | ApiError::ForwardNotFound
             | ApiError::AgentRequestNotFound => 404,
@@ -171,6 +174,7 @@ impl ApiError {
             ApiError::DuplicateKey => "DUPLICATE_KEY",
             ApiError::KeyInUse { .. } => "KEY_IN_USE",
             ApiError::IdentityNotFound => "IDENTITY_NOT_FOUND",
+            ApiError::UnknownFormat => "NOT_FOUND",
             ApiError::IdentityNameTaken => "IDENTITY_NAME_TAKEN",
             ApiError::IdentityInUse { .. } => "IDENTITY_IN_USE",
             ApiError::TotpNotSet => "TOTP_NOT_SET",
@@ -213,6 +217,7 @@ impl ApiError {
             ApiError::DuplicateKey => "key already stored",
             ApiError::KeyInUse { .. } => "key is in use",
             ApiError::IdentityNotFound => "identity not found",
+            ApiError::UnknownFormat => "no importer reads this format",
             ApiError::IdentityNameTaken => "identity name already in use",
             ApiError::IdentityInUse { .. } => "identity is in use",
             ApiError::TotpNotSet => "the identity has no TOTP secret",

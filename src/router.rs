@@ -87,6 +87,11 @@ macro_rules! route {
     };
 }
 
+/// The body limit of `POST /api/import/{format}` (docs/import.md, "The request"): a PuTTY
+/// export of a few thousand sessions is UTF-16 with base64 on top. The HTTP layer's body
+/// budget still bounds all bodies together.
+pub const MAX_IMPORT_BODY_BYTES: usize = 32 * 1024 * 1024;
+
 /// Every endpoint of the service (docs/api.md, "Endpoints"), the only route table.
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
@@ -149,6 +154,8 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/identities/{id}/totp", Unlocked Work, Id identities::totp, "identityTotp"),
 
     route!(Post "/api/import/ssh-config", Unlocked Work, Req ssh_config::import, "importSshConfig"),
+    route!(Get "/api/import/formats", Unlocked Work, State import::formats, "listImportFormats"),
+    route!(Post "/api/import/{id}", Unlocked Work, ReqId import::run, "importSessions"),
     route!(Get "/api/export/ssh-config", Unlocked Work, Req ssh_config::export, "exportSshConfig"),
 
     route!(Get "/api/known-hosts", Unlocked Work, Req known_hosts::list, "listKnownHosts"),
@@ -362,6 +369,20 @@ impl http::Handler for Service {
 
     fn stop(&self) {
         self.state.db.feed().stop();
+    }
+
+    /// docs/import.md, "The request": the importers of other tools' files take bodies up to
+    /// `MAX_IMPORT_BODY_BYTES`; every other route keeps the HTTP layer's limit.
+    fn body_limit(&self, method: &str, target: &str) -> usize {
+        let path = target.split('?').next().unwrap_or_default();
+        let imports = method == "POST"
+            && path
+                .strip_prefix("/api/import/")
+                .is_some_and(|format| crate::import::source::Format::from_name(format).is_some());
+        match imports {
+            true => MAX_IMPORT_BODY_BYTES,
+            false => http::MAX_BODY_BYTES,
+        }
     }
 }
 

@@ -21,6 +21,7 @@ pub mod identities;
 #[cfg(test)]
 mod identities_tests;
 pub mod identity_use;
+pub mod import;
 pub mod keys;
 pub mod known_hosts;
 pub mod openapi;

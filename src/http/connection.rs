@@ -74,7 +74,8 @@ fn serve_one(
         Ok(length) => length,
         Err(err) => return refuse_read(stream, err, None),
     };
-    let parsed = request::parse_head(&buffer.data()[..head_length], |head, headers| {
+    let limit = |method: &str, target: &str| context.app.body_limit(method, target);
+    let parsed = request::parse_head(&buffer.data()[..head_length], limit, |head, headers| {
         (context.gate.check(&facts(head, headers)), if_match(headers))
     });
     buffer.consume(head_length);

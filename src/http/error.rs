@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::http::message::{Reply, MAX_BODY_BYTES};
+use crate::http::message::Reply;
 use crate::http::{MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES};
 
 /// A refusal or failure of the HTTP layer, with its status and code.
@@ -20,15 +20,13 @@ pub enum HttpError {
     /// The path exists but not with this method; the slice is the `Allow` list.
     MethodNotAllowed(Vec<&'static str>),
     /// A query parameter is not valid percent-encoded UTF-8 or is given twice.
-    InvalidParameter {
-        name: String,
-        rule: String,
-    },
+    InvalidParameter { name: String, rule: String },
     /// A token is required and the request has none or another.
     Unauthorized,
     /// The gate refused the Host, Origin or `Sec-Fetch-Site`; the text says which.
     Forbidden(String),
-    PayloadTooLarge,
+    /// The body is over this limit (bytes).
+    PayloadTooLarge(usize),
     /// The request line is longer than the HTTP layer accepts.
     UriTooLong,
     /// The header section is too long or has too many lines.
@@ -59,7 +57,7 @@ impl HttpError {
             HttpError::NotFound => 404,
             HttpError::MethodNotAllowed(_) => 405,
             HttpError::RequestTimeout => 408,
-            HttpError::PayloadTooLarge => 413,
+            HttpError::PayloadTooLarge(_) => 413,
             HttpError::UriTooLong => 414,
             HttpError::HeadersTooLarge => 431,
             HttpError::Internal => 500,
@@ -75,7 +73,7 @@ impl HttpError {
             HttpError::InvalidParameter { .. } => "VALIDATION_ERROR",
             HttpError::Unauthorized => "UNAUTHORIZED",
             HttpError::Forbidden(_) => "FORBIDDEN",
-            HttpError::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            HttpError::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
             HttpError::UriTooLong => "URI_TOO_LONG",
             HttpError::HeadersTooLarge => "HEADERS_TOO_LARGE",
             HttpError::RequestTimeout => "REQUEST_TIMEOUT",
@@ -93,7 +91,7 @@ impl HttpError {
             HttpError::InvalidParameter { .. } => "invalid query parameter",
             HttpError::Unauthorized => "missing or wrong bearer token",
             HttpError::Forbidden(_) => "forbidden",
-            HttpError::PayloadTooLarge => "request body too large",
+            HttpError::PayloadTooLarge(_) => "request body too large",
             HttpError::UriTooLong => "request line too long",
             HttpError::HeadersTooLarge => "request headers too large",
             HttpError::RequestTimeout => "request not received in time",
@@ -111,7 +109,7 @@ impl HttpError {
                 Some(format!("query parameter {name}: {rule}"))
             }
             HttpError::MethodNotAllowed(allow) => Some(format!("allowed: {}", allow.join(", "))),
-            HttpError::PayloadTooLarge => Some(format!("the limit is {MAX_BODY_BYTES} bytes")),
+            HttpError::PayloadTooLarge(limit) => Some(format!("the limit is {limit} bytes")),
             HttpError::UriTooLong => Some(format!("the limit is {MAX_REQUEST_LINE_BYTES} bytes")),
             HttpError::HeadersTooLarge => Some(format!(
                 "the limits are {MAX_HEADER_SECTION_BYTES} bytes and {MAX_HEADERS} header lines"
@@ -149,7 +147,7 @@ impl std::error::Error for HttpError {}
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::http::HttpError;
+    use crate::http::{HttpError, MAX_BODY_BYTES};
 
     fn body(err: &HttpError) -> String {
         String::from_utf8(err.reply().body.to_vec()).unwrap()
@@ -178,7 +176,7 @@ mod tests {
     #[test]
     fn the_limits_errors_name_their_limits() {
         assert_eq!(
-            body(&HttpError::PayloadTooLarge),
+            body(&HttpError::PayloadTooLarge(MAX_BODY_BYTES)),
             r#"{"error":"request body too large","code":"PAYLOAD_TOO_LARGE","details":"the limit is 1048576 bytes"}"#
         );
         assert_eq!(

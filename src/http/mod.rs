@@ -104,6 +104,11 @@ pub struct Shutdown(pub &'static str);
 pub trait Handler: Send + Sync {
     /// The answer to one request. A panic in it is caught by the caller and answered 500.
     fn answer(&self, req: &Req) -> Reply;
+    /// The largest body a request with this method and target may send, decided from the
+    /// head alone before any body byte is read: `MAX_BODY_BYTES` unless a route needs more.
+    fn body_limit(&self, _method: &str, _target: &str) -> usize {
+        MAX_BODY_BYTES
+    }
     /// Shutdown has started: requests waiting for something (the change feed's long polls)
     /// answer now instead of holding the grace period.
     fn stop(&self);

@@ -4,7 +4,7 @@
 //! Invariants: the connection's buffer never grows past `BUFFER_BYTES` (allocated once, wiped
 //! on drop, since heads carry tokens and bodies passwords); every read has a deadline; the
 //! framing is one `Content-Length` of digits or `Transfer-Encoding: chunked` alone, never
-//! both and never a guess; a body over `MAX_BODY_BYTES` is refused from its declared length
+//! both and never a guess; a body over its route's limit (`MAX_BODY_BYTES` unless the handler says otherwise) is refused from its declared length
 //! before a byte of it is read, or, when chunked, as soon as it passes the limit.
 
 use std::io::{self, Read};
@@ -13,9 +13,7 @@ use std::time::Instant;
 
 use zeroize::Zeroizing;
 
-use crate::http::{
-    HttpError, MAX_BODY_BYTES, MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES,
-};
+use crate::http::{HttpError, MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES};
 
 /// The connection's buffer: room for the largest head the limits allow (request line, its
 /// line end, header section). Bytes past a head (a body, a pipelined request) wait here.
@@ -189,7 +187,8 @@ pub struct Head {
 pub enum BodyFraming {
     None,
     Length(usize),
-    Chunked,
+    /// Chunked, read through this limit.
+    Chunked(usize),
 }
 
 impl BodyFraming {
@@ -199,7 +198,7 @@ impl BodyFraming {
         match self {
             BodyFraming::None => 0,
             BodyFraming::Length(length) => length,
-            BodyFraming::Chunked => MAX_BODY_BYTES,
+            BodyFraming::Chunked(limit) => limit,
         }
     }
 }
@@ -208,6 +207,7 @@ impl BodyFraming {
 /// they are still borrowed from the buffer, so values such as a token are never copied.
 pub fn parse_head<T>(
     data: &[u8],
+    body_limit: impl FnOnce(&str, &str) -> usize,
     inspect: impl FnOnce(&Head, &[httparse::Header<'_>]) -> T,
 ) -> Result<(Head, T), HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -240,7 +240,7 @@ pub fn parse_head<T>(
         target: target.to_owned(),
         http_1_0,
         keep_alive,
-        body: body_framing(request.headers)?,
+        body: body_framing(request.headers, body_limit(method, target))?,
         expects_continue: !http_1_0
             && values(request.headers, "Expect")
                 .any(|value| value.trim().eq_ignore_ascii_case("100-continue")),
@@ -264,13 +264,13 @@ pub fn values<'a>(
 /// Strict framing: one `Content-Length` of digits, or `Transfer-Encoding: chunked` alone;
 /// anything else is refused, since a guess can desynchronize the connection (request
 /// smuggling). A declared length over the limit is 413 before any read.
-fn body_framing(headers: &[httparse::Header<'_>]) -> Result<BodyFraming, HttpError> {
+fn body_framing(headers: &[httparse::Header<'_>], limit: usize) -> Result<BodyFraming, HttpError> {
     let lengths: Vec<&str> = values(headers, "Content-Length").collect();
     let encodings: Vec<&str> = values(headers, "Transfer-Encoding").collect();
     match (lengths.as_slice(), encodings.as_slice()) {
         ([], []) => Ok(BodyFraming::None),
         ([], [encoding]) if encoding.trim().eq_ignore_ascii_case("chunked") => {
-            Ok(BodyFraming::Chunked)
+            Ok(BodyFraming::Chunked(limit))
         }
         ([], _) => Err(HttpError::BadRequest(
             "only Transfer-Encoding: chunked is supported".into(),
@@ -287,9 +287,9 @@ fn body_framing(headers: &[httparse::Header<'_>]) -> Result<BodyFraming, HttpErr
             }
             match length.parse::<usize>() {
                 Ok(0) => Ok(BodyFraming::None),
-                Ok(length) if length <= MAX_BODY_BYTES => Ok(BodyFraming::Length(length)),
+                Ok(length) if length <= limit => Ok(BodyFraming::Length(length)),
                 // Over the limit, or beyond usize: refused from the declared length alone.
-                _ => Err(HttpError::PayloadTooLarge),
+                _ => Err(HttpError::PayloadTooLarge(limit)),
             }
         }
         _ => Err(HttpError::BadRequest("more than one Content-Length".into())),
@@ -307,7 +307,7 @@ pub fn read_body(
     let body = match framing {
         BodyFraming::None => Ok(Zeroizing::new(Vec::new())),
         BodyFraming::Length(length) => read_length(stream, buffer, length, deadline),
-        BodyFraming::Chunked => read_chunked(stream, buffer, deadline),
+        BodyFraming::Chunked(limit) => read_chunked(stream, buffer, limit, deadline),
     };
     match body {
         Err(ReadError::TimedOut) => Err(HttpError::RequestTimeout.into()),
@@ -337,11 +337,12 @@ fn read_length(
 fn read_chunked(
     stream: &TcpStream,
     buffer: &mut Buffer,
+    limit: usize,
     deadline: Instant,
 ) -> Result<Zeroizing<Vec<u8>>, ReadError> {
     // The whole limit is reserved at once (untouched pages cost no memory), so the body
     // never moves and leaves no copies behind.
-    let mut body = Zeroizing::new(Vec::with_capacity(MAX_BODY_BYTES));
+    let mut body = Zeroizing::new(Vec::with_capacity(limit));
     loop {
         let size = loop {
             match httparse::parse_chunk_size(buffer.data()) {
@@ -360,10 +361,10 @@ fn read_chunked(
             skip_trailers(stream, buffer, deadline)?;
             return Ok(body);
         }
-        let remaining = MAX_BODY_BYTES - body.len();
+        let remaining = limit - body.len();
         let size = match usize::try_from(size) {
             Ok(size) if size <= remaining => size,
-            _ => return Err(HttpError::PayloadTooLarge.into()),
+            _ => return Err(HttpError::PayloadTooLarge(limit).into()),
         };
         let end = body.len() + size;
         while body.len() < end {
@@ -445,7 +446,9 @@ fn malformed(err: httparse::Error) -> HttpError {
 mod tests {
     use crate::http::request::{complete_head, parse_head, BodyFraming};
     use crate::http::HttpError;
-    use crate::http::{MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES};
+    use crate::http::{
+        MAX_BODY_BYTES, MAX_HEADERS, MAX_HEADER_SECTION_BYTES, MAX_REQUEST_LINE_BYTES,
+    };
 
     /// A request line of exactly `length` bytes.
     fn line_of(length: usize) -> String {
@@ -537,7 +540,7 @@ mod tests {
     }
 
     fn framing(head: &str) -> Result<BodyFraming, &'static str> {
-        parse_head(head.as_bytes(), |_, _| ())
+        parse_head(head.as_bytes(), |_, _| MAX_BODY_BYTES, |_, _| ())
             .map(|(head, ())| head.body)
             .map_err(|err| err.code())
     }
@@ -552,7 +555,7 @@ mod tests {
         );
         assert_eq!(
             framing(&format!("{base}Transfer-Encoding: Chunked\r\n\r\n")),
-            Ok(BodyFraming::Chunked)
+            Ok(BodyFraming::Chunked(MAX_BODY_BYTES))
         );
         for bad in [
             "Content-Length: 1\r\nContent-Length: 1\r\n",
@@ -590,7 +593,12 @@ mod tests {
 
     #[test]
     fn connection_tokens_decide_keep_alive_by_version() {
-        let keep = |head: &str| parse_head(head.as_bytes(), |_, _| ()).unwrap().0.keep_alive;
+        let keep = |head: &str| {
+            parse_head(head.as_bytes(), |_, _| MAX_BODY_BYTES, |_, _| ())
+                .unwrap()
+                .0
+                .keep_alive
+        };
         assert!(keep("GET / HTTP/1.1\r\n\r\n"));
         assert!(!keep(
             "GET / HTTP/1.1\r\nConnection: Upgrade, close\r\n\r\n"

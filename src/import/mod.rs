@@ -11,6 +11,7 @@ pub mod csv;
 pub mod ini;
 pub mod mobaxterm;
 pub mod mremoteng;
+pub mod plan;
 pub mod putty;
 pub mod reg;
 pub mod remmina;

@@ -20,6 +20,7 @@ pub mod groups;
 pub mod history;
 pub mod hosts;
 pub mod identities;
+pub mod imports;
 pub mod inherit;
 pub mod integrity;
 pub mod interop;

@@ -46,3 +46,10 @@ fn item<'a>(answer: &'a Value, source_id: &str) -> &'a Value {
         .and_then(|items| items.iter().find(|item| item["source_id"] == source_id))
         .unwrap_or_else(|| panic!("no item {source_id} in {answer:#}"))
 }
+
+/// The field a 400 `VALIDATION_ERROR` names (its `details` are `<field>: <rule>`).
+fn field_of(response: &Response) -> String {
+    let body = response.assert_error(400, "VALIDATION_ERROR");
+    let details = body["details"].as_str().unwrap_or_default();
+    details.split(": ").next().unwrap_or_default().to_owned()
+}

@@ -55,3 +55,21 @@ impl std::fmt::Debug for DerivedKeys {
         write!(out, "DerivedKeys({} derived, redacted)", self.derivations)
     }
 }
+
+/// `sha256:` and the hex SHA-256 of `parts` one after another: an import's source
+/// fingerprint (names and bytes of its files), and the record of a sealed password (its
+/// sealed bytes, random per seal, so nothing about the password itself).
+pub fn sha256_hex(parts: &[&[u8]]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    let digest = hasher.finalize();
+    let mut out = String::from("sha256:");
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}

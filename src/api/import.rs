@@ -1,0 +1,331 @@
+//! `GET /api/import/formats` and `POST /api/import/{format}` (docs/import.md): the files
+//! decoded, read by the format's reader (`import::read`), planned against the catalogue
+//! (`import::plan`), their passwords opened and sealed (only with `"secrets": "import"`),
+//! and written with their import records in one transaction.
+//!
+//! Invariants: passwords are opened and sealed before the transaction (the vault's lock is
+//! never taken under the database's); the transaction checks that nothing changed since the
+//! plan was read, else plans again; a dry run takes the same steps and rolls them back; no
+//! answer, log line or error carries a password or a passphrase.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::api::{JsonBody, JsonReply, Reply};
+use crate::error::ApiError;
+use crate::http::Req;
+use crate::import::plan::{self, Item, Kind, Options, Plan, SecretStatus, Status};
+use crate::import::reveal::Revealer;
+use crate::import::source::{Catalogue, Format, SourceFile};
+use crate::import::text;
+use crate::state::AppState;
+use crate::store::{self, changes, imports, Ending};
+use crate::vault::foreign::sha256_hex;
+use crate::vault::{SealContext, Secret};
+
+mod request;
+mod write;
+
+use request::ImportRequest;
+
+/// How many times an import plans again when the catalogue changed under it.
+const ATTEMPTS: usize = 3;
+
+#[derive(Serialize)]
+struct FormatView {
+    format: &'static str,
+    title: &'static str,
+    files: &'static str,
+    secrets: &'static str,
+}
+
+/// `GET /api/import/formats`.
+pub fn formats(_state: &AppState) -> Result<Reply, ApiError> {
+    let formats: Vec<FormatView> = Format::ALL
+        .into_iter()
+        .map(|format| {
+            let (title, files, secrets) = describe(format);
+            FormatView {
+                format: format.name(),
+                title,
+                files,
+                secrets,
+            }
+        })
+        .collect();
+    Reply::json(200, &json!({ "formats": formats }))
+}
+
+/// The title, the files to send and the passwords it opens (docs/import.md, "Formats").
+fn describe(format: Format) -> (&'static str, &'static str, &'static str) {
+    match format {
+        Format::MobaXterm => (
+            "MobaXterm",
+            "a .mxtsessions export or MobaXterm.ini",
+            "none",
+        ),
+        Format::Putty => (
+            "PuTTY / KiTTY",
+            "a regedit export of the Sessions key, or ~/.putty/sessions files",
+            "ProxyPassword",
+        ),
+        Format::WinScp => (
+            "WinSCP",
+            "WinSCP.ini",
+            "saved passwords without a master password",
+        ),
+        Format::SecureCrt => (
+            "SecureCRT",
+            "the XML export",
+            "Password V2 (02, 03) with the config passphrase (empty by default), and the old form",
+        ),
+        Format::MRemoteNg => (
+            "mRemoteNG",
+            "confCons.xml",
+            "every password, with the default or the given password",
+        ),
+        Format::Remmina => (
+            "Remmina",
+            "the .remmina files and remmina.pref",
+            "every password, with remmina.pref among the files",
+        ),
+        Format::TermiusCsv => (
+            "Termius CSV",
+            "a CSV in Termius's import template",
+            "Password column",
+        ),
+        Format::Csv => (
+            "CSV",
+            "a CSV as GET /api/export/csv writes it",
+            "password column",
+        ),
+    }
+}
+
+/// The answer of an import.
+#[derive(Serialize)]
+struct Answer {
+    dry_run: bool,
+    source: SourceView,
+    summary: Summary,
+    items: Vec<Item>,
+}
+
+#[derive(Serialize)]
+struct SourceView {
+    format: &'static str,
+    fingerprint: String,
+}
+
+#[derive(Default, Serialize)]
+struct Summary {
+    created: usize,
+    updated: usize,
+    unchanged: usize,
+    kept_local: usize,
+    skipped: usize,
+    invalid: usize,
+    groups_created: usize,
+    identities_created: usize,
+}
+
+/// `POST /api/import/{format}`.
+pub fn run(state: &AppState, req: &Req, format: &str) -> Result<Reply, ApiError> {
+    let format = Format::from_name(format).ok_or(ApiError::UnknownFormat)?;
+    let mut body: Map<String, Value> = req.json()?;
+    let passphrase = request::take_passphrase(&mut body)?;
+    let request = ImportRequest::from_json(&body)?;
+    let files = decode(&request)?;
+    let fingerprint = fingerprint(&request);
+    let catalogue = crate::import::read(format, &files, passphrase.as_ref())
+        .map_err(|err| ApiError::validation(&format!("files[{}]", err.file), err.reason))?;
+    drop(files);
+    let mut revealer = Revealer::new(passphrase.as_ref(), catalogue.source_key.as_ref());
+    let mut attempt = 0;
+    let items = loop {
+        attempt += 1;
+        match import_once(state, format, &request, &catalogue, &mut revealer)? {
+            Some(items) => break items,
+            None if attempt >= ATTEMPTS => {
+                return Err(ApiError::internal(
+                    "the catalogue kept changing during an import",
+                ))
+            }
+            None => continue,
+        }
+    };
+    log::info!(
+        "import {}: {} items, {} key derivations in {} ms",
+        format.name(),
+        items.len(),
+        revealer.keys.derivations,
+        revealer.keys.derive_time.as_millis()
+    );
+    let answer = Answer {
+        dry_run: request.dry_run,
+        source: SourceView {
+            format: format.name(),
+            fingerprint,
+        },
+        summary: summary(&items),
+        items,
+    };
+    Reply::json(200, &answer)
+}
+
+/// One try: read, plan, open and seal, write. `None` when the catalogue changed between
+/// the read and the write (nothing was written).
+fn import_once(
+    state: &AppState,
+    format: Format,
+    request: &ImportRequest,
+    catalogue: &Catalogue,
+    revealer: &mut Revealer<'_>,
+) -> Result<Option<Vec<Item>>, ApiError> {
+    let (stored, seen, current_sealed) = state.db.read(|conn| {
+        if let Some(group) = &request.parent_group_id {
+            if !store::hosts::group_exists(conn, group)? {
+                return Err(ApiError::GroupNotFound);
+            }
+        }
+        let stored = imports::stored(conn, format.name())?;
+        let sealed = imports::sealed_passwords(conn)?;
+        Ok::<_, ApiError>((stored, changes::latest(conn)?, sealed))
+    })?;
+    let options = Options {
+        parent_group_id: request.parent_group_id.as_deref(),
+        default_user: &state.config.import_user,
+        import_secrets: request.import_secrets,
+    };
+    let mut plan = plan::plan(catalogue, &stored, &options, &mut crate::vault::new_id);
+    let sealed = seal_secrets(state, &mut plan, revealer, &current_sealed)?;
+    let ending = Ending::dry_run_if(request.dry_run);
+    state
+        .db
+        .write_ending(ending, |tx| {
+            if changes::latest(tx)? != seen {
+                return Ok(None);
+            }
+            write::apply(tx, format, &stored, &mut plan, &sealed)?;
+            Ok::<_, ApiError>(Some(()))
+        })?
+        .map(|()| {
+            if request.dry_run {
+                for item in &mut plan.items {
+                    if item.status == Status::Created {
+                        item.id = None;
+                    }
+                }
+            }
+            Some(plan.items)
+        })
+        .map_or(Ok(None), Ok)
+}
+
+/// Opens each password the plan writes and seals it for its object; a password that cannot
+/// be opened is `"missing"` with the reason, and one equal to what is stored (the last
+/// import's) is not written again. Returns the sealed bytes by object id.
+fn seal_secrets(
+    state: &AppState,
+    plan: &mut Plan<'_>,
+    revealer: &mut Revealer<'_>,
+    current: &HashMap<String, Vec<u8>>,
+) -> Result<HashMap<String, Vec<u8>>, ApiError> {
+    let mut sealed = HashMap::new();
+    for write in &mut plan.writes {
+        let Some(secret) = write.secret else {
+            continue;
+        };
+        let item = &mut plan.items[write.item];
+        let opened = match revealer.reveal(secret) {
+            Ok(opened) => opened,
+            Err(reason) => {
+                item.secret = SecretStatus::Missing;
+                item.reason
+                    .get_or_insert_with(|| format!("password: {reason}"));
+                continue;
+            }
+        };
+        let context = seal_context(write.kind, &write.id);
+        let vault = state.session.vault();
+        if write.compare_secret {
+            if let Some(bytes) = current.get(&write.id) {
+                let now: Secret = vault.open(context, bytes)?;
+                if now.expose() == opened.expose() {
+                    item.secret = SecretStatus::Imported;
+                    continue;
+                }
+            }
+        }
+        sealed.insert(write.id.clone(), vault.seal(context, opened.expose())?);
+        item.secret = SecretStatus::Imported;
+    }
+    Ok(sealed)
+}
+
+/// Where a password of `kind` is sealed (the same contexts as the hosts' and identities'
+/// own endpoints).
+fn seal_context(kind: Kind, id: &str) -> SealContext<'_> {
+    SealContext {
+        table: match kind {
+            Kind::Identity => "identities",
+            _ => "hosts",
+        },
+        row_id: id,
+        field: "password",
+    }
+}
+
+/// Each file's text: `content` as it is, `content_base64` in the request's encoding
+/// (docs/import.md, "Encodings"); a file that cannot be read is 400 naming it.
+fn decode(request: &ImportRequest) -> Result<Vec<SourceFile>, ApiError> {
+    request
+        .files
+        .iter()
+        .enumerate()
+        .map(|(index, file)| {
+            let text = match &file.text {
+                Some(text) => text.clone(),
+                None => text::decode(&file.bytes, request.encoding)
+                    .map_err(|reason| ApiError::validation(&format!("files[{index}]"), reason))?,
+            };
+            Ok(SourceFile {
+                name: file.name.clone(),
+                text,
+            })
+        })
+        .collect()
+}
+
+/// docs/import.md, "The answer": the SHA-256 of the files' names and bytes, in order.
+fn fingerprint(request: &ImportRequest) -> String {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for file in &request.files {
+        parts.push(file.name.as_bytes());
+        parts.push(match &file.text {
+            Some(text) => text.as_bytes(),
+            None => &file.bytes,
+        });
+    }
+    sha256_hex(&parts)
+}
+
+fn summary(items: &[Item]) -> Summary {
+    let mut summary = Summary::default();
+    for item in items {
+        match (item.kind, item.status) {
+            (Kind::Group, Status::Created) => summary.groups_created += 1,
+            (Kind::Identity, Status::Created) => summary.identities_created += 1,
+            (Kind::Host, Status::Created) => summary.created += 1,
+            (Kind::Host, Status::Updated) => summary.updated += 1,
+            (Kind::Host, Status::Unchanged) => summary.unchanged += 1,
+            (Kind::Host, Status::KeptLocal) => summary.kept_local += 1,
+            (Kind::Host, Status::Skipped) => summary.skipped += 1,
+            (Kind::Host, Status::Invalid) => summary.invalid += 1,
+            _ => {}
+        }
+    }
+    summary
+}
