@@ -261,6 +261,9 @@ fn seal_secrets(
         }
         sealed.insert(write.id.clone(), vault.seal(context, opened.expose())?);
         item.secret = SecretStatus::Imported;
+        if write.existing && matches!(item.status, Status::Unchanged | Status::KeptLocal) {
+            item.status = Status::Updated;
+        }
     }
     Ok(sealed)
 }

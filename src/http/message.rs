@@ -180,6 +180,16 @@ impl Reply {
         }
     }
 
+    /// A CSV file (docs/import.md, "Export").
+    pub fn csv(body: String) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "text/csv; charset=utf-8",
+            headers: Vec::new(),
+            body: Zeroizing::new(body.into_bytes()),
+        }
+    }
+
     pub fn no_content() -> Reply {
         Reply {
             status: 204,

@@ -243,6 +243,12 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
                 .find(|group| group.parent_id == parent && fold::key(&group.name) == key)
         };
         let target = live.or_else(same_name);
+        if let Some(group) = target {
+            // Names compare caselessly (docs/api.md, Groups): the one here is the same name.
+            if fold::key(&group.name) == fold::key(name.trim()) {
+                wanted.insert("name".into(), json!(group.name));
+            }
+        }
         let index = self.plan.items.len();
         let (id, existing, current) = match target {
             Some(group) => (group.id.clone(), true, group_fields(group, &wanted)),
@@ -250,8 +256,8 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
         };
         let last = match (live, record) {
             (Some(_), Some(record)) => record.fields.clone(),
-            // Adopted (same name here, not imported): what is here counts as the source's.
-            _ => current.clone(),
+            // Adopted (same name here, not imported): what differs counts as edited here.
+            _ => wanted.clone(),
         };
         self.group_ids.insert(path.to_vec(), id.clone());
         let merged = merge(&current, &last, &wanted, existing);
@@ -306,7 +312,7 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             };
             let last = match (live, record) {
                 (Some(_), Some(record)) => record.fields.clone(),
-                _ => current.clone(),
+                _ => wanted.clone(),
             };
             let index = self.plan.items.len();
             self.identity_ids
@@ -425,14 +431,25 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             self.plan.items.push(item);
             return;
         }
-        let wanted = self.host_wanted(source, &mut item);
+        let mut wanted = self.host_wanted(source, &mut item);
+        if let Some(host) = current {
+            // Names and host names match caselessly: the spelling here is kept.
+            if fold::key(&host.name) == fold::key(source.name.trim()) {
+                wanted.insert("name".into(), json!(host.name));
+            }
+            if host.hostname.eq_ignore_ascii_case(source.hostname.trim()) {
+                wanted.insert("hostname".into(), json!(host.hostname));
+            }
+        }
         let existing = current.is_some();
         let current_fields = current
             .map(|host| self.host_fields(host))
             .unwrap_or_default();
+        // A host already here that no import made: its differing fields count as edits
+        // made here (the source's values are taken as what it was imported with).
         let last = match record {
             Some(record) => record.fields.clone(),
-            None => current_fields.clone(),
+            None => wanted.clone(),
         };
         let merged = merge(&current_fields, &last, &wanted, existing);
         item.status = merged.status(existing);
@@ -478,17 +495,17 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             return;
         }
         let now = self.stored.password_digests.get(&write.id);
-        let last = record.and_then(|record| record.fields.get("password"));
+        let last = record
+            .and_then(|record| record.fields.get("password"))
+            .and_then(Value::as_str);
         match (write.existing, now, last) {
             (false, _, _) | (true, None, None) => write.secret = Some(secret),
-            (true, Some(now), Some(Value::String(last))) if now == last => {
+            (true, Some(now), Some(last)) if now == last => {
                 write.secret = Some(secret);
                 write.compare_secret = true;
             }
-            (true, Some(_), None) => {
-                // A password set here before the first import of this object: kept.
-                self.kept(write.item, "password");
-            }
+            // Set here (before the first import, or since the last), or removed here since
+            // the last import: the edit made here is kept.
             _ => self.kept(write.item, "password"),
         }
     }

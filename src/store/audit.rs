@@ -57,6 +57,9 @@ pub const HOSTS_BATCH: &str = "hosts.batch";
 pub const HOST_CA_DELETED: &str = "host_ca.deleted";
 /// An identity was created (docs/identities.md): its id, never a secret.
 pub const IDENTITY_CREATED: &str = "identity.created";
+/// An export carried passwords (`?secrets=include`, docs/import.md "Export"): its format
+/// and how many passwords, never one of them.
+pub const SECRETS_EXPORTED: &str = "secrets.exported";
 /// An identity was changed: the names of the fields that changed and how many hosts follow.
 pub const IDENTITY_UPDATED: &str = "identity.updated";
 /// An identity was deleted, its direct users moved to `reassigned_to` when given.
@@ -105,6 +108,7 @@ pub const EVENTS: &[(&str, Class)] = &[
     (IDENTITY_DELETED, Class::Security),
     (IDENTITY_TOTP, Class::Routine),
     (HOSTS_BATCH, Class::Security),
+    (SECRETS_EXPORTED, Class::Security),
     (AGENT_SIGNED, Class::Routine),
     (AGENT_KEY_ADDED, Class::Security),
     (AGENT_KEYS_DISABLED, Class::Security),
