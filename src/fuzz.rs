@@ -15,6 +15,7 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
+use base64ct::Encoding as _;
 use serde_json::{json, Map, Value};
 use zeroize::Zeroizing;
 
@@ -104,6 +105,15 @@ const PATHS: &[&str] = &[
     "/api/known-hosts/authorities/{key}",
     "/api/import/known-hosts",
     "/api/export/known-hosts",
+    "/api/import/formats",
+    "/api/import/csv",
+    "/api/import/termius-csv",
+    "/api/import/putty",
+    "/api/import/mremoteng",
+    "/api/import/{key}",
+    "/api/export/csv",
+    "/api/export/termius-csv",
+    "/api/export/json",
     "/api/audit",
     "/api/agent",
     "/api/agent/requests",
@@ -133,6 +143,7 @@ const QUERY_KEYS: &[&str] = &[
     "wait",
     "agent",
     "principals",
+    "secrets",
     "certificate",
     "reassign_to",
 ];
@@ -219,6 +230,39 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
     }
 }
 
+/// A `files` array for the importers: a few lines of each format's structure, shuffled.
+fn import_files(rng: &mut Rng) -> Value {
+    let pieces = [
+        "name,hostname,port,username,auth,password,group_path,tags,notes,proxy_jump\r\n",
+        "Groups,Label,Tags,Hostname/IP,Protocol,Port,Username,Password\n",
+        "a,b.example.com,22,u,password,pw,G/H,t;u,n,x@y:22\n",
+        "Windows Registry Editor Version 5.00\r\n",
+        "[HKEY_CURRENT_USER\\Software\\SimonTatham\\PuTTY\\Sessions\\s%20one]\r\n",
+        "\"HostName\"=\"u@h\"\r\n\"PortNumber\"=dword:00000016\r\n",
+        "[Bookmarks]\r\nSubRep=A\\B\r\nImgNum=41\r\n",
+        "s=#109#0%h%22%u%%-1%-1%%%%%0%0%0%%%-1%0%0%0%%1080%%0%0%1#MobaFont#0# #-1\r\n",
+        "[Sessions\\f/s]\nHostName=h\nPassword=A35C\n",
+        "<?xml version=\"1.0\"?><VanDyke version=\"3.0\"><key name=\"Sessions\">",
+        "<Connections Name=\"C\" KdfIterations=\"1000\"><Node Type=\"Connection\" Hostname=\"h\" Protocol=\"SSH2\"/>",
+        "[remmina]\nprotocol=SSH\nserver=h:2222\npassword=.\n",
+        "</key></VanDyke>",
+    ];
+    let mut files = Vec::new();
+    for _ in 0..rng.below(3) {
+        let mut text = String::new();
+        for _ in 0..rng.below(12) {
+            text.push_str(rng.pick::<&str>(&pieces));
+        }
+        let file = match rng.below(3) {
+            0 => json!({"name": "f.remmina", "content": text}),
+            1 => json!({"name": "remmina.pref", "content": "[remmina_pref]\nsecret=AAAA\n"}),
+            _ => json!({"name": "f", "content_base64": base64ct::Base64::encode_string(text.as_bytes())}),
+        };
+        files.push(file);
+    }
+    Value::Array(files)
+}
+
 fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
     let fields = [
         "name",
@@ -261,6 +305,10 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
         "request_tty",
         "set_env",
         "send_env",
+        "files",
+        "secrets",
+        "encoding",
+        "parent_group_id",
     ];
     match rng.below(10) {
         0 => Vec::new(),
@@ -282,6 +330,10 @@ fn body(rng: &mut Rng, ids: &[String]) -> Vec<u8> {
             if rng.below(2) == 0 {
                 let kind = *rng.pick(&["local", "remote", "dynamic", "x"]);
                 object.insert("type".into(), Value::String(kind.into()));
+            }
+            // An import's files: text in every reader's shape, or bytes.
+            if rng.below(4) == 0 {
+                object.insert("files".into(), import_files(rng));
             }
             Value::Object(object).to_string().into_bytes()
         }
