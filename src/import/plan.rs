@@ -306,6 +306,11 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             let mut wanted = Map::new();
             wanted.insert("name".into(), json!(name));
             wanted.insert("username".into(), json!(source.username));
+            let auth = match source.password {
+                Some(_) => "password",
+                None => "agent",
+            };
+            wanted.insert("auth".into(), json!(auth));
             let (id, existing, current) = match target {
                 Some(identity) => (identity.id.clone(), true, identity_fields(identity)),
                 None => (new_id(), false, Map::new()),
@@ -725,6 +730,8 @@ fn identity_fields(identity: &Identity) -> Map<String, Value> {
     let mut fields = Map::new();
     fields.insert("name".into(), json!(identity.fields.name.as_str()));
     fields.insert("username".into(), json!(identity.fields.username));
+    let auth = identity.fields.auth.first().map(|method| method.type_name());
+    fields.insert("auth".into(), json!(auth));
     fields
 }
 

@@ -171,6 +171,13 @@ fn identity(
     if let Some(username) = write.set.get("username") {
         fields.username = username.as_str().map(str::to_owned);
     }
+    // docs/import.md: a credential with a saved password logs in with it (stored only with
+    // secrets imported), one without through the agent.
+    match write.set.get("auth").and_then(Value::as_str) {
+        Some("password") => fields.auth = vec![Method::Password { password: Slot::Empty }],
+        Some(_) => fields.auth = vec![Method::Agent],
+        None => {}
+    }
     if let Some(bytes) = sealed {
         slots.password = Some(bytes.clone());
         let stored = fields
