@@ -256,7 +256,9 @@ fn import_files(rng: &mut Rng) -> Value {
         let file = match rng.below(3) {
             0 => json!({"name": "f.remmina", "content": text}),
             1 => json!({"name": "remmina.pref", "content": "[remmina_pref]\nsecret=AAAA\n"}),
-            _ => json!({"name": "f", "content_base64": base64ct::Base64::encode_string(text.as_bytes())}),
+            _ => {
+                json!({"name": "f", "content_base64": base64ct::Base64::encode_string(text.as_bytes())})
+            }
         };
         files.push(file);
     }

@@ -156,6 +156,9 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/import/ssh-config", Unlocked Work, Req ssh_config::import, "importSshConfig"),
     route!(Get "/api/import/formats", Unlocked Work, State import::formats, "listImportFormats"),
     route!(Post "/api/import/{id}", Unlocked Work, ReqId import::run, "importSessions"),
+    route!(Get "/api/export/csv", Unlocked Work, Req export::csv, "exportCsv"),
+    route!(Get "/api/export/termius-csv", Unlocked Work, Req export::termius_csv, "exportTermiusCsv"),
+    route!(Get "/api/export/json", Unlocked Work, Req export::json, "exportJson"),
     route!(Get "/api/export/ssh-config", Unlocked Work, Req ssh_config::export, "exportSshConfig"),
 
     route!(Get "/api/known-hosts", Unlocked Work, Req known_hosts::list, "listKnownHosts"),

@@ -42,7 +42,8 @@ struct Catalogue {
 
 fn read(state: &AppState, secrets: bool, format: &str) -> Result<Catalogue, ApiError> {
     let (hosts, groups, sealed) = state.db.write(|tx| {
-        let stored = store::catalogue::all_hosts(tx)?;
+        let mut stored = store::catalogue::all_hosts(tx)?;
+        store::catalogue::fill_tags(tx, &mut stored)?;
         let inheritance = store::inherit::Inheritance::load(tx)?;
         let hosts: Vec<(Host, Host)> = stored
             .into_iter()
@@ -82,7 +83,10 @@ fn read(state: &AppState, secrets: bool, format: &str) -> Result<Catalogue, ApiE
 
 /// Each group's path from the top, names joined with `/`.
 fn group_paths(groups: &[Group]) -> HashMap<String, String> {
-    let by_id: HashMap<&str, &Group> = groups.iter().map(|group| (group.id.as_str(), group)).collect();
+    let by_id: HashMap<&str, &Group> = groups
+        .iter()
+        .map(|group| (group.id.as_str(), group))
+        .collect();
     let mut paths = HashMap::new();
     for group in groups {
         let mut names = vec![group.name.as_str()];
@@ -121,7 +125,9 @@ fn rows<'a>(catalogue: &'a Catalogue, paths: &'a HashMap<String, String>) -> Vec
             ExportRow {
                 name: &host.name,
                 hostname: &host.hostname,
-                port: effective.port.unwrap_or(crate::model::inherit::DEFAULT_PORT),
+                port: effective
+                    .port
+                    .unwrap_or(crate::model::inherit::DEFAULT_PORT),
                 username: effective.username.as_deref().unwrap_or_default(),
                 auth: match effective.auth_type {
                     Some(AuthType::Password) => "password",
@@ -184,7 +190,11 @@ pub fn json(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         .iter()
         .map(|(host, _)| {
             let mut view = json!(host.view());
-            if let Some(password) = catalogue.passwords.get(&host.id).and_then(Secret::expose_str) {
+            if let Some(password) = catalogue
+                .passwords
+                .get(&host.id)
+                .and_then(Secret::expose_str)
+            {
                 view["password"] = json!(password);
             }
             view
@@ -198,7 +208,10 @@ pub fn json(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
                    "color": group.color, "icon": group.icon, "defaults": group.defaults})
         })
         .collect();
-    let identities: Vec<Value> = identities.iter().map(|identity| json!(identity.view())).collect();
+    let identities: Vec<Value> = identities
+        .iter()
+        .map(|identity| json!(identity.view()))
+        .collect();
     let keys: Vec<Value> = keys
         .iter()
         .map(|key| {

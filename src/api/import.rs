@@ -139,8 +139,9 @@ pub fn run(state: &AppState, req: &Req, format: &str) -> Result<Reply, ApiError>
     let request = ImportRequest::from_json(&body)?;
     let files = decode(&request)?;
     let fingerprint = fingerprint(&request);
-    let catalogue = crate::import::read(format, &files, passphrase.as_ref())
+    let mut catalogue = crate::import::read(format, &files, passphrase.as_ref())
         .map_err(|err| ApiError::validation(&format!("files[{}]", err.file), err.reason))?;
+    plan::add_jump_hosts(&mut catalogue);
     drop(files);
     let mut revealer = Revealer::new(passphrase.as_ref(), catalogue.source_key.as_ref());
     let mut attempt = 0;

@@ -12,6 +12,7 @@ pub mod batch;
 pub mod changes;
 pub mod connect;
 pub mod environment;
+pub mod export;
 pub mod forwards;
 pub mod groups;
 pub mod health;

@@ -87,6 +87,7 @@ mod tests {
         ("audit", include_str!("audit.rs")),
         ("changes", include_str!("changes.rs")),
         ("connect", include_str!("connect.rs")),
+        ("export", include_str!("export.rs")),
         ("forwards", include_str!("forwards.rs")),
         ("groups", include_str!("groups.rs")),
         ("health", include_str!("health.rs")),

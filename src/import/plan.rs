@@ -19,6 +19,7 @@ use crate::model::fold;
 use crate::model::group::Group;
 use crate::model::host::Host;
 use crate::model::identity::Identity;
+use crate::model::inherit::DEFAULT_PORT;
 
 /// What an import record is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -127,6 +128,71 @@ pub struct Plan<'a> {
     pub writes: Vec<Write<'a>>,
     /// Host id -> its chain of host ids (written after every host exists).
     pub chains: Vec<(usize, String, Vec<String>)>,
+}
+
+/// The source id prefix of a host made for a jump given only as an address.
+const JUMP_PREFIX: &str = "jump:";
+
+/// docs/import.md, "Jump hosts → chains": each jump given as an address becomes the session of
+/// this import at that address (host name caselessly, port, user when given), else a host of
+/// its own (`jump:user@host:port`, in the folder of the first session that uses it, with the
+/// jump's password). Every such jump is then a `Jump::Session`.
+pub fn add_jump_hosts(catalogue: &mut Catalogue) {
+    let mut made: Vec<SourceHost> = Vec::new();
+    for index in 0..catalogue.hosts.len() {
+        let jumps = std::mem::take(&mut catalogue.hosts[index].jumps);
+        let group_path = catalogue.hosts[index].group_path.clone();
+        let mut resolved = Vec::with_capacity(jumps.len());
+        for jump in jumps {
+            let Jump::Address {
+                hostname,
+                port,
+                username,
+                password,
+            } = jump
+            else {
+                resolved.push(jump);
+                continue;
+            };
+            let at = |host: &SourceHost| {
+                host.skipped.is_none()
+                    && host.invalid.is_none()
+                    && host.hostname.trim().eq_ignore_ascii_case(hostname.trim())
+                    && host.port.unwrap_or(DEFAULT_PORT) == port.unwrap_or(DEFAULT_PORT)
+                    && (username.is_none() || host.username == username)
+            };
+            if let Some(host) = catalogue.hosts.iter().chain(&made).find(|host| at(host)) {
+                resolved.push(Jump::Session(host.source_id.clone()));
+                continue;
+            }
+            let name = format!(
+                "{}{}:{}",
+                username
+                    .as_deref()
+                    .map(|user| format!("{user}@"))
+                    .unwrap_or_default(),
+                hostname.trim(),
+                port.unwrap_or(DEFAULT_PORT)
+            );
+            let source_id = format!("{JUMP_PREFIX}{name}");
+            resolved.push(Jump::Session(source_id.clone()));
+            made.push(SourceHost {
+                source_id,
+                name,
+                group_path: group_path.clone(),
+                hostname,
+                port,
+                username,
+                auth: match password {
+                    Some(secret) => SourceAuth::Password(Some(*secret)),
+                    None => SourceAuth::Unspecified,
+                },
+                ..SourceHost::default()
+            });
+        }
+        catalogue.hosts[index].jumps = resolved;
+    }
+    catalogue.hosts.extend(made);
 }
 
 /// Makes the plan of importing `catalogue` (format `format`) into `stored`.
@@ -383,8 +449,9 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             let live = self.stored.hosts.get(&record.object_id);
             return (record.object_id.clone(), live);
         }
+        let jump = source.source_id.starts_with(JUMP_PREFIX);
         let same = self.stored.hosts.values().find(|host| {
-            fold::key(&host.name) == fold::key(source.name.trim())
+            (jump || fold::key(&host.name) == fold::key(source.name.trim()))
                 && host.hostname.eq_ignore_ascii_case(source.hostname.trim())
                 && host.port == source.port.or(host.port)
                 && (source.username.is_none() || host.username == source.username)
@@ -730,7 +797,11 @@ fn identity_fields(identity: &Identity) -> Map<String, Value> {
     let mut fields = Map::new();
     fields.insert("name".into(), json!(identity.fields.name.as_str()));
     fields.insert("username".into(), json!(identity.fields.username));
-    let auth = identity.fields.auth.first().map(|method| method.type_name());
+    let auth = identity
+        .fields
+        .auth
+        .first()
+        .map(|method| method.type_name());
     fields.insert("auth".into(), json!(auth));
     fields
 }

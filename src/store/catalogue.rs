@@ -4,8 +4,8 @@
 //!
 //! Invariants: read-only; hosts come oldest first (then in insertion order within one
 //! millisecond), so export aliases given in this order are stable; one query for the rows
-//! and one per extension table, never one per host; tags are left empty (no caller needs
-//! them).
+//! and one per extension table, never one per host; tags are left empty unless the caller
+//! asks (`fill_tags`, one query too).
 
 use rusqlite::Connection;
 
@@ -31,6 +31,26 @@ const SELECT_HOSTS_OF: &str = "SELECT id, name, hostname, port, username, auth_t
      password IS NOT NULL, group_id, is_favorite, color, sort_order, notes, created_at, \
      updated_at, last_used_at, revision, identity_id, jumps_set, startup FROM hosts \
      WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY created_at, seq";
+
+/// Every host's tags, in order (one query).
+const SELECT_ALL_TAGS: &str = "SELECT hosts.id, host_tags.tag FROM host_tags \
+     JOIN hosts ON hosts.seq = host_tags.host_seq ORDER BY host_tags.host_seq, host_tags.position";
+
+/// Fills each host's `tags` (the whole-catalogue reads leave them empty).
+pub fn fill_tags(conn: &Connection, hosts: &mut [Host]) -> Result<(), StoreError> {
+    let mut by_id: std::collections::HashMap<String, Vec<String>> =
+        std::collections::HashMap::new();
+    let mut statement = conn.prepare_cached(SELECT_ALL_TAGS)?;
+    let rows = statement.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get(1)?)))?;
+    for row in rows {
+        let (id, tag) = row?;
+        by_id.entry(id).or_default().push(tag);
+    }
+    for host in hosts {
+        host.tags = by_id.remove(&host.id).unwrap_or_default();
+    }
+    Ok(())
+}
 
 /// Every host, oldest first, with chains and kept directives.
 pub fn all_hosts(conn: &Connection) -> Result<Vec<Host>, StoreError> {

@@ -29,7 +29,9 @@ const SELECT_IDENTITY_PASSWORDS: &str = "SELECT identity_id, password FROM ident
 
 /// Everything the plan of an import of `format` decides against.
 pub fn stored(conn: &Connection, format: &str) -> Result<Stored, StoreError> {
-    let hosts: HashMap<_, _> = catalogue::all_hosts(conn)?
+    let mut hosts = catalogue::all_hosts(conn)?;
+    catalogue::fill_tags(conn, &mut hosts)?;
+    let hosts: HashMap<_, _> = hosts
         .into_iter()
         .map(|host| (host.id.clone(), host))
         .collect();

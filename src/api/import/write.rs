@@ -174,7 +174,11 @@ fn identity(
     // docs/import.md: a credential with a saved password logs in with it (stored only with
     // secrets imported), one without through the agent.
     match write.set.get("auth").and_then(Value::as_str) {
-        Some("password") => fields.auth = vec![Method::Password { password: Slot::Empty }],
+        Some("password") => {
+            fields.auth = vec![Method::Password {
+                password: Slot::Empty,
+            }]
+        }
         Some(_) => fields.auth = vec![Method::Agent],
         None => {}
     }
@@ -235,6 +239,15 @@ fn host(tx: &Connection, write: &Write<'_>, sealed: Option<&Vec<u8>>) -> Result<
         }
         true => {
             let current = store::hosts::by_id(tx, &write.id)?;
+            let mut body = body;
+            if sealed.is_some() && !body.contains_key("auth") {
+                // A new password alone: the host's auth, with it.
+                let auth = current.auth_type.map(|auth| auth.as_str());
+                body.insert(
+                    "auth".into(),
+                    json!({"type": auth, "key_id": current.key_id}),
+                );
+            }
             let mut patch = match HostPatch::from_json(&body, password) {
                 Ok(patch) => patch,
                 Err(invalid) => return Ok(Err(invalid.to_string())),

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use super::{import, item};
 use crate::support::{contains_bytes, leak_forms, read_all_files, Service};
 
-const HEADER: &str = "name,hostname,port,username,auth,password,group_path,tags,notes,proxy_jump\r\n";
+const HEADER: &str =
+    "name,hostname,port,username,auth,password,group_path,tags,notes,proxy_jump\r\n";
 
 /// A CSV of `rows` under our header.
 fn csv(rows: &[&str]) -> Value {
@@ -32,6 +33,16 @@ fn host_count(service: &Service) -> usize {
         .len()
 }
 
+/// The groups of a tree answer (`GET /api/groups`), at every depth.
+fn group_count(items: &Value) -> usize {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| 1 + group_count(&group["children"]))
+        .sum()
+}
+
 const WEB: &str = "web,web.example.com,22,deploy,agent,,Prod/Web,prod;web,first note,";
 const DB: &str = "db,db.example.com,5432,postgres,agent,,Prod,prod,,";
 
@@ -46,13 +57,25 @@ fn importing_the_same_file_twice_creates_nothing_the_second_time() {
     assert_eq!(second["summary"]["unchanged"], 2, "{second:#}");
     assert_eq!(second["summary"]["groups_created"], 0, "{second:#}");
     for source_id in ["Prod/Web/web", "Prod/db"] {
-        assert_eq!(item(&second, source_id)["id"], item(&first, source_id)["id"]);
+        assert_eq!(
+            item(&second, source_id)["id"],
+            item(&first, source_id)["id"]
+        );
     }
     assert_eq!(host_count(&service), 2);
-    assert_eq!(service.get("/api/groups").expect(200)["items"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        group_count(&service.get("/api/groups").expect(200)["items"]),
+        2
+    );
     // The fingerprint names the same files.
-    assert_eq!(first["source"]["fingerprint"], second["source"]["fingerprint"]);
-    assert!(first["source"]["fingerprint"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(
+        first["source"]["fingerprint"],
+        second["source"]["fingerprint"]
+    );
+    assert!(first["source"]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
 }
 
 #[test]
@@ -61,8 +84,14 @@ fn a_dry_run_writes_nothing_and_answers_what_the_import_then_does() {
     let dry = run(&service, &[WEB, DB], json!({"dry_run": true}));
     assert_eq!(dry["dry_run"], true);
     assert_eq!(host_count(&service), 0);
-    assert!(service.get("/api/groups").expect(200)["items"].as_array().unwrap().is_empty());
-    assert!(item(&dry, "Prod/db")["id"].is_null(), "a dry run's new items have no id");
+    assert_eq!(
+        group_count(&service.get("/api/groups").expect(200)["items"]),
+        0
+    );
+    assert!(
+        item(&dry, "Prod/db")["id"].is_null(),
+        "a dry run's new items have no id"
+    );
     let real = run(&service, &[WEB, DB], json!({}));
     let statuses = |answer: &Value| -> Vec<(String, String)> {
         answer["items"]
@@ -79,14 +108,20 @@ fn a_dry_run_writes_nothing_and_answers_what_the_import_then_does() {
     let dry = run(&service, &[WEB, moved], json!({"dry_run": true}));
     assert_eq!(item(&dry, "Prod/db")["status"], "updated");
     let id = item(&real, "Prod/db")["id"].as_str().unwrap().to_owned();
-    assert_eq!(service.get(&format!("/api/hosts/{id}")).expect(200)["port"], 5432);
+    assert_eq!(
+        service.get(&format!("/api/hosts/{id}")).expect(200)["port"],
+        5432
+    );
 }
 
 #[test]
 fn a_changed_source_updates_only_the_fields_it_changed() {
     let service = Service::start("reimport-changed");
     let first = run(&service, &[WEB], json!({}));
-    let id = item(&first, "Prod/Web/web")["id"].as_str().unwrap().to_owned();
+    let id = item(&first, "Prod/Web/web")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let path = format!("/api/hosts/{id}");
     let revision = service.get(&path).expect(200)["revision"].clone();
     let changed = "web,web2.example.com,2222,deploy,agent,,Prod/Web,prod;web,first note,";
@@ -105,10 +140,16 @@ fn a_changed_source_updates_only_the_fields_it_changed() {
 fn a_field_edited_here_is_kept_and_reported_while_others_still_update() {
     let service = Service::start("reimport-kept");
     let first = run(&service, &[WEB], json!({}));
-    let id = item(&first, "Prod/Web/web")["id"].as_str().unwrap().to_owned();
+    let id = item(&first, "Prod/Web/web")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let path = format!("/api/hosts/{id}");
     service
-        .put(&path, &json!({"port": 2200, "tags": ["mine", "prod", "web"]}))
+        .put(
+            &path,
+            &json!({"port": 2200, "tags": ["mine", "prod", "web"]}),
+        )
         .expect(200);
     // The source moves the port and the host name: the port was edited here, the host name
     // was not.
@@ -125,7 +166,11 @@ fn a_field_edited_here_is_kept_and_reported_while_others_still_update() {
     assert!(host["tags"].as_array().unwrap().contains(&json!("mine")));
     // Nothing else changed in the source: the kept edits are reported, nothing is written.
     let third = run(&service, &[changed], json!({}));
-    assert_eq!(item(&third, "Prod/Web/web")["status"], "kept_local", "{third:#}");
+    assert_eq!(
+        item(&third, "Prod/Web/web")["status"],
+        "kept_local",
+        "{third:#}"
+    );
     assert_eq!(third["summary"]["kept_local"], 1);
     assert_eq!(service.get(&path).expect(200)["port"], 2200);
 }
@@ -165,20 +210,28 @@ fn a_group_deleted_here_is_made_again_when_the_source_still_has_the_folder() {
 #[test]
 fn an_identical_host_or_group_already_here_is_used_not_duplicated() {
     let service = Service::start("reimport-adopt");
-    let group = service.post("/api/groups", &json!({"name": "prod"})).expect(201);
+    let group = service
+        .post("/api/groups", &json!({"name": "prod"}))
+        .expect(201);
     let body = json!({"name": "db", "hostname": "db.example.com", "port": 5432,
         "username": "postgres", "auth": {"type": "agent"}, "group_id": group["id"],
         "notes": "mine"});
     let host = service.post("/api/hosts", &body).expect(201);
     let answer = run(&service, &[DB], json!({}));
-    assert_eq!(item(&answer, "Prod")["id"], group["id"], "same name, other case");
+    assert_eq!(
+        item(&answer, "Prod")["id"],
+        group["id"],
+        "same name, other case"
+    );
     assert_eq!(item(&answer, "Prod")["status"], "unchanged");
     let db = item(&answer, "Prod/db");
     assert_eq!(db["id"], host["id"], "{answer:#}");
     assert_eq!(answer["summary"]["created"], 0);
     // Its own notes are an edit made here, not overwritten by the source's empty ones.
     assert_eq!(
-        service.get(&format!("/api/hosts/{}", host["id"].as_str().unwrap())).expect(200)["notes"],
+        service
+            .get(&format!("/api/hosts/{}", host["id"].as_str().unwrap()))
+            .expect(200)["notes"],
         "mine"
     );
     assert_eq!(host_count(&service), 1);
@@ -222,7 +275,11 @@ fn passwords_are_imported_only_when_asked_and_follow_the_reimport_rules() {
     assert!(password_of(&service, &id).is_null());
     let imported = run(&service, &[&first], json!({"secrets": "import"}));
     assert_eq!(item(&imported, "app")["secret"], "imported", "{imported:#}");
-    assert_eq!(item(&imported, "app")["status"], "updated", "the password was written");
+    assert_eq!(
+        item(&imported, "app")["status"],
+        "updated",
+        "the password was written"
+    );
     assert_eq!(password_of(&service, &id), "Imported-pw-1f9a");
     // The same password again: nothing to write.
     let same = run(&service, &[&first], json!({"secrets": "import"}));
@@ -244,14 +301,29 @@ fn passwords_are_imported_only_when_asked_and_follow_the_reimport_rules() {
     // No password ever appears in an answer, the log or the data dir's files.
     let answers = [skipped, imported, same, kept].map(|answer| answer.to_string());
     let files = read_all_files(&service.data_dir);
-    for secret in ["Imported-pw-1f9a", "Imported-pw-2b7c", "Imported-pw-3c6d", "Mine-pw-88d1"] {
+    for secret in [
+        "Imported-pw-1f9a",
+        "Imported-pw-2b7c",
+        "Imported-pw-3c6d",
+        "Mine-pw-88d1",
+    ] {
         for form in leak_forms(secret.as_bytes()) {
             for answer in &answers {
-                assert!(!contains_bytes(answer.as_bytes(), &form), "{secret} in an answer");
+                assert!(
+                    !contains_bytes(answer.as_bytes(), &form),
+                    "{secret} in an answer"
+                );
             }
-            assert!(!contains_bytes(service.stderr().as_bytes(), &form), "{secret} in the log");
+            assert!(
+                !contains_bytes(service.stderr().as_bytes(), &form),
+                "{secret} in the log"
+            );
             for (path, bytes) in &files {
-                assert!(!contains_bytes(bytes, &form), "{secret} in {}", path.display());
+                assert!(
+                    !contains_bytes(bytes, &form),
+                    "{secret} in {}",
+                    path.display()
+                );
             }
         }
     }

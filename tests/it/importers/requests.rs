@@ -27,7 +27,16 @@ fn formats_lists_every_importer_with_what_to_send() {
         .collect();
     assert_eq!(
         names,
-        ["mobaxterm", "putty", "winscp", "securecrt", "mremoteng", "remmina", "termius-csv", "csv"]
+        [
+            "mobaxterm",
+            "putty",
+            "winscp",
+            "securecrt",
+            "mremoteng",
+            "remmina",
+            "termius-csv",
+            "csv"
+        ]
     );
     for format in answer["formats"].as_array().unwrap() {
         assert!(!format["files"].as_str().unwrap().is_empty(), "{format}");
@@ -59,9 +68,15 @@ fn files_must_be_1_to_1000_objects_each_with_a_name_and_one_content() {
     let both = json!({"name": "a", "content": CSV, "content_base64": "YQ=="});
     assert_eq!(field(post(json!({"files": [both]}))), "files[0]");
     let neither = json!({"name": "a"});
-    assert_eq!(field(post(json!({"files": [csv_file(), neither]}))), "files[1]");
+    assert_eq!(
+        field(post(json!({"files": [csv_file(), neither]}))),
+        "files[1]"
+    );
     let bad = json!({"name": "a", "content_base64": "not base64!"});
-    assert_eq!(field(post(json!({"files": [bad]}))), "files[0].content_base64");
+    assert_eq!(
+        field(post(json!({"files": [bad]}))),
+        "files[0].content_base64"
+    );
     let nameless = json!({"name": "", "content": CSV});
     assert_eq!(field(post(json!({"files": [nameless]}))), "files[0].name");
     let long = json!({"name": "n".repeat(256), "content": CSV});
@@ -122,7 +137,8 @@ fn an_import_body_may_pass_1_mib_while_other_routes_keep_the_limit() {
     let service = Service::start("import-body-limit");
     // About 1.5 MiB of CSV rows: past every other route's limit.
     let mut csv = String::from(CSV);
-    let row = "host-{i},h{i}.example.com,22,deploy,agent,,bulk,,padding padding padding padding,\r\n";
+    let row =
+        "host-{i},h{i}.example.com,22,deploy,agent,,bulk,,padding padding padding padding,\r\n";
     let mut i = 0;
     while csv.len() < 1_600_000 {
         csv.push_str(&row.replace("{i}", &i.to_string()));
@@ -150,7 +166,10 @@ fn an_import_body_past_32_mib_is_413_from_its_declared_length() {
     );
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
     assert!(text.contains("PAYLOAD_TOO_LARGE"), "{text}");
-    assert!(text.contains(&format!("the limit is {} bytes", declared - 1)), "{text}");
+    assert!(
+        text.contains(&format!("the limit is {} bytes", declared - 1)),
+        "{text}"
+    );
     // The same length to an unknown format is held to the common limit.
     let other = service.raw(
         b"POST /api/import/xshell HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2000000\r\n\r\n",
