@@ -135,6 +135,7 @@ fn session(path: &[String], name: &str, key: &Element) -> SourceHost {
         .filter(|command| !command.is_empty())
         .map(str::to_string);
     host.notes = array(key, "Description").join("\n");
+    forwards(key, &mut host);
     unmapped_settings(key, &mut host.unmapped);
     host
 }
@@ -143,9 +144,12 @@ fn session(path: &[String], name: &str, key: &Element) -> SourceHost {
 /// else a saved password makes password auth; else nothing is said.
 fn auth(key: &Element, unmapped: &mut Vec<String>) -> SourceAuth {
     let password = password(key, unmapped);
+    // `Use Global Public Key` other than 0: the global identity (SecureCRT's global options,
+    // not in the export) is used, and a session's own file name is stale.
+    let own_key = value(key, "Use Global Public Key").is_none_or(|global| global == "0");
     let identity = value(key, "Identity Filename V2")
         .or_else(|| value(key, "Identity Filename"))
-        .filter(|path| !path.is_empty());
+        .filter(|path| own_key && !path.is_empty());
     match (identity, password) {
         (Some(path), password) => {
             if password.is_some() {
@@ -228,13 +232,88 @@ fn unmapped_settings(key: &Element, unmapped: &mut Vec<String>) {
             unmapped.push(format!("{field}: {why}"));
         }
     }
-    for field in ["Port Forward Table V2", "Reverse Forward Table V2"] {
-        if array(key, field).iter().any(|line| !line.is_empty()) {
-            unmapped.push(format!(
-                "{field}: SecureCRT's forward tables are not imported; add the forwards here"
+}
+
+/// `Port Forward Table V2` and `Reverse Forward Table V2` entries as OpenSSH directives.
+/// An entry is `name|[listen host,]listen port|target differs (1/0)|target host|target
+/// port|[application|arguments]`; a target that does not differ is the far end itself
+/// (`localhost` there); a local entry whose target host starts with `socks` is dynamic.
+fn forwards(key: &Element, host: &mut SourceHost) {
+    for (field, remote) in [
+        ("Port Forward Table V2", false),
+        ("Reverse Forward Table V2", true),
+    ] {
+        let mut unreadable = false;
+        let mut application = false;
+        for line in array(key, field)
+            .iter()
+            .map(|line| line.trim())
+            .filter(|line| !line.is_empty())
+        {
+            match forward(line, remote) {
+                Some((directive, launches)) => {
+                    host.forwards.push(directive);
+                    application |= launches;
+                }
+                None => unreadable = true,
+            }
+        }
+        if unreadable {
+            host.unmapped.push(format!(
+                "{field}: an entry this import cannot read was left out"
+            ));
+        }
+        if application {
+            host.unmapped.push(format!(
+                "{field}: the application a forward launches is not imported"
             ));
         }
     }
+}
+
+/// One forward-table entry: the directive, and whether it names an application to launch.
+fn forward(line: &str, remote: bool) -> Option<(String, bool)> {
+    let fields: Vec<&str> = line.split('|').collect();
+    let [_, listen, differs, target, target_port, rest @ ..] = fields.as_slice() else {
+        return None;
+    };
+    let (bind, port) = match listen.rsplit_once(',') {
+        Some((bind, port)) => (bind.trim(), port),
+        None => ("", *listen),
+    };
+    let port = port.trim().parse::<u16>().ok().filter(|port| *port > 0)?;
+    let listen = match bind {
+        "" => port.to_string(),
+        bind if bind.contains(':') => format!("[{bind}]:{port}"),
+        bind => format!("{bind}:{port}"),
+    };
+    let launches = rest
+        .first()
+        .is_some_and(|application| !application.trim().is_empty());
+    let target = target.trim();
+    if !remote && target.starts_with("socks") {
+        return Some((format!("DynamicForward {listen}"), launches));
+    }
+    let target_port = target_port
+        .trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|port| *port > 0)?;
+    let target = match (differs.trim(), target) {
+        ("1", target) if !target.is_empty() => target,
+        ("0", _) => "localhost",
+        _ => return None,
+    };
+    let target = match target.contains(':') {
+        true => format!("[{target}]:{target_port}"),
+        false => format!("{target}:{target_port}"),
+    };
+    let keyword = if remote {
+        "RemoteForward"
+    } else {
+        "LocalForward"
+    };
+    Some((format!("{keyword} {listen} {target}"), launches))
 }
 
 fn credential_of(key: &Element) -> SourceIdentity {
@@ -527,11 +606,71 @@ mod tests {
         );
         let web2 = host(&catalogue, "Prod/Web/web 2");
         assert_eq!(web2.remote_command.as_deref(), Some("tmux new -A -s main"));
-        assert!(web2.unmapped[0].starts_with("Port Forward Table V2:"));
+        assert_eq!(
+            web2.unmapped,
+            ["Port Forward Table V2: the application a forward launches is not imported"]
+        );
+        let compressed = &host(&catalogue, "Lab/compressed").unmapped;
+        assert_eq!(
+            compressed,
+            &[
+                "Port Forward Table V2: an entry this import cannot read was left out",
+                "Compression: compression is not imported",
+            ]
+        );
         let admin = &host(&catalogue, "Prod/DB/db-admin").unmapped;
         assert_eq!(admin, &["Use Login Script: logon scripts are not imported"]);
         assert!(host(&catalogue, "top & level").unmapped.is_empty());
         assert!(host(&catalogue, "Prod/bastion").unmapped.is_empty());
+    }
+
+    #[test]
+    fn forward_tables_become_openssh_forward_directives() {
+        let catalogue = read_text(&sample("sessions.xml")).unwrap();
+        assert_eq!(
+            host(&catalogue, "Prod/Web/web 2").forwards,
+            [
+                "LocalForward 127.0.0.1:3128 webproxy.corp:3128",
+                "LocalForward 5432 localhost:5432",
+                "DynamicForward 1080",
+                "LocalForward 127.0.0.2:3390 MSLOGIN01:3389",
+                "RemoteForward 9000 localhost:22",
+            ]
+        );
+        assert_eq!(
+            forward("v6|::1,8080|1|fe80::1|80||", false),
+            Some(("LocalForward [::1]:8080 [fe80::1]:80".to_string(), false))
+        );
+        for broken in [
+            "x|0|0||22||",
+            "x|65536|0||22||",
+            "x|22|1||22||",
+            "x|22|2|h|22||",
+            "x|22|1|h|0||",
+            "x|22|1|h",
+            "",
+        ] {
+            assert_eq!(forward(broken, false), None, "{broken}");
+        }
+        assert_eq!(
+            forward("x|22|0|socks,|0||", true),
+            None,
+            "no remote dynamic form"
+        );
+    }
+
+    #[test]
+    fn a_key_file_counts_only_when_the_session_does_not_use_the_global_key() {
+        let catalogue = read_text(&sample("sessions.xml")).unwrap();
+        assert!(matches!(
+            host(&catalogue, "Prod/Web/web 1").auth,
+            SourceAuth::Key { .. }
+        ));
+        // Identity Filename V2 is set but Use Global Public Key is 1 (the default).
+        assert!(matches!(
+            host(&catalogue, "Lab/compressed").auth,
+            SourceAuth::Unspecified
+        ));
     }
 
     #[test]

@@ -71,7 +71,7 @@ fn securecrt_a_firewall_naming_a_session_makes_that_session_the_jump_host() {
 }
 
 #[test]
-fn securecrt_settings_without_a_place_here_are_listed_in_unmapped_and_forwards_stay_empty() {
+fn securecrt_settings_without_a_place_here_are_listed_in_unmapped() {
     let service = Service::start("import-securecrt-unmapped");
     let answer = export(&service, json!({}));
     let web1 = item(&answer, "Prod/Web/web 1");
@@ -84,18 +84,45 @@ fn securecrt_settings_without_a_place_here_are_listed_in_unmapped_and_forwards_s
     assert!(unmapped.contains(&"Forward X11: X11 forwarding is not imported"));
     assert!(unmapped.contains(&"Enable Agent Forwarding: agent forwarding is not imported"));
     let web2 = item(&answer, "Prod/Web/web 2");
-    assert!(web2["unmapped"][0]
-        .as_str()
-        .unwrap()
-        .starts_with("Port Forward Table V2:"));
+    assert_eq!(
+        web2["unmapped"],
+        json!(["Port Forward Table V2: the application a forward launches is not imported"])
+    );
     let id = web2["id"].as_str().unwrap();
-    let forwards = service
-        .get(&format!("/api/hosts/{id}/forwards"))
-        .expect(200);
-    assert_eq!(forwards["items"], json!([]));
     let host = service.get(&format!("/api/hosts/{id}")).expect(200);
     assert_eq!(host["remote_command"], "tmux new -A -s main");
     assert_eq!(item(&answer, "Prod/bastion")["unmapped"], json!([]));
+}
+
+#[test]
+fn securecrt_forward_tables_become_the_hosts_forward_rules() {
+    let service = Service::start("import-securecrt-forwards");
+    let answer = export(&service, json!({}));
+    let id = item(&answer, "Prod/Web/web 2")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forwards = service
+        .get(&format!("/api/hosts/{id}/forwards"))
+        .expect(200);
+    let rules: Vec<(Value, Value, Value)> = forwards["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| {
+            (
+                rule["type"].clone(),
+                rule["bind_port"].clone(),
+                rule["target_port"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(rules.len(), 5, "{forwards}");
+    assert_eq!(rules[0], (json!("local"), json!(3128), json!(3128)));
+    assert_eq!(forwards["items"][0]["target_host"], "webproxy.corp");
+    assert_eq!(forwards["items"][1]["target_host"], "localhost");
+    assert_eq!(rules[2].0, json!("dynamic"));
+    assert_eq!(rules[4], (json!("remote"), json!(9000), json!(22)));
 }
 
 #[test]

@@ -209,6 +209,7 @@ DEFAULTS = [
     ("dword", "Compression", "0"),
     ("dword", "Use Login Script", "0"),
     ("string", "Firewall Name", "None"),
+    ("dword", "Use Global Public Key", "1"),
 ]
 
 
@@ -298,6 +299,7 @@ def main():
             lambda i: folder("Web", [
                 lambda i: session("web 1", ssh("10.0.1.11", "deploy", 22, [
                     ("string", "Firewall Name", "Session:Prod/bastion"),
+                    ("dword", "Use Global Public Key", "0"),
                     ("string", "Identity Filename V2",
                      "C:\\Users\\ann\\.ssh\\id_ed25519::rawkey"),
                     ("string", "SSH2 Authentications V2", "publickey,password"),
@@ -308,7 +310,14 @@ def main():
                 lambda i: session("web 2", ssh("10.0.1.12", "deploy", 22, [
                     ("string", "Firewall Name", "Session:Prod/bastion"),
                     ("string", "Remote Command", "tmux new -A -s main"),
-                    ("array", "Port Forward Table V2", ["8080|0.0.0.0|8080|localhost|80|"]),
+                    ("array", "Port Forward Table V2", [
+                        "Intranet|127.0.0.1,3128|1|webproxy.corp|3128||",
+                        "Local DB|5432|0||5432||",
+                        "SOCKS|1080|0|socks,|0||",
+                        "Desktop|127.0.0.2,3390|1|MSLOGIN01|3389|"
+                        "C:\\windows\\system32\\mstsc.exe|/v:127.0.0.2:3390",
+                    ]),
+                    ("array", "Reverse Forward Table V2", ["Back|9000|0||22||"]),
                 ]), i),
             ], i),
             lambda i: folder("DB", [
@@ -339,6 +348,8 @@ def main():
                                           ("string", "Username", "x")], i),
             lambda i: session("compressed", ssh("zip.lab", "ann", 65535, [
                 ("dword", "Compression", "1"),
+                ("string", "Identity Filename V2", "${VDS_USER_DATA_PATH}\\Identity::rawkey"),
+                ("array", "Port Forward Table V2", ["broken|x|1|h|1||"]),
             ]), i),
         ], i),
         lambda i: session("top & level", ssh("top.example.com", "ann", 22), i),
