@@ -154,6 +154,19 @@ fn path_id(path: &[String], name: &str) -> String {
     }
 }
 
+/// Where an SSH connection's username and password come from.
+#[derive(Clone, Copy, Default)]
+struct Inherited {
+    /// The connection's node.
+    at: usize,
+    /// The container that gives it a non-empty username / password.
+    username_from: Option<usize>,
+    password_from: Option<usize>,
+    /// It has a non-empty one of its own.
+    own_username: bool,
+    own_password: bool,
+}
+
 /// One `Node`, with its container and folder path.
 struct Node<'a> {
     element: &'a Element,
@@ -237,24 +250,28 @@ impl<'a> Tree<'a> {
 
     fn read(&self, scheme: &Scheme, catalogue: &mut Catalogue) {
         let mut groups: HashMap<usize, SourceGroup> = HashMap::new();
-        let mut identities: BTreeSet<usize> = BTreeSet::new();
         let mut ids: HashSet<String> = HashSet::new();
         let mut hosts = Vec::new();
+        let mut links = Vec::new();
         for (at, node) in self.nodes.iter().enumerate() {
             if node.container {
-                groups.insert(
-                    at,
-                    SourceGroup {
-                        path: node.path.clone(),
-                        ..SourceGroup::default()
-                    },
-                );
-            } else {
-                let host = self.host(at, scheme, &mut groups, &mut identities);
-                let duplicate = !ids.insert(host.source_id.clone());
-                hosts.push((host, duplicate));
+                let group = SourceGroup {
+                    path: node.path.clone(),
+                    ..SourceGroup::default()
+                };
+                groups.insert(at, group);
+                continue;
             }
+            let (mut host, link) = self.host(at, scheme, &mut groups);
+            if !ids.insert(host.source_id.clone()) {
+                host.invalid = Some("Id: used by another connection in the file".to_string());
+            }
+            if let Some(link) = link.filter(|_| host.invalid.is_none()) {
+                links.push((hosts.len(), link));
+            }
+            hosts.push(host);
         }
+        let identities = self.hand_down(&links, &mut hosts, &mut groups);
         for at in &identities {
             catalogue.identities.push(self.identity(*at, scheme));
         }
@@ -263,12 +280,7 @@ impl<'a> Tree<'a> {
         catalogue
             .groups
             .extend(groups.into_iter().map(|(_, group)| group));
-        for (mut host, duplicate) in hosts {
-            if duplicate {
-                host.invalid = Some("Id: used by another connection in the file".to_string());
-            }
-            catalogue.hosts.push(host);
-        }
+        catalogue.hosts.extend(hosts);
     }
 
     fn host(
@@ -276,8 +288,7 @@ impl<'a> Tree<'a> {
         at: usize,
         scheme: &Scheme,
         groups: &mut HashMap<usize, SourceGroup>,
-        identities: &mut BTreeSet<usize>,
-    ) -> SourceHost {
+    ) -> (SourceHost, Option<Inherited>) {
         let node = &self.nodes[at];
         let name = node.get("Name").to_string();
         let id = node.get("Id").trim();
@@ -298,7 +309,7 @@ impl<'a> Tree<'a> {
                 .push("Protocol: SSH1 connections connect with SSH-2 here".to_string()),
             _ => {
                 host.skipped = Some(format!("protocol {} is not SSH", token(protocol)));
-                return host;
+                return (host, None);
             }
         }
         host.hostname = node.get("Hostname").trim().to_string();
@@ -306,11 +317,11 @@ impl<'a> Tree<'a> {
             host.invalid = Some("hostname: is required".to_string());
         }
         self.port(at, &mut host, groups);
-        self.credentials(at, scheme, &mut host, groups, identities);
+        let link = self.credentials(at, scheme, &mut host);
         self.tunnel(at, &mut host);
         host.notes = self.value(at, "Descr").to_string();
         self.unmapped(at, &mut host.unmapped);
-        host
+        (host, Some(link))
     }
 
     fn port(&self, at: usize, host: &mut SourceHost, groups: &mut HashMap<usize, SourceGroup>) {
@@ -335,43 +346,120 @@ impl<'a> Tree<'a> {
         }
     }
 
-    /// Own username and password, or a container's: the container's group then hands them
-    /// down (its username, and its identity when it saves a password).
-    fn credentials(
-        &self,
-        at: usize,
-        scheme: &Scheme,
-        host: &mut SourceHost,
-        groups: &mut HashMap<usize, SourceGroup>,
-        identities: &mut BTreeSet<usize>,
-    ) {
+    /// The connection's own username and password; which containers give the ones it
+    /// inherits (`hand_down` places those).
+    fn credentials(&self, at: usize, scheme: &Scheme, host: &mut SourceHost) -> Inherited {
+        let mut link = Inherited {
+            at,
+            ..Inherited::default()
+        };
         let user_from = self.provider(at, "InheritUsername");
         let username = user_from.map_or("", |provider| self.nodes[provider].get("Username"));
         if user_from == Some(at) {
             host.username = Some(username.to_string()).filter(|user| !user.is_empty());
-        } else if let Some(group) = user_from.and_then(|provider| groups.get_mut(&provider)) {
-            group.username = Some(username.to_string()).filter(|user| !user.is_empty());
+            link.own_username = host.username.is_some();
+        } else if !username.is_empty() {
+            link.username_from = user_from;
         }
         let password_from = self.provider(at, "InheritPassword");
         let password = password_from.map_or("", |provider| self.nodes[provider].get("Password"));
         if password.is_empty() {
-            return;
+            return link;
         }
-        match password_from {
-            Some(provider) if provider == at => {
-                host.auth = SourceAuth::Password(scheme.secret(password, &mut host.unmapped));
+        if password_from == Some(at) {
+            host.auth = SourceAuth::Password(scheme.secret(password, &mut host.unmapped));
+            link.own_password = true;
+        } else {
+            link.password_from = password_from;
+            if scheme.unsupported.is_some() {
+                let _ = scheme.secret(password, &mut host.unmapped);
             }
-            Some(provider) => {
-                if let Some(group) = groups.get_mut(&provider) {
-                    group.identity = Some(self.identity_id(provider));
-                    identities.insert(provider);
-                }
-                if scheme.unsupported.is_some() {
-                    let _ = scheme.secret(password, &mut host.unmapped);
-                }
-            }
-            None => {}
         }
+        link
+    }
+
+    /// Places inherited credentials: a giving container's group hands them down (its
+    /// identity, its username) unless a connection below it that has none would then get
+    /// them too, where mRemoteNG gave it nothing; then the connections that inherit them
+    /// name the identity (or carry the username) themselves. Returns the containers that
+    /// become identities, in file order.
+    fn hand_down(
+        &self,
+        links: &[(usize, Inherited)],
+        hosts: &mut [SourceHost],
+        groups: &mut HashMap<usize, SourceGroup>,
+    ) -> BTreeSet<usize> {
+        let identities: BTreeSet<usize> = links
+            .iter()
+            .filter_map(|(_, link)| link.password_from)
+            .collect();
+        for &container in &identities {
+            let id = self.identity_id(container);
+            let from = |link: &Inherited| (link.password_from, link.own_password);
+            if self.hands_down_safely(container, links, from) {
+                if let Some(group) = groups.get_mut(&container) {
+                    group.identity = Some(id);
+                }
+                continue;
+            }
+            for (index, link) in links {
+                if link.password_from == Some(container) {
+                    if let Some(host) = hosts.get_mut(*index) {
+                        host.identity = Some(id.clone());
+                    }
+                }
+            }
+        }
+        let givers: BTreeSet<usize> = links
+            .iter()
+            .filter_map(|(_, link)| link.username_from)
+            .collect();
+        for container in givers {
+            let username = self.nodes[container].get("Username").to_string();
+            let from = |link: &Inherited| (link.username_from, link.own_username);
+            if self.hands_down_safely(container, links, from) {
+                if let Some(group) = groups.get_mut(&container) {
+                    group.username = Some(username);
+                }
+                continue;
+            }
+            for (index, link) in links {
+                if link.username_from == Some(container) {
+                    if let Some(host) = hosts.get_mut(*index) {
+                        host.username = Some(username.clone());
+                    }
+                }
+            }
+        }
+        identities
+    }
+
+    /// Whether every connection below `container` either takes the value from it (or from a
+    /// container between), or has its own: then the group can hand it down.
+    fn hands_down_safely(
+        &self,
+        container: usize,
+        links: &[(usize, Inherited)],
+        from: impl Fn(&Inherited) -> (Option<usize>, bool),
+    ) -> bool {
+        links.iter().all(|(_, link)| {
+            let (giver, own) = from(link);
+            own || !self.is_below(link.at, container)
+                || giver.is_some_and(|giver| giver == container || self.is_below(giver, container))
+        })
+    }
+
+    /// Whether node `at` sits somewhere inside container `container`.
+    fn is_below(&self, at: usize, container: usize) -> bool {
+        let mut current = self.nodes.get(at).and_then(|node| node.parent);
+        for _ in 0..self.nodes.len() {
+            match current {
+                Some(parent) if parent == container => return true,
+                Some(parent) => current = self.nodes.get(parent).and_then(|node| node.parent),
+                None => return false,
+            }
+        }
+        false
     }
 
     fn identity_id(&self, at: usize) -> String {
@@ -562,6 +650,40 @@ mod tests {
             revealed(password(&bastion.auth), None).as_deref(),
             Some("b4stion")
         );
+    }
+
+    #[test]
+    fn a_container_hands_its_credentials_to_its_group_only_when_no_connection_below_lacks_them() {
+        let text = sample("confCons.xml");
+        let prod = text.find("<Node Name=\"Prod\"").unwrap();
+        let line_end = prod + text[prod..].find("\r\n").unwrap();
+        let plain = "\r\n<Node Name=\"plain\" Type=\"Connection\" Id=\"p1\" Protocol=\"SSH2\" \
+                     Hostname=\"plain.example.com\" Port=\"22\" />";
+        let text = format!("{}{plain}{}", &text[..line_end], &text[line_end..]);
+        let catalogue = read_text(&text, None).unwrap();
+        // `plain` has no username or password in mRemoteNG: the Prod group must not give it
+        // Prod's, so the inheriting connections name them themselves.
+        let prod = &catalogue.groups[0];
+        assert_eq!(
+            (prod.identity.as_deref(), prod.username.as_deref()),
+            (None, None)
+        );
+        for id in [WEB1, WEB2] {
+            let web = host(&catalogue, id);
+            assert_eq!(web.identity.as_deref(), Some(PROD), "{id}");
+            assert_eq!(web.username.as_deref(), Some("admin"), "{id}");
+        }
+        let plain = host(&catalogue, "p1");
+        assert_eq!(
+            (plain.identity.as_deref(), plain.username.as_deref()),
+            (None, None)
+        );
+        assert_eq!(catalogue.identities.len(), 1);
+        // With its own username and password it takes nothing from the group: safe again.
+        let own = text.replace("Id=\"p1\"", "Id=\"p1\" Username=\"u\" Password=\"eA==\"");
+        let catalogue = read_text(&own, None).unwrap();
+        assert_eq!(catalogue.groups[0].identity.as_deref(), Some(PROD));
+        assert_eq!(catalogue.groups[0].username.as_deref(), Some("admin"));
     }
 
     #[test]
