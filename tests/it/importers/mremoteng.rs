@@ -199,3 +199,22 @@ fn mremoteng_a_file_that_is_not_confcons_is_400_naming_it() {
         "{error}"
     );
 }
+
+#[test]
+fn mremoteng_a_connection_without_credentials_never_gets_its_containers_password() {
+    let service = Service::start("import-mremoteng-no-leak");
+    let text = String::from_utf8(sample("mremoteng/confCons.xml")).unwrap();
+    let prod = text.find("<Node Name=\"Prod\"").unwrap();
+    let line_end = prod + text[prod..].find("\r\n").unwrap();
+    let plain = "\r\n<Node Name=\"plain\" Type=\"Connection\" Id=\"p1\" Protocol=\"SSH2\" \
+                 Hostname=\"plain.example.com\" Port=\"22\" />";
+    let text = format!("{}{plain}{}", &text[..line_end], &text[line_end..]);
+    let files = vec![file("confCons.xml", text.as_bytes())];
+    let answer = import(&service, "mremoteng", files, json!({"secrets": "import"})).expect(200);
+    let plain = connect(&service, &answer, "p1");
+    assert!(plain["credentials"]["password"].is_null(), "{plain}");
+    assert_ne!(plain["credentials"]["username"], "admin");
+    let web = connect(&service, &answer, WEB1);
+    assert_eq!(web["credentials"]["username"], "admin");
+    assert_eq!(web["credentials"]["password"], "Pr0d-admin!");
+}
