@@ -154,6 +154,28 @@ fn path_id(path: &[String], name: &str) -> String {
     }
 }
 
+/// A tunnel through a connection that is not imported (not SSH, or invalid) is dropped and
+/// reported.
+fn drop_unusable_tunnels(hosts: &mut [SourceHost]) {
+    let usable: HashSet<String> = hosts
+        .iter()
+        .filter(|host| host.skipped.is_none() && host.invalid.is_none())
+        .map(|host| host.source_id.clone())
+        .collect();
+    for host in hosts.iter_mut() {
+        let before = host.jumps.len();
+        host.jumps
+            .retain(|jump| matches!(jump, Jump::Session(id) if usable.contains(id)));
+        if host.jumps.len() < before {
+            host.unmapped.push(
+                "SSHTunnelConnectionName: the connection it names is not an SSH connection \
+                 this import can create"
+                    .to_string(),
+            );
+        }
+    }
+}
+
 /// Where an SSH connection's username and password come from.
 #[derive(Clone, Copy, Default)]
 struct Inherited {
@@ -271,6 +293,7 @@ impl<'a> Tree<'a> {
             }
             hosts.push(host);
         }
+        drop_unusable_tunnels(&mut hosts);
         let identities = self.hand_down(&links, &mut hosts, &mut groups);
         for at in &identities {
             catalogue.identities.push(self.identity(*at, scheme));
@@ -707,6 +730,24 @@ mod tests {
         assert!(lost
             .unmapped
             .contains(&"Favorite: favourites are not imported".to_string()));
+    }
+
+    #[test]
+    fn a_tunnel_through_a_connection_that_is_not_imported_is_dropped_and_reported() {
+        for (target, why) in [("web-rdp", "RDP"), ("no-host", "invalid")] {
+            let text = sample("confCons.xml").replace(
+                "SSHTunnelConnectionName=\"bastion\"",
+                &format!("SSHTunnelConnectionName=\"{target}\""),
+            );
+            let catalogue = read_text(&text, None).unwrap();
+            let web = host(&catalogue, WEB1);
+            assert!(web.jumps.is_empty(), "{why}");
+            assert!(web.unmapped.contains(
+                &"SSHTunnelConnectionName: the connection it names is not an SSH connection \
+                  this import can create"
+                    .to_string()
+            ));
+        }
     }
 
     #[test]

@@ -335,7 +335,7 @@ fn drop_unknown_references(catalogue: &mut Catalogue) {
     let sessions: HashSet<String> = catalogue
         .hosts
         .iter()
-        .filter(|host| host.skipped.is_none())
+        .filter(|host| host.skipped.is_none() && host.invalid.is_none())
         .map(|host| host.source_id.clone())
         .collect();
     let credentials: HashSet<String> = catalogue
@@ -350,8 +350,11 @@ fn drop_unknown_references(catalogue: &mut Catalogue) {
             Jump::Address { .. } => true,
         });
         if host.jumps.len() < before {
-            host.unmapped
-                .push("Firewall Name: the session it names is not in the export".to_string());
+            host.unmapped.push(
+                "Firewall Name: the session it names is not an SSH session this import can \
+                 create"
+                    .to_string(),
+            );
         }
         if host
             .identity
@@ -503,9 +506,16 @@ mod tests {
         let catalogue = read_text(&missing).unwrap();
         let web = host(&catalogue, "Prod/Web/web 2");
         assert!(web.jumps.is_empty());
-        assert!(web
-            .unmapped
-            .contains(&"Firewall Name: the session it names is not in the export".to_string()));
+        let why = "Firewall Name: the session it names is not an SSH session this import can \
+                   create";
+        assert!(web.unmapped.contains(&why.to_string()));
+        for target in ["Lab/switch", "Lab/no-host"] {
+            let text = sample("sessions.xml").replace("Prod/bastion<", &format!("{target}<"));
+            let catalogue = read_text(&text).unwrap();
+            let web = host(&catalogue, "Prod/Web/web 2");
+            assert!(web.jumps.is_empty(), "{target}");
+            assert!(web.unmapped.contains(&why.to_string()), "{target}");
+        }
     }
 
     #[test]

@@ -18,8 +18,9 @@ pub const MAX_DEPTH: usize = 64;
 /// The most elements one document may hold.
 pub const MAX_ELEMENTS: usize = 1_000_000;
 
-/// One element of the tree.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One element of the tree. Its `Debug` shows names and counts only: attribute values and
+/// text may be other tools' protected passwords.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Element {
     /// The name as written, with its prefix (`mrng:Connections`).
     pub name: String,
@@ -49,6 +50,23 @@ impl Element {
         self.children
             .iter()
             .filter(move |child| child.local_name() == name)
+    }
+}
+
+impl std::fmt::Debug for Element {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .attributes
+            .iter()
+            .map(|(key, _)| key.as_str())
+            .collect();
+        write!(
+            out,
+            "Element({}, attributes {names:?}, {} children, {} bytes of text)",
+            self.name,
+            self.children.len(),
+            self.text.len()
+        )
     }
 }
 
@@ -205,6 +223,16 @@ mod tests {
             .collect();
         assert_eq!(names, ["one", "two"]);
         assert_eq!(root.children[1].text, "x < y <raw> AB");
+    }
+
+    #[test]
+    fn debug_output_names_attributes_but_never_shows_their_values_or_the_text() {
+        let root = parse("<a Password=\"c2VjcmV0\"><b/>secret text</a>").unwrap();
+        let shown = format!("{root:?}");
+        assert_eq!(
+            shown,
+            "Element(a, attributes [\"Password\"], 1 children, 11 bytes of text)"
+        );
     }
 
     #[test]
