@@ -273,6 +273,19 @@ mod tests {
     }
 
     #[test]
+    fn parse_accepts_a_million_elements_and_refuses_one_more() {
+        let document = |elements: usize| format!("<r>{}</r>", "<a/>".repeat(elements - 1));
+        assert_eq!(
+            parse(&document(MAX_ELEMENTS)).unwrap().children.len(),
+            MAX_ELEMENTS - 1
+        );
+        assert_eq!(
+            parse(&document(MAX_ELEMENTS + 1)).unwrap_err(),
+            "more than 1000000 elements"
+        );
+    }
+
+    #[test]
     fn parse_reasons_never_quote_the_document() {
         for broken in [
             "<secret-name>",
