@@ -121,7 +121,7 @@ pub struct Write<'a> {
     pub compare_secret: bool,
 }
 
-/// The whole plan: writes in order (groups parents first, identities, hosts; then each
+/// The whole plan: writes in order (identities, groups parents first, hosts; then each
 /// host's chain, which may name hosts created after it).
 pub struct Plan<'a> {
     pub items: Vec<Item>,
@@ -218,9 +218,11 @@ pub fn plan<'a>(
             .iter()
             .map(|identity| identity.fields.name.fold_key().to_owned())
             .collect(),
+        group_defaults: HashMap::new(),
     };
-    planner.groups(catalogue, new_id);
+    // Identities first: a folder's defaults may name one.
     planner.identities(catalogue, new_id);
+    planner.groups(catalogue, new_id);
     planner.hosts(catalogue, new_id);
     planner.plan
 }
@@ -234,6 +236,8 @@ struct Planner<'s, 'o, 'a> {
     identity_ids: HashMap<String, String>,
     host_ids: HashMap<String, String>,
     taken_identity_names: HashSet<String>,
+    /// Folder path -> whether its defaults give a user, and an identity.
+    group_defaults: HashMap<Vec<String>, (bool, bool)>,
 }
 
 impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
@@ -286,6 +290,13 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
                 .identity
                 .as_ref()
                 .and_then(|id| self.identity_ids.get(id));
+            self.group_defaults.insert(
+                path.to_vec(),
+                (
+                    source.username.is_some() || identity.is_some(),
+                    identity.is_some(),
+                ),
+            );
             if source.username.is_some() || source.port.is_some() || identity.is_some() {
                 wanted.insert(
                     "defaults".into(),
@@ -347,6 +358,11 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
         for source in &catalogue.identities {
             let mut item = self.item(Kind::Identity, &source.source_id, &source.name, "");
             item.unmapped = source.unmapped.clone();
+            item.secret = match (&source.password, self.options.import_secrets) {
+                (None, _) => SecretStatus::None,
+                (Some(_), true) => SecretStatus::Missing,
+                (Some(_), false) => SecretStatus::Skipped,
+            };
             let record = self
                 .stored
                 .records
@@ -409,7 +425,13 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
     }
 
     fn free_identity_name(&mut self, wanted: &str) -> String {
-        let name = crate::model::name::Name::free(wanted.trim(), &self.taken_identity_names);
+        let wanted = wanted.trim();
+        let name = match self.taken_identity_names.contains(&fold::key(wanted)) {
+            false => crate::model::name::Name::from_text(wanted).unwrap_or_else(|_| {
+                crate::model::name::Name::free("imported", &self.taken_identity_names)
+            }),
+            true => crate::model::name::Name::free(wanted, &self.taken_identity_names),
+        };
         self.taken_identity_names.insert(name.fold_key().to_owned());
         name.as_str().to_owned()
     }
@@ -617,7 +639,7 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             .identity
             .as_ref()
             .and_then(|id| self.identity_ids.get(id));
-        let inherits_user = identity.is_some() || self.group_gives_user(source);
+        let inherits_user = identity.is_some() || self.group_gives(source).0;
         let username = match &source.username {
             Some(user) => Some(user.clone()),
             None if inherits_user => None,
@@ -675,18 +697,17 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
         fields
     }
 
-    fn group_gives_user(&self, source: &SourceHost) -> bool {
-        (1..=source.group_path.len()).any(|depth| {
-            let path = source.group_path[..depth].to_vec();
-            self.group_ids.contains_key(&path)
-                && self.plan.writes.iter().any(|write| {
-                    write.kind == Kind::Group
-                        && Some(&write.id) == self.group_ids.get(&path)
-                        && write.record.get("defaults").is_some_and(|defaults| {
-                            !defaults["username"].is_null() || !defaults["identity_id"].is_null()
-                        })
-                })
-        })
+    /// Whether a folder of the session (it or one above) gives hosts a user, and an identity
+    /// (its group's defaults).
+    fn group_gives(&self, source: &SourceHost) -> (bool, bool) {
+        (1..=source.group_path.len())
+            .filter_map(|depth| self.group_defaults.get(&source.group_path[..depth]))
+            .fold(
+                (false, false),
+                |(user, identity), (gives_user, gives_identity)| {
+                    (user || *gives_user, identity || *gives_identity)
+                },
+            )
     }
 
     /// `auth` and `key_id` of a session (docs/import.md, "Auth").
@@ -694,7 +715,10 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
         match &source.auth {
             SourceAuth::Password(_) => (Some("password"), None),
             SourceAuth::Agent => (Some("agent"), None),
-            SourceAuth::Unspecified if source.identity.is_some() => (None, None),
+            // An identity (its own or its folder's) says how to log in.
+            SourceAuth::Unspecified if source.identity.is_some() || self.group_gives(source).1 => {
+                (None, None)
+            }
             SourceAuth::Unspecified => (Some("agent"), None),
             SourceAuth::Key { path, .. } => {
                 let file = path.rsplit(['/', '\\']).next().unwrap_or(path);

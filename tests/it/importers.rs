@@ -53,3 +53,17 @@ fn field_of(response: &Response) -> String {
     let details = body["details"].as_str().unwrap_or_default();
     details.split(": ").next().unwrap_or_default().to_owned()
 }
+
+/// The password a `connect` answer hands out: the host's own (`credentials.password`), or
+/// its identity's password method's (`credentials.methods[].password`); null when none.
+fn connect_password(connected: &Value) -> Value {
+    let credentials = &connected["credentials"];
+    if !credentials["password"].is_null() {
+        return credentials["password"].clone();
+    }
+    credentials["methods"]
+        .as_array()
+        .and_then(|methods| methods.iter().find(|method| method["type"] == "password"))
+        .map(|method| method["password"].clone())
+        .unwrap_or(Value::Null)
+}

@@ -149,9 +149,15 @@ fn securecrt_saved_passwords_are_imported_only_when_asked_and_connect_answers_th
     let credential = item(&answer, "credential:admin-cred");
     assert_eq!(credential["kind"], "identity");
     assert_eq!(credential["secret"], "imported");
+    // A free name is kept as it is (a suffix only when another identity has it).
+    let stored = service.get(&format!(
+        "/api/identities/{}",
+        credential["id"].as_str().unwrap()
+    ));
+    assert_eq!(stored.expect(200)["name"], "admin-cred");
     let admin = connect(&service, &item(&answer, "Prod/DB/db-admin")["id"]);
     assert_eq!(admin["credentials"]["username"], "admin");
-    assert_eq!(admin["credentials"]["password"], "cr3d-admin");
+    assert_eq!(super::connect_password(&admin), "cr3d-admin");
     assert_eq!(item(&answer, "top & level")["secret"], "none");
 }
 
