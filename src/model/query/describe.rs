@@ -3,7 +3,7 @@
 //!
 //! Invariants: `parse(&describe(q)) == q` for every `q` that `parse` gives.
 
-use crate::model::query::value::{Key, HAS, UNITS};
+use crate::model::query::value::{KeyName, HAS, UNITS};
 use crate::model::query::{Age, HostPattern, Is, Predicate, Query, Term};
 
 /// The canonical text of `query`.
@@ -25,21 +25,21 @@ fn term(term: &Term) -> String {
 }
 
 /// The key a (non-word) predicate is written with.
-fn key(predicate: &Predicate) -> Key {
+fn key(predicate: &Predicate) -> KeyName {
     match predicate {
-        Predicate::Word(_) | Predicate::Notes(_) => Key::Notes,
-        Predicate::Tag(_) => Key::Tag,
-        Predicate::Group(_) => Key::Group,
-        Predicate::Host(_) => Key::Host,
-        Predicate::User(_) => Key::User,
-        Predicate::Port { .. } => Key::Port,
-        Predicate::Identity(_) => Key::Identity,
-        Predicate::Key(_) => Key::Key,
-        Predicate::Via(_) => Key::Via,
-        Predicate::Has(_) => Key::Has,
-        Predicate::Is(_) => Key::Is,
-        Predicate::Used(_) => Key::Used,
-        Predicate::Created(_) => Key::Created,
+        Predicate::Word(_) | Predicate::Notes(_) => KeyName::Notes,
+        Predicate::Tag(_) => KeyName::Tag,
+        Predicate::Group(_) => KeyName::Group,
+        Predicate::Host(_) => KeyName::Host,
+        Predicate::User(_) => KeyName::User,
+        Predicate::Port { .. } => KeyName::Port,
+        Predicate::Identity(_) => KeyName::Identity,
+        Predicate::Key(_) => KeyName::Key,
+        Predicate::Via(_) => KeyName::Via,
+        Predicate::Has(_) => KeyName::Has,
+        Predicate::Is(_) => KeyName::Is,
+        Predicate::Used(_) => KeyName::Used,
+        Predicate::Created(_) => KeyName::Created,
     }
 }
 
@@ -109,14 +109,14 @@ fn as_value(text: &str) -> String {
 /// or a quote, starting with `-`, or starting with letters and a colon (a key).
 fn as_word(text: &str) -> String {
     let letters = text.chars().take_while(char::is_ascii_alphabetic).count();
-    let plain = !text.is_empty()
-        && !text.starts_with('-')
-        && !text.chars().any(|c| c.is_whitespace() || c == '"')
-        && !(letters > 0 && text.chars().nth(letters) == Some(':'));
-    if plain {
-        text.to_owned()
-    } else {
+    let quote = text.is_empty()
+        || text.starts_with('-')
+        || text.chars().any(|c| c.is_whitespace() || c == '"')
+        || (letters > 0 && text.chars().nth(letters) == Some(':'));
+    if quote {
         in_quotes(text)
+    } else {
+        text.to_owned()
     }
 }
 

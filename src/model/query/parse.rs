@@ -5,7 +5,7 @@
 //! 1-based, in characters, within `1..=chars + 1`, and points at the faulty token (the first
 //! character past the limit for a too-long query or too many terms or alternatives).
 
-use crate::model::query::value::{self, key_named, quoted, suggest, Key};
+use crate::model::query::value::{self, key_named, quoted, suggest, KeyName};
 use crate::model::query::{
     Predicate, Query, QueryError, Term, MAX_ALTERNATIVES, MAX_CHARS, MAX_TERMS,
 };
@@ -107,7 +107,7 @@ impl Reader {
 
     /// The key of a `key:` term (ASCII letters, then `:`), read past its colon; `None`
     /// (nothing read) for a word.
-    fn key(&mut self) -> Result<Option<Key>, QueryError> {
+    fn key(&mut self) -> Result<Option<KeyName>, QueryError> {
         let rest = &self.chars[self.at..];
         let letters = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
         if letters == 0 || rest.get(letters) != Some(&':') {
@@ -158,7 +158,7 @@ impl Reader {
     }
 
     /// The comma-separated values of `key`, each checked.
-    fn values(&mut self, key: Key) -> Result<Vec<Predicate>, QueryError> {
+    fn values(&mut self, key: KeyName) -> Result<Vec<Predicate>, QueryError> {
         let mut alternatives = Vec::new();
         loop {
             let column = self.column();

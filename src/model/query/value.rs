@@ -17,9 +17,9 @@ pub const QUOTE_CHARS: usize = 40;
 /// The largest number a `used:`/`created:` value takes, in any unit.
 pub const MAX_AGE_NUMBER: i64 = 99_999;
 
-/// A key of the language.
+/// A key of the language (`tag`, `group`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Key {
+pub enum KeyName {
     Notes,
     Tag,
     Group,
@@ -36,20 +36,20 @@ pub enum Key {
 }
 
 /// Every key with its name, in the order docs/query.md lists them (and suggestions prefer).
-pub const KEYS: [(&str, Key); 13] = [
-    ("tag", Key::Tag),
-    ("group", Key::Group),
-    ("host", Key::Host),
-    ("user", Key::User),
-    ("port", Key::Port),
-    ("identity", Key::Identity),
-    ("key", Key::Key),
-    ("via", Key::Via),
-    ("has", Key::Has),
-    ("is", Key::Is),
-    ("used", Key::Used),
-    ("created", Key::Created),
-    ("notes", Key::Notes),
+pub const KEYS: [(&str, KeyName); 13] = [
+    ("tag", KeyName::Tag),
+    ("group", KeyName::Group),
+    ("host", KeyName::Host),
+    ("user", KeyName::User),
+    ("port", KeyName::Port),
+    ("identity", KeyName::Identity),
+    ("key", KeyName::Key),
+    ("via", KeyName::Via),
+    ("has", KeyName::Has),
+    ("is", KeyName::Is),
+    ("used", KeyName::Used),
+    ("created", KeyName::Created),
+    ("notes", KeyName::Notes),
 ];
 
 /// The `has:` values by name.
@@ -64,7 +64,7 @@ pub const HAS: [(&str, Has); 5] = [
 /// Units of `used:`/`created:`, largest first (as `describe` prefers them), in seconds.
 pub const UNITS: [(char, i64); 4] = [('w', 604_800), ('d', 86_400), ('h', 3_600), ('m', 60)];
 
-impl Key {
+impl KeyName {
     /// The key's name as the language spells it.
     pub fn name(self) -> &'static str {
         KEYS.iter()
@@ -75,28 +75,28 @@ impl Key {
     /// The key's value forms, for an error's hint.
     pub fn expects(self) -> &'static str {
         match self {
-            Key::Notes => "notes: expects a word or \"quoted words\" to find in the notes",
-            Key::Tag => "tag: expects a tag, exactly as written (case-sensitive)",
-            Key::Group => "group: expects a group path from the top, such as \"DC1/Web\"",
-            Key::Host => {
+            KeyName::Notes => "notes: expects a word or \"quoted words\" to find in the notes",
+            KeyName::Tag => "tag: expects a tag, exactly as written (case-sensitive)",
+            KeyName::Group => "group: expects a group path from the top, such as \"DC1/Web\"",
+            KeyName::Host => {
                 "host: expects a hostname glob with * and ? (web-*.example.com) or a network \
                  such as 10.0.0.0/8 or 2001:db8::/32"
             }
-            Key::User => "user: expects a username, exactly as written",
-            Key::Port => "port: expects a port 1-65535 or a range such as 2200-2299",
-            Key::Identity => "identity: expects an identity's name",
-            Key::Key => "key: expects a key's name",
-            Key::Via => "via: expects the name of a jump host",
-            Key::Has => "has: expects forwards, password, key, notes or chain",
-            Key::Is => "is: expects favorite",
-            Key::Used => "used: expects <7d, >30d or never (units m, h, d, w)",
-            Key::Created => "created: expects <7d or >30d (units m, h, d, w)",
+            KeyName::User => "user: expects a username, exactly as written",
+            KeyName::Port => "port: expects a port 1-65535 or a range such as 2200-2299",
+            KeyName::Identity => "identity: expects an identity's name",
+            KeyName::Key => "key: expects a key's name",
+            KeyName::Via => "via: expects the name of a jump host",
+            KeyName::Has => "has: expects forwards, password, key, notes or chain",
+            KeyName::Is => "is: expects favorite",
+            KeyName::Used => "used: expects <7d, >30d or never (units m, h, d, w)",
+            KeyName::Created => "created: expects <7d or >30d (units m, h, d, w)",
         }
     }
 }
 
 /// The key named `name` (any case).
-pub fn key_named(name: &str) -> Option<Key> {
+pub fn key_named(name: &str) -> Option<KeyName> {
     let name = name.to_ascii_lowercase();
     KEYS.iter()
         .find(|(known, _)| *known == name)
@@ -120,9 +120,7 @@ fn distance(a: &[char], b: &[char]) -> usize {
     for (i, row) in rows.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        rows[0][j] = j;
-    }
+    rows[0] = (0..=b.len()).collect();
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
@@ -148,34 +146,34 @@ pub fn quoted(text: &str) -> String {
 }
 
 /// Checks one value of `key` and gives its predicate, or the message saying why not.
-pub fn predicate(key: Key, text: &str) -> Result<Predicate, String> {
+pub fn predicate(key: KeyName, text: &str) -> Result<Predicate, String> {
     if text.is_empty() {
         return Err(format!("`{}:` needs a value", key.name()));
     }
     let bad = || format!("bad value {} for `{}`", quoted(text), key.name());
     match key {
-        Key::Notes => Ok(Predicate::Notes(text.to_lowercase())),
-        Key::Tag => Ok(Predicate::Tag(text.to_owned())),
-        Key::User => Ok(Predicate::User(text.to_owned())),
-        Key::Group => group_path(text).map(Predicate::Group).ok_or_else(bad),
-        Key::Host => host_pattern(text).map(Predicate::Host).ok_or_else(bad),
-        Key::Port => port_range(text)
+        KeyName::Notes => Ok(Predicate::Notes(text.to_lowercase())),
+        KeyName::Tag => Ok(Predicate::Tag(text.to_owned())),
+        KeyName::User => Ok(Predicate::User(text.to_owned())),
+        KeyName::Group => group_path(text).map(Predicate::Group).ok_or_else(bad),
+        KeyName::Host => host_pattern(text).map(Predicate::Host).ok_or_else(bad),
+        KeyName::Port => port_range(text)
             .map(|(first, last)| Predicate::Port { first, last })
             .ok_or_else(bad),
-        Key::Identity => caseless(text).map(Predicate::Identity).ok_or_else(bad),
-        Key::Key => caseless(text).map(Predicate::Key).ok_or_else(bad),
-        Key::Via => caseless(text).map(Predicate::Via).ok_or_else(bad),
-        Key::Has => {
+        KeyName::Identity => caseless(text).map(Predicate::Identity).ok_or_else(bad),
+        KeyName::Key => caseless(text).map(Predicate::Key).ok_or_else(bad),
+        KeyName::Via => caseless(text).map(Predicate::Via).ok_or_else(bad),
+        KeyName::Has => {
             let text = text.to_lowercase();
             let found = HAS.iter().find(|(name, _)| *name == text);
             found.map(|(_, has)| Predicate::Has(*has)).ok_or_else(bad)
         }
-        Key::Is => match text.to_lowercase().as_str() {
+        KeyName::Is => match text.to_lowercase().as_str() {
             "favorite" => Ok(Predicate::Is(Is::Favorite)),
             _ => Err(bad()),
         },
-        Key::Used => age(text, true).map(Predicate::Used).ok_or_else(bad),
-        Key::Created => age(text, false).map(Predicate::Created).ok_or_else(bad),
+        KeyName::Used => age(text, true).map(Predicate::Used).ok_or_else(bad),
+        KeyName::Created => age(text, false).map(Predicate::Created).ok_or_else(bad),
     }
 }
 
