@@ -176,12 +176,11 @@ fn age_holds(age: Age, at: Option<i64>, now: i64) -> bool {
 fn host_matches(pattern: &HostPattern, hostname: &str) -> bool {
     match pattern {
         HostPattern::Glob(glob) => glob_matches(glob, &hostname.to_lowercase()),
-        HostPattern::Cidr { network, prefix } => match hostname.parse::<IpAddr>() {
-            Ok(address) => {
-                address.is_ipv4() == network.is_ipv4() && masked(address, *prefix) == *network
-            }
-            Err(_) => false,
-        },
+        // An address of the other family is never equal to the network (`IpAddr`'s variants
+        // differ), so `10.0.0.0/8` never finds `::ffff:10.0.0.1`.
+        HostPattern::Cidr { network, prefix } => hostname
+            .parse::<IpAddr>()
+            .is_ok_and(|address| masked(address, *prefix) == *network),
     }
 }
 

@@ -182,6 +182,11 @@ fn host_networks_match_ip_literal_hostnames_of_their_family() {
     assert!(!hits("host:10.0.0.0/8", &named("9.255.255.255")));
     assert!(!hits("host:10.0.0.0/8", &named("10.example.com")));
     assert!(!hits("host:10.0.0.0/8", &named("::ffff:10.0.0.1")));
+    assert!(
+        !hits("host:2001:db8::/64", &named("10.0.0.1")),
+        "a long prefix, other family"
+    );
+    assert!(!hits("host:::/0", &named("10.0.0.1")));
     assert!(hits("host:0.0.0.0/0", &named("192.0.2.1")));
     assert!(!hits("host:0.0.0.0/0", &named("::1")));
     assert!(hits("host:2001:db8::/32", &named("2001:DB8:ffff::1")));
@@ -696,7 +701,9 @@ fn query_parser_never_panics_on_seeded_random_input() {
                 if canonical.chars().count() <= MAX_CHARS {
                     assert_eq!(parse(&canonical).ok(), Some(parsed.clone()));
                 }
-                let _ = matches(&parsed, &host());
+                for hostname in ["web1.example.com", "10.1.2.3", "2001:db8::1", ""] {
+                    let _ = matches(&parsed, &with(|facts| facts.hostname = hostname.into()));
+                }
             }
             Err(refused) => {
                 assert!((1..=text.chars().count() + 1).contains(&refused.column));

@@ -216,15 +216,21 @@ pub fn host_pattern(text: &str) -> Option<HostPattern> {
     Some(HostPattern::Glob(glob(text)))
 }
 
-/// `address` with every bit past the first `prefix` cleared.
+/// `address` with every bit past the first `prefix` cleared (a prefix longer than the
+/// address, from a network of the other family, clears nothing).
 pub fn masked(address: IpAddr, prefix: u8) -> IpAddr {
+    let prefix = u32::from(prefix);
     match address {
         IpAddr::V4(v4) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            let mask = u32::MAX
+                .checked_shl(32u32.saturating_sub(prefix))
+                .unwrap_or(0);
             IpAddr::V4((u32::from(v4) & mask).into())
         }
         IpAddr::V6(v6) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            let mask = u128::MAX
+                .checked_shl(128u32.saturating_sub(prefix))
+                .unwrap_or(0);
             IpAddr::V6((u128::from(v6) & mask).into())
         }
     }
