@@ -15,12 +15,13 @@
 //! saved password leaves the reader only in its protected form (`SourceSecret::Remmina`),
 //! never in a reason or an unmapped entry.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::import::source::{
-    Catalogue, Jump, SourceAuth, SourceFile, SourceGroup, SourceHost, SourceSecret, Unreadable,
+    Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceSecret, Unreadable,
 };
-use crate::import::tabular::split_host_port;
+use crate::import::tabular::{split_host_port, Builder};
 use crate::import::text::strip_bom;
 use crate::vault::Secret;
 
@@ -87,12 +88,15 @@ const UNMAPPED_CHECKS: [(&str, &str); 6] = [
     ("sshsavesession", "session logging is not imported"),
 ];
 
-/// One keyfile's groups: group name -> key -> value (unescaped; a later key wins).
-type KeyFile = HashMap<String, HashMap<String, String>>;
+/// One group's keys and values (unescaped; a later key wins), borrowed from the text.
+type Settings<'a> = HashMap<&'a str, Cow<'a, str>>;
+
+/// One keyfile's groups by name.
+type KeyFile<'a> = HashMap<&'a str, Settings<'a>>;
 
 /// Reads the `.remmina` profiles and `remmina.pref` among `files`.
 pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
-    let mut catalogue = Catalogue::default();
+    let mut builder = Builder::default();
     for (index, file) in files.iter().enumerate() {
         let keyfile = parse_keyfile(strip_bom(&file.text));
         let unreadable = |reason: &str| Unreadable {
@@ -105,7 +109,7 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
                 .map(|s| s.trim())
                 .filter(|s| !s.is_empty())
             {
-                catalogue.source_key = Some(Secret::new(secret.as_bytes().to_vec()));
+                builder.catalogue.source_key = Some(Secret::new(secret.as_bytes().to_vec()));
             }
             continue;
         }
@@ -116,10 +120,10 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
             .get("remmina")
             .ok_or_else(|| unreadable("no [remmina] group: not a Remmina profile"))?;
         let host = profile_host(&source_id(&file.name, index), profile);
-        add_groups(&mut catalogue.groups, &host.group_path);
-        catalogue.hosts.push(host);
+        builder.add_groups(&host.group_path);
+        builder.catalogue.hosts.push(host);
     }
-    Ok(catalogue)
+    Ok(builder.catalogue)
 }
 
 /// The file name without its folders and its `.remmina` extension (`file <n>` if nothing
@@ -140,22 +144,22 @@ fn base_name(name: &str) -> &str {
 
 /// A GLib keyfile: `[group]` lines, `key=value` lines, `#` comments; values unescaped as
 /// GLib does (`\s` `\n` `\t` `\r` `\\`); localized keys (`name[fr]`) are left out.
-fn parse_keyfile(text: &str) -> KeyFile {
+fn parse_keyfile(text: &str) -> KeyFile<'_> {
     let mut groups = KeyFile::new();
-    let mut current: Option<String> = None;
+    let mut current: Option<&str> = None;
     for line in text.lines() {
         let line = line.trim_start();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         if let Some(rest) = line.strip_prefix('[') {
-            current = rest.trim_end().strip_suffix(']').map(str::to_owned);
-            if let Some(name) = &current {
-                groups.entry(name.clone()).or_default();
+            current = rest.trim_end().strip_suffix(']');
+            if let Some(name) = current {
+                groups.entry(name).or_default();
             }
             continue;
         }
-        let (Some(group), Some((key, value))) = (&current, line.split_once('=')) else {
+        let (Some(group), Some((key, value))) = (current, line.split_once('=')) else {
             continue;
         };
         let key = key.trim();
@@ -163,13 +167,16 @@ fn parse_keyfile(text: &str) -> KeyFile {
             continue;
         }
         if let Some(entries) = groups.get_mut(group) {
-            entries.insert(key.to_owned(), unescape(value.trim_start()));
+            entries.insert(key, unescape(value.trim_start()));
         }
     }
     groups
 }
 
-fn unescape(value: &str) -> String {
+fn unescape(value: &str) -> Cow<'_, str> {
+    if !value.contains('\\') {
+        return Cow::Borrowed(value);
+    }
     let mut out = String::with_capacity(value.len());
     let mut chars = value.chars();
     while let Some(ch) = chars.next() {
@@ -186,15 +193,15 @@ fn unescape(value: &str) -> String {
             None => {}
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// A profile's settings with `""` for an absent key.
-struct Profile<'a>(&'a HashMap<String, String>);
+struct Profile<'a>(&'a Settings<'a>);
 
 impl Profile<'_> {
     fn get(&self, key: &str) -> &str {
-        self.0.get(key).map_or("", String::as_str)
+        self.0.get(key).map_or("", |value| value.as_ref())
     }
 
     fn has(&self, key: &str) -> bool {
@@ -217,7 +224,7 @@ impl Profile<'_> {
 }
 
 /// One profile as a host (skipped when not SSH, invalid when it breaks a rule).
-fn profile_host(source_id: &str, settings: &HashMap<String, String>) -> SourceHost {
+fn profile_host(source_id: &str, settings: &Settings<'_>) -> SourceHost {
     let profile = Profile(settings);
     let name = profile.first(&["name", "server"]);
     let mut host = SourceHost {
@@ -497,19 +504,6 @@ fn percent_decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Adds `path` and its parents to `groups` once each, parents first.
-fn add_groups(groups: &mut Vec<SourceGroup>, path: &[String]) {
-    for depth in 1..=path.len() {
-        let prefix = path.get(..depth).unwrap_or_default();
-        if !groups.iter().any(|group| group.path == prefix) {
-            groups.push(SourceGroup {
-                path: prefix.to_vec(),
-                ..SourceGroup::default()
-            });
-        }
-    }
 }
 
 #[cfg(test)]
@@ -913,18 +907,18 @@ mod tests {
         ];
         for iteration in 0..iterations {
             let file = rng.pick(&samples);
-            let mut lines: Vec<String> = file.text.lines().map(str::to_owned).collect();
+            let mut lines: Vec<Cow<str>> = file.text.lines().map(Cow::Borrowed).collect();
             for _ in 0..1 + rng.below(6) {
                 let at = rng.below(lines.len());
                 match rng.below(4) {
-                    0 => lines.insert(at, lines.get(at).cloned().unwrap_or_default()),
+                    0 => lines.insert(at, lines.get(at).cloned().unwrap_or(Cow::Borrowed(""))),
                     1 if !lines.is_empty() => {
                         lines.remove(at);
                     }
                     2 => {
                         if let Some(line) = lines.get_mut(at) {
                             let cut = rng.below(line.chars().count() + 1);
-                            *line = line.chars().take(cut).collect();
+                            *line = Cow::Owned(line.chars().take(cut).collect());
                         }
                     }
                     _ => {
@@ -933,7 +927,7 @@ mod tests {
                             let token: &str = rng.pick::<&str>(&tokens);
                             let place = rng.below(chars.len() + 1);
                             chars.splice(place..place, token.chars());
-                            *line = chars.into_iter().collect();
+                            *line = Cow::Owned(chars.into_iter().collect());
                         }
                     }
                 }

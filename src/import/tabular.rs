@@ -8,7 +8,7 @@
 //! back (a seeded property test checks it); a password leaves the reader only as a
 //! `vault::Secret` and never appears in a reason or an unmapped entry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::import::csv;
 use crate::import::source::{
@@ -248,16 +248,34 @@ fn source_id(path: &[String], name: &str) -> String {
     }
 }
 
-/// Adds `path` and its parents to `groups` once each, parents first.
-fn add_groups(groups: &mut Vec<SourceGroup>, path: &[String]) {
-    for depth in 1..=path.len() {
-        let prefix = &path[..depth];
-        if !groups.iter().any(|group| group.path == prefix) {
-            groups.push(SourceGroup {
-                path: prefix.to_vec(),
-                ..SourceGroup::default()
-            });
+/// A catalogue being filled: folders and source ids seen so far, for constant-time checks.
+#[derive(Default)]
+pub struct Builder {
+    pub catalogue: Catalogue,
+    paths: HashSet<Vec<String>>,
+    ids: HashSet<String>,
+}
+
+impl Builder {
+    /// Adds `path` and its parents to the folders once each, parents first.
+    pub fn add_groups(&mut self, path: &[String]) {
+        for depth in 1..=path.len() {
+            let prefix = path.get(..depth).unwrap_or_default();
+            if self.paths.insert(prefix.to_vec()) {
+                self.catalogue.groups.push(SourceGroup {
+                    path: prefix.to_vec(),
+                    ..SourceGroup::default()
+                });
+            }
         }
+    }
+
+    /// Adds `host`, marked invalid when its source id is already taken.
+    pub fn push_unique(&mut self, mut host: SourceHost) {
+        if !self.ids.insert(host.source_id.clone()) && host.invalid.is_none() {
+            host.invalid = Some("name: another row has the same group path and name".to_owned());
+        }
+        self.catalogue.hosts.push(host);
     }
 }
 
@@ -308,7 +326,7 @@ pub fn split_host_port(address: &str) -> Result<(String, Option<u16>), String> {
 
 /// Reads our CSV (`GET /api/export/csv`'s header; `name` and `hostname` required).
 pub fn read_csv(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
-    let mut catalogue = Catalogue::default();
+    let mut builder = Builder::default();
     let mut tables = Vec::new();
     for (index, file) in files.iter().enumerate() {
         tables.push(table(index, file, &CSV_HEADER, &["name", "hostname"])?);
@@ -330,11 +348,11 @@ pub fn read_csv(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
     }
     for table in &tables {
         for (_, row) in &table.rows {
-            let host = csv_host(table, row, &by_name, &mut catalogue.groups);
-            push_unique(&mut catalogue.hosts, host);
+            let host = csv_host(table, row, &by_name, &mut builder);
+            builder.push_unique(host);
         }
     }
-    Ok(catalogue)
+    Ok(builder.catalogue)
 }
 
 /// A row's name: the `name` cell, else its host name.
@@ -345,20 +363,12 @@ fn row_name(table: &Table, row: &[String]) -> String {
     }
 }
 
-/// Adds `host`, or marks it invalid when its source id is already taken.
-fn push_unique(hosts: &mut Vec<SourceHost>, mut host: SourceHost) {
-    if host.invalid.is_none() && hosts.iter().any(|other| other.source_id == host.source_id) {
-        host.invalid = Some("name: another row has the same group path and name".to_owned());
-    }
-    hosts.push(host);
-}
-
 /// One row of our CSV as a host.
 fn csv_host(
     table: &Table,
     row: &[String],
     by_name: &HashMap<String, Option<String>>,
-    groups: &mut Vec<SourceGroup>,
+    builder: &mut Builder,
 ) -> SourceHost {
     let name = row_name(table, row);
     let mut host = SourceHost {
@@ -372,7 +382,7 @@ fn csv_host(
     };
     match group_path(table.cell(row, "group_path"), "group_path") {
         Ok(path) => {
-            add_groups(groups, &path);
+            builder.add_groups(&path);
             host.source_id = source_id(&path, &name);
             host.group_path = path;
         }
@@ -446,20 +456,20 @@ fn split_list(text: &str, separator: char) -> Vec<String> {
 
 /// Reads Termius's import template (`Label` and `Hostname/IP` required).
 pub fn read_termius(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
-    let mut catalogue = Catalogue::default();
+    let mut builder = Builder::default();
     let required = ["Label", "Hostname/IP"];
     for (index, file) in files.iter().enumerate() {
         let table = table(index, file, &TERMIUS_HEADER, &required)?;
         for (_, row) in &table.rows {
-            let host = termius_host(&table, row, &mut catalogue.groups);
-            push_unique(&mut catalogue.hosts, host);
+            let host = termius_host(&table, row, &mut builder);
+            builder.push_unique(host);
         }
     }
-    Ok(catalogue)
+    Ok(builder.catalogue)
 }
 
 /// One row of the Termius template as a host.
-fn termius_host(table: &Table, row: &[String], groups: &mut Vec<SourceGroup>) -> SourceHost {
+fn termius_host(table: &Table, row: &[String], builder: &mut Builder) -> SourceHost {
     let hostname = table.cell(row, "hostname/ip").to_owned();
     let name = match table.cell(row, "label") {
         "" => hostname.clone(),
@@ -480,7 +490,7 @@ fn termius_host(table: &Table, row: &[String], groups: &mut Vec<SourceGroup>) ->
     }
     match group_path(table.cell(row, "groups"), "Groups") {
         Ok(path) => {
-            add_groups(groups, &path);
+            builder.add_groups(&path);
             host.source_id = source_id(&path, &name);
             host.group_path = path;
         }
@@ -511,6 +521,7 @@ fn termius_host(table: &Table, row: &[String], groups: &mut Vec<SourceGroup>) ->
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::borrow::Cow;
     use std::panic;
 
     use super::*;
@@ -945,18 +956,18 @@ mod tests {
     /// One random edit of a sample's lines: a flipped byte, a cut, a duplicated or removed
     /// line, a structural token.
     fn mutate(rng: &mut crate::fuzz::Rng, text: &str) -> String {
-        let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+        let mut lines: Vec<Cow<str>> = text.split('\n').map(Cow::Borrowed).collect();
         for _ in 0..1 + rng.below(4) {
             let at = rng.below(lines.len());
             match rng.below(5) {
-                0 => lines.insert(at, lines.get(at).cloned().unwrap_or_default()),
+                0 => lines.insert(at, lines.get(at).cloned().unwrap_or(Cow::Borrowed(""))),
                 1 if lines.len() > 1 => {
                     lines.remove(at);
                 }
                 2 => {
                     if let Some(line) = lines.get_mut(at) {
                         let cut = rng.below(line.len() + 1);
-                        *line = line.chars().take(cut).collect();
+                        *line = Cow::Owned(line.chars().take(cut).collect());
                     }
                 }
                 _ => {
@@ -970,7 +981,7 @@ mod tests {
                             rng.below(chars.len() + 1),
                             token.chars().next().unwrap_or(','),
                         );
-                        *line = chars.into_iter().collect();
+                        *line = Cow::Owned(chars.into_iter().collect());
                     }
                 }
             }

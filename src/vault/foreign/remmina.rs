@@ -6,7 +6,8 @@
 //!
 //! Invariants: never panics on any input; the key, the IV and the plaintext buffer are wiped
 //! on drop; a value that does not open (bad base64, a length that is not whole blocks, a
-//! secret shorter than 32 bytes, an empty result) is `None`, never an error with content.
+//! secret shorter than 32 bytes, an empty result, padding that is not all NULs, text that
+//! is not UTF-8) is `None`, never an error with content.
 
 use base64ct::{Base64, Encoding};
 use cbc::cipher::block_padding::NoPadding;
@@ -34,15 +35,17 @@ pub fn reveal(base64: &str, pref_secret: &[u8]) -> Option<Secret> {
     let plain = cipher
         .decrypt_padded_mut::<NoPadding>(buffer.as_mut_slice())
         .ok()?;
-    // Remmina reads the result as a C string: it ends at the first NUL.
-    let end = plain
-        .iter()
-        .position(|&byte| byte == 0)
-        .unwrap_or(plain.len());
-    if end == 0 {
+    // Remmina reads the result as a C string: it ends at the first NUL. Its padding is
+    // always at least one NUL and nothing but NULs follow the text, so a value opened with
+    // the wrong secret (random bytes) is almost always told apart and is `None`, as is one
+    // that is not UTF-8.
+    let end = plain.iter().position(|&byte| byte == 0)?;
+    let (text, padding) = plain.split_at(end);
+    if text.is_empty() || padding.iter().any(|&byte| byte != 0) {
         return None;
     }
-    Some(Secret::new(plain[..end].to_vec()))
+    std::str::from_utf8(text).ok()?;
+    Some(Secret::new(text.to_vec()))
 }
 
 #[cfg(test)]
@@ -89,10 +92,21 @@ mod tests {
     }
 
     #[test]
-    fn a_different_secret_does_not_open_the_value_to_its_password() {
+    fn a_different_secret_opens_no_vector_as_its_padding_is_not_all_nul() {
         let other = b"HxweHRwbGhkYFxYVFBMSERAPDg0MCwoJCAcGBQQDAgE=";
-        let opened = reveal(VECTORS[0].1, other);
-        assert!(opened.is_none_or(|secret| secret.expose() != b"s3cr3t-web"));
+        for (_, base64) in VECTORS {
+            assert!(reveal(base64, other).is_none());
+        }
+    }
+
+    #[test]
+    fn a_value_whose_padding_is_not_all_nul_or_whose_text_is_not_utf8_is_none() {
+        // Encrypted with SECRET by make.py: "ab", NUL, "c" and padding; 0xff 0xfe and padding.
+        let nul_inside =
+            include_str!("../../../tests/samples/import/remmina/vectors/nul-inside.b64");
+        let not_utf8 = include_str!("../../../tests/samples/import/remmina/vectors/not-utf8.b64");
+        assert!(reveal(nul_inside, SECRET).is_none());
+        assert!(reveal(not_utf8, SECRET).is_none());
     }
 
     #[test]

@@ -19,8 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SECRET = bytes(range(32))  # fixed, so the files are reproducible
 
 
-def encrypt(password: str, secret: bytes = SECRET) -> str:
-    data = password.encode("utf-8")
+def encrypt(password, secret: bytes = SECRET) -> str:
+    data = password if isinstance(password, bytes) else password.encode("utf-8")
     data += b"\0" * (8 - len(data) % 8)
     encryptor = Cipher(TripleDES(secret[:24]), modes.CBC(secret[24:32])).encryptor()
     return base64.b64encode(encryptor.update(data) + encryptor.finalize()).decode()
@@ -234,6 +234,9 @@ def main() -> None:
     write("vectors/web.b64", encrypt("s3cr3t-web") + "\n")
     write("vectors/eight.b64", encrypt("12345678") + "\n")
     write("vectors/utf8.b64", encrypt("pässwörd €") + "\n")
+    # Not what Remmina writes: text after a NUL, and bytes that are not UTF-8.
+    write("vectors/nul-inside.b64", encrypt(b"ab\0c") + "\n")
+    write("vectors/not-utf8.b64", encrypt(b"\xff\xfe") + "\n")
 
 
 if __name__ == "__main__":
