@@ -1,1 +1,122 @@
-//! Shared reader piece (being built).
+//! A lenient INI reader shared by the WinSCP and MobaXterm readers (docs/import-formats.md,
+//! "INI files"): sections in file order, `key=value` entries in file order with duplicate
+//! keys kept, `;` and `#` comment lines, CRLF or LF, no escapes (each format decodes its own).
+//!
+//! Invariants: never fails and never panics: a line that is neither a header, a comment nor
+//! an entry is counted in `stray_lines` and otherwise ignored; entries before the first
+//! header sit in a section with an empty name.
+
+/// One `[name]` section and its entries.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Section {
+    /// The text between the brackets, trimmed.
+    pub name: String,
+    /// `(key, value)` in file order, both trimmed; duplicates kept.
+    pub entries: Vec<(String, String)>,
+}
+
+impl Section {
+    /// The first value of `key` (compared ASCII case-insensitively, as Windows does).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(key))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// A whole file.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Ini {
+    pub sections: Vec<Section>,
+    /// Lines that were neither a header, a comment, a blank nor `key=value`.
+    pub stray_lines: usize,
+}
+
+impl Ini {
+    /// The first section named `name` (ASCII case-insensitively).
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections
+            .iter()
+            .find(|section| section.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Reads `text` (a leading byte-order mark is skipped).
+pub fn parse(text: &str) -> Ini {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut ini = Ini::default();
+    for raw in text.split('\n') {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+        {
+            ini.sections.push(Section {
+                name: name.trim().to_string(),
+                entries: Vec::new(),
+            });
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            ini.stray_lines += 1;
+            continue;
+        };
+        if ini.sections.is_empty() {
+            ini.sections.push(Section::default());
+        }
+        if let Some(section) = ini.sections.last_mut() {
+            section
+                .entries
+                .push((key.trim().to_string(), value.trim().to_string()));
+        }
+    }
+    ini
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ini_keeps_sections_and_entries_in_order_with_duplicates() {
+        let ini = parse("\u{feff}[A]\r\nx=1\r\ny = two = 2 \r\nx=3\r\n[ B ]\nz=\n");
+        assert_eq!(ini.sections.len(), 2);
+        let a = &ini.sections[0];
+        assert_eq!(a.name, "A");
+        assert_eq!(
+            a.entries,
+            vec![
+                ("x".to_string(), "1".to_string()),
+                ("y".to_string(), "two = 2".to_string()),
+                ("x".to_string(), "3".to_string()),
+            ]
+        );
+        assert_eq!(
+            a.get("X"),
+            Some("1"),
+            "the first duplicate, case-insensitively"
+        );
+        assert_eq!(ini.section("b").unwrap().get("z"), Some(""));
+    }
+
+    #[test]
+    fn ini_skips_comments_and_counts_stray_lines() {
+        let ini = parse("; comment\n# another\nstray line\n[S]\nk=v\n[not closed\n");
+        assert_eq!(ini.stray_lines, 2, "the stray line and the unclosed header");
+        assert_eq!(ini.sections.len(), 1);
+        assert_eq!(ini.sections[0].get("k"), Some("v"));
+    }
+
+    #[test]
+    fn ini_entries_before_any_header_sit_in_an_unnamed_section() {
+        let ini = parse("k=v\n[S]\n");
+        assert_eq!(ini.sections[0].name, "");
+        assert_eq!(ini.sections[0].get("k"), Some("v"));
+        assert_eq!(parse("").sections.len(), 0);
+    }
+}
