@@ -6,6 +6,8 @@
 //! an entry is counted in `stray_lines` and otherwise ignored; entries before the first
 //! header sit in a section with an empty name.
 
+use crate::import::source::SourceGroup;
+
 /// One `[name]` section and its entries.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Section {
@@ -77,10 +79,78 @@ pub fn parse(text: &str) -> Ini {
     ini
 }
 
+/// `text` with each `%XX` (two hex digits) turned back into its byte, the way WinSCP writes
+/// names and values in its ini and PuTTY writes session names. The bytes are read as UTF-8
+/// when they are (WinSCP, PuTTY on Unix), else as Windows-1252 (PuTTY on a Western Windows
+/// escapes the ANSI code page's bytes). A `%` not followed by two hex digits is kept.
+pub fn percent_decode(text: &str) -> String {
+    if !text.contains('%') {
+        return text.to_string();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        let escaped = match (byte, bytes.get(at + 1), bytes.get(at + 2)) {
+            (b'%', Some(&high), Some(&low)) => hex_pair(high, low),
+            _ => None,
+        };
+        match escaped {
+            Some(value) => {
+                out.push(value);
+                at += 3;
+            }
+            None => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    match String::from_utf8(out) {
+        Ok(text) => text,
+        Err(err) => encoding_rs::WINDOWS_1252
+            .decode_without_bom_handling(err.as_bytes())
+            .0
+            .into_owned(),
+    }
+}
+
+/// Adds the folder `path` and its parents to `groups`, each once, parents first (the
+/// catalogue's order), for the readers whose folders are paths (WinSCP, MobaXterm, KiTTY).
+pub fn add_groups(groups: &mut Vec<SourceGroup>, path: &[String]) {
+    for depth in 1..=path.len() {
+        let Some(prefix) = path.get(..depth) else {
+            break;
+        };
+        if !groups.iter().any(|group| group.path == prefix) {
+            groups.push(SourceGroup {
+                path: prefix.to_vec(),
+                ..SourceGroup::default()
+            });
+        }
+    }
+}
+
+fn hex_pair(high: u8, low: u8) -> Option<u8> {
+    let value = |ch: u8| (ch as char).to_digit(16).and_then(|v| u8::try_from(v).ok());
+    Some(value(high)? << 4 | value(low)?)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_decode_reads_utf8_then_windows_1252_and_keeps_a_broken_escape() {
+        assert_eq!(percent_decode("web%20server"), "web server");
+        assert_eq!(percent_decode("Caf%C3%A9"), "Café", "UTF-8 bytes");
+        assert_eq!(percent_decode("Caf%E9"), "Café", "a Windows-1252 byte");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("%2e%2E"), "..", "either case");
+        assert_eq!(percent_decode("%25"), "%");
+    }
 
     #[test]
     fn ini_keeps_sections_and_entries_in_order_with_duplicates() {

@@ -44,7 +44,9 @@ impl Scrambled<'_> {
 
 /// A hex digit's value. WinSCP writes upper case; lower case is read too.
 fn digit(ch: u8) -> Option<u8> {
-    (ch as char).to_digit(16).and_then(|value| u8::try_from(value).ok())
+    (ch as char)
+        .to_digit(16)
+        .and_then(|value| u8::try_from(value).ok())
 }
 
 /// The password WinSCP scrambled into `hex` with `key` (user name + host name).
@@ -114,7 +116,11 @@ mod tests {
         let vectors = vectors();
         assert!(vectors.len() >= 6);
         for (what, key, password, hex) in &vectors {
-            assert_eq!(opened(hex, key).as_deref(), Some(password.as_str()), "{what}");
+            assert_eq!(
+                opened(hex, key).as_deref(),
+                Some(password.as_str()),
+                "{what}"
+            );
         }
     }
 
@@ -140,9 +146,19 @@ mod tests {
     fn winscp_refuses_a_value_shorter_than_its_length_says() {
         let (_, key, password, hex) = vectors().remove(0);
         // Flag, version, length, shift: 8 digits; the shift's junk, then key + password.
-        let shift = usize::from(Scrambled { hex: &hex.as_bytes()[6..8] }.next().unwrap());
+        let shift = usize::from(
+            Scrambled {
+                hex: &hex.as_bytes()[6..8],
+            }
+            .next()
+            .unwrap(),
+        );
         let end = 8 + 2 * (shift + key.len() + password.len());
-        assert_eq!(opened(&hex[..end], &key), Some(password), "exactly long enough");
+        assert_eq!(
+            opened(&hex[..end], &key),
+            Some(password),
+            "exactly long enough"
+        );
         assert_eq!(opened(&hex[..end - 2], &key), None, "one byte short");
         assert_eq!(opened("", &key), None);
         assert_eq!(opened("A", &key), None);
