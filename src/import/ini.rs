@@ -136,6 +136,82 @@ fn hex_pair(high: u8, low: u8) -> Option<u8> {
     Some(value(high)? << 4 | value(low)?)
 }
 
+/// The seeded mutator the fuzz tests of the INI-, registry- and session-file readers share.
+#[cfg(test)]
+pub mod fuzzing {
+    use crate::fuzz::Rng;
+
+    /// A window of up to 40 lines of one of `samples`, then up to 6 mutations: a byte
+    /// flipped, the text cut, a line duplicated or removed, or one of `tokens` (the
+    /// format's structure: `[`, `=`, `%`, `#`, `\\`...) inserted at a random place.
+    pub fn mutate(rng: &mut Rng, samples: &[String], tokens: &[&str]) -> String {
+        let Some(sample) = rng.pick_any(samples) else {
+            return String::new();
+        };
+        let lines: Vec<&str> = sample.split_inclusive('\n').collect();
+        let start = rng.below(lines.len());
+        let end = (start + 1 + rng.below(40)).min(lines.len());
+        let mut window: Vec<String> = lines
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .map(|line| line.to_string())
+            .collect();
+        if rng.below(3) == 0 {
+            // Keep the header (regedit's, a section's) the readers look for first.
+            if let Some(first) = lines.first() {
+                window.insert(0, first.to_string());
+            }
+        }
+        for _ in 0..rng.below(7) {
+            let at = rng.below(window.len());
+            match rng.below(5) {
+                0 if !window.is_empty() => {
+                    let line = window.remove(at);
+                    window.insert(rng.below(window.len() + 1), line.clone());
+                    window.insert(rng.below(window.len() + 1), line);
+                }
+                1 if !window.is_empty() => {
+                    window.remove(at);
+                }
+                2 => {
+                    if let Some(line) = window.get_mut(at) {
+                        let mut bytes = line.clone().into_bytes();
+                        if !bytes.is_empty() {
+                            let index = rng.below(bytes.len());
+                            bytes[index] ^= 1 << rng.below(8);
+                        }
+                        *line = String::from_utf8_lossy(&bytes).into_owned();
+                    }
+                }
+                3 => {
+                    if let Some(line) = window.get_mut(at) {
+                        let cut = rng.below(line.len() + 1);
+                        let cut = (0..=cut)
+                            .rev()
+                            .find(|i| line.is_char_boundary(*i))
+                            .unwrap_or(0);
+                        line.truncate(cut);
+                    }
+                }
+                _ => {
+                    let token = rng.pick_any(tokens).copied().unwrap_or("=");
+                    if let Some(line) = window.get_mut(at) {
+                        let mut cut = rng.below(line.len() + 1);
+                        while !line.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        line.insert_str(cut, token);
+                    } else {
+                        window.push(token.to_string());
+                    }
+                }
+            }
+        }
+        window.concat()
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -56,7 +56,10 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
                 .map(unescape)
                 .collect();
             for (name, value) in &section.entries {
-                if name.eq_ignore_ascii_case("SubRep") || name.eq_ignore_ascii_case("ImgNum") {
+                // A line without a name (`=...`) names nothing to report: left out.
+                let bookkeeping =
+                    name.eq_ignore_ascii_case("SubRep") || name.eq_ignore_ascii_case("ImgNum");
+                if bookkeeping || name.is_empty() {
                     continue;
                 }
                 let host = host_of(name, value, &folder, &context, &mut catalogue.identities);
@@ -678,6 +681,22 @@ mod tests {
     }
 
     #[test]
+    fn mobaxterm_a_line_without_a_name_is_left_out() {
+        let text = "[Bookmarks]\nSubRep=\n= #109#0%h%22%u\nb= #109#0%h%22%u\n";
+        let catalogue = read(&[SourceFile {
+            name: "m".into(),
+            text: text.into(),
+        }])
+        .unwrap();
+        let ids: Vec<&str> = catalogue
+            .hosts
+            .iter()
+            .map(|h| h.source_id.as_str())
+            .collect();
+        assert_eq!(ids, ["b"]);
+    }
+
+    #[test]
     fn mobaxterm_refuses_a_file_without_bookmarks() {
         let file = |text: &str| SourceFile {
             name: "f".into(),
@@ -689,5 +708,60 @@ mod tests {
             .unwrap()
             .hosts
             .is_empty());
+    }
+
+    /// Fuzz: the reader never panics on mutated session files, and every host it returns
+    /// has a source id.
+    #[test]
+    fn mobaxterm_read_never_panics_on_seeded_random_input() {
+        let (iterations, seed) = crate::fuzz::settings("mobaxterm reader", 0x3067_0001);
+        let mut rng = crate::fuzz::Rng::new(seed);
+        let samples = vec![
+            sample("sessions.mxtsessions", encoding_rs::WINDOWS_1252).text,
+            sample("MobaXterm.ini", encoding_rs::WINDOWS_1252).text,
+            sample("gbk.mxtsessions", encoding_rs::GBK).text,
+        ];
+        let tokens = [
+            "#",
+            "%",
+            "%%",
+            "#109#0%",
+            "#91#4%",
+            "#140#7%",
+            "[",
+            "]",
+            "[Bookmarks_9]\n",
+            "SubRep=",
+            "\\",
+            "__PIPE__",
+            "__PERCENT__",
+            "__",
+            "[cred]",
+            "[:",
+            ":",
+            "=",
+            "-1",
+            "\n",
+            "中",
+        ];
+        for iteration in 0..iterations {
+            let text = crate::import::ini::fuzzing::mutate(&mut rng, &samples, &tokens);
+            let outcome = std::panic::catch_unwind(|| {
+                if let Ok(catalogue) = read(&[SourceFile {
+                    name: "f".into(),
+                    text: text.clone(),
+                }]) {
+                    assert!(catalogue
+                        .hosts
+                        .iter()
+                        .all(|host| !host.source_id.is_empty()));
+                    assert!(catalogue
+                        .identities
+                        .iter()
+                        .all(|i| i.source_id.starts_with("cred:")));
+                }
+            });
+            assert!(outcome.is_ok(), "panic on input #{iteration}: {text:?}");
+        }
     }
 }

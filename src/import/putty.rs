@@ -726,4 +726,58 @@ mod tests {
         .unwrap();
         assert!(empty.hosts.is_empty());
     }
+
+    /// Fuzz: the reader never panics on mutated exports and session files, and every
+    /// host it returns has a source id.
+    #[test]
+    fn putty_read_never_panics_on_seeded_random_input() {
+        let (iterations, seed) = crate::fuzz::settings("putty reader", 0x9077_7001);
+        let mut rng = crate::fuzz::Rng::new(seed);
+        let mut samples = vec![utf16_export().text];
+        samples.extend(unix_files().into_iter().map(|file| file.text));
+        let tokens = [
+            "[",
+            "]",
+            "\\",
+            "\"",
+            "=",
+            "@=",
+            "dword:",
+            "hex:",
+            "hex(2):",
+            "\\\r\n",
+            ",",
+            "%",
+            "%2",
+            "%E9",
+            "@",
+            "\t",
+            "L",
+            "R",
+            "D",
+            "4L",
+            "6R",
+            ":",
+            "=-",
+            "[-",
+            "REGEDIT4\n",
+            "\n",
+        ];
+        for iteration in 0..iterations {
+            let text = crate::import::ini::fuzzing::mutate(&mut rng, &samples, &tokens);
+            let name = crate::import::ini::fuzzing::mutate(&mut rng, &["a%2".to_string()], &tokens);
+            let outcome = std::panic::catch_unwind(|| {
+                if let Ok(catalogue) = read(&[SourceFile {
+                    name,
+                    text: text.clone(),
+                }]) {
+                    assert!(catalogue
+                        .hosts
+                        .iter()
+                        .all(|host| !host.source_id.is_empty()));
+                }
+            });
+            assert!(outcome.is_ok(), "panic on input #{iteration}: {text:?}");
+        }
+    }
 }

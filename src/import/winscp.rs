@@ -569,4 +569,52 @@ mod tests {
         let catalogue = read(&[file("[Configuration\\Interface]\nTheme=Dark\n")]).unwrap();
         assert!(catalogue.hosts.is_empty());
     }
+
+    /// Fuzz: the reader never panics on mutated WinSCP.ini files and registry exports, and
+    /// every host it returns has a source id.
+    #[test]
+    fn winscp_read_never_panics_on_seeded_random_input() {
+        let (iterations, seed) = crate::fuzz::settings("winscp reader", 0x3C9_0001);
+        let mut rng = crate::fuzz::Rng::new(seed);
+        let samples = vec![
+            sample("WinSCP.ini").text,
+            sample("WinSCP-master.ini").text,
+            "Windows Registry Editor Version 5.00\r\n\r\n[HKEY_CURRENT_USER\\Software\\Martin Prikryl\\WinSCP 2\\Sessions\\a/b]\r\n\"HostName\"=\"h\"\r\n\"PortNumber\"=dword:00000016\r\n".to_string(),
+        ];
+        let tokens = [
+            "[",
+            "]",
+            "[Sessions\\",
+            "/",
+            "//",
+            "%",
+            "%2",
+            "%C3",
+            "%FF",
+            "=",
+            "\\",
+            "\n",
+            ";",
+            "Tunnel=1\n",
+            "FSProtocol=5\n",
+            "PortNumber=",
+            "UseMasterPassword=1\n",
+            "[Configuration\\Security]\n",
+        ];
+        for iteration in 0..iterations {
+            let text = crate::import::ini::fuzzing::mutate(&mut rng, &samples, &tokens);
+            let outcome = std::panic::catch_unwind(|| {
+                if let Ok(catalogue) = read(&[SourceFile {
+                    name: "f".into(),
+                    text: text.clone(),
+                }]) {
+                    assert!(catalogue
+                        .hosts
+                        .iter()
+                        .all(|host| !host.source_id.is_empty()));
+                }
+            });
+            assert!(outcome.is_ok(), "panic on input #{iteration}: {text:?}");
+        }
+    }
 }
