@@ -368,6 +368,7 @@ mod tests {
                 "Staging/s3 bucket",
                 "Staging/app",
                 "Café/服务器",
+                "Staging/renamed",
                 "no host",
                 "Workspace/0000",
             ],

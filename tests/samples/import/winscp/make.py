@@ -142,6 +142,11 @@ def write_ini() -> None:
         ("HostName", "cafe.example.com"), ("UserName", "jos\u00e9"),
         ("Password", scramble(PASSWORDS["caf\u00e9"], "jos\u00e9" + "cafe.example.com")),
     ])
+    # The user was renamed after the password was saved: its key no longer matches.
+    text += session("Staging/renamed", [
+        ("HostName", "renamed.example.com"), ("UserName", "newname"),
+        ("Password", scramble("Old-User-Pass", "oldname" + "renamed.example.com")),
+    ])
     text += session("no host", [("UserName", "nobody"), ("FSProtocol", "2")])
     text += session("Workspace/0000", [("HostName", "web1.example.com"), ("IsWorkspace", "1")])
     text += "[SshHostKeys]\r\nssh-ed25519@22:web1.example.com=0x1234\r\n"
