@@ -8,11 +8,15 @@
 //! private key, 15 the gateways' keys, 19 to 22 a proxy, 26 a local proxy command, 34 agent
 //! forwarding. A user written `[Name]` is a stored credential: an identity `cred:Name`.
 //!
+//! The installed edition's regedit export of `HKCU\Software\Mobatek\MobaXterm` is read as
+//! the same sections (`C` is `[Credentials]`, `P` is `[Passwords]`).
+//!
 //! Invariants: pure; `Unreadable` only for a file without any `[Bookmarks...]` section;
 //! fields are split before MobaXterm's `__NAME__` escapes are decoded; folder depth is
 //! capped at `MAX_DEPTH`; no password is ever read (MobaXterm binds them to the Windows user).
 
-use crate::import::ini::{self, add_groups, Ini};
+use crate::import::ini::{self, add_groups, Ini, Section};
+use crate::import::reg;
 use crate::import::source::{
     Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceIdentity, Unreadable,
 };
@@ -35,7 +39,11 @@ struct Context {
 pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
     let mut catalogue = Catalogue::default();
     for (index, file) in files.iter().enumerate() {
-        let ini = ini::parse(&file.text);
+        let ini = if reg::is_export(&file.text) {
+            from_registry(&file.text)
+        } else {
+            ini::parse(&file.text)
+        };
         if !ini
             .sections
             .iter()
@@ -70,6 +78,41 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
         add_unused_credentials(&context, &mut catalogue.identities);
     }
     Ok(catalogue)
+}
+
+/// The installed edition's registry export (`HKCU\Software\Mobatek\MobaXterm`) as the
+/// portable edition's sections: each key's last name is a section (`C` holds the
+/// credentials, `P` the passwords), its values the entries.
+fn from_registry(text: &str) -> Ini {
+    let mut ini = Ini::default();
+    let Ok(export) = reg::parse(text) else {
+        return ini;
+    };
+    for key in export.keys {
+        let Some(at) = key.path.find("\\Mobatek\\MobaXterm\\") else {
+            continue;
+        };
+        let name = key
+            .path
+            .get(at..)
+            .and_then(|rest| rest.rsplit('\\').next())
+            .unwrap_or("");
+        let name = match name {
+            "C" => "Credentials",
+            "P" => "Passwords",
+            other => other,
+        };
+        let entries = key
+            .values
+            .iter()
+            .filter_map(|(value_name, value)| Some((value_name.clone(), value.as_text()?)))
+            .collect();
+        ini.sections.push(Section {
+            name: name.to_string(),
+            entries,
+        });
+    }
+    ini
 }
 
 /// `Bookmarks` or `Bookmarks_<digits>`.
@@ -697,6 +740,27 @@ mod tests {
     }
 
     #[test]
+    fn mobaxterm_installed_edition_registry_export_reads_like_the_ini() {
+        let text = "Windows Registry Editor Version 5.00\r\n\r\n\
+            [HKEY_CURRENT_USER\\Software\\Mobatek\\MobaXterm\\Bookmarks_1]\r\n\
+            \"SubRep\"=\"Prod\\\\DB\"\r\n\"ImgNum\"=dword:00000029\r\n\
+            \"db\"=\" #109#0%db.example.com%22%[dbcred]%%0%-1\"\r\n\
+            [HKEY_CURRENT_USER\\Software\\Mobatek\\MobaXterm\\C]\r\n\
+            \"dbcred\"=\"postgres:c2VjcmV0\"\r\n";
+        let catalogue = read(&[SourceFile {
+            name: "moba.reg".into(),
+            text: text.into(),
+        }])
+        .unwrap();
+        assert_eq!(catalogue.hosts[0].source_id, "Prod/DB/db");
+        assert_eq!(
+            catalogue.identities[0].username.as_deref(),
+            Some("postgres")
+        );
+        assert_eq!(catalogue.identities[0].unmapped, [PASSWORDS_NOTE]);
+    }
+
+    #[test]
     fn mobaxterm_refuses_a_file_without_bookmarks() {
         let file = |text: &str| SourceFile {
             name: "f".into(),
@@ -720,6 +784,11 @@ mod tests {
             sample("sessions.mxtsessions", encoding_rs::WINDOWS_1252).text,
             sample("MobaXterm.ini", encoding_rs::WINDOWS_1252).text,
             sample("gbk.mxtsessions", encoding_rs::GBK).text,
+            "Windows Registry Editor Version 5.00\r\n\r\n\
+             [HKEY_CURRENT_USER\\Software\\Mobatek\\MobaXterm\\Bookmarks_1]\r\n\
+             \"SubRep\"=\"A\\\\B\"\r\n\"s\"=\" #109#0%h%22%[c]%%0\"\r\n\
+             [HKEY_CURRENT_USER\\Software\\Mobatek\\MobaXterm\\C]\r\n\"c\"=\"u:x\"\r\n"
+                .to_string(),
         ];
         let tokens = [
             "#",
