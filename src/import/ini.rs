@@ -6,6 +6,8 @@
 //! an entry is counted in `stray_lines` and otherwise ignored; entries before the first
 //! header sit in a section with an empty name.
 
+use std::collections::HashSet;
+
 use crate::import::source::SourceGroup;
 
 /// One `[name]` section and its entries.
@@ -115,18 +117,27 @@ pub fn percent_decode(text: &str) -> String {
     }
 }
 
-/// Adds the folder `path` and its parents to `groups`, each once, parents first (the
-/// catalogue's order), for the readers whose folders are paths (WinSCP, MobaXterm, KiTTY).
-pub fn add_groups(groups: &mut Vec<SourceGroup>, path: &[String]) {
-    for depth in 1..=path.len() {
-        let Some(prefix) = path.get(..depth) else {
-            break;
-        };
-        if !groups.iter().any(|group| group.path == prefix) {
-            groups.push(SourceGroup {
-                path: prefix.to_vec(),
-                ..SourceGroup::default()
-            });
+/// The folders a reader has listed in its catalogue, so each goes in once (parents first,
+/// the catalogue's order) without a scan per host; for the readers whose folders are paths
+/// (WinSCP, MobaXterm, KiTTY).
+#[derive(Default)]
+pub struct Folders {
+    seen: HashSet<Vec<String>>,
+}
+
+impl Folders {
+    /// Adds the folder `path` and its parents to `groups`, those not there yet.
+    pub fn add(&mut self, groups: &mut Vec<SourceGroup>, path: &[String]) {
+        for depth in 1..=path.len() {
+            let Some(prefix) = path.get(..depth) else {
+                break;
+            };
+            if self.seen.insert(prefix.to_vec()) {
+                groups.push(SourceGroup {
+                    path: prefix.to_vec(),
+                    ..SourceGroup::default()
+                });
+            }
         }
     }
 }

@@ -15,7 +15,7 @@
 //! fields are split before MobaXterm's `__NAME__` escapes are decoded; folder depth is
 //! capped at `MAX_DEPTH`; no password is ever read (MobaXterm binds them to the Windows user).
 
-use crate::import::ini::{self, add_groups, Ini, Section};
+use crate::import::ini::{self, Folders, Ini, Section};
 use crate::import::reg;
 use crate::import::source::{
     Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceIdentity, Unreadable,
@@ -38,6 +38,7 @@ struct Context {
 
 pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
     let mut catalogue = Catalogue::default();
+    let mut folders = Folders::default();
     for (index, file) in files.iter().enumerate() {
         let ini = if reg::is_export(&file.text) {
             from_registry(&file.text)
@@ -71,7 +72,7 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
                     continue;
                 }
                 let host = host_of(name, value, &folder, &context, &mut catalogue.identities);
-                add_groups(&mut catalogue.groups, &host.group_path);
+                folders.add(&mut catalogue.groups, &host.group_path);
                 catalogue.hosts.push(host);
             }
         }

@@ -4,13 +4,15 @@
 //! name). Session names are `%XX`-escaped (decoded here); `HostName` may carry `user@`;
 //! `Protocol` other than `ssh` is skipped; `PortForwardings` and `Environment` are PuTTY's
 //! `key=value,...` lists with `\` escapes; `ProxyMethod` 6, 7 and 8 are an SSH jump, through
-//! a saved session when `ProxyHost` names one.
+//! a saved session when `ProxyHost` names one (compared case-insensitively).
 //!
 //! Invariants: pure; `Unreadable` only for a file that is neither a regedit export nor a
 //! session file; `Default Settings` is PuTTY's template, not a host, and is left out; the
 //! source id is the decoded session name; no secret's value reaches `unmapped` or a reason.
 
-use crate::import::ini::{add_groups, percent_decode};
+use std::collections::HashMap;
+
+use crate::import::ini::{percent_decode, Folders};
 use crate::import::reg;
 use crate::import::source::{
     Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceSecret, Unreadable,
@@ -41,7 +43,7 @@ impl Session {
 }
 
 pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
-    let mut sessions: Vec<Session> = Vec::new();
+    let mut sessions = Sessions::default();
     for (index, file) in files.iter().enumerate() {
         if reg::is_export(&file.text) {
             let export = reg::parse(&file.text).map_err(|reason| Unreadable {
@@ -57,7 +59,7 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
                     .iter()
                     .filter_map(|(name, value)| Some((name.clone(), value.as_text()?)))
                     .collect();
-                merge(&mut sessions, percent_decode(escaped), values);
+                sessions.merge(percent_decode(escaped), values);
             }
         } else {
             let values = session_file(&file.text).ok_or_else(|| Unreadable {
@@ -66,17 +68,17 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
                     .into(),
             })?;
             let escaped = file.name.rsplit(['/', '\\']).next().unwrap_or("");
-            merge(&mut sessions, percent_decode(escaped), values);
+            sessions.merge(percent_decode(escaped), values);
         }
     }
-    let names: Vec<&str> = sessions.iter().map(|s| s.name.as_str()).collect();
     let mut catalogue = Catalogue::default();
-    for session in &sessions {
+    let mut folders = Folders::default();
+    for session in &sessions.list {
         if session.name == "Default Settings" || session.name.is_empty() {
             continue;
         }
-        let host = host_of(session, &names);
-        add_groups(&mut catalogue.groups, &host.group_path);
+        let host = host_of(session, &sessions);
+        folders.add(&mut catalogue.groups, &host.group_path);
         catalogue.hosts.push(host);
     }
     Ok(catalogue)
@@ -117,39 +119,55 @@ fn session_file(text: &str) -> Option<Vec<(String, String)>> {
     Some(values)
 }
 
-/// Adds `values` to the session named `name` (compared case-insensitively, as registry key
-/// names are), or a new one.
-fn merge(sessions: &mut Vec<Session>, name: String, values: Vec<(String, String)>) {
-    let at = match sessions
-        .iter()
-        .position(|s| s.name.eq_ignore_ascii_case(&name))
-    {
-        Some(at) => at,
-        None => {
-            sessions.push(Session {
-                name,
-                values: Vec::new(),
-            });
-            sessions.len() - 1
+/// The sessions read so far, in the order first seen, found by name.
+#[derive(Default)]
+struct Sessions {
+    list: Vec<Session>,
+    /// ASCII-lowercased name to index in `list`.
+    by_name: HashMap<String, usize>,
+}
+
+impl Sessions {
+    /// Adds `values` to the session named `name` (compared case-insensitively, as registry
+    /// key names are), or a new one.
+    fn merge(&mut self, name: String, values: Vec<(String, String)>) {
+        let folded = name.to_ascii_lowercase();
+        let at = match self.by_name.get(&folded) {
+            Some(at) => *at,
+            None => {
+                self.list.push(Session {
+                    name,
+                    values: Vec::new(),
+                });
+                self.by_name.insert(folded, self.list.len() - 1);
+                self.list.len() - 1
+            }
+        };
+        let Some(session) = self.list.get_mut(at) else {
+            return;
+        };
+        for (key, value) in values {
+            match session
+                .values
+                .iter_mut()
+                .find(|(k, _)| k.eq_ignore_ascii_case(&key))
+            {
+                Some(slot) => slot.1 = value,
+                None => session.values.push((key, value)),
+            }
         }
-    };
-    let Some(session) = sessions.get_mut(at) else {
-        return;
-    };
-    for (key, value) in values {
-        match session
-            .values
-            .iter_mut()
-            .find(|(k, _)| k.eq_ignore_ascii_case(&key))
-        {
-            Some(slot) => slot.1 = value,
-            None => session.values.push((key, value)),
-        }
+    }
+
+    /// The name of the saved session `name` designates (case-insensitively; names that
+    /// differ only by case were merged when read).
+    fn named(&self, name: &str) -> Option<&str> {
+        let at = self.by_name.get(&name.to_ascii_lowercase())?;
+        self.list.get(*at).map(|session| session.name.as_str())
     }
 }
 
-/// The host `session` becomes; `names` are every session's name, for jump references.
-fn host_of(session: &Session, names: &[&str]) -> SourceHost {
+/// The host `session` becomes; `sessions` are all of them, for jump references.
+fn host_of(session: &Session, sessions: &Sessions) -> SourceHost {
     let mut host = SourceHost {
         source_id: session.name.clone(),
         name: session.name.clone(),
@@ -199,7 +217,7 @@ fn host_of(session: &Session, names: &[&str]) -> SourceHost {
             host.environment.push((name, value));
         }
     }
-    read_proxy(session, names, &mut host);
+    read_proxy(session, sessions, &mut host);
     read_unmapped(session, &mut host);
     host
 }
@@ -289,7 +307,7 @@ fn read_forwards(session: &Session, host: &mut SourceHost) {
 
 /// `ProxyMethod`: 6, 7, 8 an SSH jump (a saved session when `ProxyHost` names one, else an
 /// address); 1 to 5 a proxy this service has no place for.
-fn read_proxy(session: &Session, names: &[&str], host: &mut SourceHost) {
+fn read_proxy(session: &Session, sessions: &Sessions, host: &mut SourceHost) {
     let method = session.get("ProxyMethod").unwrap_or("0").trim();
     let proxy = session.get("ProxyHost").unwrap_or("").trim();
     let port = session.get("ProxyPort").unwrap_or("").trim();
@@ -318,12 +336,8 @@ fn read_proxy(session: &Session, names: &[&str], host: &mut SourceHost) {
             .push("ProxyMethod: an SSH jump without a ProxyHost is not imported".into());
         return;
     }
-    let saved = names
-        .iter()
-        .find(|name| **name == proxy)
-        .or_else(|| names.iter().find(|name| name.eq_ignore_ascii_case(proxy)));
-    if let Some(saved) = saved {
-        host.jumps.push(Jump::Session((*saved).to_string()));
+    if let Some(saved) = sessions.named(proxy) {
+        host.jumps.push(Jump::Session(saved.to_string()));
         return;
     }
     let (user, hostname) = match proxy.rsplit_once('@') {
@@ -624,7 +638,7 @@ mod tests {
     }
 
     #[test]
-    fn putty_proxy_session_match_is_exact_first_then_case_insensitive() {
+    fn putty_proxy_session_match_is_case_insensitive_and_names_differing_by_case_merge() {
         let file = |name: &str, text: &str| SourceFile {
             name: name.into(),
             text: text.into(),

@@ -9,7 +9,7 @@
 //! deeper than `MAX_DEPTH` folders is `invalid`; `Default Settings` is a template, not a site,
 //! and is left out.
 
-use crate::import::ini::{self, add_groups, percent_decode, Section};
+use crate::import::ini::{self, percent_decode, Folders, Section};
 use crate::import::reg;
 use crate::import::source::{
     Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceSecret, Unreadable,
@@ -52,6 +52,7 @@ impl Site {
 
 pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
     let mut catalogue = Catalogue::default();
+    let mut folders = Folders::default();
     for (index, file) in files.iter().enumerate() {
         let (sections, master) = sections_of(&file.text).ok_or_else(|| Unreadable {
             file: index,
@@ -59,7 +60,7 @@ pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
         })?;
         for site in sections {
             if let Some(host) = host_of(&site, master) {
-                add_groups(&mut catalogue.groups, &host.group_path);
+                folders.add(&mut catalogue.groups, &host.group_path);
                 catalogue.hosts.push(host);
             }
         }
