@@ -15,6 +15,8 @@
 //! fields are split before MobaXterm's `__NAME__` escapes are decoded; folder depth is
 //! capped at `MAX_DEPTH`; no password is ever read (MobaXterm binds them to the Windows user).
 
+use std::collections::HashSet;
+
 use crate::import::ini::{self, Folders, Ini, Section};
 use crate::import::reg;
 use crate::import::source::{
@@ -32,8 +34,9 @@ const PASSWORDS_NOTE: &str = "Password: MobaXterm saved passwords are bound to t
 struct Context {
     /// `[Credentials]`: name, user name, whether a password is saved.
     credentials: Vec<(String, String, bool)>,
-    /// `[Passwords]` entry names, `user@host` (any `proto22:` prefix dropped).
-    passwords: Vec<String>,
+    /// `[Passwords]` entry names, `user@host` (any `proto22:` prefix dropped), ASCII
+    /// lowercase.
+    passwords: HashSet<String>,
 }
 
 pub fn read(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
@@ -149,7 +152,7 @@ fn context_of(ini: &Ini) -> Context {
                 Some((_, rest)) => rest,
                 None => name,
             };
-            context.passwords.push(bare.to_string());
+            context.passwords.insert(bare.to_ascii_lowercase());
         }
     }
     context
@@ -294,12 +297,8 @@ fn read_user(
         }
     };
     if let Some(user) = user_at {
-        let wanted = format!("{user}@{}", host.hostname);
-        if context
-            .passwords
-            .iter()
-            .any(|p| p.eq_ignore_ascii_case(&wanted))
-        {
+        let wanted = format!("{user}@{}", host.hostname).to_ascii_lowercase();
+        if context.passwords.contains(&wanted) {
             host.unmapped.push(PASSWORDS_NOTE.into());
         }
     }
