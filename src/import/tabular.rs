@@ -235,6 +235,18 @@ fn port(text: &str, column: &str) -> Result<Option<u16>, String> {
     }
 }
 
+/// A host name cell: an IPv6 address in brackets (`[2001:db8::7]`, as URLs and our own
+/// hops write it) loses them, since a host name is the bare address.
+fn host_name(text: &str) -> String {
+    match text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
+        Some(address) if address.contains(':') => address.to_owned(),
+        _ => text.to_owned(),
+    }
+}
+
 fn optional(text: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
@@ -373,7 +385,7 @@ fn csv_host(
     let name = row_name(table, row);
     let mut host = SourceHost {
         name: name.clone(),
-        hostname: table.cell(row, "hostname").to_owned(),
+        hostname: host_name(table.cell(row, "hostname")),
         username: optional(table.cell(row, "username")),
         notes: table.cell(row, "notes").to_owned(),
         tags: split_list(table.cell(row, "tags"), ';'),
@@ -470,7 +482,7 @@ pub fn read_termius(files: &[SourceFile]) -> Result<Catalogue, Unreadable> {
 
 /// One row of the Termius template as a host.
 fn termius_host(table: &Table, row: &[String], builder: &mut Builder) -> SourceHost {
-    let hostname = table.cell(row, "hostname/ip").to_owned();
+    let hostname = host_name(table.cell(row, "hostname/ip"));
     let name = match table.cell(row, "label") {
         "" => hostname.clone(),
         label => label.to_owned(),
@@ -680,10 +692,16 @@ mod tests {
     }
 
     #[test]
-    fn ipv6_host_names_keep_their_colons_bracketed_or_bare() {
+    fn ipv6_host_names_are_read_bare_with_or_without_brackets() {
         let catalogue = ours(OURS);
         assert_eq!(host(&catalogue, "Prod/DB/db 1").hostname, "2001:db8::5");
-        assert_eq!(host(&catalogue, "router").hostname, "[2001:db8::7]");
+        assert_eq!(host(&catalogue, "router").hostname, "2001:db8::7");
+        let kept = ours("name,hostname\nx,[not-v6]\n");
+        assert_eq!(
+            host(&kept, "x").hostname,
+            "[not-v6]",
+            "only an IPv6 address loses brackets"
+        );
     }
 
     #[test]

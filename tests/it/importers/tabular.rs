@@ -59,6 +59,11 @@ fn csv_rows_become_hosts_in_nested_groups_and_broken_rows_are_invalid() {
         "{port}"
     );
     assert_eq!(item(&answer, "Lab/bad auth")["status"], "invalid");
+    let router = host(&service, &answer, "router");
+    assert_eq!(
+        router["hostname"], "2001:db8::7",
+        "a bracketed IPv6 cell is the bare address"
+    );
     let fetched = host(&service, &answer, "Prod/Web/web 1");
     assert_eq!(fetched["hostname"], "web1.example.com");
     let mut tags: Vec<String> = serde_json::from_value(fetched["tags"].clone()).unwrap();
