@@ -171,7 +171,10 @@ pub fn add_jump_hosts(catalogue: &mut Catalogue) {
                     .as_deref()
                     .map(|user| format!("{user}@"))
                     .unwrap_or_default(),
-                hostname.trim(),
+                match hostname.trim() {
+                    host if host.contains(':') => format!("[{host}]"),
+                    host => host.to_owned(),
+                },
                 port.unwrap_or(DEFAULT_PORT)
             );
             let source_id = format!("{JUMP_PREFIX}{name}");
@@ -720,6 +723,13 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
                 (None, None)
             }
             SourceAuth::Unspecified => (Some("agent"), None),
+            SourceAuth::Key { path, .. } if path.trim().is_empty() => {
+                item.unmapped.push(
+                    "auth: key, without naming the key; set the host's key (agent until then)"
+                        .into(),
+                );
+                (Some("agent"), None)
+            }
             SourceAuth::Key { path, .. } => {
                 let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
                 let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
