@@ -222,6 +222,7 @@ pub fn plan<'a>(
             .map(|identity| identity.fields.name.fold_key().to_owned())
             .collect(),
         group_defaults: HashMap::new(),
+        by_hostname: by_hostname(stored),
     };
     // Identities first: a folder's defaults may name one.
     planner.identities(catalogue, new_id);
@@ -241,6 +242,9 @@ struct Planner<'s, 'o, 'a> {
     taken_identity_names: HashSet<String>,
     /// Folder path -> whether its defaults give a user, and an identity.
     group_defaults: HashMap<Vec<String>, (bool, bool)>,
+    /// Stored hosts by host name (ASCII-lowercased), oldest first: what a session that no
+    /// import made may match, found without a scan of the catalogue.
+    by_hostname: HashMap<String, Vec<&'s Host>>,
 }
 
 impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
@@ -475,9 +479,11 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             return (record.object_id.clone(), live);
         }
         let jump = source.source_id.starts_with(JUMP_PREFIX);
-        let same = self.stored.hosts.values().find(|host| {
-            (jump || fold::key(&host.name) == fold::key(source.name.trim()))
-                && host.hostname.eq_ignore_ascii_case(source.hostname.trim())
+        let name = fold::key(source.name.trim());
+        let hostname = source.hostname.trim().to_ascii_lowercase();
+        let candidates = self.by_hostname.get(&hostname).map(Vec::as_slice);
+        let same = candidates.unwrap_or_default().iter().copied().find(|host| {
+            (jump || fold::key(&host.name) == name)
                 && host.port == source.port.or(host.port)
                 && (source.username.is_none() || host.username == source.username)
         });
@@ -802,6 +808,22 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             kept_fields: Vec::new(),
         }
     }
+}
+
+/// The stored hosts by ASCII-lowercased host name, each list oldest first (a stable choice
+/// when several match).
+fn by_hostname(stored: &Stored) -> HashMap<String, Vec<&Host>> {
+    let mut index: HashMap<String, Vec<&Host>> = HashMap::new();
+    for host in stored.hosts.values() {
+        index
+            .entry(host.hostname.to_ascii_lowercase())
+            .or_default()
+            .push(host);
+    }
+    for hosts in index.values_mut() {
+        hosts.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+    }
+    index
 }
 
 /// The session's own saved password, if it has one.

@@ -12,12 +12,13 @@ use crate::support::{fresh_dir, host_body, id_of, Options, Service};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Schema 14 back to 12: what sql/0013 and sql/0014 added goes, and the host's directives
+/// Schema 15 back to 12: what sql/0013, sql/0014 and sql/0015 added goes, and the host's directives
 /// return to `host_ssh_options` as an old build kept them.
 const BACK_TO_12: &str = "
     PRAGMA wal_checkpoint(TRUNCATE);
     DROP TABLE forwards;
     DROP TABLE env_secrets;
+    DROP TABLE import_records;
     ALTER TABLE hosts DROP COLUMN startup;
     ALTER TABLE groups DROP COLUMN default_set_env;
     ALTER TABLE groups DROP COLUMN default_send_env;
