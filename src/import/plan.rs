@@ -953,4 +953,151 @@ mod tests {
         assert_eq!(merged.set, source);
         assert_eq!(merged.status(false), Status::Created);
     }
+
+    fn session(source_id: &str, hostname: &str, jumps: Vec<Jump>) -> SourceHost {
+        SourceHost {
+            source_id: source_id.into(),
+            name: source_id.into(),
+            group_path: vec!["Prod".into()],
+            hostname: hostname.into(),
+            jumps,
+            ..SourceHost::default()
+        }
+    }
+
+    fn address(hostname: &str, port: Option<u16>, username: Option<&str>) -> Jump {
+        Jump::Address {
+            hostname: hostname.into(),
+            port,
+            username: username.map(str::to_owned),
+            password: Some(Box::new(SourceSecret::Plain(
+                crate::vault::Secret::from_string("tunnel-pw".into()),
+            ))),
+        }
+    }
+
+    fn jump_ids(host: &SourceHost) -> Vec<String> {
+        host.jumps
+            .iter()
+            .map(|jump| match jump {
+                Jump::Session(id) => id.clone(),
+                Jump::Address { hostname, .. } => format!("address {hostname}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_jump_at_the_address_of_a_session_of_the_import_is_that_session() {
+        let mut catalogue = Catalogue {
+            hosts: vec![
+                session(
+                    "web",
+                    "web.example.com",
+                    vec![address("BASTION.example.com", None, None)],
+                ),
+                session("bastion", "bastion.example.com", vec![]),
+            ],
+            ..Catalogue::default()
+        };
+        add_jump_hosts(&mut catalogue);
+        assert_eq!(catalogue.hosts.len(), 2, "no host made");
+        assert_eq!(jump_ids(&catalogue.hosts[0]), ["bastion"]);
+        // Port 22 written or not is the same port; another port is another host.
+        let mut other = Catalogue {
+            hosts: vec![
+                session(
+                    "web",
+                    "web.example.com",
+                    vec![address("bastion.example.com", Some(2222), None)],
+                ),
+                session("bastion", "bastion.example.com", vec![]),
+            ],
+            ..Catalogue::default()
+        };
+        add_jump_hosts(&mut other);
+        assert_eq!(other.hosts.len(), 3);
+        assert_eq!(jump_ids(&other.hosts[0]), ["jump:bastion.example.com:2222"]);
+    }
+
+    #[test]
+    fn a_jump_at_an_unknown_address_becomes_one_host_with_the_jumps_password() {
+        let mut catalogue = Catalogue {
+            hosts: vec![
+                session(
+                    "a",
+                    "a.example.com",
+                    vec![address("2001:db8::7", Some(2200), Some("ops"))],
+                ),
+                session(
+                    "b",
+                    "b.example.com",
+                    vec![address("2001:db8::7", Some(2200), Some("ops"))],
+                ),
+            ],
+            ..Catalogue::default()
+        };
+        add_jump_hosts(&mut catalogue);
+        assert_eq!(catalogue.hosts.len(), 3, "one host for the two uses");
+        let made = &catalogue.hosts[2];
+        assert_eq!(made.source_id, "jump:ops@[2001:db8::7]:2200");
+        assert_eq!(made.name, "ops@[2001:db8::7]:2200");
+        assert_eq!(made.group_path, ["Prod"]);
+        assert_eq!(made.port, Some(2200));
+        assert!(matches!(
+            &made.auth,
+            SourceAuth::Password(Some(SourceSecret::Plain(_)))
+        ));
+        for host in &catalogue.hosts[..2] {
+            assert_eq!(jump_ids(host), [made.source_id.clone()]);
+        }
+    }
+
+    #[test]
+    fn a_new_host_takes_every_field_and_its_password_only_with_secrets() {
+        let catalogue = Catalogue {
+            hosts: vec![SourceHost {
+                auth: SourceAuth::Password(Some(SourceSecret::Plain(
+                    crate::vault::Secret::from_string("pw".into()),
+                ))),
+                ..session("web", "web.example.com", vec![])
+            }],
+            ..Catalogue::default()
+        };
+        let stored = Stored::default();
+        for import_secrets in [false, true] {
+            let options = Options {
+                parent_group_id: None,
+                default_user: "me",
+                import_secrets,
+            };
+            let mut ids = 0;
+            let mut new_id = || {
+                ids += 1;
+                format!("id-{ids}")
+            };
+            let plan = plan(&catalogue, &stored, &options, &mut new_id);
+            let host = plan
+                .writes
+                .iter()
+                .find(|write| write.kind == Kind::Host)
+                .unwrap();
+            assert_eq!(host.set["username"], "me", "the default user");
+            assert_eq!(host.set["auth"], "password");
+            assert_eq!(host.secret.is_some(), import_secrets);
+            let item = &plan.items[host.item];
+            assert_eq!(item.status, Status::Created);
+            let wanted = match import_secrets {
+                true => SecretStatus::Missing, // until the caller opens and seals it
+                false => SecretStatus::Skipped,
+            };
+            assert_eq!(item.secret, wanted);
+            // The folder is planned first and the host placed in it.
+            let group = plan
+                .writes
+                .iter()
+                .find(|write| write.kind == Kind::Group)
+                .unwrap();
+            assert_eq!(host.set["group_id"], json!(group.id));
+        }
+    }
 }
