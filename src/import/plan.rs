@@ -1048,7 +1048,7 @@ mod tests {
             SourceAuth::Password(Some(SourceSecret::Plain(_)))
         ));
         for host in &catalogue.hosts[..2] {
-            assert_eq!(jump_ids(host), [made.source_id.clone()]);
+            assert_eq!(jump_ids(host), std::slice::from_ref(&made.source_id));
         }
     }
 
