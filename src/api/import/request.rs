@@ -8,8 +8,8 @@ use crate::import::text::Encoding;
 use crate::model::validate::{self, Invalid};
 use crate::vault::{Secret, MAX_PASSWORD_BYTES};
 
-/// At most this many files in one import.
-pub const MAX_FILES: usize = 1000;
+/// At most this many files in one import (Remmina keeps one file per profile).
+pub const MAX_FILES: usize = 20_000;
 /// A file's name: 1 to this many bytes.
 const MAX_FILE_NAME_BYTES: usize = 255;
 
