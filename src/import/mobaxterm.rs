@@ -448,11 +448,7 @@ mod tests {
     use super::*;
 
     fn sample(name: &str, encoding: &'static encoding_rs::Encoding) -> SourceFile {
-        let path = format!(
-            "{}/tests/samples/import/mobaxterm/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let bytes = std::fs::read(path).unwrap();
+        let bytes = crate::import::sample_bytes(&format!("mobaxterm/{name}"));
         let (text, _, broken) = encoding.decode(&bytes);
         assert!(!broken);
         SourceFile {

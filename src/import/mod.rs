@@ -26,6 +26,29 @@ pub mod xml;
 use crate::import::source::{Catalogue, Format, SourceFile, Unreadable};
 use crate::vault::Secret;
 
+/// The text of `tests/samples/import/<path>`, the sample files the readers' tests read.
+#[cfg(test)]
+pub fn sample_text(path: &str) -> String {
+    String::from_utf8(sample_bytes(path)).unwrap_or_else(|err| panic!("{path}: {err}"))
+}
+
+/// The bytes of `tests/samples/import/<path>`.
+#[cfg(test)]
+pub fn sample_bytes(path: &str) -> Vec<u8> {
+    let full = format!("{}/tests/samples/import/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&full).unwrap_or_else(|err| panic!("{full}: {err}"))
+}
+
+/// The value of `key` (compared ASCII-caselessly, as the registry and INI files do) among
+/// `values`, the first one listed; `None` when absent or empty.
+pub fn value<'v>(values: &'v [(String, String)], key: &str) -> Option<&'v str> {
+    values
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(key))
+        .map(|(_, value)| value.as_str())
+        .filter(|value| !value.is_empty())
+}
+
 /// Reads `files` as `format`. `passphrase` is the request's (mRemoteNG's whole-file
 /// encryption needs it to read anything; other readers ignore it).
 pub fn read(

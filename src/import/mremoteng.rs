@@ -582,11 +582,7 @@ mod tests {
     use crate::import::reveal::Revealer;
 
     fn sample(name: &str) -> String {
-        let path = format!(
-            "{}/tests/samples/import/mremoteng/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(path).unwrap()
+        crate::import::sample_text(&format!("mremoteng/{name}"))
     }
 
     fn read_text(text: &str, passphrase: Option<&str>) -> Result<Catalogue, Unreadable> {

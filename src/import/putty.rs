@@ -29,11 +29,7 @@ struct Session {
 impl Session {
     /// A value, `None` when absent or empty.
     fn get(&self, key: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(key))
-            .map(|(_, value)| value.as_str())
-            .filter(|value| !value.is_empty())
+        crate::import::value(&self.values, key)
     }
 
     /// A numeric value other than 0 (PuTTY's booleans and intervals).

@@ -420,11 +420,7 @@ mod tests {
     use super::*;
 
     fn sample(name: &str) -> String {
-        let path = format!(
-            "{}/tests/samples/import/securecrt/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read_to_string(path).unwrap()
+        crate::import::sample_text(&format!("securecrt/{name}"))
     }
 
     fn read_text(text: &str) -> Result<Catalogue, Unreadable> {

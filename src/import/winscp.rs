@@ -38,11 +38,7 @@ struct Site {
 
 impl Site {
     fn get(&self, key: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(key))
-            .map(|(_, value)| value.as_str())
-            .filter(|value| !value.is_empty())
+        crate::import::value(&self.values, key)
     }
 
     fn flag(&self, key: &str) -> bool {
@@ -325,13 +321,9 @@ mod tests {
     use crate::import::reveal::Revealer;
 
     fn sample(name: &str) -> SourceFile {
-        let path = format!(
-            "{}/tests/samples/import/winscp/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
         SourceFile {
             name: name.into(),
-            text: std::fs::read_to_string(path).unwrap(),
+            text: crate::import::sample_text(&format!("winscp/{name}")),
         }
     }
 
