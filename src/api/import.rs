@@ -191,8 +191,8 @@ fn import_once(
                 return Err(ApiError::GroupNotFound);
             }
         }
-        let stored = imports::stored(conn, format.name())?;
         let sealed = imports::sealed_passwords(conn)?;
+        let stored = imports::stored(conn, format.name(), &sealed)?;
         Ok::<_, ApiError>((stored, changes::latest(conn)?, sealed))
     })?;
     let options = Options {

@@ -39,6 +39,28 @@ pub fn sample_bytes(path: &str) -> Vec<u8> {
     std::fs::read(&full).unwrap_or_else(|err| panic!("{full}: {err}"))
 }
 
+/// The one jump of `host`, which must be an address: its host name, port, user and
+/// password (the readers' tests).
+#[cfg(test)]
+pub fn only_address_jump(
+    host: &source::SourceHost,
+) -> (
+    &str,
+    Option<u16>,
+    Option<&str>,
+    Option<&source::SourceSecret>,
+) {
+    match &host.jumps[..] {
+        [source::Jump::Address {
+            hostname,
+            port,
+            username,
+            password,
+        }] => (hostname, *port, username.as_deref(), password.as_deref()),
+        other => panic!("one address jump expected: {other:?}"),
+    }
+}
+
 /// The value of `key` (compared ASCII-caselessly, as the registry and INI files do) among
 /// `values`, the first one listed; `None` when absent or empty.
 pub fn value<'v>(values: &'v [(String, String)], key: &str) -> Option<&'v str> {

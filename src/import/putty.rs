@@ -555,20 +555,13 @@ mod tests {
         let web = host(&catalogue, "web server");
         assert!(matches!(&web.jumps[..], [Jump::Session(id)] if id == "bastion"));
         let db = host(&catalogue, "db \\ prod");
-        let [Jump::Address {
-            hostname,
-            port,
-            username,
-            password: Some(password),
-        }] = &db.jumps[..]
-        else {
-            panic!("an address jump with a password expected: {:?}", db.jumps);
-        };
+        let (hostname, port, username, password) = crate::import::only_address_jump(db);
         assert_eq!(
-            (hostname.as_str(), *port, username.as_deref()),
+            (hostname, port, username),
             ("jump.example.com", Some(2022), Some("jumper"))
         );
-        assert!(matches!(**password, SourceSecret::Plain(_)));
+        let password = password.unwrap();
+        assert!(matches!(password, SourceSecret::Plain(_)));
         let opened = Revealer::new(None, None).reveal(password).unwrap();
         assert_eq!(opened.expose(), b"Jump-Secret-1");
         assert!(

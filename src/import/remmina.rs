@@ -654,19 +654,12 @@ mod tests {
         assert_eq!((db.hostname.as_str(), db.port), ("2001:db8::5", Some(2200)));
         assert!(matches!(db.auth, SourceAuth::Agent));
         assert_eq!(db.remote_command.as_deref(), Some("tmux new -A -s main"));
-        let [Jump::Address {
-            hostname,
-            port,
-            username,
-            password: Some(password),
-        }] = &db.jumps[..]
-        else {
-            panic!("{:?}", db.jumps);
-        };
+        let (hostname, port, username, password) = crate::import::only_address_jump(db);
         assert_eq!(
-            (hostname.as_str(), *port, username.as_deref()),
+            (hostname, port, username),
             ("bastion.example.com", Some(2022), Some("jump"))
         );
+        let password = password.unwrap();
         assert_eq!(opened(&catalogue, password), "pässwörd €");
         for key in ["ssh_compression:", "ssh_forward_x11:", "run_line:"] {
             assert!(
@@ -793,17 +786,9 @@ mod tests {
     fn a_pre_1_4_tunnel_to_another_server_is_a_jump_and_to_the_same_one_is_not() {
         let base = "[remmina]\nprotocol=SSH\nserver=db.example:22\nssh_enabled=1\nprecommand=\n";
         let jumped = one(&format!("{base}ssh_server=ops@gw.example:2022\n"));
-        let [Jump::Address {
-            hostname,
-            port,
-            username,
-            ..
-        }] = &jumped.jumps[..]
-        else {
-            panic!("{:?}", jumped.jumps);
-        };
+        let (hostname, port, username, _) = crate::import::only_address_jump(&jumped);
         assert_eq!(
-            (hostname.as_str(), *port, username.as_deref()),
+            (hostname, port, username),
             ("gw.example", Some(2022), Some("ops"))
         );
         assert!(one(&format!("{base}ssh_server=db.example\n"))

@@ -438,19 +438,12 @@ mod tests {
     fn winscp_tunnel_is_a_jump_address_with_its_own_scrambled_password() {
         let catalogue = read(&[sample("WinSCP.ini")]).unwrap();
         let db = host(&catalogue, "Prod/DB/db-primary");
-        let [Jump::Address {
-            hostname,
-            port,
-            username,
-            password: Some(password),
-        }] = &db.jumps[..]
-        else {
-            panic!("one jump with a password expected: {:?}", db.jumps);
-        };
+        let (hostname, port, username, password) = crate::import::only_address_jump(db);
         assert_eq!(
-            (hostname.as_str(), *port, username.as_deref()),
+            (hostname, port, username),
             ("bastion.example.com", Some(2022), Some("jump"))
         );
+        let password = password.unwrap();
         assert_eq!(revealed(password), "Jump!pass");
         assert!(db.unmapped.is_empty(), "{:?}", db.unmapped);
         let replica = host(&catalogue, "Prod/DB/db-replica");

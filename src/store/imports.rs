@@ -27,8 +27,13 @@ const SELECT_HOST_PASSWORDS: &str = "SELECT id, password FROM hosts WHERE passwo
 const SELECT_IDENTITY_PASSWORDS: &str = "SELECT identity_id, password FROM identity_methods \
      WHERE type = 'password' AND password IS NOT NULL";
 
-/// Everything the plan of an import of `format` decides against.
-pub fn stored(conn: &Connection, format: &str) -> Result<Stored, StoreError> {
+/// Everything the plan of an import of `format` decides against; `sealed` is
+/// `sealed_passwords`, read once by the caller (which opens some of them).
+pub fn stored(
+    conn: &Connection,
+    format: &str,
+    sealed: &HashMap<String, Vec<u8>>,
+) -> Result<Stored, StoreError> {
     let mut hosts = catalogue::all_hosts(conn)?;
     catalogue::fill_tags(conn, &mut hosts)?;
     let hosts: HashMap<_, _> = hosts
@@ -55,7 +60,10 @@ pub fn stored(conn: &Connection, format: &str) -> Result<Stored, StoreError> {
         identities: identities::list(conn)?,
         key_names,
         records: records(conn, format)?,
-        password_digests: password_digests(conn)?,
+        password_digests: sealed
+            .iter()
+            .map(|(id, bytes)| (id.clone(), sha256_hex(&[bytes])))
+            .collect(),
     })
 }
 
@@ -84,14 +92,6 @@ fn records(conn: &Connection, format: &str) -> Result<HashMap<(Kind, String), Re
         out.insert((kind, source_id), Record { object_id, fields });
     }
     Ok(out)
-}
-
-/// The digest of every stored host and identity password's sealed bytes, by object id.
-pub fn password_digests(conn: &Connection) -> Result<HashMap<String, String>, StoreError> {
-    Ok(sealed_passwords(conn)?
-        .into_iter()
-        .map(|(id, sealed)| (id, sha256_hex(&[&sealed])))
-        .collect())
 }
 
 /// Records that `(format, kind, source_id)` is `object_id` with `fields` as written.
