@@ -9,6 +9,7 @@
 //! answer, log line or error carries a password or a passphrase.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -18,7 +19,7 @@ use crate::error::ApiError;
 use crate::http::Req;
 use crate::import::plan::{self, Item, Kind, Options, Plan, SecretStatus, Status};
 use crate::import::reveal::Revealer;
-use crate::import::source::{Catalogue, Format, SourceFile};
+use crate::import::source::{Catalogue, Format, SourceFile, SourceSecret};
 use crate::import::text;
 use crate::state::AppState;
 use crate::store::{self, changes, imports, Ending};
@@ -143,11 +144,15 @@ pub fn run(state: &AppState, req: &Req, format: &str) -> Result<Reply, ApiError>
         .map_err(|err| ApiError::validation(&format!("files[{}]", err.file), err.reason))?;
     plan::add_jump_hosts(&mut catalogue);
     drop(files);
-    let mut revealer = Revealer::new(passphrase.as_ref(), catalogue.source_key.as_ref());
+    let keys = Keys {
+        passphrase: passphrase.as_ref(),
+        source_key: catalogue.source_key.as_ref(),
+    };
+    let mut stats = Stats::default();
     let mut attempt = 0;
     let items = loop {
         attempt += 1;
-        match import_once(state, format, &request, &catalogue, &mut revealer)? {
+        match import_once(state, format, &request, &catalogue, &keys, &mut stats)? {
             Some(items) => break items,
             None if attempt >= ATTEMPTS => {
                 return Err(ApiError::internal(
@@ -158,11 +163,12 @@ pub fn run(state: &AppState, req: &Req, format: &str) -> Result<Reply, ApiError>
         }
     };
     log::info!(
-        "import {}: {} items, {} key derivations in {} ms",
+        "import {}: {} items, {} key derivations in {} ms on {} threads",
         format.name(),
         items.len(),
-        revealer.keys.derivations,
-        revealer.keys.derive_time.as_millis()
+        stats.derivations,
+        stats.derive_time.as_millis(),
+        stats.threads
     );
     let answer = Answer {
         dry_run: request.dry_run,
@@ -183,7 +189,8 @@ fn import_once(
     format: Format,
     request: &ImportRequest,
     catalogue: &Catalogue,
-    revealer: &mut Revealer<'_>,
+    keys: &Keys<'_>,
+    stats: &mut Stats,
 ) -> Result<Option<Vec<Item>>, ApiError> {
     let (stored, seen, current_sealed) = state.db.read(|conn| {
         if let Some(group) = &request.parent_group_id {
@@ -201,7 +208,7 @@ fn import_once(
         import_secrets: request.import_secrets,
     };
     let mut plan = plan::plan(catalogue, &stored, &options, &mut crate::vault::new_id);
-    let sealed = seal_secrets(state, &mut plan, revealer, &current_sealed)?;
+    let sealed = seal_secrets(state, &mut plan, keys, stats, &current_sealed)?;
     let ending = Ending::dry_run_if(request.dry_run);
     state
         .db
@@ -231,16 +238,23 @@ fn import_once(
 fn seal_secrets(
     state: &AppState,
     plan: &mut Plan<'_>,
-    revealer: &mut Revealer<'_>,
+    keys: &Keys<'_>,
+    stats: &mut Stats,
     current: &HashMap<String, Vec<u8>>,
 ) -> Result<HashMap<String, Vec<u8>>, ApiError> {
+    let jobs: Vec<(usize, &SourceSecret)> = plan
+        .writes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, write)| write.secret.map(|secret| (index, secret)))
+        .collect();
+    let secrets: Vec<&SourceSecret> = jobs.iter().map(|(_, secret)| *secret).collect();
+    let revealed = reveal_all(&secrets, keys, stats);
     let mut sealed = HashMap::new();
-    for write in &mut plan.writes {
-        let Some(secret) = write.secret else {
-            continue;
-        };
+    for ((index, _), revealed) in jobs.iter().zip(revealed) {
+        let write = &plan.writes[*index];
         let item = &mut plan.items[write.item];
-        let opened = match revealer.reveal(secret) {
+        let opened = match revealed {
             Ok(opened) => opened,
             Err(reason) => {
                 item.secret = SecretStatus::Missing;
@@ -267,6 +281,65 @@ fn seal_secrets(
         }
     }
     Ok(sealed)
+}
+
+/// What opens a source's protected passwords: the request's passphrase and the source's
+/// own key (Remmina's `remmina.pref`).
+struct Keys<'a> {
+    passphrase: Option<&'a Secret>,
+    source_key: Option<&'a Secret>,
+}
+
+/// The key derivations an import ran, for its log line (and the benchmark).
+#[derive(Default)]
+struct Stats {
+    derivations: u32,
+    /// Summed over the threads.
+    derive_time: Duration,
+    threads: usize,
+}
+
+/// At most this many threads open one import's passwords.
+const REVEAL_THREADS: usize = 4;
+
+/// Opens `secrets` in order, on up to `REVEAL_THREADS` scoped threads (one per core): some
+/// schemes derive a slow key per value (mRemoteNG, SecureCRT `03`), and every value has its
+/// own salt, so they cannot share one. CPU work only: no lock is held, and a panic in one
+/// is the request's panic.
+fn reveal_all(
+    secrets: &[&SourceSecret],
+    keys: &Keys<'_>,
+    stats: &mut Stats,
+) -> Vec<Result<Secret, &'static str>> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = cores.clamp(1, REVEAL_THREADS);
+    let chunk = secrets.len().div_ceil(threads).max(1);
+    stats.threads = secrets.chunks(chunk).count();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = secrets
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut revealer = Revealer::new(keys.passphrase, keys.source_key);
+                    let opened: Vec<_> =
+                        part.iter().map(|secret| revealer.reveal(secret)).collect();
+                    (opened, revealer.keys.derivations, revealer.keys.derive_time)
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(secrets.len());
+        for handle in handles {
+            match handle.join() {
+                Ok((opened, derivations, time)) => {
+                    out.extend(opened);
+                    stats.derivations += derivations;
+                    stats.derive_time += time;
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
 }
 
 /// Where a password of `kind` is sealed (the same contexts as the hosts' and identities'

@@ -45,6 +45,7 @@ impl<'a> Revealer<'a> {
                 let password = given.unwrap_or(MREMOTENG_DEFAULT_PASSWORD);
                 foreign::mremoteng::reveal(base64, *iterations, password, &mut self.keys)
             }
+            SourceSecret::Unavailable(why) => return Err(why),
             SourceSecret::Remmina(base64) => match self.source_key {
                 None => return Err("remmina.pref with its secret was not among the files"),
                 Some(key) => foreign::remmina::reveal(base64, key.expose()),

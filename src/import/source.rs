@@ -196,6 +196,9 @@ pub enum SourceSecret {
     MRemoteNg { base64: String, iterations: u32 },
     /// Remmina's base64 3DES; the key comes from `remmina.pref`'s `secret`.
     Remmina(String),
+    /// A saved password no scheme here can open (WinSCP's master-password form), with why:
+    /// reported `"missing"` with that reason.
+    Unavailable(&'static str),
 }
 
 impl SourceSecret {
@@ -208,6 +211,7 @@ impl SourceSecret {
             SourceSecret::SecureCrtV1(_) => "securecrt-v1",
             SourceSecret::MRemoteNg { .. } => "mremoteng",
             SourceSecret::Remmina(_) => "remmina",
+            SourceSecret::Unavailable(_) => "unavailable",
         }
     }
 }

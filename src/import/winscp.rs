@@ -193,6 +193,8 @@ fn read_port(value: Option<&str>, host: &mut SourceHost) {
 }
 
 const MASTER_NOTE: &str = "Password: WinSCP master password in use; not decoded";
+/// Why such a password is `missing`.
+const MASTER_REASON: &str = "WinSCP keeps it under its master password, which is not decoded";
 
 fn read_auth(site: &Site, master: bool, host: &mut SourceHost) {
     let password = site.get("Password").map(|hex| SourceSecret::WinScp {
@@ -214,7 +216,7 @@ fn read_auth(site: &Site, master: bool, host: &mut SourceHost) {
         }
     } else if let Some(password) = password {
         if master {
-            host.auth = SourceAuth::Password(None);
+            host.auth = SourceAuth::Password(Some(SourceSecret::Unavailable(MASTER_REASON)));
             host.unmapped.push(MASTER_NOTE.into());
         } else {
             host.auth = SourceAuth::Password(Some(password));
@@ -494,7 +496,10 @@ mod tests {
     fn winscp_master_password_leaves_passwords_unattached_and_says_so() {
         let catalogue = read(&[sample("WinSCP-master.ini")]).unwrap();
         let locked = host(&catalogue, "locked");
-        assert!(matches!(locked.auth, SourceAuth::Password(None)));
+        assert!(matches!(
+            locked.auth,
+            SourceAuth::Password(Some(SourceSecret::Unavailable(MASTER_REASON)))
+        ));
         assert_eq!(locked.unmapped, [MASTER_NOTE]);
     }
 

@@ -129,6 +129,14 @@ fn winscp_master_password_leaves_the_secret_missing_and_says_so() {
     let answer = import(&service, "winscp", files, json!({"secrets": "import"})).expect(200);
     let locked = item(&answer, "locked");
     assert_eq!(locked["status"], "created");
+    assert_eq!(locked["secret"], "missing", "{locked}");
+    assert!(
+        locked["reason"]
+            .as_str()
+            .unwrap()
+            .contains("master password"),
+        "{locked}"
+    );
     assert!(
         locked["unmapped"].as_array().unwrap().contains(&json!(
             "Password: WinSCP master password in use; not decoded"
