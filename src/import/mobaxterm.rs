@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use crate::import::ini::{self, Folders, Ini, Section};
 use crate::import::reg;
 use crate::import::source::{
-    Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceIdentity, Unreadable,
+    Catalogue, Jump, SourceAuth, SourceFile, SourceHost, SourceIdentity, SourceSecret, Unreadable,
 };
 
 /// Folder levels a session may sit under.
@@ -28,6 +28,9 @@ pub const MAX_DEPTH: usize = 64;
 
 const ON: &str = "-1";
 const PASSWORDS_NOTE: &str = "Password: MobaXterm saved passwords are bound to the Windows user";
+/// Why such a password is `missing` (docs/import-formats.md, MobaXterm).
+const PASSWORDS_REASON: &str =
+    "MobaXterm keeps it bound to the Windows user; it cannot be opened here";
 
 /// What the ini's other sections say about the sessions.
 #[derive(Default)]
@@ -300,6 +303,10 @@ fn read_user(
         let wanted = format!("{user}@{}", host.hostname).to_ascii_lowercase();
         if context.passwords.contains(&wanted) {
             host.unmapped.push(PASSWORDS_NOTE.into());
+            if matches!(host.auth, SourceAuth::Unspecified) {
+                let unavailable = SourceSecret::Unavailable(PASSWORDS_REASON);
+                host.auth = SourceAuth::Password(Some(unavailable));
+            }
         }
     }
 }
@@ -314,6 +321,7 @@ fn identity_of(name: &str, known: Option<&(String, String, bool)>) -> SourceIden
         identity.username = Some(user.clone()).filter(|user| !user.is_empty());
         if *has_password {
             identity.unmapped.push(PASSWORDS_NOTE.into());
+            identity.password = Some(SourceSecret::Unavailable(PASSWORDS_REASON));
         }
     }
     identity

@@ -92,7 +92,14 @@ fn mobaxterm_a_credential_user_becomes_an_identity_with_the_ini_username() {
         ))
         .expect(200);
     assert_eq!(fetched["username"], "postgres");
+    // Its saved password (and web 1's) is bound to the Windows user: missing, with why.
+    assert_eq!(identity["secret"], "missing", "{identity}");
     let web = item(&answer, "Prod/web 1");
+    assert_eq!(web["secret"], "missing", "{web}");
+    assert!(
+        web["reason"].as_str().unwrap().contains("Windows user"),
+        "{web}"
+    );
     assert!(
         web["unmapped"].as_array().unwrap().contains(&json!(
             "Password: MobaXterm saved passwords are bound to the Windows user"
