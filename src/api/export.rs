@@ -41,10 +41,10 @@ struct Catalogue {
 }
 
 fn read(state: &AppState, secrets: bool, format: &str) -> Result<Catalogue, ApiError> {
-    let (hosts, groups, sealed) = state.db.write(|tx| {
-        let mut stored = store::catalogue::all_hosts(tx)?;
-        store::catalogue::fill_tags(tx, &mut stored)?;
-        let inheritance = store::inherit::Inheritance::load(tx)?;
+    let load = |conn: &rusqlite::Connection| {
+        let mut stored = store::catalogue::all_hosts(conn)?;
+        store::catalogue::fill_tags(conn, &mut stored)?;
+        let inheritance = store::inherit::Inheritance::load(conn)?;
         let hosts: Vec<(Host, Host)> = stored
             .into_iter()
             .map(|host| {
@@ -52,18 +52,25 @@ fn read(state: &AppState, secrets: bool, format: &str) -> Result<Catalogue, ApiE
                 (host, effective)
             })
             .collect();
-        let mut sealed = Vec::new();
-        if secrets {
-            for (host, _) in hosts.iter().filter(|(host, _)| host.has_password) {
-                if let Some(bytes) = store::hosts::sealed_password(tx, &host.id)? {
-                    sealed.push((host.id.clone(), bytes));
-                }
-            }
+        Ok::<_, ApiError>((hosts, store::groups::all(conn)?))
+    };
+    // Only an export with secrets writes (its audit entry); the others are plain reads.
+    let ((hosts, groups), sealed) = match secrets {
+        false => (state.db.read(load)?, Vec::new()),
+        true => state.db.write(|tx| {
+            let loaded = load(tx)?;
+            // Every sealed password in one query; a host's own are the ones exported.
+            let mut all = store::imports::sealed_passwords(tx)?;
+            let sealed: Vec<(String, Vec<u8>)> = loaded
+                .0
+                .iter()
+                .filter_map(|(host, _)| all.remove_entry(&host.id))
+                .collect();
             let detail = json!({ "format": format, "passwords": sealed.len() });
             audit::append(tx, audit::SECRETS_EXPORTED, format, &detail)?;
-        }
-        Ok::<_, ApiError>((hosts, store::groups::all(tx)?, sealed))
-    })?;
+            Ok::<_, ApiError>((loaded, sealed))
+        })?,
+    };
     let mut passwords = HashMap::new();
     for (id, bytes) in sealed {
         let context = SealContext {

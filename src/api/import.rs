@@ -210,26 +210,27 @@ fn import_once(
     let mut plan = plan::plan(catalogue, &stored, &options, &mut crate::vault::new_id);
     let sealed = seal_secrets(state, &mut plan, keys, stats, &current_sealed)?;
     let ending = Ending::dry_run_if(request.dry_run);
-    state
-        .db
-        .write_ending(ending, |tx| {
-            if changes::latest(tx)? != seen {
-                return Ok(None);
-            }
-            write::apply(tx, format, &stored, &mut plan, &sealed)?;
-            Ok::<_, ApiError>(Some(()))
-        })?
-        .map(|()| {
-            if request.dry_run {
-                for item in &mut plan.items {
-                    if item.status == Status::Created {
-                        item.id = None;
-                    }
-                }
-            }
-            Some(plan.items)
-        })
-        .map_or(Ok(None), Ok)
+    let written = state.db.write_ending(ending, |tx| {
+        if changes::latest(tx)? != seen {
+            return Ok(false);
+        }
+        write::apply(tx, format, &stored, &mut plan, &sealed)?;
+        Ok::<_, ApiError>(true)
+    })?;
+    if !written {
+        return Ok(None);
+    }
+    if request.dry_run {
+        // A dry run's new objects were rolled back: they have no id.
+        for item in plan
+            .items
+            .iter_mut()
+            .filter(|item| item.status == Status::Created)
+        {
+            item.id = None;
+        }
+    }
+    Ok(Some(plan.items))
 }
 
 /// Opens each password the plan writes and seals it for its object; a password that cannot

@@ -313,12 +313,7 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
             }
         }
         let record = self.stored.records.get(&(Kind::Group, source_id.clone()));
-        let live = record.and_then(|record| {
-            self.stored
-                .groups
-                .iter()
-                .find(|group| group.id == record.object_id)
-        });
+        let live = live(record, &self.stored.groups, |group| &group.id);
         let same_name = || {
             let key = fold::key(name.trim());
             self.stored
@@ -374,12 +369,7 @@ impl<'s, 'o, 'a> Planner<'s, 'o, 'a> {
                 .stored
                 .records
                 .get(&(Kind::Identity, source.source_id.clone()));
-            let live = record.and_then(|record| {
-                self.stored
-                    .identities
-                    .iter()
-                    .find(|identity| identity.id == record.object_id)
-            });
+            let live = live(record, &self.stored.identities, |identity| &identity.id);
             let adopted = || {
                 let key = fold::key(source.name.trim());
                 self.stored.identities.iter().find(|identity| {
@@ -824,6 +814,18 @@ fn by_hostname(stored: &Stored) -> HashMap<String, Vec<&Host>> {
         hosts.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
     }
     index
+}
+
+/// The object an earlier import's record names, if it is still here.
+fn live<'x, T>(
+    record: Option<&Record>,
+    objects: &'x [T],
+    id: impl Fn(&T) -> &String,
+) -> Option<&'x T> {
+    let record = record?;
+    objects
+        .iter()
+        .find(|object| *id(object) == record.object_id)
 }
 
 /// The session's own saved password, if it has one.
