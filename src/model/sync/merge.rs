@@ -1,0 +1,258 @@
+//! The merge of two synced states, and what it changed for the local side
+//! (docs/sync.md, "Merge rules").
+//!
+//! `merge` is a join: per field the higher stamp wins (equal stamps with different values,
+//! which one device never issues, fall to the larger canonical JSON text); tombstones join
+//! by the later delete stamp and the pointwise newer `seen` stamps; device entries by the
+//! later write. Each part is a join, so the whole is commutative, associative and
+//! idempotent: delivery order and duplicate deliveries do not matter.
+//!
+//! Invariants: pure (no clock, no I/O); never reads a secret (sealed values are compared as
+//! JSON); the report is sorted by (kind, id, field), so it is the same for the same inputs.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::model::sync::clock::Stamp;
+use crate::model::sync::record::{DeviceInfo, Field, Record, RecordKey, State, Tombstone};
+
+/// The join of `a` and `b`.
+pub fn merge(a: &State, b: &State) -> State {
+    let mut records = BTreeMap::new();
+    let mut left = a.records.iter().peekable();
+    let mut right = b.records.iter().peekable();
+    loop {
+        let order = match (left.peek(), right.peek()) {
+            (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        let (key, record) = match order {
+            Ordering::Less => left.next().map(|(k, r)| (k, r.clone())),
+            Ordering::Greater => right.next().map(|(k, r)| (k, r.clone())),
+            Ordering::Equal => match (left.next(), right.next()) {
+                (Some((k, ra)), Some((_, rb))) => Some((k, merge_record(ra, rb))),
+                _ => None,
+            },
+        }
+        .expect("peeked entries exist");
+        records.insert(key.clone(), record);
+    }
+    State {
+        records,
+        devices: join_maps(&a.devices, &b.devices, later_device),
+        ext: join_maps(&a.ext, &b.ext, |x, y| larger_value(x, y).clone()),
+    }
+}
+
+/// The join of two versions of one record.
+pub fn merge_record(a: &Record, b: &Record) -> Record {
+    if a == b {
+        return a.clone();
+    }
+    Record {
+        fields: join_maps(&a.fields, &b.fields, |x, y| winner(x, y).clone()),
+        tombstone: match (&a.tombstone, &b.tombstone) {
+            (Some(x), Some(y)) => Some(Tombstone {
+                stamp: x.stamp.clone().max(y.stamp.clone()),
+                seen: join_maps(&x.seen, &y.seen, |s, t| s.clone().max(t.clone())),
+            }),
+            (x, y) => x.clone().or_else(|| y.clone()),
+        },
+    }
+}
+
+/// The field that wins between two versions: the higher stamp, then the larger value.
+pub fn winner<'f>(a: &'f Field, b: &'f Field) -> &'f Field {
+    match a.stamp.cmp(&b.stamp) {
+        Ordering::Greater => a,
+        Ordering::Less => b,
+        Ordering::Equal if std::ptr::eq(larger_value(&a.value, &b.value), &a.value) => a,
+        Ordering::Equal => b,
+    }
+}
+
+/// The larger of two values by their canonical JSON text (serde_json sorts object keys).
+fn larger_value<'v>(a: &'v Value, b: &'v Value) -> &'v Value {
+    if a == b || a.to_string() >= b.to_string() {
+        a
+    } else {
+        b
+    }
+}
+
+fn later_device(a: &DeviceInfo, b: &DeviceInfo) -> DeviceInfo {
+    let key = |d: &DeviceInfo| (d.written_at_ms, d.name.clone());
+    if key(a) >= key(b) {
+        a.clone()
+    } else {
+        b.clone()
+    }
+}
+
+/// The union of two maps, `join` deciding a key both hold.
+fn join_maps<K: Ord + Clone, V: Clone + PartialEq>(
+    a: &BTreeMap<K, V>,
+    b: &BTreeMap<K, V>,
+    join: impl Fn(&V, &V) -> V,
+) -> BTreeMap<K, V> {
+    let mut out = a.clone();
+    for (key, value) in b {
+        match out.get_mut(key) {
+            Some(mine) if mine != value => *mine = join(mine, value),
+            Some(_) => {}
+            None => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    out
+}
+
+/// One side of a conflict: the value and the change that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Side {
+    pub value: Value,
+    pub stamp: Stamp,
+}
+
+/// A field both sides changed since the base, to different values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    pub kind: String,
+    pub id: String,
+    pub field: String,
+    pub winner: Side,
+    pub loser: Side,
+}
+
+/// A record a delete would have removed but an edit kept alive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resurrection {
+    pub kind: String,
+    pub id: String,
+    /// The device of the (latest) delete that was overruled.
+    pub deleted_by: Stamp,
+}
+
+/// What a merge changed for the local side, sorted by (kind, id, field).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Report {
+    pub added: Vec<RecordKey>,
+    /// Records alive before and after with changed fields, and those fields' names.
+    pub updated: Vec<(RecordKey, Vec<String>)>,
+    pub deleted: Vec<RecordKey>,
+    pub resurrected: Vec<Resurrection>,
+    pub conflicts: Vec<Conflict>,
+}
+
+impl Report {
+    pub fn is_empty(&self) -> bool {
+        self == &Report::default()
+    }
+}
+
+/// `merge(local, remote)` and what it changed for `local`. `base` is the state last merged
+/// from the remote device (its bundle as read then); `None` on first contact, when every
+/// field both sides hold with different values is a conflict.
+pub fn merge_report(local: &State, remote: &State, base: Option<&State>) -> (State, Report) {
+    let merged = merge(local, remote);
+    let mut report = Report::default();
+    for (key, after) in &merged.records {
+        let before = local.records.get(key);
+        let theirs = remote.records.get(key);
+        if before == Some(after) {
+            continue;
+        }
+        let was_alive = before.is_some_and(Record::is_alive);
+        let alive = after.is_alive();
+        match (was_alive, alive) {
+            (false, true) if before.is_none() => report.added.push(key.clone()),
+            (false, true) => report.resurrected.push(resurrection(key, after)),
+            (true, false) => report.deleted.push(key.clone()),
+            (true, true) => {
+                if overruled_delete(before, theirs) {
+                    report.resurrected.push(resurrection(key, after));
+                }
+                let changed = changed_fields(before, after);
+                if !changed.is_empty() {
+                    report.updated.push((key.clone(), changed));
+                }
+            }
+            (false, false) => {}
+        }
+        if let (Some(mine), Some(theirs)) = (before, theirs) {
+            let base = base.and_then(|base| base.records.get(key));
+            conflicts(key, mine, theirs, base, &mut report.conflicts);
+        }
+    }
+    (merged, report)
+}
+
+/// True when the remote side brought a delete newer than any this side knew, and the
+/// record stayed alive: a local edit beat it.
+fn overruled_delete(before: Option<&Record>, theirs: Option<&Record>) -> bool {
+    let stamp = |record: Option<&Record>| {
+        record.and_then(|record| record.tombstone.as_ref().map(|tomb| tomb.stamp.clone()))
+    };
+    let theirs_tomb = stamp(theirs);
+    theirs_tomb.is_some() && theirs_tomb > stamp(before)
+}
+
+fn resurrection(key: &RecordKey, after: &Record) -> Resurrection {
+    let deleted_by = after.tombstone.as_ref().map(|tomb| tomb.stamp.clone());
+    Resurrection {
+        kind: key.0.clone(),
+        id: key.1.clone(),
+        deleted_by: deleted_by.expect("a resurrected record has a tombstone"),
+    }
+}
+
+fn changed_fields(before: Option<&Record>, after: &Record) -> Vec<String> {
+    after
+        .fields
+        .iter()
+        .filter(|(name, field)| before.and_then(|b| b.fields.get(*name)) != Some(*field))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// Fields both sides changed since `base` (every differing field without one).
+fn conflicts(
+    key: &RecordKey,
+    mine: &Record,
+    theirs: &Record,
+    base: Option<&Record>,
+    out: &mut Vec<Conflict>,
+) {
+    for (name, a) in &mine.fields {
+        let Some(b) = theirs.fields.get(name) else {
+            continue;
+        };
+        if a.value == b.value {
+            continue;
+        }
+        let base_stamp = base.and_then(|base| base.fields.get(name)).map(|f| &f.stamp);
+        if base.is_some() && (Some(&a.stamp) == base_stamp || Some(&b.stamp) == base_stamp) {
+            continue;
+        }
+        let win = winner(a, b);
+        let lose = if std::ptr::eq(win, a) { b } else { a };
+        out.push(Conflict {
+            kind: key.0.clone(),
+            id: key.1.clone(),
+            field: name.clone(),
+            winner: Side {
+                value: win.value.clone(),
+                stamp: win.stamp.clone(),
+            },
+            loser: Side {
+                value: lose.value.clone(),
+                stamp: lose.stamp.clone(),
+            },
+        });
+    }
+}

@@ -1,0 +1,294 @@
+//! The sync bundle file: one device's whole synced state, sealed under the sync key
+//! (docs/sync.md, "The bundle file").
+//!
+//! Layout: `magic(8) ‖ format_version(u16 BE) ‖ min_reader(u16 BE) ‖ header_len(u32 BE) ‖
+//! header (JSON) ‖ sealed body`. The header names the KDF and its parameters, the salt, a
+//! key-check value and the writing device; the body is `model::sync::wire`'s JSON sealed
+//! with AES-256-GCM (`seal::seal_with`: version ‖ nonce ‖ ciphertext+tag) with every byte
+//! before it as associated data, so a changed header fails to open as well.
+//!
+//! The sync key comes from the sync passphrase through PBKDF2-HMAC-SHA256 with a stored
+//! iteration count, as the vault's own key (`kdf`); two keys are derived from it with
+//! HMAC-SHA256: one seals, one makes the key-check value. The check value tells a wrong
+//! passphrase from a damaged file before anything is decrypted.
+//!
+//! Invariants: the only sync code that touches a cipher; keys live in `Zeroizing` memory and
+//! their `Debug` is masked; an error names no byte of a key or plaintext; `open` either
+//! returns the exact state that was written or an error (never an empty or partial state);
+//! no input makes it panic.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use base64ct::{Base64, Encoding};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+use zeroize::Zeroizing;
+
+use crate::model::sync::record::State;
+use crate::model::sync::wire;
+use crate::vault::kdf::{PBKDF2_ROUNDS_MAX, PBKDF2_ROUNDS_MIN, PBKDF2_ROUNDS_NEW, SALT_BYTES};
+use crate::vault::random::random_bytes;
+use crate::vault::seal::{open_with, seal_with};
+use crate::vault::secret::{wipe_stack, Secret};
+
+/// The first bytes of every bundle.
+pub const MAGIC: &[u8; 8] = b"hm-sync\n";
+/// The format this build writes.
+pub const FORMAT_VERSION: u16 = 1;
+/// The oldest reader that can read what this build writes.
+pub const MIN_READER: u16 = 1;
+/// The newest format this build reads: a bundle whose `min_reader` is higher is refused.
+pub const READER_VERSION: u16 = 1;
+/// The header's JSON is at most this long (it holds a few names and numbers).
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// The KDF name in the header.
+pub const KDF_NAME: &str = "pbkdf2-hmac-sha256";
+/// Bytes of the key-check value.
+pub const CHECK_BYTES: usize = 16;
+
+const PREFIX_BYTES: usize = 8 + 2 + 2 + 4;
+const BODY_AAD_LABEL: &[u8] = b"host-manager sync bundle body\0";
+const SECRET_AAD: &[u8] = b"host-manager sync secret";
+
+/// Why a bundle did not open. Names no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BundleError {
+    /// Not a bundle at all (another file, or a header that does not parse).
+    NotABundle(String),
+    /// Written for readers of at least `min_reader`; this build reads `READER_VERSION`.
+    NewerFormat { min_reader: u16 },
+    /// The bundle's KDF parameters differ from the key's: derive the key for its header.
+    OtherKdf,
+    /// The key-check value does not match: a wrong sync passphrase.
+    WrongPassphrase,
+    /// The body failed its AEAD check or its decoding: truncated, tampered or damaged.
+    Damaged,
+}
+
+impl fmt::Display for BundleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BundleError::NotABundle(why) => write!(f, "not a sync bundle: {why}"),
+            BundleError::NewerFormat { min_reader } => write!(
+                f,
+                "the bundle needs a reader of format {min_reader}; this build reads {READER_VERSION}"
+            ),
+            BundleError::OtherKdf => write!(f, "the bundle was written under other KDF parameters"),
+            BundleError::WrongPassphrase => write!(f, "wrong sync passphrase"),
+            BundleError::Damaged => write!(f, "the bundle is damaged or truncated"),
+        }
+    }
+}
+
+impl std::error::Error for BundleError {}
+
+/// The KDF's parameters: PBKDF2-HMAC-SHA256 rounds and salt, shared by a sync folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KdfParams {
+    pub iterations: u32,
+    pub salt: [u8; SALT_BYTES],
+}
+
+impl KdfParams {
+    /// Parameters for a new sync folder: `PBKDF2_ROUNDS_NEW` rounds, a fresh random salt.
+    pub fn generate() -> KdfParams {
+        let mut salt = [0u8; SALT_BYTES];
+        random_bytes(&mut salt);
+        KdfParams {
+            iterations: PBKDF2_ROUNDS_NEW,
+            salt,
+        }
+    }
+}
+
+/// The key of a sync passphrase: the sealing key and the key-check value, both derived.
+pub struct SyncKey {
+    params: KdfParams,
+    seal: Zeroizing<[u8; 32]>,
+    check: [u8; CHECK_BYTES],
+}
+
+impl fmt::Debug for SyncKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SyncKey(<redacted>, {} rounds)", self.params.iterations)
+    }
+}
+
+impl SyncKey {
+    /// Derives the key of `passphrase` (slow on purpose: PBKDF2; the caller caches it).
+    /// Rounds outside the vault's accepted range are refused as `NotABundle`.
+    pub fn derive(passphrase: &[u8], params: &KdfParams) -> Result<SyncKey, BundleError> {
+        check_rounds(params.iterations)?;
+        let mut master = Zeroizing::new([0u8; 32]);
+        pbkdf2::pbkdf2_hmac::<Sha256>(passphrase, &params.salt, params.iterations, &mut master[..]);
+        let seal = Zeroizing::new(subkey(&master, b"host-manager sync seal"));
+        let full_check = Zeroizing::new(subkey(&master, b"host-manager sync key check"));
+        let mut check = [0u8; CHECK_BYTES];
+        check.copy_from_slice(&full_check[..CHECK_BYTES]);
+        wipe_stack();
+        Ok(SyncKey {
+            params: params.clone(),
+            seal,
+            check,
+        })
+    }
+
+    pub fn params(&self) -> &KdfParams {
+        &self.params
+    }
+}
+
+fn subkey(master: &[u8; 32], label: &[u8]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(master).expect("HMAC takes any key length");
+    mac.update(label);
+    mac.finalize().into_bytes().into()
+}
+
+fn check_rounds(rounds: u32) -> Result<(), BundleError> {
+    if (PBKDF2_ROUNDS_MIN..=PBKDF2_ROUNDS_MAX).contains(&rounds) {
+        Ok(())
+    } else {
+        Err(BundleError::NotABundle(format!("{rounds} KDF rounds is out of range")))
+    }
+}
+
+/// A bundle's header, as read or to be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Read: the writer's format; ignored on write (this build writes `FORMAT_VERSION`).
+    pub format_version: u16,
+    /// Read: the oldest reader the writer allows; ignored on write (`MIN_READER`).
+    pub min_reader: u16,
+    pub kdf: KdfParams,
+    /// Read: the stored key-check value; ignored on write (the key's own is written).
+    pub check: [u8; CHECK_BYTES],
+    pub device_id: String,
+    pub device_name: String,
+    /// Header fields from a newer writer, carried untouched.
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct HeaderJson {
+    kdf: String,
+    iterations: u32,
+    salt: String,
+    check: String,
+    device_id: String,
+    device_name: String,
+    #[serde(flatten)]
+    extra: BTreeMap<String, Value>,
+}
+
+/// The bundle of `state`, written by the device `header` names under `key`.
+pub fn write(key: &SyncKey, header: &Header, state: &State) -> Vec<u8> {
+    let json = HeaderJson {
+        kdf: KDF_NAME.to_owned(),
+        iterations: key.params.iterations,
+        salt: Base64::encode_string(&key.params.salt),
+        check: Base64::encode_string(&key.check),
+        device_id: header.device_id.clone(),
+        device_name: header.device_name.clone(),
+        extra: header.extra.clone(),
+    };
+    let json = serde_json::to_vec(&json).expect("a header serializes to JSON");
+    let mut out = Vec::with_capacity(PREFIX_BYTES + json.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+    out.extend_from_slice(&MIN_READER.to_be_bytes());
+    out.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    out.extend_from_slice(&json);
+    let body = wire::encode(state);
+    let sealed = seal_with(&key.seal, &body_aad(&out), &body);
+    out.extend_from_slice(&sealed);
+    out
+}
+
+fn body_aad(prefix_and_header: &[u8]) -> Vec<u8> {
+    [BODY_AAD_LABEL, prefix_and_header].concat()
+}
+
+/// The header of a bundle, and where its sealed body starts. Reads no key.
+pub fn read_header(bytes: &[u8]) -> Result<Header, BundleError> {
+    split(bytes).map(|(header, _)| header)
+}
+
+fn split(bytes: &[u8]) -> Result<(Header, usize), BundleError> {
+    let not = |why: &str| BundleError::NotABundle(why.to_owned());
+    if bytes.len() < PREFIX_BYTES || &bytes[..8] != MAGIC {
+        return Err(not("no sync bundle magic"));
+    }
+    let format_version = u16::from_be_bytes([bytes[8], bytes[9]]);
+    let min_reader = u16::from_be_bytes([bytes[10], bytes[11]]);
+    if min_reader > READER_VERSION {
+        return Err(BundleError::NewerFormat { min_reader });
+    }
+    let len = u32::from_be_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+    if len > MAX_HEADER_BYTES {
+        return Err(not("the header is too long"));
+    }
+    let end = PREFIX_BYTES + len;
+    let json = bytes.get(PREFIX_BYTES..end).ok_or(BundleError::Damaged)?;
+    let json: HeaderJson =
+        serde_json::from_slice(json).map_err(|err| BundleError::NotABundle(err.to_string()))?;
+    if json.kdf != KDF_NAME {
+        return Err(BundleError::NotABundle(format!("unknown KDF {:?}", json.kdf)));
+    }
+    check_rounds(json.iterations)?;
+    let header = Header {
+        format_version,
+        min_reader,
+        kdf: KdfParams {
+            iterations: json.iterations,
+            salt: decode_fixed(&json.salt).ok_or_else(|| not("the salt is malformed"))?,
+        },
+        check: decode_fixed(&json.check).ok_or_else(|| not("the check value is malformed"))?,
+        device_id: json.device_id,
+        device_name: json.device_name,
+        extra: json.extra,
+    };
+    Ok((header, end))
+}
+
+fn decode_fixed<const N: usize>(text: &str) -> Option<[u8; N]> {
+    Base64::decode_vec(text).ok()?.try_into().ok()
+}
+
+/// The header and state of a bundle. The key check runs before the body is touched.
+pub fn open(key: &SyncKey, bytes: &[u8]) -> Result<(Header, State), BundleError> {
+    let (header, end) = split(bytes)?;
+    if header.kdf != key.params {
+        return Err(BundleError::OtherKdf);
+    }
+    let same = header
+        .check
+        .iter()
+        .zip(key.check.iter())
+        .fold(0u8, |diff, (a, b)| diff | (a ^ b));
+    if same != 0 {
+        return Err(BundleError::WrongPassphrase);
+    }
+    let body = open_with(&key.seal, &body_aad(&bytes[..end]), &bytes[end..])
+        .map_err(|_| BundleError::Damaged)?;
+    let state = wire::decode(body.expose()).map_err(|_| BundleError::Damaged)?;
+    Ok((header, state))
+}
+
+/// A secret field's value for a record: `{"sealed": base64}` under the sync key.
+pub fn seal_secret(key: &SyncKey, plaintext: &[u8]) -> Value {
+    let sealed = seal_with(&key.seal, SECRET_AAD, plaintext);
+    serde_json::json!({ "sealed": Base64::encode_string(&sealed) })
+}
+
+/// The plaintext of a value `seal_secret` made; `Damaged` for anything else.
+pub fn open_secret(key: &SyncKey, value: &Value) -> Result<Secret, BundleError> {
+    let text = value
+        .get("sealed")
+        .and_then(Value::as_str)
+        .ok_or(BundleError::Damaged)?;
+    let sealed = Base64::decode_vec(text).map_err(|_| BundleError::Damaged)?;
+    open_with(&key.seal, SECRET_AAD, &sealed).map_err(|_| BundleError::Damaged)
+}
