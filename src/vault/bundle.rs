@@ -151,7 +151,9 @@ fn check_rounds(rounds: u32) -> Result<(), BundleError> {
     if (PBKDF2_ROUNDS_MIN..=PBKDF2_ROUNDS_MAX).contains(&rounds) {
         Ok(())
     } else {
-        Err(BundleError::NotABundle(format!("{rounds} KDF rounds is out of range")))
+        Err(BundleError::NotABundle(format!(
+            "{rounds} KDF rounds is out of range"
+        )))
     }
 }
 
@@ -235,7 +237,10 @@ fn split(bytes: &[u8]) -> Result<(Header, usize), BundleError> {
     let json: HeaderJson =
         serde_json::from_slice(json).map_err(|err| BundleError::NotABundle(err.to_string()))?;
     if json.kdf != KDF_NAME {
-        return Err(BundleError::NotABundle(format!("unknown KDF {:?}", json.kdf)));
+        return Err(BundleError::NotABundle(format!(
+            "unknown KDF {:?}",
+            json.kdf
+        )));
     }
     check_rounds(json.iterations)?;
     let header = Header {
@@ -291,4 +296,187 @@ pub fn open_secret(key: &SyncKey, value: &Value) -> Result<Secret, BundleError> 
         .ok_or(BundleError::Damaged)?;
     let sealed = Base64::decode_vec(text).map_err(|_| BundleError::Damaged)?;
     open_with(&key.seal, SECRET_AAD, &sealed).map_err(|_| BundleError::Damaged)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::{
+        open, open_secret, read_header, seal_secret, write, BundleError, Header, KdfParams,
+        SyncKey, MAGIC, READER_VERSION,
+    };
+    use crate::fuzz::{settings, Rng};
+    use crate::model::sync::clock::Stamp;
+    use crate::model::sync::record::State;
+    use crate::vault::kdf::PBKDF2_ROUNDS_MIN;
+
+    fn params() -> KdfParams {
+        KdfParams {
+            iterations: PBKDF2_ROUNDS_MIN,
+            ..KdfParams::generate()
+        }
+    }
+
+    fn header(params: &KdfParams) -> Header {
+        Header {
+            format_version: 0,
+            min_reader: 0,
+            kdf: params.clone(),
+            check: [0; 16],
+            device_id: "dev-1".into(),
+            device_name: "laptop".into(),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    fn sample(key: &SyncKey) -> State {
+        let mut state = State::default();
+        let record = state
+            .records
+            .entry(("host".into(), "h1".into()))
+            .or_default();
+        record.set("name", json!("web"), Stamp::new(1_000, 0, "dev-1"));
+        record.set(
+            "password",
+            seal_secret(key, b"hunter2"),
+            Stamp::new(1_000, 1, "dev-1"),
+        );
+        state
+    }
+
+    #[test]
+    fn a_bundle_opens_to_the_state_written_and_its_secret_to_the_plaintext() {
+        let params = params();
+        let key = SyncKey::derive(b"sync words", &params).unwrap();
+        let state = sample(&key);
+        let bytes = write(&key, &header(&params), &state);
+        let (read, opened) = open(&key, &bytes).unwrap();
+        assert_eq!(opened, state);
+        assert_eq!(read.device_name, "laptop");
+        let sealed = &opened.records[&("host".into(), "h1".into())].fields["password"].value;
+        assert_eq!(open_secret(&key, sealed).unwrap().expose(), b"hunter2");
+        assert!(
+            !bytes.windows(7).any(|w| w == b"hunter2"),
+            "no plaintext secret"
+        );
+    }
+
+    #[test]
+    fn a_wrong_passphrase_is_told_by_the_key_check_and_other_kdf_params_apart() {
+        let params = params();
+        let key = SyncKey::derive(b"sync words", &params).unwrap();
+        let bytes = write(&key, &header(&params), &sample(&key));
+        let wrong = SyncKey::derive(b"other words", &params).unwrap();
+        assert_eq!(
+            open(&wrong, &bytes).unwrap_err(),
+            BundleError::WrongPassphrase
+        );
+        let other = SyncKey::derive(b"sync words", &self::params()).unwrap();
+        assert_eq!(open(&other, &bytes).unwrap_err(), BundleError::OtherKdf);
+    }
+
+    #[test]
+    fn every_truncation_and_every_flipped_byte_fails_and_never_opens() {
+        let params = params();
+        let key = SyncKey::derive(b"sync words", &params).unwrap();
+        let bytes = write(&key, &header(&params), &sample(&key));
+        for len in 0..bytes.len() {
+            assert!(open(&key, &bytes[..len]).is_err(), "truncated to {len}");
+        }
+        let body_start = bytes.len() - 40;
+        assert_eq!(
+            open(&key, &bytes[..body_start]).unwrap_err(),
+            BundleError::Damaged
+        );
+        for at in 0..bytes.len() {
+            let mut tampered = bytes.clone();
+            tampered[at] ^= 0x01;
+            assert!(open(&key, &tampered).is_err(), "byte {at} flipped");
+        }
+    }
+
+    #[test]
+    fn seeded_mutations_never_panic_and_never_open_as_another_state() {
+        let params = params();
+        let key = SyncKey::derive(b"sync words", &params).unwrap();
+        let state = sample(&key);
+        let bytes = write(&key, &header(&params), &state);
+        let (iterations, seed) = settings("sync bundle", 0xB0_0D1E);
+        let mut rng = Rng::new(seed);
+        for _ in 0..iterations {
+            let mut mutated = bytes.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(mutated.len());
+                match rng.below(4) {
+                    0 => mutated[at] = rng.next() as u8,
+                    1 => mutated.truncate(at),
+                    2 => mutated.insert(at, rng.next() as u8),
+                    _ => {
+                        mutated.remove(at);
+                    }
+                }
+                if mutated.is_empty() {
+                    break;
+                }
+            }
+            let _ = read_header(&mutated);
+            if let Ok((_, opened)) = open(&key, &mutated) {
+                assert_eq!(opened, state, "a mutation opened as another state");
+            }
+        }
+    }
+
+    #[test]
+    fn a_newer_writers_extra_kind_and_header_fields_are_read_and_re_emitted() {
+        let params = params();
+        let key = SyncKey::derive(b"sync words", &params).unwrap();
+        let mut state = sample(&key);
+        state
+            .records
+            .entry(("x-snippet".into(), "s1".into()))
+            .or_default()
+            .set(
+                "x-body",
+                json!({"lines": ["ls"]}),
+                Stamp::new(2_000, 0, "dev-2"),
+            );
+        state.ext.insert("x-layout".into(), json!({"columns": 3}));
+        let mut newer = header(&params);
+        newer.extra.insert("x-compression".into(), json!("none"));
+        let bytes = write(&key, &newer, &state);
+        let (read, opened) = open(&key, &bytes).unwrap();
+        assert_eq!(read.extra, newer.extra);
+        let again = write(&key, &read, &opened);
+        let (reread, reopened) = open(&key, &again).unwrap();
+        assert_eq!((reread.extra, reopened), (newer.extra, state));
+    }
+
+    #[test]
+    fn a_bundle_for_newer_readers_and_a_foreign_file_are_refused_by_name() {
+        let params = params();
+        let key = SyncKey::derive(b"sync words", &params).unwrap();
+        let mut bytes = write(&key, &header(&params), &sample(&key));
+        assert!(matches!(
+            read_header(b"PK\x03\x04 a zip"),
+            Err(BundleError::NotABundle(_))
+        ));
+        bytes[10..12].copy_from_slice(&(READER_VERSION + 1).to_be_bytes());
+        let newer = BundleError::NewerFormat {
+            min_reader: READER_VERSION + 1,
+        };
+        assert_eq!(read_header(&bytes).unwrap_err(), newer);
+        bytes[10..12].copy_from_slice(&READER_VERSION.to_be_bytes());
+        assert!(read_header(&bytes).is_ok());
+        assert_eq!(&bytes[..8], MAGIC);
+    }
+
+    #[test]
+    fn debug_of_a_sync_key_shows_no_key_material() {
+        let key = SyncKey::derive(b"sync words", &params()).unwrap();
+        assert_eq!(format!("{key:?}"), "SyncKey(<redacted>, 100000 rounds)");
+    }
 }

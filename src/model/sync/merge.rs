@@ -77,7 +77,7 @@ pub fn winner<'f>(a: &'f Field, b: &'f Field) -> &'f Field {
 
 /// The larger of two values by their canonical JSON text (serde_json sorts object keys).
 fn larger_value<'v>(a: &'v Value, b: &'v Value) -> &'v Value {
-    if a == b || a.to_string() >= b.to_string() {
+    if a == b || a.to_string().cmp(&b.to_string()) != Ordering::Less {
         a
     } else {
         b
@@ -235,7 +235,9 @@ fn conflicts(
         if a.value == b.value {
             continue;
         }
-        let base_stamp = base.and_then(|base| base.fields.get(name)).map(|f| &f.stamp);
+        let base_stamp = base
+            .and_then(|base| base.fields.get(name))
+            .map(|f| &f.stamp);
         if base.is_some() && (Some(&a.stamp) == base_stamp || Some(&b.stamp) == base_stamp) {
             continue;
         }

@@ -12,4 +12,8 @@ pub mod record;
 pub mod wire;
 
 #[cfg(test)]
-mod tests;
+#[allow(clippy::unwrap_used)]
+pub(crate) mod tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod timing;

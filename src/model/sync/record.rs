@@ -87,7 +87,9 @@ impl Record {
     /// The record's clock: its newest stamp (fields and tombstone).
     pub fn clock(&self) -> Option<&Stamp> {
         let fields = self.fields.values().map(|field| &field.stamp);
-        fields.chain(self.tombstone.as_ref().map(|tomb| &tomb.stamp)).max()
+        fields
+            .chain(self.tombstone.as_ref().map(|tomb| &tomb.stamp))
+            .max()
     }
 
     /// Sets `name` to `value` as a local change stamped `stamp`.
@@ -98,9 +100,15 @@ impl Record {
     /// Deletes the record as a local change stamped `stamp`: the tombstone remembers every
     /// field's current stamp, so only a later change of a field brings the record back.
     pub fn delete(&mut self, stamp: Stamp) {
-        let mut seen = self.tombstone.take().map(|tomb| tomb.seen).unwrap_or_default();
+        let mut seen = self
+            .tombstone
+            .take()
+            .map(|tomb| tomb.seen)
+            .unwrap_or_default();
         for (name, field) in &self.fields {
-            let entry = seen.entry(name.clone()).or_insert_with(|| field.stamp.clone());
+            let entry = seen
+                .entry(name.clone())
+                .or_insert_with(|| field.stamp.clone());
             if field.stamp > *entry {
                 *entry = field.stamp.clone();
             }
@@ -112,16 +120,20 @@ impl Record {
 impl State {
     /// The number of live records.
     pub fn live_count(&self) -> usize {
-        self.records.values().filter(|record| record.is_alive()).count()
+        self.records
+            .values()
+            .filter(|record| record.is_alive())
+            .count()
     }
 
     /// Every stamp of the state (fields, tombstones and what the tombstones saw).
     pub fn stamps(&self) -> impl Iterator<Item = &Stamp> {
         self.records.values().flat_map(|record| {
             let fields = record.fields.values().map(|field| &field.stamp);
-            let tomb = record.tombstone.iter().flat_map(|tomb| {
-                std::iter::once(&tomb.stamp).chain(tomb.seen.values())
-            });
+            let tomb = record
+                .tombstone
+                .iter()
+                .flat_map(|tomb| std::iter::once(&tomb.stamp).chain(tomb.seen.values()));
             fields.chain(tomb)
         })
     }

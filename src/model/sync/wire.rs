@@ -22,7 +22,11 @@ use crate::model::sync::record::{DeviceInfo, Field, Record, State, Tombstone};
 /// The body of `state` as JSON bytes.
 pub fn encode(state: &State) -> Vec<u8> {
     let mut index: BTreeMap<&DeviceId, usize> = BTreeMap::new();
-    for device in state.devices.keys().chain(state.stamps().map(|stamp| &stamp.device)) {
+    for device in state
+        .devices
+        .keys()
+        .chain(state.stamps().map(|stamp| &stamp.device))
+    {
         let next = index.len();
         index.entry(device).or_insert(next);
     }
@@ -37,7 +41,10 @@ pub fn encode(state: &State) -> Vec<u8> {
         .collect();
     let body = Body {
         devices,
-        records: Records { state, index: &index },
+        records: Records {
+            state,
+            index: &index,
+        },
         ext: &state.ext,
     };
     serde_json::to_vec(&body).expect("a state serializes to JSON")
@@ -81,14 +88,22 @@ impl<F: Fn(&Stamp) -> usize> Serialize for FieldMap<'_, F> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (name, field) in self.0 {
-            map.serialize_entry(name, &(&field.value, field.stamp.hlc, (self.1)(&field.stamp)))?;
+            map.serialize_entry(
+                name,
+                &(&field.value, field.stamp.hlc, (self.1)(&field.stamp)),
+            )?;
         }
         map.end()
     }
 }
 
 type WireTomb = (u64, usize, BTreeMap<String, (u64, usize)>);
-type WireRecord = (String, String, BTreeMap<String, (Value, u64, usize)>, Option<WireTomb>);
+type WireRecord = (
+    String,
+    String,
+    BTreeMap<String, (Value, u64, usize)>,
+    Option<WireTomb>,
+);
 
 #[derive(Deserialize)]
 struct WireBody {
@@ -117,7 +132,9 @@ pub fn decode(bytes: &[u8]) -> Result<State, String> {
         ids.push(id);
     }
     let stamp = |hlc: u64, at: usize| -> Result<Stamp, String> {
-        let device = ids.get(at).ok_or_else(|| format!("device index {at} is out of range"))?;
+        let device = ids
+            .get(at)
+            .ok_or_else(|| format!("device index {at} is out of range"))?;
         Ok(Stamp {
             hlc,
             device: device.clone(),
@@ -139,7 +156,11 @@ pub fn decode(bytes: &[u8]) -> Result<State, String> {
             }
             record.tombstone = Some(tombstone);
         }
-        if state.records.insert((kind.clone(), id.clone()), record).is_some() {
+        if state
+            .records
+            .insert((kind.clone(), id.clone()), record)
+            .is_some()
+        {
             return Err(format!("record {kind}/{id} is listed twice"));
         }
     }
