@@ -91,6 +91,11 @@ pub enum ApiError {
     AgentUnavailable(String),
     /// The disk holding the data dir is full: nothing was written (the cause was logged).
     StorageFull,
+    /// A query of the query language (docs/query.md) that does not parse: the text names
+    /// the parameter or field, the column of the fault, what and a hint.
+    InvalidQuery(String),
+    /// No saved search with this id.
+    SearchNotFound,
     /// Anything unexpected. The cause is for the log only.
     Internal(String),
 }
@@ -123,6 +128,7 @@ impl ApiError {
             | ApiError::InvalidJumpChain(_)
             | ApiError::InvalidKey(_)
             | ApiError::InvalidCertificate(_)
+            | ApiError::InvalidQuery(_)
             | ApiError::InvalidPassphrase => 400,
             ApiError::VaultLocked | ApiError::InvalidPassword => 401,
             ApiError::HostNotFound
@@ -135,6 +141,7 @@ impl ApiError {
             | ApiError::UnknownFormat
             | ApiError::CertificateNotFound
             | ApiError::ForwardNotFound
+            | ApiError::SearchNotFound
             | ApiError::AgentRequestNotFound => 404,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
@@ -193,6 +200,8 @@ impl ApiError {
             ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
             ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
             ApiError::StorageFull => "STORAGE_FULL",
+            ApiError::InvalidQuery(_) => "INVALID_QUERY",
+            ApiError::SearchNotFound => "SEARCH_NOT_FOUND",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -236,6 +245,8 @@ impl ApiError {
             ApiError::AgentRequestNotFound => "no such sign request waits",
             ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
             ApiError::StorageFull => "not enough disk space to save the change",
+            ApiError::InvalidQuery(_) => "invalid query",
+            ApiError::SearchNotFound => "saved search not found",
             ApiError::Internal(_) => "internal error",
         }
     }
@@ -254,6 +265,7 @@ impl ApiError {
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
             | ApiError::AgentUnavailable(text)
+            | ApiError::InvalidQuery(text)
             | ApiError::PortConflict(text) => Some(text.clone()),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {
@@ -327,6 +339,7 @@ impl From<crate::store::StoreError> for ApiError {
                 ApiError::KeyInUse { hosts, identities }
             }
             crate::store::StoreError::IdentityNotFound => ApiError::IdentityNotFound,
+            crate::store::StoreError::SearchNotFound => ApiError::SearchNotFound,
             crate::store::StoreError::IdentityNameTaken => ApiError::IdentityNameTaken,
             crate::store::StoreError::ForwardNotFound => ApiError::ForwardNotFound,
             crate::store::StoreError::StorageFull(cause) => {

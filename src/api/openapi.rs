@@ -155,6 +155,8 @@ mod tests {
             ApiError::UnknownFormat,
             ApiError::PortConflict(text()),
             ApiError::StorageFull,
+            ApiError::InvalidQuery(text()),
+            ApiError::SearchNotFound,
             ApiError::internal("cause"),
         ]
     }
@@ -197,6 +199,8 @@ mod tests {
             ApiError::AgentRequestNotFound => "AgentRequestNotFound",
             ApiError::AgentUnavailable(_) => "AgentUnavailable",
             ApiError::StorageFull => "StorageFull",
+            ApiError::InvalidQuery(_) => "InvalidQuery",
+            ApiError::SearchNotFound => "SearchNotFound",
             ApiError::Internal(_) => "Internal",
         }
     }

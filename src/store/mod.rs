@@ -30,6 +30,7 @@ pub mod list;
 pub mod migrate;
 mod migrate_session;
 pub mod scrub;
+pub mod searches;
 pub mod ssh_config_import;
 pub mod vault_meta;
 
@@ -73,6 +74,7 @@ pub enum StoreError {
     KeyNotFound,
     KnownHostNotFound,
     IdentityNotFound,
+    SearchNotFound,
     /// Another identity has this name (compared caselessly).
     IdentityNameTaken,
     ForwardNotFound,
@@ -114,6 +116,7 @@ impl fmt::Display for StoreError {
             StoreError::KeyNotFound => write!(f, "key not found"),
             StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::IdentityNotFound => write!(f, "identity not found"),
+            StoreError::SearchNotFound => write!(f, "saved search not found"),
             StoreError::IdentityNameTaken => write!(f, "identity name taken"),
             StoreError::ForwardNotFound => write!(f, "forward rule not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),

@@ -245,6 +245,21 @@ impl HostTable {
         Some(set)
     }
 
+    /// The hosts tagged `tag` (kept as the `tag` filter's set is).
+    pub fn tag_set(&mut self, tag: &str) -> SlotSet {
+        self.kept(Filter::Tag(tag.to_owned()))
+    }
+
+    /// The hosts whose name or hostname holds `term` (kept as the `search` filter's set is).
+    pub fn search_set(&mut self, term: &str) -> SlotSet {
+        self.kept(Filter::Search(term.to_lowercase()))
+    }
+
+    /// The favorite hosts.
+    pub fn favorites(&self) -> &SlotSet {
+        &self.favorite
+    }
+
     /// The set of a tag (from its members) or a search term (from a scan): kept from an
     /// earlier request, or made and kept.
     fn kept(&mut self, filter: Filter) -> SlotSet {
