@@ -26,6 +26,8 @@ pub mod import;
 pub mod keys;
 pub mod known_hosts;
 pub mod openapi;
+#[cfg(test)]
+mod query_tests;
 pub mod query_use;
 pub mod revision;
 pub mod search;
