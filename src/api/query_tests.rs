@@ -235,7 +235,7 @@ fn value(rng: &mut Rng) -> String {
             "notes",
             rng.pick(&["lb", "OPS", "über", "nothing"]).to_string(),
         ),
-        2 => ("tag", quoted(rng.pick(TAGS))),
+        2 => ("tag", quoted(TAGS[rng.below(TAGS.len())])),
         3 => {
             let path: Vec<&str> = (0..1 + rng.below(2))
                 .map(|_| *rng.pick(GROUP_NAMES))
