@@ -31,6 +31,7 @@ mod limits;
 mod memory;
 mod platform;
 mod process;
+mod query;
 mod readme;
 mod revisions;
 mod secrets;
