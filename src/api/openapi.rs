@@ -98,6 +98,7 @@ mod tests {
         ("keys", include_str!("keys.rs")),
         ("known_hosts", include_str!("known_hosts.rs")),
         ("openapi", include_str!("openapi.rs")),
+        ("search", include_str!("search.rs")),
         ("ssh_config", include_str!("ssh_config.rs")),
         ("tags", include_str!("tags.rs")),
         ("vault", include_str!("vault.rs")),

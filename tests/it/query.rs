@@ -214,6 +214,61 @@ fn a_query_follows_edits_of_hosts_groups_and_identities_made_after_it_was_asked(
         "a renamed group"
     );
     assert_eq!(found(&service, "group:h"), ["a"]);
+    assert_eq!(found(&service, "has:forwards"), Vec::<String>::new());
+    let rule = id_of(
+        &service
+            .post(
+                &format!("/api/hosts/{id}/forwards"),
+                &json!({"type": "dynamic", "bind_port": 1080, "autostart": false}),
+            )
+            .expect(201),
+    );
+    assert_eq!(
+        found(&service, "has:forwards"),
+        ["a"],
+        "a rule added after the query"
+    );
+    service
+        .delete(&format!("/api/hosts/{id}/forwards/{rule}"))
+        .expect(204);
+    assert_eq!(found(&service, "has:forwards"), Vec::<String>::new());
+    let hop = host(&service, "hop", "hop.example.com", json!({}));
+    assert_eq!(found(&service, "via:hop"), Vec::<String>::new());
+    service
+        .put(
+            &format!("/api/hosts/{id}"),
+            &json!({"jump_host_ids": [hop]}),
+        )
+        .expect(200);
+    assert_eq!(
+        found(&service, "via:hop has:chain"),
+        ["a"],
+        "a chain set after the query"
+    );
+    let ops = id_of(
+        &service
+            .post(
+                "/api/identities",
+                &json!({"name": "ops", "username": "carol", "auth": [{"type": "agent"}]}),
+            )
+            .expect(201),
+    );
+    service
+        .put(&format!("/api/hosts/{id}"), &json!({"identity_id": ops}))
+        .expect(200);
+    assert_eq!(found(&service, "identity:ops user:carol"), ["a"]);
+    service
+        .put(
+            &format!("/api/identities/{ops}"),
+            &json!({"name": "ops2", "username": "dave"}),
+        )
+        .expect(200);
+    assert_eq!(
+        found(&service, "identity:ops"),
+        Vec::<String>::new(),
+        "a renamed identity"
+    );
+    assert_eq!(found(&service, "identity:ops2 user:dave"), ["a"]);
     service.delete(&format!("/api/hosts/{id}")).expect(204);
     assert_eq!(found(&service, "group:h"), Vec::<String>::new());
 }

@@ -11,10 +11,12 @@
 //! put together and sorted holding neither.
 //! A failure leaves nothing behind, so the next use reads everything again. No secret.
 
-mod facts;
+mod effective;
 pub mod group_tree;
 mod inherited;
+mod notes;
 mod order;
+mod own;
 mod paging;
 mod patch;
 mod query;

@@ -2,21 +2,23 @@
 //! "Queries"): each term of a `q` becomes a `SlotSet`, cheapest first, and the sets are
 //! intersected. Words, `tag:`, `group:` and `is:` are member sets and the search scan;
 //! `host:`, `used:` and `created:` are read slot by slot among the hosts still in; the keys
-//! on stored and inherited values the memory does not hold (`notes:`, `user:`, `port:`,
-//! `identity:`, `key:`, `via:`, `has:`) are judged last, by the plain evaluator over the
-//! facts `store::list::facts` reads for the hosts left.
+//! on inherited values (`user:`, `port:`, `identity:`, `key:`, `via:`, `has:`) are judged
+//! once per distinct (group, own values, flags) among the hosts still in, by the plain
+//! evaluator over the effective values (store::list::effective); `notes:`, whose text the
+//! memory does not hold, last, over the notes read for the hosts left (store::list::notes).
 //!
 //! Invariants: the answer is the set `model::query::matches` keeps host by host (a property
-//! test compares them over random catalogues and queries); no term is skipped: one the
-//! memory cannot answer goes to the facts.
+//! test compares them over random catalogues and queries); no term is skipped.
 
+use std::collections::HashMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-use crate::model::query::{host_matches, Age, Is, Predicate, Query, Term};
-use crate::store::list::facts;
+use crate::model::query::{host_matches, matches, Age, Is, Predicate, Query, Term};
+use crate::store::list::effective::{Known, Resolver};
 use crate::store::list::group_tree::GroupTree;
+use crate::store::list::notes;
 use crate::store::list::order::{time_key, NEVER, UNREADABLE};
 use crate::store::list::sets::SlotSet;
 use crate::store::list::table::HostTable;
@@ -29,8 +31,10 @@ enum Cost {
     Set,
     /// A look at each host still in.
     Slot,
-    /// The facts, read from the database for each host still in.
-    Facts,
+    /// The effective values of each distinct (group, own values, flags) still in.
+    Own,
+    /// The notes, read from the database for each host still in.
+    Notes,
 }
 
 /// The hosts of `among` (the live ones without it) that `query` keeps, `now` in Unix seconds.
@@ -44,7 +48,7 @@ pub fn select(
     let mut terms: Vec<&Term> = query.terms.iter().collect();
     terms.sort_by_key(|term| cost(term));
     let mut set = among.unwrap_or_else(|| hosts.live.clone());
-    let mut left = Vec::new();
+    let (mut resolver, mut notes) = (None, Vec::new());
     for term in terms {
         match cost(term) {
             Cost::Set => {
@@ -61,15 +65,58 @@ pub fn select(
                 });
                 set = SlotSet::of(hosts.seqs.len(), &kept.collect::<Vec<u32>>());
             }
-            Cost::Facts => left.push(term.clone()),
+            Cost::Own => {
+                let resolver = match &mut resolver {
+                    Some(resolver) => resolver,
+                    None => resolver.insert(Resolver::load(conn)?),
+                };
+                let kept = own_term(conn, hosts, resolver, &set, term)?;
+                set = SlotSet::of(hosts.seqs.len(), &kept);
+            }
+            Cost::Notes => notes.push(term.clone()),
         }
     }
-    if left.is_empty() {
+    if notes.is_empty() {
         return Ok(set);
     }
     let seqs: Vec<i64> = set.ones().map(|slot| hosts.seqs[slot as usize]).collect();
-    let kept = facts::matching(conn, &seqs, &Query { terms: left }, now)?;
+    let kept = notes::matching(conn, &seqs, &Query { terms: notes })?;
     Ok(hosts.set_of_seqs(&kept))
+}
+
+/// The slots of `set` a term on inherited values keeps, judged once per distinct (group,
+/// own values, flags).
+fn own_term(
+    conn: &Connection,
+    hosts: &HostTable,
+    resolver: &mut Resolver,
+    set: &SlotSet,
+    term: &Term,
+) -> Result<Vec<u32>, StoreError> {
+    let single = Query {
+        terms: vec![term.clone()],
+    };
+    let mut verdicts: HashMap<Known, bool> = HashMap::new();
+    let mut kept = Vec::new();
+    for slot in set.ones() {
+        let (combination, flags) = hosts.own.of(slot);
+        let group = hosts.group_number(slot);
+        let known = (group, combination, flags);
+        let holds = match verdicts.get(&known) {
+            Some(holds) => *holds,
+            None => {
+                let own = hosts.own.combination(combination);
+                let facts = resolver.facts(conn, known, hosts.groups.name(group), own)?;
+                let holds = matches(&single, facts).is_some();
+                verdicts.insert(known, holds);
+                holds
+            }
+        };
+        if holds {
+            kept.push(slot);
+        }
+    }
+    Ok(kept)
 }
 
 /// How `term` is answered (its alternatives share one key).
@@ -79,7 +126,8 @@ fn cost(term: &Term) -> Cost {
             Cost::Set
         }
         Some(Predicate::Host(_) | Predicate::Used(_) | Predicate::Created(_)) => Cost::Slot,
-        _ => Cost::Facts,
+        Some(Predicate::Notes(_)) => Cost::Notes,
+        _ => Cost::Own,
     }
 }
 

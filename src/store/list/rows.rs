@@ -21,9 +21,6 @@ const SELECT_ROWS: &str = "SELECT h.seq, h.id, h.name, h.hostname, h.port, h.use
      h.auth_type, h.key_id, h.password IS NOT NULL, h.group_id, h.is_favorite, h.color, \
      h.sort_order, h.notes, h.created_at, h.updated_at, h.last_used_at, h.revision, \
      h.identity_id, h.jumps_set, h.startup FROM json_each(?1) AS page JOIN hosts AS h ON h.seq = page.value";
-/// Tags of the hosts whose `seq`s are in the JSON array `?1`, each host's in order.
-const SELECT_TAGS: &str = "SELECT host_seq, tag FROM json_each(?1) AS page \
-     JOIN host_tags ON host_seq = page.value ORDER BY host_seq, position";
 /// Whether any host has a jump chain or kept ssh options (most catalogues have none, and a
 /// page then needs no query for them).
 const ANY_EXTENSIONS: &str = "SELECT EXISTS (SELECT 1 FROM host_jumps) \
@@ -63,21 +60,6 @@ pub fn read_hosts(conn: &Connection, page: &[Listed]) -> Result<Vec<(i64, Host)>
     }
     let seqs: Vec<i64> = unread.keys().copied().collect();
     hosts_of(conn, &seqs, |seq| unread.remove(&seq).unwrap_or_default())
-}
-
-/// The hosts of `seqs` (those still there), tags read from the database.
-pub fn read_hosts_with_tags(
-    conn: &Connection,
-    seqs: &[i64],
-) -> Result<Vec<(i64, Host)>, StoreError> {
-    let seq_list = serde_json::to_string(seqs).map_err(|err| StoreError::Json(err.to_string()))?;
-    let mut tags: HashMap<i64, Vec<String>> = HashMap::new();
-    let mut statement = conn.prepare_cached(SELECT_TAGS)?;
-    let mut rows = statement.query([&seq_list])?;
-    while let Some(row) = rows.next()? {
-        tags.entry(row.get(0)?).or_default().push(row.get(1)?);
-    }
-    hosts_of(conn, seqs, |seq| tags.remove(&seq).unwrap_or_default())
 }
 
 /// The hosts of `seqs` by `seq` (in no set order), each with the tags `tags_of` gives,
