@@ -260,6 +260,12 @@ pub fn age_holds(age: Age, at: Option<i64>, now: i64) -> bool {
 /// Whether the hostname matches a glob (lowercased) or lies in a network.
 pub fn host_matches(pattern: &HostPattern, hostname: &str) -> bool {
     match pattern {
+        // ASCII (what hostnames are, validated) lowercases byte by byte: no copy of the text.
+        HostPattern::Glob(glob) if hostname.is_ascii() => {
+            walk(&glob.parts, hostname.as_bytes(), |c, b| {
+                u32::from(c) == u32::from(b.to_ascii_lowercase())
+            })
+        }
         HostPattern::Glob(glob) => glob_matches(glob, &hostname.to_lowercase()),
         // An address of the other family is never equal to the network (`IpAddr`'s variants
         // differ), so `10.0.0.0/8` never finds `::ffff:10.0.0.1`.
@@ -273,7 +279,11 @@ pub fn host_matches(pattern: &HostPattern, hostname: &str) -> bool {
 /// the last `*` swallow one more character (linear in the text per `*`).
 pub fn glob_matches(glob: &Glob, text: &str) -> bool {
     let text: Vec<char> = text.chars().collect();
-    let parts = &glob.parts;
+    walk(&glob.parts, &text, |c, other| c == other)
+}
+
+/// The walk of `glob_matches` over any text whose items `same` compares with a character.
+fn walk<T: Copy>(parts: &[GlobPart], text: &[T], same: impl Fn(char, T) -> bool) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
@@ -283,7 +293,7 @@ pub fn glob_matches(glob: &Glob, text: &str) -> bool {
                 p += 1;
             }
             Some(GlobPart::AnyOne) => (p, t) = (p + 1, t + 1),
-            Some(GlobPart::Char(c)) if *c == text[t] => (p, t) = (p + 1, t + 1),
+            Some(GlobPart::Char(c)) if same(*c, text[t]) => (p, t) = (p + 1, t + 1),
             _ => match star {
                 Some((star_p, star_t)) => {
                     star = Some((star_p, star_t + 1));
