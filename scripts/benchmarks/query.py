@@ -77,6 +77,8 @@ def run(args, profile, smoke=False):
                 found.setdefault(label, []).append(total)
                 rows.setdefault(label, []).append(elapsed)
         client.close()
+        status = service.proc_status()
+        memory = (benchlib.kib(status["VmRSS"]) / 1024, benchlib.kib(status["VmHWM"]) / 1024)
     benchlib.forget(folder)
     plain = median(rows["plain page (no q)"])
     print(f"scripts/bench query {hosts} --runs {runs}: {hosts:,} hosts, 200 groups, every group a default "
@@ -91,6 +93,7 @@ def run(args, profile, smoke=False):
               f"| {median(times) - plain:+.2f} |")
     for label, query, _ in _queries(hosts):
         print(f"- {label}: e.g. `q={query(1)}`")
+    print(f"service memory after the runs: RSS {memory[0]:.1f} MiB, peak (VmHWM) {memory[1]:.1f} MiB")
     print(f"command: {benchlib.command_line()}")
 
 

@@ -15,11 +15,12 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-use crate::model::query::{host_matches, matches, Age, Is, Predicate, Query, Term};
+use crate::model::query::{host_matches, matches, Age, HostFacts, Is, Predicate, Query, Term};
 use crate::store::list::effective::{Known, Resolver};
 use crate::store::list::group_tree::GroupTree;
 use crate::store::list::notes;
 use crate::store::list::order::{time_key, NEVER, UNREADABLE};
+use crate::store::list::own::NOTES;
 use crate::store::list::sets::SlotSet;
 use crate::store::list::table::HostTable;
 use crate::store::StoreError;
@@ -79,8 +80,20 @@ pub fn select(
     if notes.is_empty() {
         return Ok(set);
     }
-    let seqs: Vec<i64> = set.ones().map(|slot| hosts.seqs[slot as usize]).collect();
-    let kept = notes::matching(conn, &seqs, &Query { terms: notes })?;
+    // Hosts without notes are judged here (every `notes:` needle is non-empty, so only a
+    // negated term holds for them); only the notes of the others are read.
+    let without = Query { terms: notes };
+    let empty_holds = matches(&without, &HostFacts::default()).is_some();
+    let (mut kept, mut read) = (Vec::new(), Vec::new());
+    for slot in set.ones() {
+        match hosts.own.of(slot).1 & NOTES {
+            0 if empty_holds => kept.push(hosts.seqs[slot as usize]),
+            0 => {}
+            _ => read.push(hosts.seqs[slot as usize]),
+        }
+    }
+    kept.extend(notes::matching(conn, &read, &without)?);
+    kept.sort_unstable();
     Ok(hosts.set_of_seqs(&kept))
 }
 
