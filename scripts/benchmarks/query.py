@@ -32,12 +32,14 @@ def add_options(parser):
 
 def _queries(hosts):
     """(label, q for run i, whether it must find hosts)."""
+    # The seed's names end in one of 500 numbers, 40 hosts in a row sharing one.
+    suffixes = max(1, min(500, hosts // 40))
     # The seed names group i "Group iiii", under group (i - 10) // 5: group 10 is under 0.
     return [
         ("3 terms from memory: word, tag, group path",
          lambda i: f'example tag:prod group:"Group {i % 9:04d}"', True),
         ("3 terms, a word never asked before",
-         lambda i: f"prod-{(i * 7) % 500:03d} tag:prod -tag:team-{i % 40:02d}", True),
+         lambda i: f"prod-{(i * 7) % suffixes:03d} tag:prod -tag:team-{i % 40:02d}", True),
         ("3 terms with slot scans: tag, host glob, used",
          lambda i: f"tag:team-{i % 3:02d} host:*.prod.example.com used:>30d", True),
         # Odd teams hold odd hosts, whose even seq made half of the grouped ones inherit.
