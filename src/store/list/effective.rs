@@ -4,9 +4,10 @@
 //! `GET /api/hosts/:id/effective` resolves them (`Inheritance::resolve`), once per distinct
 //! triple a query meets (docs/performance.md, "Queries").
 //!
-//! Invariants: read per query (groups' defaults, identities, key names, the groups with
-//! forward rules), so a change of any of them is seen by the next query; reads only, never
-//! a secret (an identity's methods by their public view).
+//! Invariants: the groups' defaults come from the list's memory (current for the query),
+//! identities, key names and the groups with forward rules are read per query, so a change
+//! of any of them is seen by the next query; reads only, never a secret (an identity's
+//! methods by their public view).
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,6 +17,7 @@ use crate::model::host::{AuthType, Host};
 use crate::model::query::HostFacts;
 use crate::model::startup::Startup;
 use crate::store::inherit::Inheritance;
+use crate::store::list::group_tree::GroupTree;
 use crate::store::list::own::{Own, FORWARDS, NOTES};
 use crate::store::StoreError;
 
@@ -33,12 +35,13 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    pub fn load(conn: &Connection) -> Result<Resolver, StoreError> {
+    /// The context, the groups taken from the list's memory (which is current).
+    pub fn load(conn: &Connection, tree: &GroupTree) -> Result<Resolver, StoreError> {
         let mut statement = conn
             .prepare_cached("SELECT DISTINCT group_id FROM forwards WHERE group_id IS NOT NULL")?;
         let groups = statement.query_map([], |row| row.get(0))?;
         Ok(Resolver {
-            inheritance: Inheritance::load(conn)?,
+            inheritance: Inheritance::with_groups(conn, tree.groups())?,
             identity_names: names(conn, "SELECT id, name FROM identities")?,
             key_names: names(conn, "SELECT id, name FROM keys")?,
             hop_names: HashMap::new(),

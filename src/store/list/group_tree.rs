@@ -74,6 +74,11 @@ impl GroupTree {
         Ok(())
     }
 
+    /// Every group kept, in no order.
+    pub fn groups(&self) -> impl Iterator<Item = &Group> {
+        self.entries.iter().map(|entry| &entry.group)
+    }
+
     /// The ids of the groups at the path `keys` from the top (caseless name keys, as
     /// `model::fold::key` gives them) and of every group below them: what `group:` of the
     /// query language selects (docs/query.md). A walk up stops after `MAX_DEPTH` levels.

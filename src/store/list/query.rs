@@ -69,7 +69,7 @@ pub fn select(
             Cost::Own => {
                 let resolver = match &mut resolver {
                     Some(resolver) => resolver,
-                    None => resolver.insert(Resolver::load(conn)?),
+                    None => resolver.insert(Resolver::load(conn, tree)?),
                 };
                 let kept = own_term(conn, hosts, resolver, &set, term)?;
                 set = SlotSet::of(hosts.seqs.len(), &kept);
