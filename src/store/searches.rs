@@ -53,17 +53,7 @@ pub fn insert(
     name: &Name,
     q: &str,
 ) -> Result<SavedSearch, StoreError> {
-    ensure_name_free(conn, name, id)?;
-    let now = now_timestamp();
-    conn.prepare_cached(INSERT)?.execute(params![
-        id,
-        name.as_str(),
-        name.key(),
-        name.fold_key(),
-        q,
-        now
-    ])?;
-    by_id(conn, id)
+    write(conn, INSERT, (id, name, q), &now_timestamp())
 }
 
 /// Replaces a search's name and query. Errors: `SearchNotFound`, `DuplicateName`.
@@ -74,9 +64,19 @@ pub fn update(
     q: &str,
 ) -> Result<SavedSearch, StoreError> {
     let old = by_id(conn, id)?;
-    ensure_name_free(conn, name, id)?;
     let now = crate::store::next_updated_at(&old.updated_at);
-    conn.prepare_cached(UPDATE)?.execute(params![
+    write(conn, UPDATE, (id, name, q), &now)
+}
+
+/// Runs `INSERT` or `UPDATE` (the same parameters) after the name's check.
+fn write(
+    conn: &Connection,
+    sql: &str,
+    (id, name, q): (&str, &Name, &str),
+    now: &str,
+) -> Result<SavedSearch, StoreError> {
+    ensure_name_free(conn, name, id)?;
+    conn.prepare_cached(sql)?.execute(params![
         id,
         name.as_str(),
         name.key(),

@@ -15,7 +15,6 @@ use rusqlite::Connection;
 
 use crate::model::host::{AuthType, Host};
 use crate::model::query::HostFacts;
-use crate::model::startup::Startup;
 use crate::store::inherit::Inheritance;
 use crate::store::list::group_tree::GroupTree;
 use crate::store::list::own::{Own, FORWARDS, NOTES};
@@ -119,9 +118,6 @@ impl Resolver {
 /// A host with only what resolving reads: its group and its own inheritable values.
 fn host_of(group_id: &str, own: &Own) -> Host {
     Host {
-        id: String::new(),
-        name: String::new(),
-        hostname: String::new(),
         port: own.port,
         username: own.username.clone(),
         auth_type: own.auth_type.as_deref().and_then(AuthType::parse),
@@ -129,18 +125,8 @@ fn host_of(group_id: &str, own: &Own) -> Host {
         has_password: own.has_password,
         identity_id: own.identity_id.clone(),
         group_id: (!group_id.is_empty()).then(|| group_id.to_owned()),
-        tags: Vec::new(),
-        is_favorite: false,
-        color: String::new(),
-        order: 0,
-        notes: String::new(),
-        created_at: String::new(),
-        updated_at: String::new(),
-        last_used_at: None,
         jump_host_ids: own.chain.clone(),
-        ssh_options: Vec::new(),
-        startup: Startup::default(),
-        revision: 1,
+        ..Host::inheriting_everything("")
     }
 }
 
