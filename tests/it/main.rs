@@ -35,6 +35,7 @@ mod readme;
 mod revisions;
 mod secrets;
 mod security;
+mod snapshots;
 mod support;
 mod tags;
 mod upgrade;

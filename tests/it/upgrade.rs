@@ -19,6 +19,7 @@ const BACK_TO_12: &str = "
     DROP TABLE forwards;
     DROP TABLE env_secrets;
     DROP TABLE import_records;
+    DROP TABLE snapshots;
     ALTER TABLE hosts DROP COLUMN startup;
     ALTER TABLE groups DROP COLUMN default_set_env;
     ALTER TABLE groups DROP COLUMN default_send_env;

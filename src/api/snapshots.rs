@@ -1,0 +1,116 @@
+//! `GET /api/snapshots`, `POST /api/snapshots`, `POST /api/snapshots/:id/restore` and
+//! `DELETE /api/snapshots/:id` (docs/api.md, "Snapshots"): the copies of the catalogue taken
+//! before every import, batch delete and sync merge, or on request, and their restore.
+//!
+//! Invariants: the label is checked before anything is written; a restore first checks that
+//! today's vault key opens the snapshot's secrets (with no database lock held: lock order
+//! vault, then db) and that its schema is not newer, then takes a `restore` snapshot of now
+//! (so it can be undone), then replaces the catalogue in one transaction; no secret is read
+//! into an answer.
+
+use serde_json::{json, Map, Value};
+
+use crate::api::{JsonBody, JsonReply, Reply, Req};
+use crate::error::ApiError;
+use crate::model::name::Name;
+use crate::state::AppState;
+use crate::store::snapshots::{Counts, Reason, SealedSample, Snapshot};
+use crate::vault::SealContext;
+
+/// A snapshot as the API shows it.
+fn view(snapshot: &Snapshot) -> Value {
+    json!({
+        "id": snapshot.id,
+        "created_at": snapshot.created_at,
+        "reason": snapshot.reason.as_str(),
+        "label": snapshot.label,
+        "counts": counts_view(&snapshot.counts),
+        "size_bytes": snapshot.size_bytes,
+        "schema_version": snapshot.schema_version,
+    })
+}
+
+fn counts_view(counts: &Counts) -> Value {
+    json!({
+        "hosts": counts.hosts,
+        "groups": counts.groups,
+        "keys": counts.keys,
+        "identities": counts.identities,
+    })
+}
+
+/// `GET /api/snapshots` → 200 `{items}`, newest first.
+pub fn list(state: &AppState) -> Result<Reply, ApiError> {
+    let snapshots = state.db.read(crate::store::snapshots::list)?;
+    let items: Vec<Value> = snapshots.iter().map(view).collect();
+    Reply::json(200, &json!({ "items": items }))
+}
+
+/// `POST /api/snapshots` `{label?}` (the body may be empty) → 201 with the snapshot.
+pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
+    let body: Map<String, Value> = match req.body_is_empty() {
+        true => Map::new(),
+        false => req.json()?,
+    };
+    let label = match body.get("label") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            Name::parse(value)
+                .map_err(|err| ApiError::validation("label", err.rule))?
+                .into_string(),
+        ),
+    };
+    let id = crate::vault::new_id();
+    let snapshot = state
+        .db
+        .take_snapshot(&id, Reason::Manual, label.as_deref())?;
+    Reply::json(201, &view(&snapshot))
+}
+
+/// `DELETE /api/snapshots/:id` → 204.
+pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    state.db.delete_snapshot(id)?;
+    Ok(Reply::no_content())
+}
+
+/// `POST /api/snapshots/:id/restore` → 200 `{restored, undo, before, after}`: the snapshot
+/// restored, the `restore` snapshot of the state it replaced, and the catalogue's counts
+/// before and after.
+pub fn restore(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+    let (snapshot, sample) = state.db.snapshot_sample(id)?;
+    if let Some(sample) = sample {
+        same_vault_key(state, &sample)?;
+    }
+    let undo = state
+        .db
+        .take_snapshot(&crate::vault::new_id(), Reason::Restore, None)?;
+    let restored = state.db.restore_snapshot(&snapshot.id)?;
+    Reply::json(
+        200,
+        &json!({
+            "restored": view(&snapshot),
+            "undo": view(&undo),
+            "before": counts_view(&restored.before),
+            "after": counts_view(&restored.after),
+        }),
+    )
+}
+
+/// 409 `SNAPSHOT_INCOMPATIBLE` when today's vault key does not open the snapshot's sealed
+/// value (it was sealed under another data key); the opened value is dropped (wiped) at
+/// once.
+fn same_vault_key(state: &AppState, sample: &SealedSample) -> Result<(), ApiError> {
+    let context = SealContext {
+        table: sample.table,
+        row_id: &sample.row_id,
+        field: sample.field,
+    };
+    let vault = state.session.vault();
+    match vault.open(context, &sample.bytes) {
+        Ok(_) => Ok(()),
+        Err(crate::vault::VaultError::Locked) => Err(ApiError::VaultLocked),
+        Err(_) => Err(ApiError::SnapshotIncompatible(
+            "its secrets are sealed under another vault key than this vault's".into(),
+        )),
+    }
+}

@@ -1,0 +1,328 @@
+//! Snapshots of the catalogue (docs/api.md, "Snapshots"; docs/reliability.md, "Snapshots"):
+//! taken on request and before every import and batch delete, listed, deleted, pruned, and
+//! restored (undoably) with their secrets; their files are owner-only and hold no plaintext.
+
+use std::fs;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::support::{contains_bytes, id_of, leak_forms, read_all_files, Service};
+
+fn snapshots(service: &Service) -> Vec<Value> {
+    service.get("/api/snapshots").expect(200)["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn take(service: &Service, label: Option<&str>) -> Value {
+    let body = match label {
+        Some(label) => json!({ "label": label }),
+        None => json!({}),
+    };
+    service.post("/api/snapshots", &body).expect(201)
+}
+
+fn restore(service: &Service, id: &str) -> Value {
+    service
+        .request("POST", &format!("/api/snapshots/{id}/restore"), None)
+        .expect(200)
+}
+
+fn snapshot_dir(service: &Service) -> PathBuf {
+    service.data_dir.join("snapshots")
+}
+
+fn password_host(service: &Service, name: &str, password: &str, group: Option<&str>) -> String {
+    let body = json!({"name": name, "hostname": "example.org", "port": 22, "username": "u",
+        "group_id": group, "auth": {"type": "password", "password": password}});
+    id_of(&service.post("/api/hosts", &body).expect(201))
+}
+
+fn connect_password(service: &Service, host: &str) -> Value {
+    service
+        .request("POST", &format!("/api/hosts/{host}/connect"), None)
+        .expect(200)["credentials"]["password"]
+        .clone()
+}
+
+fn reasons(service: &Service) -> Vec<String> {
+    snapshots(service)
+        .iter()
+        .map(|item| item["reason"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_snapshot_is_listed_with_its_label_reason_and_counts_and_deleting_it_removes_its_file() {
+    let service = Service::start("snapshots-list");
+    assert!(snapshots(&service).is_empty());
+    service.new_host("one");
+    service.new_group("g");
+    let taken = take(&service, Some("  before the cleanup "));
+    assert_eq!(taken["label"], "before the cleanup");
+    assert_eq!(taken["reason"], "manual");
+    assert_eq!(
+        taken["counts"],
+        json!({"hosts": 1, "groups": 1, "keys": 0, "identities": 0})
+    );
+    assert!(taken["size_bytes"].as_i64().unwrap() > 0, "{taken}");
+    assert_eq!(snapshots(&service), vec![taken.clone()]);
+    let id = id_of(&taken);
+    let file = snapshot_dir(&service).join(format!("{id}.sqlite"));
+    assert!(file.is_file());
+    service.delete(&format!("/api/snapshots/{id}")).expect(204);
+    assert!(!file.exists());
+    assert!(snapshots(&service).is_empty());
+    service
+        .delete(&format!("/api/snapshots/{id}"))
+        .assert_error(404, "SNAPSHOT_NOT_FOUND");
+    service
+        .request("POST", &format!("/api/snapshots/{id}/restore"), None)
+        .assert_error(404, "SNAPSHOT_NOT_FOUND");
+}
+
+#[test]
+fn a_label_of_100_characters_is_taken_and_101_characters_or_a_blank_one_is_refused() {
+    let service = Service::start("snapshots-label");
+    let longest = "l".repeat(100);
+    assert_eq!(take(&service, Some(&longest))["label"], longest.as_str());
+    for bad in [json!("l".repeat(101)), json!("   "), json!(7)] {
+        let refused = service
+            .post("/api/snapshots", &json!({ "label": bad }))
+            .assert_error(400, "VALIDATION_ERROR");
+        assert!(
+            refused["details"].as_str().unwrap().starts_with("label"),
+            "{refused}"
+        );
+    }
+    assert_eq!(snapshots(&service).len(), 1);
+    // No body at all is a snapshot without a label.
+    let bare = service.request("POST", "/api/snapshots", None).expect(201);
+    assert_eq!(bare["label"], Value::Null);
+}
+
+#[test]
+fn a_restore_brings_back_deleted_hosts_groups_keys_and_identities_with_their_secrets() {
+    let service = Service::start("snapshots-restore");
+    let group = service.new_group("servers");
+    let key = service.new_key("deploy");
+    let identity = id_of(
+        &service
+            .post(
+                "/api/identities",
+                &json!({"name": "ops", "username": "ops",
+                    "auth": [{"type": "password", "password": "Ident-pw-restore"}]}),
+            )
+            .expect(201),
+    );
+    let host = password_host(&service, "web", "Host-pw-restore", Some(&group));
+    let taken = take(&service, None);
+    for path in [
+        format!("/api/hosts/{host}"),
+        format!("/api/groups/{group}"),
+        format!("/api/keys/{key}"),
+        format!("/api/identities/{identity}"),
+    ] {
+        service.delete(&path).expect(204);
+    }
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 0);
+    let answer = restore(&service, &id_of(&taken));
+    assert_eq!(
+        answer["before"],
+        json!({"hosts": 0, "groups": 0, "keys": 0, "identities": 0})
+    );
+    assert_eq!(
+        answer["after"],
+        json!({"hosts": 1, "groups": 1, "keys": 1, "identities": 1})
+    );
+    for path in [
+        format!("/api/hosts/{host}"),
+        format!("/api/groups/{group}"),
+        format!("/api/keys/{key}"),
+        format!("/api/identities/{identity}"),
+    ] {
+        service.get(&path).expect(200);
+    }
+    assert_eq!(connect_password(&service, &host), "Host-pw-restore");
+    // The list's memory was read again: the host is listed, in its group.
+    let listed = service.get("/api/hosts").expect(200);
+    assert_eq!(listed["total"], 1, "{listed}");
+    let tree = service.get("/api/groups").expect(200);
+    assert!(tree.to_string().contains("servers"), "{tree}");
+}
+
+#[test]
+fn a_restore_is_undone_by_restoring_the_restore_snapshot_it_took() {
+    let service = Service::start("snapshots-undo");
+    let kept = service.new_host("kept");
+    let taken = take(&service, None);
+    let later = password_host(&service, "later", "Later-pw", None);
+    let answer = restore(&service, &id_of(&taken));
+    assert_eq!(answer["undo"]["reason"], "restore");
+    assert_eq!(answer["undo"]["counts"]["hosts"], 2);
+    service
+        .get(&format!("/api/hosts/{later}"))
+        .assert_error(404, "HOST_NOT_FOUND");
+    service.get(&format!("/api/hosts/{kept}")).expect(200);
+    restore(&service, &id_of(&answer["undo"]));
+    assert_eq!(connect_password(&service, &later), "Later-pw");
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 2);
+}
+
+#[test]
+fn after_a_restore_every_window_following_the_change_feed_is_told_to_reload() {
+    let service = Service::start("snapshots-feed");
+    service.new_host("a");
+    let taken = take(&service, None);
+    service.new_host("b");
+    let cursor = service.get("/api/changes").expect(200)["next"].clone();
+    restore(&service, &id_of(&taken));
+    let page = service
+        .get(&format!("/api/changes?since={cursor}"))
+        .expect(200);
+    assert_eq!(page["reset"], true, "{page}");
+    // Followed from its `next`, the feed goes on with the next change.
+    let next = page["next"].clone();
+    service.new_host("c");
+    let after = service
+        .get(&format!("/api/changes?since={next}"))
+        .expect(200);
+    assert_eq!(after["reset"], false, "{after}");
+    assert_eq!(after["items"][0]["op"], "created", "{after}");
+}
+
+#[test]
+fn an_import_and_a_batch_delete_take_an_automatic_snapshot_and_their_dry_runs_and_edits_do_not() {
+    let service = Service::start("snapshots-automatic");
+    let config = "Host imported\n  HostName imported.example.com\n  User u\n";
+    service
+        .post(
+            "/api/import/ssh-config",
+            &json!({"config": config, "dry_run": true}),
+        )
+        .expect(200);
+    assert!(reasons(&service).is_empty());
+    service
+        .post("/api/import/ssh-config", &json!({ "config": config }))
+        .expect(200);
+    assert_eq!(reasons(&service), ["import"]);
+    let snapshot = &snapshots(&service)[0];
+    assert_eq!(snapshot["counts"]["hosts"], 0, "taken before the import");
+    let host = service.new_host("doomed");
+    service
+        .post(
+            "/api/hosts/batch",
+            &json!({"ids": [host], "delete": true, "dry_run": true}),
+        )
+        .expect(200);
+    service
+        .post(
+            "/api/hosts/batch",
+            &json!({"ids": [host], "ops": {"port": 2222}}),
+        )
+        .expect(200);
+    assert_eq!(reasons(&service), ["import"]);
+    service
+        .post("/api/hosts/batch", &json!({"ids": [host], "delete": true}))
+        .expect(200);
+    assert_eq!(reasons(&service), ["batch_delete", "import"]);
+    service
+        .post(
+            "/api/import/known-hosts",
+            &json!({"text": "", "dry_run": true}),
+        )
+        .expect(200);
+    assert_eq!(snapshots(&service).len(), 2);
+}
+
+#[test]
+fn retention_prunes_the_oldest_automatic_snapshot_past_ten_and_keeps_manual_ones() {
+    let service = Service::start("snapshots-retention");
+    let manual = id_of(&take(&service, Some("mine")));
+    let import = |n: usize| {
+        let config = format!("Host h{n}\n  HostName h{n}.example.com\n  User u\n");
+        service
+            .post("/api/import/ssh-config", &json!({ "config": config }))
+            .expect(200);
+    };
+    import(0);
+    let oldest = id_of(&snapshots(&service)[0]);
+    for n in 1..=10 {
+        import(n);
+    }
+    let items = snapshots(&service);
+    let ids: Vec<String> = items.iter().map(id_of).collect();
+    assert_eq!(items.len(), 11, "ten automatic and the manual one");
+    assert!(!ids.contains(&oldest), "the oldest automatic went");
+    assert!(ids.contains(&manual), "the manual one stays");
+    let files = fs::read_dir(snapshot_dir(&service)).unwrap().count();
+    assert_eq!(files, 11, "one file per snapshot");
+    assert!(!snapshot_dir(&service)
+        .join(format!("{oldest}.sqlite"))
+        .exists());
+}
+
+#[test]
+fn a_snapshot_sealed_under_another_vault_key_is_refused_and_nothing_changes() {
+    let other = Service::start("snapshots-other-key-a");
+    password_host(&other, "foreign", "Foreign-pw", None);
+    let foreign = id_of(&take(&other, None));
+    let service = Service::start("snapshots-other-key-b");
+    let mine = password_host(&service, "mine", "Mine-pw", None);
+    let taken = id_of(&take(&service, None));
+    fs::copy(
+        snapshot_dir(&other).join(format!("{foreign}.sqlite")),
+        snapshot_dir(&service).join(format!("{taken}.sqlite")),
+    )
+    .unwrap();
+    let refused = service
+        .request("POST", &format!("/api/snapshots/{taken}/restore"), None)
+        .assert_error(409, "SNAPSHOT_INCOMPATIBLE");
+    assert!(
+        refused["details"].as_str().unwrap().contains("vault key"),
+        "{refused}"
+    );
+    assert_eq!(connect_password(&service, &mine), "Mine-pw");
+    assert_eq!(
+        snapshots(&service).len(),
+        1,
+        "no restore snapshot was taken"
+    );
+}
+
+/// The snapshot files are mode 0600 in a 0700 directory, as the database itself.
+#[cfg(unix)]
+#[test]
+fn snapshot_files_are_owner_only_and_hold_no_plaintext_secret() {
+    use std::os::unix::fs::PermissionsExt;
+    let service = Service::start("snapshots-private");
+    let secrets = ["Snap-host-pw-7d1e", "Snap-ident-pw-02fa"];
+    password_host(&service, "h", secrets[0], None);
+    service
+        .post(
+            "/api/identities",
+            &json!({"name": "i", "auth": [{"type": "password", "password": secrets[1]}]}),
+        )
+        .expect(201);
+    let id = id_of(&take(&service, None));
+    let dir = snapshot_dir(&service);
+    let mode = |path: &PathBuf| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join(format!("{id}.sqlite"))), 0o600);
+    let files = read_all_files(&dir);
+    assert_eq!(files.len(), 1);
+    for secret in secrets {
+        for form in leak_forms(secret.as_bytes()) {
+            for (path, bytes) in &files {
+                assert!(
+                    !contains_bytes(bytes, &form),
+                    "{} in {}",
+                    String::from_utf8_lossy(&form),
+                    path.display()
+                );
+            }
+        }
+    }
+}
