@@ -8,6 +8,7 @@
 //! (so it can be undone), then replaces the catalogue in one transaction; no secret is read
 //! into an answer.
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::api::{JsonBody, JsonReply, Reply, Req};
@@ -17,32 +18,51 @@ use crate::state::AppState;
 use crate::store::snapshots::{Counts, Reason, SealedSample, Snapshot};
 use crate::vault::SealContext;
 
-/// A snapshot as the API shows it.
-fn view(snapshot: &Snapshot) -> Value {
-    json!({
-        "id": snapshot.id,
-        "created_at": snapshot.created_at,
-        "reason": snapshot.reason.as_str(),
-        "label": snapshot.label,
-        "counts": counts_view(&snapshot.counts),
-        "size_bytes": snapshot.size_bytes,
-        "schema_version": snapshot.schema_version,
-    })
+/// A snapshot as the API shows it (a struct, so `id` comes first, as in every resource).
+#[derive(Serialize)]
+struct SnapshotView<'a> {
+    id: &'a str,
+    created_at: &'a str,
+    reason: &'static str,
+    label: Option<&'a str>,
+    counts: CountsView,
+    size_bytes: i64,
+    schema_version: i64,
 }
 
-fn counts_view(counts: &Counts) -> Value {
-    json!({
-        "hosts": counts.hosts,
-        "groups": counts.groups,
-        "keys": counts.keys,
-        "identities": counts.identities,
-    })
+#[derive(Serialize)]
+struct CountsView {
+    hosts: i64,
+    groups: i64,
+    keys: i64,
+    identities: i64,
+}
+
+fn view(snapshot: &Snapshot) -> SnapshotView<'_> {
+    SnapshotView {
+        id: &snapshot.id,
+        created_at: &snapshot.created_at,
+        reason: snapshot.reason.as_str(),
+        label: snapshot.label.as_deref(),
+        counts: counts_view(&snapshot.counts),
+        size_bytes: snapshot.size_bytes,
+        schema_version: snapshot.schema_version,
+    }
+}
+
+fn counts_view(counts: &Counts) -> CountsView {
+    CountsView {
+        hosts: counts.hosts,
+        groups: counts.groups,
+        keys: counts.keys,
+        identities: counts.identities,
+    }
 }
 
 /// `GET /api/snapshots` → 200 `{items}`, newest first.
 pub fn list(state: &AppState) -> Result<Reply, ApiError> {
     let snapshots = state.db.read(crate::store::snapshots::list)?;
-    let items: Vec<Value> = snapshots.iter().map(view).collect();
+    let items: Vec<SnapshotView<'_>> = snapshots.iter().map(view).collect();
     Reply::json(200, &json!({ "items": items }))
 }
 

@@ -270,18 +270,48 @@ fn remove_file(path: &Path) {
 }
 
 impl Db {
-    /// `<data dir>/snapshots`; an in-memory database has none.
-    fn snapshot_dir(&self) -> Result<PathBuf, StoreError> {
+    /// `<data dir>/snapshots`; `None` for an in-memory database (unit tests and the
+    /// request fuzzer), whose snapshots are rows without a file (a restore of one is
+    /// `SnapshotIncompatible`: its file is missing).
+    fn snapshot_dir(&self) -> Option<PathBuf> {
         self.path
             .as_ref()
             .and_then(|path| path.parent())
             .map(|dir| dir.join(SNAPSHOT_DIR))
-            .ok_or_else(|| StoreError::Unusable("an in-memory database takes no snapshots".into()))
     }
 
     /// The file of snapshot `id` (an id read from the table, never a request's text).
-    fn snapshot_file(&self, id: &str) -> Result<PathBuf, StoreError> {
-        Ok(self.snapshot_dir()?.join([id, ".sqlite"].concat()))
+    fn snapshot_file(&self, id: &str) -> Option<PathBuf> {
+        Some(self.snapshot_dir()?.join([id, ".sqlite"].concat()))
+    }
+
+    /// The counts and schema version of now, and (with a directory) the copy of the
+    /// database into `<dir>/<id>.sqlite`, created owner-only first; a failed copy leaves no
+    /// file. A manual snapshot past `MAX_MANUAL` is refused before anything is written.
+    fn copy_now(&self, file: Option<&Path>, reason: Reason) -> Result<(Counts, u32), StoreError> {
+        let target = file.map(path_text).transpose()?;
+        let copied = self.read(|conn| {
+            if reason == Reason::Manual {
+                let manual: i64 = conn.query_row(COUNT_MANUAL, [], |row| row.get(0))?;
+                if usize::try_from(manual).unwrap_or(usize::MAX) >= MAX_MANUAL {
+                    return Err(StoreError::SnapshotLimit(MAX_MANUAL));
+                }
+            }
+            if let (Some(file), Some(target)) = (file, target) {
+                // Created owner-only and empty first: SQLite writes into it, keeping its mode.
+                platform::open_private(OpenOptions::new().write(true).create_new(true))
+                    .open(file)
+                    .map_err(|err| cannot(file, "create the snapshot file", &err))?;
+                conn.execute("VACUUM INTO ?1", [target])?;
+            }
+            Ok((counts(conn)?, migrate::user_version(conn)?))
+        });
+        if let (Err(err), Some(file)) = (&copied, file) {
+            if !matches!(err, StoreError::SnapshotLimit(_)) {
+                remove_file(file);
+            }
+        }
+        copied
     }
 
     /// Takes a snapshot `id` (a new UUID, chosen by the caller) of the whole database and
@@ -294,34 +324,15 @@ impl Db {
         reason: Reason,
         label: Option<&str>,
     ) -> Result<Snapshot, StoreError> {
-        let dir = self.snapshot_dir()?;
-        prepare_dir(&dir)?;
-        let file = self.snapshot_file(id)?;
-        let target = path_text(&file)?.to_owned();
-        let copied = self.read(|conn| {
-            if reason == Reason::Manual {
-                let manual: i64 = conn.query_row(COUNT_MANUAL, [], |row| row.get(0))?;
-                if usize::try_from(manual).unwrap_or(usize::MAX) >= MAX_MANUAL {
-                    return Err(StoreError::SnapshotLimit(MAX_MANUAL));
-                }
-            }
-            // Created owner-only and empty first: SQLite writes into it and keeps its mode.
-            platform::open_private(OpenOptions::new().write(true).create_new(true))
-                .open(&file)
-                .map_err(|err| cannot(&file, "create the snapshot file", &err))?;
-            conn.execute("VACUUM INTO ?1", [&target])?;
-            Ok((counts(conn)?, migrate::user_version(conn)?))
-        });
-        let (counts, schema_version) = match copied {
-            Ok(copied) => copied,
-            Err(err) => {
-                if !matches!(err, StoreError::SnapshotLimit(_)) {
-                    remove_file(&file);
-                }
-                return Err(err);
-            }
-        };
-        let size = fs::metadata(&file).map(|meta| meta.len()).unwrap_or(0);
+        if let Some(dir) = self.snapshot_dir() {
+            prepare_dir(&dir)?;
+        }
+        let file = self.snapshot_file(id);
+        let (counts, schema_version) = self.copy_now(file.as_deref(), reason)?;
+        let size = file
+            .as_ref()
+            .and_then(|file| fs::metadata(file).ok())
+            .map_or(0, |meta| meta.len());
         let snapshot = Snapshot {
             id: id.to_owned(),
             created_at: now_timestamp(),
@@ -337,13 +348,15 @@ impl Db {
         });
         match pruned {
             Ok(pruned) => {
-                for gone in pruned {
-                    remove_file(&dir.join([gone.as_str(), ".sqlite"].concat()));
+                for gone in pruned.iter().filter_map(|gone| self.snapshot_file(gone)) {
+                    remove_file(&gone);
                 }
                 Ok(snapshot)
             }
             Err(err) => {
-                remove_file(&file);
+                if let Some(file) = &file {
+                    remove_file(file);
+                }
                 Err(err)
             }
         }
@@ -356,7 +369,9 @@ impl Db {
             tx.prepare_cached(DELETE_SNAPSHOT)?.execute([id])?;
             Ok::<_, StoreError>(())
         })?;
-        remove_file(&self.snapshot_file(id)?);
+        if let Some(file) = self.snapshot_file(id) {
+            remove_file(&file);
+        }
         Ok(())
     }
 
@@ -368,7 +383,7 @@ impl Db {
         id: &str,
     ) -> Result<(Snapshot, Option<SealedSample>), StoreError> {
         let snapshot = self.read(|conn| get(conn, id))?;
-        let file = self.snapshot_file(id)?;
+        let file = self.snapshot_file(id).unwrap_or_default();
         let unreadable = |err: rusqlite::Error| {
             log::warn!("cannot read the snapshot file {}: {err}", file.display());
             StoreError::SnapshotIncompatible(
@@ -397,7 +412,7 @@ impl Db {
     /// `restore` snapshot of now.
     pub fn restore_snapshot(&self, id: &str) -> Result<Restored, StoreError> {
         let snapshot = self.read(|conn| get(conn, id))?;
-        let file = self.snapshot_file(id)?;
+        let file = self.snapshot_file(id).unwrap_or_default();
         let migrated = match u32::try_from(snapshot.schema_version) {
             Ok(version) if version == migrate::SCHEMA_VERSION => None,
             _ => Some(migrated_copy(&file)?),
