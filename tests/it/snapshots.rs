@@ -326,3 +326,50 @@ fn snapshot_files_are_owner_only_and_hold_no_plaintext_secret() {
         }
     }
 }
+
+/// A batch delete whose snapshot does not fit on the disk answers 507 and deletes nothing.
+/// The data dir is a 1 MiB tmpfs in a mount namespace of the service's own (as the full-disk
+/// tests of hosts.rs). 85 hosts of 2,000 characters of notes make a database of about
+/// 600 KB (7 KB a host, measured); after each create a host with a password is created and
+/// deleted, whose scrub checkpoints the WAL away. What is left (about 380 KB) is room for
+/// deleting one host (a few pages of WAL), not for a copy of the database.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_batch_delete_whose_snapshot_meets_a_full_disk_answers_507_and_deletes_nothing() {
+    use crate::support::{fresh_dir, Options};
+    let name = "snapshots-disk-full";
+    let data_dir = fresh_dir(name).join("data");
+    fs::create_dir(&data_dir).unwrap();
+    let service = Service::start_with(
+        name,
+        Options {
+            data_dir: Some(data_dir),
+            shell_prefix: Some(
+                "exec unshare --user --map-root-user --mount sh -c \
+                 'mount -t tmpfs -o size=1m,mode=0700 tmpfs \"$3\" && exec \"$@\"'"
+                    .into(),
+            ),
+            ..Options::default()
+        },
+    );
+    let mut ids = Vec::new();
+    for n in 0..85 {
+        let body = json!({"name": format!("h{n}"), "hostname": "example.org", "port": 22,
+            "username": "u", "notes": "n".repeat(2_000), "auth": {"type": "agent"}});
+        let created = service.post("/api/hosts", &body);
+        assert_eq!(created.status, 201, "host {n}");
+        ids.push(id_of(&created.json()));
+        let scrubbed = password_host(&service, "scrub", "Scrub-pw", None);
+        service
+            .delete(&format!("/api/hosts/{scrubbed}"))
+            .expect(204);
+    }
+    service
+        .post(
+            "/api/hosts/batch",
+            &json!({"ids": [ids[0]], "delete": true}),
+        )
+        .assert_error(507, "STORAGE_FULL");
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], ids.len());
+    assert!(snapshots(&service).is_empty(), "no snapshot is listed");
+}
