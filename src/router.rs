@@ -182,7 +182,7 @@ pub static ROUTES: &[Route] = &[
     route!(Get "/api/snapshots", Unlocked Work, State snapshots::list, "listSnapshots"),
     route!(Post "/api/snapshots", Unlocked Work, Req snapshots::create, "createSnapshot"),
     route!(Delete "/api/snapshots/{id}", Unlocked Work, Id snapshots::delete, "deleteSnapshot"),
-    route!(Post "/api/snapshots/{id}/restore", Unlocked Work, Id snapshots::restore, "restoreSnapshot"),
+    route!(Post "/api/snapshots/{id}/restore", Unlocked Work, ReqId snapshots::restore, "restoreSnapshot"),
 ];
 
 /// The segments of a template: its slashes.

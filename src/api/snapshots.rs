@@ -15,7 +15,7 @@ use crate::api::{JsonBody, JsonReply, Reply, Req};
 use crate::error::ApiError;
 use crate::model::name::Name;
 use crate::state::AppState;
-use crate::store::snapshots::{Counts, Reason, SealedSample, Snapshot};
+use crate::store::snapshots::{Counts, Reason, Scope, SealedSample, Snapshot};
 use crate::vault::SealContext;
 
 /// A snapshot as the API shows it (a struct, so `id` comes first, as in every resource).
@@ -93,10 +93,19 @@ pub fn delete(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     Ok(Reply::no_content())
 }
 
-/// `POST /api/snapshots/:id/restore` → 200 `{restored, undo, before, after}`: the snapshot
-/// restored, the `restore` snapshot of the state it replaced, and the catalogue's counts
-/// before and after.
-pub fn restore(state: &AppState, id: &str) -> Result<Reply, ApiError> {
+/// The most hosts one restore of hosts names (docs/api.md, "Snapshots").
+pub const MAX_RESTORED_HOSTS: usize = 1000;
+
+/// `POST /api/snapshots/:id/restore` `{hosts?}` (the body may be empty) → 200 `{restored,
+/// undo, before, after}`: the snapshot restored, the `restore` snapshot of the state it
+/// replaced, and the catalogue's counts before and after. With `hosts`, only those hosts
+/// are put back as the snapshot holds them.
+pub fn restore(state: &AppState, req: &Req, id: &str) -> Result<Reply, ApiError> {
+    let hosts = restored_hosts(req)?;
+    let scope = match &hosts {
+        Some(hosts) => Scope::Hosts(hosts),
+        None => Scope::All,
+    };
     let (snapshot, sample) = state.db.snapshot_sample(id)?;
     if let Some(sample) = sample {
         same_vault_key(state, &sample)?;
@@ -104,7 +113,16 @@ pub fn restore(state: &AppState, id: &str) -> Result<Reply, ApiError> {
     let undo = state
         .db
         .take_snapshot(&crate::vault::new_id(), Reason::Restore, None)?;
-    let restored = state.db.restore_snapshot(&snapshot.id)?;
+    let restored = match state.db.restore_snapshot(&snapshot.id, scope) {
+        Ok(restored) => restored,
+        Err(err) => {
+            // Nothing was restored: the snapshot of now would undo nothing.
+            if let Err(gone) = state.db.delete_snapshot(&undo.id) {
+                log::warn!("the restore snapshot of a failed restore stays: {gone}");
+            }
+            return Err(err.into());
+        }
+    };
     Reply::json(
         200,
         &json!({
@@ -114,6 +132,31 @@ pub fn restore(state: &AppState, id: &str) -> Result<Reply, ApiError> {
             "after": counts_view(&restored.after),
         }),
     )
+}
+
+/// The body's `hosts`: `None` without a body or without the field; else 1 to
+/// `MAX_RESTORED_HOSTS` ids, each named once.
+fn restored_hosts(req: &Req) -> Result<Option<Vec<String>>, ApiError> {
+    if req.body_is_empty() {
+        return Ok(None);
+    }
+    let body: Map<String, Value> = req.json()?;
+    let rule = "must be an array of 1 to 1000 host ids, each named once";
+    let ids = match body.get("hosts") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(ids)) if !ids.is_empty() && ids.len() <= MAX_RESTORED_HOSTS => ids,
+        Some(_) => return Err(ApiError::validation("hosts", rule)),
+    };
+    let mut hosts: Vec<String> = Vec::with_capacity(ids.len());
+    for id in ids {
+        match id.as_str() {
+            Some(id) if !id.is_empty() && !hosts.iter().any(|seen| seen == id) => {
+                hosts.push(id.to_owned())
+            }
+            _ => return Err(ApiError::validation("hosts", rule)),
+        }
+    }
+    Ok(Some(hosts))
 }
 
 /// 409 `SNAPSHOT_INCOMPATIBLE` when today's vault key does not open the snapshot's sealed

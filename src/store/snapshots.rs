@@ -154,6 +154,15 @@ pub struct SealedSample {
     pub bytes: Vec<u8>,
 }
 
+/// What a restore puts back: the whole catalogue, or only these hosts (each with its tags,
+/// jump chain, options, forward rules and secret environment values, as the snapshot
+/// holds them; the rest of the catalogue stays as it is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    All,
+    Hosts(&'a [String]),
+}
+
 /// What a restore changed: the counts of the catalogue before and after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Restored {
@@ -244,7 +253,7 @@ fn prepare_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 fn cannot(path: &Path, what: &str, err: &io::Error) -> StoreError {
-    if err.raw_os_error() == Some(28) || err.kind() == io::ErrorKind::StorageFull {
+    if err.kind() == io::ErrorKind::StorageFull {
         return StoreError::StorageFull(format!("{what} {}: {err}", path.display()));
     }
     StoreError::Unusable(format!("cannot {what} {}: {err}", path.display()))
@@ -410,7 +419,7 @@ impl Db {
     /// from a migrated copy when the snapshot's schema is older; then reads the list's
     /// memory again. The caller checked the vault key (`snapshot_sample`) and took the
     /// `restore` snapshot of now.
-    pub fn restore_snapshot(&self, id: &str) -> Result<Restored, StoreError> {
+    pub fn restore_snapshot(&self, id: &str, scope: Scope<'_>) -> Result<Restored, StoreError> {
         let snapshot = self.read(|conn| get(conn, id))?;
         let file = self.snapshot_file(id).unwrap_or_default();
         let migrated = match u32::try_from(snapshot.schema_version) {
@@ -418,9 +427,13 @@ impl Db {
             _ => Some(migrated_copy(&file)?),
         };
         let source = migrated.as_ref().map_or(&file, |copy| &copy.0);
-        let restored = self.restore_from(path_text(source)?);
+        let restored = self.restore_from(path_text(source)?, scope);
         drop(migrated);
         let restored = restored?;
+        if let Scope::Hosts(_) = scope {
+            // The hosts' writes are in the list's logs, as any write's.
+            return Ok(restored);
+        }
         if let Err(err) = self.warm_list() {
             // The restore is committed; the next list request reads the memory itself.
             log::warn!("the list's memory was not read again after a restore: {err}");
@@ -431,22 +444,19 @@ impl Db {
     /// The restore proper, under the connection's lock: attach, copy in one transaction,
     /// detach; then the list's memory is emptied (the caller reads it again) and the
     /// feed's waiting requests are woken.
-    fn restore_from(&self, source: &str) -> Result<Restored, StoreError> {
+    fn restore_from(&self, source: &str, scope: Scope<'_>) -> Result<Restored, StoreError> {
         let mut conn = self.lock();
         conn.execute("ATTACH DATABASE ?1 AS snap", [source])?;
-        // Foreign keys off for the copy (checked before the commit), so that emptying the
-        // hosts cascades to nothing (their connection history among others).
-        let enforced: bool = conn.query_row("PRAGMA foreign_keys", [], |row| row.get(0))?;
-        conn.pragma_update(None, "foreign_keys", false)?;
-        let copied = copy_in(&mut conn);
-        let reset = conn.pragma_update(None, "foreign_keys", enforced);
+        // Detached whatever happened, so the next restore can attach again.
+        let copied = copy_with_keys_off(&mut conn, scope);
         let detached = conn.execute("DETACH DATABASE snap", []);
         let (restored, latest, removed_sealed) = copied?;
-        reset?;
         detached?;
         self.scrub_after(&conn, removed_sealed);
-        list::reading::clear_changed(&conn)?;
-        *self.lock_list() = list::ListMemory::default();
+        if scope == Scope::All {
+            list::reading::clear_changed(&conn)?;
+            *self.lock_list() = list::ListMemory::default();
+        }
         drop(conn);
         self.feed.committed(Some(latest));
         Ok(restored)
@@ -540,10 +550,23 @@ fn migrated_copy(file: &Path) -> Result<MigratedCopy, StoreError> {
     Ok(copy)
 }
 
+/// `copy_in` with foreign keys off (checked before its commit), so that emptying the hosts
+/// cascades to nothing (their connection history among others); they are set back after.
+fn copy_with_keys_off(
+    conn: &mut Connection,
+    scope: Scope<'_>,
+) -> Result<(Restored, i64, bool), StoreError> {
+    let enforced: bool = conn.query_row("PRAGMA foreign_keys", [], |row| row.get(0))?;
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let copied = copy_in(conn, scope);
+    conn.pragma_update(None, "foreign_keys", enforced)?;
+    copied
+}
+
 /// The copy in one IMMEDIATE transaction: every catalogue table emptied, then filled from
 /// `snap`; the group counts copied; the history of hosts gone dropped; references checked;
 /// the feed reset. Answers the counts, the feed's newest seq and whether sealed bytes went.
-fn copy_in(conn: &mut Connection) -> Result<(Restored, i64, bool), StoreError> {
+fn copy_in(conn: &mut Connection, scope: Scope<'_>) -> Result<(Restored, i64, bool), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let names: Vec<&str> = CATALOGUE.iter().map(|(name, _, _)| *name).collect();
     let names = serde_json::to_string(&names).map_err(|err| StoreError::Json(err.to_string()))?;
@@ -554,6 +577,40 @@ fn copy_in(conn: &mut Connection) -> Result<(Restored, i64, bool), StoreError> {
         ));
     }
     let before = counts(&tx)?;
+    match scope {
+        Scope::All => copy_catalogue(&tx)?,
+        Scope::Hosts(ids) => {
+            for id in ids {
+                copy_host(&tx, id)?;
+            }
+        }
+    }
+    let dangling: i64 = tx.query_row(
+        "SELECT count(*) FROM main.pragma_foreign_key_check",
+        [],
+        |row| row.get(0),
+    )?;
+    if dangling > 0 {
+        return Err(StoreError::SnapshotIncompatible(format!(
+            "{dangling} of the rows it would restore refer to rows that are not there (a \
+             host's group, key, identity or jump host deleted since: restore it first, or \
+             the whole snapshot); nothing was changed"
+        )));
+    }
+    let after = counts(&tx)?;
+    let latest = changes::latest(&tx)?;
+    if scope == Scope::All {
+        tx.execute(DELETE_FEED_THROUGH, [latest])?;
+        tx.execute(RESET_FEED, [latest])?;
+    }
+    let removed_sealed = scrub::take_removed(&tx)?;
+    tx.commit()?;
+    Ok((Restored { before, after }, latest, removed_sealed))
+}
+
+/// Every catalogue table emptied, then filled from `snap`; the group counts copied; the
+/// history of hosts gone dropped.
+fn copy_catalogue(tx: &Connection) -> Result<(), StoreError> {
     for (_, empty, _) in CATALOGUE.iter().rev() {
         tx.execute(empty, [])?;
     }
@@ -566,23 +623,53 @@ fn copy_in(conn: &mut Connection) -> Result<(Restored, i64, bool), StoreError> {
         [],
     )?;
     tx.execute(DELETE_ORPHAN_HISTORY, [])?;
-    let dangling: i64 = tx.query_row(
-        "SELECT count(*) FROM main.pragma_foreign_key_check",
-        [],
+    Ok(())
+}
+
+/// One host's steps (`?1` its id): its row read aside, given its current `seq` (else the
+/// snapshot's while free, else one past the largest), its own rows and itself removed, then
+/// written back from the snapshot. The triggers log the feed's entries and the list's.
+const COPY_HOST: &[&str] = &[
+    "DROP TABLE IF EXISTS temp.restored_host",
+    "CREATE TEMP TABLE restored_host AS SELECT * FROM snap.hosts WHERE 0",
+    "INSERT INTO temp.restored_host SELECT * FROM snap.hosts WHERE id = ?1",
+    "UPDATE temp.restored_host SET seq = coalesce((SELECT seq FROM main.hosts WHERE id = ?1), \
+     CASE WHEN seq IN (SELECT seq FROM main.hosts) \
+     THEN (SELECT max(seq) + 1 FROM main.hosts) ELSE seq END)",
+    "DELETE FROM main.host_tags WHERE host_seq = (SELECT seq FROM main.hosts WHERE id = ?1)",
+    "DELETE FROM main.host_jumps WHERE host_id = ?1",
+    "DELETE FROM main.host_ssh_options WHERE host_id = ?1",
+    "DELETE FROM main.forwards WHERE host_id = ?1",
+    "DELETE FROM main.env_secrets WHERE host_id = ?1",
+    "DELETE FROM main.hosts WHERE id = ?1",
+    "INSERT INTO main.hosts SELECT * FROM temp.restored_host",
+    "INSERT INTO main.host_tags SELECT (SELECT seq FROM temp.restored_host), t.tag, t.position \
+     FROM snap.host_tags AS t JOIN snap.hosts AS h ON h.seq = t.host_seq WHERE h.id = ?1",
+    "INSERT INTO main.host_jumps SELECT * FROM snap.host_jumps WHERE host_id = ?1",
+    "INSERT INTO main.host_ssh_options SELECT * FROM snap.host_ssh_options WHERE host_id = ?1",
+    "INSERT INTO main.forwards SELECT * FROM snap.forwards WHERE host_id = ?1",
+    "INSERT INTO main.env_secrets SELECT * FROM snap.env_secrets WHERE host_id = ?1",
+    "DROP TABLE temp.restored_host",
+];
+
+/// Host `id` as the snapshot holds it; `HostNotFound` when the snapshot has no such host.
+fn copy_host(tx: &Connection, id: &str) -> Result<(), StoreError> {
+    let held: i64 = tx.query_row(
+        "SELECT count(*) FROM snap.hosts WHERE id = ?1",
+        [id],
         |row| row.get(0),
     )?;
-    if dangling > 0 {
-        return Err(StoreError::SnapshotIncompatible(format!(
-            "{dangling} of its rows refer to rows it does not hold; nothing was changed"
-        )));
+    if held == 0 {
+        return Err(StoreError::HostNotFound);
     }
-    let after = counts(&tx)?;
-    let latest = changes::latest(&tx)?;
-    tx.execute(DELETE_FEED_THROUGH, [latest])?;
-    tx.execute(RESET_FEED, [latest])?;
-    let removed_sealed = scrub::take_removed(&tx)?;
-    tx.commit()?;
-    Ok((Restored { before, after }, latest, removed_sealed))
+    for step in COPY_HOST {
+        let mut statement = tx.prepare(step)?;
+        match statement.parameter_count() {
+            0 => statement.execute([])?,
+            _ => statement.execute([id])?,
+        };
+    }
+    Ok(())
 }
 
 #[cfg(test)]

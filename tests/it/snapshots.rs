@@ -373,3 +373,96 @@ fn a_batch_delete_whose_snapshot_meets_a_full_disk_answers_507_and_deletes_nothi
     assert_eq!(service.get("/api/hosts").expect(200)["total"], ids.len());
     assert!(snapshots(&service).is_empty(), "no snapshot is listed");
 }
+
+#[test]
+fn restoring_one_host_brings_it_back_as_it_was_and_leaves_every_other_record_as_it_is() {
+    let service = Service::start("snapshots-one-host");
+    let group = service.new_group("servers");
+    let deleted = password_host(&service, "deleted", "Deleted-pw", Some(&group));
+    service
+        .put(
+            &format!("/api/hosts/{deleted}"),
+            &json!({"tags": ["prod", "db"]}),
+        )
+        .expect(200);
+    let edited = service.new_host("edited");
+    let taken = id_of(&take(&service, None));
+    service.delete(&format!("/api/hosts/{deleted}")).expect(204);
+    service
+        .put(&format!("/api/hosts/{edited}"), &json!({"name": "renamed"}))
+        .expect(200);
+    let added = service.new_host("added");
+    let path = format!("/api/snapshots/{taken}/restore");
+    let answer = service
+        .post(&path, &json!({ "hosts": [deleted] }))
+        .expect(200);
+    assert_eq!(answer["before"]["hosts"], 2);
+    assert_eq!(answer["after"]["hosts"], 3);
+    let back = service.get(&format!("/api/hosts/{deleted}")).expect(200);
+    assert_eq!(
+        (back["tags"].clone(), back["group_id"].clone()),
+        (json!(["prod", "db"]), json!(group))
+    );
+    assert_eq!(connect_password(&service, &deleted), "Deleted-pw");
+    let still = service.get(&format!("/api/hosts/{edited}")).expect(200);
+    assert_eq!(still["name"], "renamed", "only the named host is restored");
+    service
+        .post(&path, &json!({ "hosts": [edited] }))
+        .expect(200);
+    assert_eq!(
+        service.get(&format!("/api/hosts/{edited}")).expect(200)["name"],
+        "edited"
+    );
+    service.get(&format!("/api/hosts/{added}")).expect(200);
+    let listed = service.get("/api/hosts?tag=db").expect(200);
+    assert_eq!(
+        listed["total"], 1,
+        "the list knows the restored host: {listed}"
+    );
+    assert_eq!(service.get("/api/hosts").expect(200)["total"], 3);
+}
+
+#[test]
+fn a_hosts_restore_names_1_to_1000_hosts_of_the_snapshot_once_each_and_needs_their_group() {
+    let service = Service::start("snapshots-hosts-edges");
+    let group = service.new_group("gone");
+    let host = password_host(&service, "h", "H-pw", Some(&group));
+    let taken = id_of(&take(&service, None));
+    let path = format!("/api/snapshots/{taken}/restore");
+    let too_many: Vec<String> = (0..1001).map(|n| format!("id-{n}")).collect();
+    for bad in [
+        json!([]),
+        json!([host, host]),
+        json!(too_many),
+        json!("h"),
+        json!([1]),
+    ] {
+        service
+            .post(&path, &json!({ "hosts": bad }))
+            .assert_error(400, "VALIDATION_ERROR");
+    }
+    service
+        .post(&path, &json!({"hosts": ["not-in-the-snapshot"]}))
+        .assert_error(404, "HOST_NOT_FOUND");
+    service.delete(&format!("/api/groups/{group}")).expect(204);
+    service.delete(&format!("/api/hosts/{host}")).expect(204);
+    let refused = service
+        .post(&path, &json!({ "hosts": [host] }))
+        .assert_error(409, "SNAPSHOT_INCOMPATIBLE");
+    assert!(
+        refused["details"].as_str().unwrap().contains("group"),
+        "{refused}"
+    );
+    service
+        .get(&format!("/api/hosts/{host}"))
+        .assert_error(404, "HOST_NOT_FOUND");
+    let most: Vec<String> = (0..1000).map(|n| format!("id-{n}")).collect();
+    service
+        .post(&path, &json!({ "hosts": most }))
+        .assert_error(404, "HOST_NOT_FOUND");
+    assert_eq!(
+        reasons(&service),
+        ["manual"],
+        "a failed restore keeps no snapshot"
+    );
+}
