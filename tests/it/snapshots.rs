@@ -466,3 +466,44 @@ fn a_hosts_restore_names_1_to_1000_hosts_of_the_snapshot_once_each_and_needs_the
         "a failed restore keeps no snapshot"
     );
 }
+
+/// A snapshot taken at an older schema is migrated on a private copy, then restored. The
+/// older schema is made from a snapshot by undoing sql/0017_snapshots.sql (drop its table,
+/// one version back), so this holds while that file is the newest migration.
+#[test]
+fn a_snapshot_from_an_older_schema_is_migrated_on_a_copy_and_restored() {
+    let service = Service::start("snapshots-older");
+    let host = password_host(&service, "old", "Old-pw", None);
+    let taken = id_of(&take(&service, None));
+    let file = snapshot_dir(&service).join(format!("{taken}.sqlite"));
+    {
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        conn.execute_batch(&format!(
+            "DROP TABLE snapshots; PRAGMA user_version = {};",
+            version - 1
+        ))
+        .unwrap();
+        let db = rusqlite::Connection::open(service.data_dir.join("host-manager.db")).unwrap();
+        db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+        db.execute(
+            "UPDATE snapshots SET schema_version = ?1 WHERE id = ?2",
+            rusqlite::params![version - 1, taken],
+        )
+        .unwrap();
+    }
+    service.delete(&format!("/api/hosts/{host}")).expect(204);
+    let answer = restore(&service, &taken);
+    assert_eq!(answer["after"]["hosts"], 1, "{answer}");
+    assert_eq!(connect_password(&service, &host), "Old-pw");
+    let left: Vec<String> = fs::read_dir(snapshot_dir(&service))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.iter().all(|name| name.ends_with(".sqlite")),
+        "the migrated copy is removed: {left:?}"
+    );
+}
