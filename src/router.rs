@@ -184,6 +184,11 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/agent/requests/{id}", Unlocked Work, ReqId agent::decide, "decideAgentRequest"),
     route!(Get "/api/changes", Unlocked Poll, Req changes::list, "listChanges"),
     route!(Get "/api/history", Unlocked Work, Req history::list, "listHistory"),
+
+    route!(Get "/api/snapshots", Unlocked Work, State snapshots::list, "listSnapshots"),
+    route!(Post "/api/snapshots", Unlocked Work, Req snapshots::create, "createSnapshot"),
+    route!(Delete "/api/snapshots/{id}", Unlocked Work, Id snapshots::delete, "deleteSnapshot"),
+    route!(Post "/api/snapshots/{id}/restore", Unlocked Work, ReqId snapshots::restore, "restoreSnapshot"),
 ];
 
 /// The segments of a template: its slashes.

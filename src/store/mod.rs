@@ -31,6 +31,7 @@ pub mod migrate;
 mod migrate_session;
 pub mod scrub;
 pub mod searches;
+pub mod snapshots;
 pub mod ssh_config_import;
 pub mod vault_meta;
 
@@ -106,6 +107,12 @@ pub enum StoreError {
     CheckpointBlocked,
     /// The hosts' slots passed what the list's memory can number (`u32`).
     ListFull,
+    /// No snapshot has this id.
+    SnapshotNotFound,
+    /// A snapshot that cannot be restored here; the text says why (names no secret).
+    SnapshotIncompatible(String),
+    /// As many manual snapshots as may be kept (the number) are kept already.
+    SnapshotLimit(usize),
 }
 
 impl fmt::Display for StoreError {
@@ -139,6 +146,9 @@ impl fmt::Display for StoreError {
             StoreError::ListFull => {
                 write!(f, "the hosts' slots pass what the list's memory can index")
             }
+            StoreError::SnapshotNotFound => write!(f, "snapshot not found"),
+            StoreError::SnapshotIncompatible(why) => write!(f, "snapshot not restorable: {why}"),
+            StoreError::SnapshotLimit(max) => write!(f, "{max} manual snapshots are kept already"),
         }
     }
 }

@@ -36,6 +36,7 @@ mod readme;
 mod revisions;
 mod secrets;
 mod security;
+mod snapshots;
 mod support;
 mod tags;
 mod upgrade;
