@@ -23,6 +23,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use interprocess::os::windows::named_pipe::{
     pipe_mode, PipeListener, PipeListenerOptions, PipeMode, PipeStream,
 };
+use interprocess::os::windows::security_descriptor::SecurityDescriptor;
+use widestring::U16CString;
 
 /// The SSH agent is served on Windows, on a named pipe.
 pub const AGENT_UNAVAILABLE: Option<&str> = None;
@@ -34,6 +36,14 @@ const POLL_MAX: Duration = Duration::from_millis(50);
 /// The pipe's buffer each way: a whole agent message (256 KiB at most) fits, so a reply is
 /// written without waiting for the client to read it.
 const PIPE_BUFFER_BYTES: u32 = 256 * 1024 + 4;
+
+/// The agent pipe's security descriptor (SDDL): a protected DACL (`P`: nothing inherited)
+/// granting full control to OWNER RIGHTS (`OW`, whoever owns the pipe: the service's user,
+/// the default owner of what its token creates) and to SYSTEM (`SY`), and nothing to anyone
+/// else, where Windows' default descriptor lets Everyone and anonymous read (and so open)
+/// the pipe. Not the user's SID, which needs a Win32 call to learn; not CREATOR OWNER
+/// (`CO`), which only means something in inheritable entries (docs/platforms.md, Platforms).
+const AGENT_PIPE_SDDL: &str = "D:P(A;;GA;;;OW)(A;;GA;;;SY)";
 
 /// No descriptor limit binds the service on Windows: sockets are handles, and a process
 /// may hold millions of them, so the connection cap alone bounds them.
@@ -166,10 +176,17 @@ pub fn agent_pipes(user: Option<&str>, suffix: &str) -> Vec<(String, super::Agen
 /// (Windows' own ssh-agent service, a password manager) holds is refused, never shared:
 /// first a client's open of the name says whether a server is there (Wine does not refuse
 /// a second first instance), then the creation itself refuses a name taken meanwhile (on
-/// Windows). The pipe refuses remote clients and gets the default security descriptor
-/// (docs/platforms.md, Platforms, says what it lets in). Its type is messages, so a peek says
-/// whether anything waits; its clients read and write it as bytes.
+/// Windows). The pipe refuses remote clients and gets the owner-only descriptor
+/// `AGENT_PIPE_SDDL`; when that cannot be built the pipe is not created (never served with
+/// Windows' permissive default), so the agent says why it is not served. Its type is
+/// messages, so a peek says whether anything waits; its clients read and write it as bytes.
 pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
+    let descriptor = agent_pipe_descriptor().map_err(|err| {
+        io::Error::new(
+            err.kind(),
+            format!("cannot build the pipe's owner-only security descriptor ({err})"),
+        )
+    })?;
     if let Some(why) = pipe_held(path) {
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
@@ -183,6 +200,7 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
         .path(path.as_os_str())
         .mode(PipeMode::Messages)
         .accept_remote(false)
+        .security_descriptor(Some(descriptor))
         .input_buffer_size_hint(PIPE_BUFFER_BYTES)
         .output_buffer_size_hint(PIPE_BUFFER_BYTES);
     match options.create::<pipe_mode::Bytes, pipe_mode::Bytes>() {
@@ -196,6 +214,13 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
         )),
         Err(err) => Err(err),
     }
+}
+
+/// The owner-only descriptor of `AGENT_PIPE_SDDL`, parsed by Windows.
+fn agent_pipe_descriptor() -> io::Result<SecurityDescriptor> {
+    let sddl = U16CString::from_str(AGENT_PIPE_SDDL)
+        .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err.to_string()))?;
+    SecurityDescriptor::deserialize(&sddl)
 }
 
 /// Whether a server holds the pipe `path`: a client's open of it succeeds, finds every
@@ -325,5 +350,26 @@ fn since_epoch(time: io::Result<SystemTime>) -> String {
     match since {
         Some(since) => format!("{}.{:09}", since.as_secs(), since.subsec_nanos()),
         None => "-".into(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use interprocess::os::windows::security_descriptor::AsSecurityDescriptorExt;
+
+    use super::{agent_pipe_descriptor, AGENT_PIPE_SDDL};
+
+    /// `DACL_SECURITY_INFORMATION`: serialize the DACL only.
+    const DACL_ONLY: u32 = 4;
+
+    #[test]
+    fn the_agent_pipe_s_descriptor_is_a_protected_dacl_for_its_owner_and_system_only() {
+        let descriptor = agent_pipe_descriptor().unwrap();
+        let dacl = descriptor
+            .serialize(DACL_ONLY, |sddl| sddl.to_string_lossy())
+            .unwrap();
+        assert_eq!(dacl, AGENT_PIPE_SDDL);
+        assert_eq!(AGENT_PIPE_SDDL, "D:P(A;;GA;;;OW)(A;;GA;;;SY)");
     }
 }
