@@ -3,10 +3,12 @@
 //! close reach the service through the ctrlc crate, and the SSH agent listens on a named
 //! pipe through the interprocess crate.
 //!
-//! Invariants: no unsafe code, so no Win32 call of our own: an ACL is neither read nor
+//! Invariants: no unsafe code, so no Win32 call of our own: a file's ACL is neither read nor
 //! written (the service says so, with a warning, for a data dir outside the user's profile,
 //! whose ACL it cannot vouch for); modes are Unix notions and do nothing here. The agent's
-//! pipe is created as its first instance, so a name another program holds is never shared;
+//! pipe is created as its first instance, so a name another program holds is never shared,
+//! and only with the owner-only descriptor `AGENT_PIPE_SDDL` (through the crate), never
+//! with Windows' default, which lets every local user open it for reading;
 //! a read on an agent connection never blocks in the system: it waits for data by peeking
 //! every `POLL_MAX` at most, so its timeout holds and closing it from another thread (the
 //! connection cap) ends it within one poll.
