@@ -8,10 +8,11 @@
 //! whose ACL it cannot vouch for); modes are Unix notions and do nothing here. The agent's
 //! pipe is created as its first instance, so a name another program holds is never shared,
 //! and only with the owner-only descriptor `AGENT_PIPE_SDDL` (through the crate), never
-//! with Windows' default, which lets every local user open it for reading;
-//! a read on an agent connection never blocks in the system: it waits for data by peeking
-//! every `POLL_MAX` at most, so its timeout holds and closing it from another thread (the
-//! connection cap) ends it within one poll.
+//! with Windows' default, which lets every local user open it for reading; a read on an
+//! agent connection never blocks in the system (the pipe is `PIPE_NOWAIT`): it looks for
+//! data every `POLL_MAX` at most, so its timeout holds and closing it from another thread
+//! (the connection cap) ends it within one poll; a zero-length message is taken and
+//! ignored, as an empty write on a socket sends nothing.
 
 use std::fmt;
 use std::fs::{File, FileType, Metadata, OpenOptions};
@@ -34,6 +35,9 @@ pub const AGENT_UNAVAILABLE: Option<&str> = None;
 /// The longest wait between two looks at an idle agent connection: a client's next message
 /// is read at most this late, and a closed or timed-out connection ends at most this late.
 const POLL_MAX: Duration = Duration::from_millis(50);
+
+/// `ERROR_NO_DATA`: a read of a pipe in `PIPE_NOWAIT` mode found nothing waiting.
+const ERROR_NO_DATA: i32 = 232;
 
 /// The pipe's buffer each way: a whole agent message (256 KiB at most) fits, so a reply is
 /// written without waiting for the client to read it.
@@ -246,6 +250,9 @@ impl AgentListener {
     /// Waits for the next client.
     pub fn accept(&self) -> io::Result<AgentStream> {
         let bytes = self.0.accept()?;
+        // Reads return at once (`ERROR_NO_DATA` when nothing waits); a reply always fits
+        // the pipe's buffer, so writes are not cut short by it.
+        bytes.set_nonblocking(true)?;
         let handle: OwnedHandle = bytes.as_handle().try_clone_to_owned()?;
         let peek = PipeStream::try_from(handle).map_err(|err| io::Error::other(err.to_string()))?;
         Ok(AgentStream(Arc::new(Connection {
@@ -288,7 +295,7 @@ impl AgentStream {
 }
 
 impl Read for AgentStream {
-    /// Waits, peeking, until data waits, the client leaves (end of file), the stream is shut
+    /// Waits, reading without blocking (`PIPE_NOWAIT`), until data waits, the client leaves (end of file), the stream is shut
     /// down (end of file) or the read timeout passes (`TimedOut`); then reads what waits.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let connection = &*self.0;
@@ -302,9 +309,17 @@ impl Read for AgentStream {
             if connection.closed.load(Ordering::SeqCst) {
                 return Ok(0);
             }
-            match connection.peek.peek_msg_len() {
-                Ok(0) => {}
-                Ok(_) => return (&connection.bytes).read(buf),
+            match (&connection.bytes).read(buf) {
+                Ok(0) if buf.is_empty() => return Ok(0),
+                // A zero-length message (a client's empty write; on a socket it sends
+                // nothing), now taken and ignored, or the client left: the peek says which.
+                Ok(0) => match connection.peek.peek_msg_len() {
+                    Ok(_) => {}
+                    Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
+                    Err(err) => return Err(err),
+                },
+                Ok(read) => return Ok(read),
+                Err(err) if err.raw_os_error() == Some(ERROR_NO_DATA) => {}
                 Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
                 Err(err) => return Err(err),
             }
