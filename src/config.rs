@@ -55,7 +55,9 @@ Options:
   --no-agent            Do not serve the SSH agent. By default it listens on a Unix socket in
                         $XDG_RUNTIME_DIR/host-manager, else in the data dir, else (a path too
                         long) in a new private directory under $TMPDIR; GET /api/agent gives
-                        its path. Not served on Windows yet
+                        its path. On Windows it listens on the named pipe
+                        \\\\.\\pipe\\openssh-ssh-agent (where Windows' ssh.exe looks), else (held
+                        by another program) on \\\\.\\pipe\\host-manager-agent-<user>
   -h, --help            Print this help and exit
   -V, --version         Print the version and exit
 

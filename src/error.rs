@@ -89,8 +89,20 @@ pub enum ApiError {
     /// `connect ?agent=true` for a host whose key the agent does not serve; the text says
     /// why.
     AgentUnavailable(String),
+    /// No snapshot has this id (docs/api.md, "Snapshots").
+    SnapshotNotFound,
+    /// The snapshot cannot be restored here (another vault key, a newer schema, a missing
+    /// file); the text says why.
+    SnapshotIncompatible(String),
+    /// As many manual snapshots as may be kept (the number) are kept already.
+    SnapshotLimit(usize),
     /// The disk holding the data dir is full: nothing was written (the cause was logged).
     StorageFull,
+    /// A query of the query language (docs/query.md) that does not parse: the text names
+    /// the parameter or field, the column of the fault, what and a hint.
+    InvalidQuery(String),
+    /// No saved search with this id.
+    SearchNotFound,
     /// Anything unexpected. The cause is for the log only.
     Internal(String),
 }
@@ -123,6 +135,7 @@ impl ApiError {
             | ApiError::InvalidJumpChain(_)
             | ApiError::InvalidKey(_)
             | ApiError::InvalidCertificate(_)
+            | ApiError::InvalidQuery(_)
             | ApiError::InvalidPassphrase => 400,
             ApiError::VaultLocked | ApiError::InvalidPassword => 401,
             ApiError::HostNotFound
@@ -135,7 +148,9 @@ impl ApiError {
             | ApiError::UnknownFormat
             | ApiError::CertificateNotFound
             | ApiError::ForwardNotFound
-            | ApiError::AgentRequestNotFound => 404,
+            | ApiError::SearchNotFound
+            | ApiError::AgentRequestNotFound
+            | ApiError::SnapshotNotFound => 404,
             ApiError::DuplicateName(_)
             | ApiError::DuplicateKey
             | ApiError::KeyInUse { .. }
@@ -147,7 +162,9 @@ impl ApiError {
             | ApiError::HostKeyChanged(_)
             | ApiError::HostKeyRevoked(_)
             | ApiError::VaultNoPassword
-            | ApiError::AgentUnavailable(_) => 409,
+            | ApiError::AgentUnavailable(_)
+            | ApiError::SnapshotIncompatible(_)
+            | ApiError::SnapshotLimit(_) => 409,
             ApiError::PreconditionFailed { .. } => 412,
             ApiError::Busy => 503,
             // RFC 4918 §11.5 Insufficient Storage: the request was fine, the disk is not.
@@ -192,7 +209,12 @@ impl ApiError {
             ApiError::Busy => "BUSY",
             ApiError::AgentRequestNotFound => "AGENT_REQUEST_NOT_FOUND",
             ApiError::AgentUnavailable(_) => "AGENT_UNAVAILABLE",
+            ApiError::SnapshotNotFound => "SNAPSHOT_NOT_FOUND",
+            ApiError::SnapshotIncompatible(_) => "SNAPSHOT_INCOMPATIBLE",
+            ApiError::SnapshotLimit(_) => "SNAPSHOT_LIMIT",
             ApiError::StorageFull => "STORAGE_FULL",
+            ApiError::InvalidQuery(_) => "INVALID_QUERY",
+            ApiError::SearchNotFound => "SEARCH_NOT_FOUND",
             ApiError::Internal(_) => "INTERNAL_ERROR",
         }
     }
@@ -235,7 +257,12 @@ impl ApiError {
             ApiError::Busy => "service busy, retry shortly",
             ApiError::AgentRequestNotFound => "no such sign request waits",
             ApiError::AgentUnavailable(_) => "the SSH agent does not serve this host's key",
+            ApiError::SnapshotNotFound => "snapshot not found",
+            ApiError::SnapshotIncompatible(_) => "the snapshot cannot be restored here",
+            ApiError::SnapshotLimit(_) => "too many manual snapshots",
             ApiError::StorageFull => "not enough disk space to save the change",
+            ApiError::InvalidQuery(_) => "invalid query",
+            ApiError::SearchNotFound => "saved search not found",
             ApiError::Internal(_) => "internal error",
         }
     }
@@ -254,7 +281,13 @@ impl ApiError {
             | ApiError::HostKeyChanged(text)
             | ApiError::HostKeyRevoked(text)
             | ApiError::AgentUnavailable(text)
-            | ApiError::PortConflict(text) => Some(text.clone()),
+            | ApiError::InvalidQuery(text)
+            | ApiError::PortConflict(text)
+            | ApiError::SnapshotIncompatible(text) => Some(text.clone()),
+            ApiError::SnapshotLimit(max) => Some(format!(
+                "{max} manual snapshots are kept already; delete one (DELETE /api/snapshots/:id) \
+                 first"
+            )),
             ApiError::Validation { field, rule } => Some(format!("{field}: {rule}")),
             ApiError::InvalidParameter { name, rule } => {
                 Some(format!("query parameter {name}: {rule}"))
@@ -327,8 +360,14 @@ impl From<crate::store::StoreError> for ApiError {
                 ApiError::KeyInUse { hosts, identities }
             }
             crate::store::StoreError::IdentityNotFound => ApiError::IdentityNotFound,
+            crate::store::StoreError::SearchNotFound => ApiError::SearchNotFound,
             crate::store::StoreError::IdentityNameTaken => ApiError::IdentityNameTaken,
             crate::store::StoreError::ForwardNotFound => ApiError::ForwardNotFound,
+            crate::store::StoreError::SnapshotNotFound => ApiError::SnapshotNotFound,
+            crate::store::StoreError::SnapshotIncompatible(why) => {
+                ApiError::SnapshotIncompatible(why)
+            }
+            crate::store::StoreError::SnapshotLimit(max) => ApiError::SnapshotLimit(max),
             crate::store::StoreError::StorageFull(cause) => {
                 // The server logs only internal errors' causes; this one is worth a line too.
                 log::error!("a write failed for lack of disk space: {cause}");

@@ -111,9 +111,15 @@ const PATHS: &[&str] = &[
     "/api/import/putty",
     "/api/import/mremoteng",
     "/api/import/{key}",
+    "/api/snapshots",
+    "/api/snapshots/{key}",
+    "/api/snapshots/{key}/restore",
     "/api/export/csv",
     "/api/export/termius-csv",
     "/api/export/json",
+    "/api/search",
+    "/api/searches",
+    "/api/searches/{key}",
     "/api/audit",
     "/api/agent",
     "/api/agent/requests",
@@ -124,6 +130,7 @@ const PATHS: &[&str] = &[
 ];
 
 const QUERY_KEYS: &[&str] = &[
+    "q",
     "group",
     "tag",
     "search",
@@ -184,6 +191,9 @@ fn edge_values(rng: &mut Rng, ids: &[String]) -> Value {
         "key".into(),
         "agent".into(),
         "null".into(),
+        "tag:prod -web is:favorite".into(),
+        "port:22,2200-2299 used:<7d".into(),
+        "group:\"a b\"/c has:key,chain".into(),
     ];
     match rng.below(14) {
         0 => Value::Null,

@@ -110,6 +110,12 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/hosts/batch", Unlocked Work, Req batch::run, "batchHosts"),
     route!(Get "/api/tags", Unlocked Work, State tags::list, "listTags"),
     route!(Post "/api/tags/rename", Unlocked Work, Req batch::rename_tag, "renameTag"),
+    route!(Get "/api/search", Unlocked Work, Req search::search, "search"),
+    route!(Get "/api/searches", Unlocked Work, State search::list, "listSavedSearches"),
+    route!(Post "/api/searches", Unlocked Work, Req search::create, "createSavedSearch"),
+    route!(Get "/api/searches/{id}", Unlocked Work, Id search::get, "getSavedSearch"),
+    route!(Put "/api/searches/{id}", Unlocked Work, ReqId search::update, "updateSavedSearch"),
+    route!(Delete "/api/searches/{id}", Unlocked Work, Id search::delete, "deleteSavedSearch"),
     route!(Get "/api/hosts/{id}", Unlocked Work, Id hosts::get, "getHost"),
     route!(Put "/api/hosts/{id}", Unlocked Work, ReqId hosts::update, "updateHost"),
     route!(Delete "/api/hosts/{id}", Unlocked Work, ReqId hosts::delete, "deleteHost"),
@@ -178,6 +184,11 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/agent/requests/{id}", Unlocked Work, ReqId agent::decide, "decideAgentRequest"),
     route!(Get "/api/changes", Unlocked Poll, Req changes::list, "listChanges"),
     route!(Get "/api/history", Unlocked Work, Req history::list, "listHistory"),
+
+    route!(Get "/api/snapshots", Unlocked Work, State snapshots::list, "listSnapshots"),
+    route!(Post "/api/snapshots", Unlocked Work, Req snapshots::create, "createSnapshot"),
+    route!(Delete "/api/snapshots/{id}", Unlocked Work, Id snapshots::delete, "deleteSnapshot"),
+    route!(Post "/api/snapshots/{id}/restore", Unlocked Work, ReqId snapshots::restore, "restoreSnapshot"),
 ];
 
 /// The segments of a template: its slashes.

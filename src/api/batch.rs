@@ -77,6 +77,9 @@ pub fn rename_tag(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
 
 /// Runs a checked batch request in one transaction (a dry run rolls back) and answers it.
 fn carry_out(state: &AppState, request: &BatchRequest) -> Result<Value, ApiError> {
+    if matches!(request.action, Action::Delete) && !request.dry_run {
+        crate::api::snapshot_before(state, store::snapshots::Reason::BatchDelete)?;
+    }
     let ending = Ending::dry_run_if(request.dry_run);
     let answer = state.db.write_listed(ending, |tx, memory| {
         let selected = select(tx, memory, &request.selection)?;

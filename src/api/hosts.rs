@@ -9,11 +9,12 @@
 //! stale `If-Match` or `revision` between the two (412, docs/api.md "Revisions and If-Match").
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::revision::{etag, Precondition};
-use crate::api::{environment, refuse_chain, session_use, JsonBody, JsonReply, Reply, Req};
+use crate::api::{
+    environment, query_use, refuse_chain, session_use, JsonBody, JsonReply, Reply, Req,
+};
 use crate::error::ApiError;
 use crate::model::forward_rule::{Owner, Rule};
 use crate::model::host::{AuthType, Host, HostPatch, NewHost, PasswordAction, PasswordField};
@@ -26,15 +27,6 @@ use crate::store;
 use crate::store::changes::Revised;
 use crate::vault::{SealContext, Secret};
 
-/// The API: list of hosts `{ items, total, page, per_page }`, each item a `HostView`.
-#[derive(Serialize)]
-struct HostPage {
-    items: Vec<Box<RawValue>>,
-    total: u64,
-    page: u64,
-    per_page: u64,
-}
-
 /// The API: `PATCH /api/hosts/:id/favorite` answers `{ id, is_favorite }`, plus the host's
 /// new `revision` (docs/api.md, "Revisions and If-Match").
 #[derive(Serialize)]
@@ -45,18 +37,10 @@ struct FavoriteView<'a> {
 }
 
 pub fn list(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
-    let query = HostQuery::parse(|name| req.query(name))
+    let mut query = HostQuery::parse(|name| req.query(name))
         .map_err(|err| ApiError::parameter(&err.field, err.rule))?;
-    let (items, total) = state
-        .db
-        .read_list(|conn, memory| store::list::rows::list(conn, memory, &query))?;
-    let page = HostPage {
-        items,
-        total,
-        page: query.page,
-        per_page: query.per_page,
-    };
-    Reply::json(200, &page)
+    query.find = query_use::find(req)?;
+    Reply::json(200, &query_use::host_page(state, &query)?)
 }
 
 pub fn create(state: &AppState, req: &Req) -> Result<Reply, ApiError> {

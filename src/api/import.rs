@@ -209,6 +209,9 @@ fn import_once(
     };
     let mut plan = plan::plan(catalogue, &stored, &options, &mut crate::vault::new_id);
     let sealed = seal_secrets(state, &mut plan, keys, stats, &current_sealed)?;
+    if !request.dry_run {
+        crate::api::snapshot_before(state, store::snapshots::Reason::Import)?;
+    }
     let ending = Ending::dry_run_if(request.dry_run);
     let written = state.db.write_ending(ending, |tx| {
         if changes::latest(tx)? != seen {

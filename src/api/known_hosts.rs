@@ -136,6 +136,9 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         Some(value) => validate::boolean("dry_run", value)?,
     };
     let lines = exchange::read_lines(text);
+    if !dry_run {
+        crate::api::snapshot_before(state, store::snapshots::Reason::Import)?;
+    }
     let answer = state.db.write_ending(Ending::dry_run_if(dry_run), |tx| {
         Ok::<_, ApiError>(exchange::import(tx, &lines, dry_run)?)
     })?;

@@ -26,8 +26,13 @@ pub mod import;
 pub mod keys;
 pub mod known_hosts;
 pub mod openapi;
+#[cfg(test)]
+mod query_tests;
+pub mod query_use;
 pub mod revision;
+pub mod search;
 pub mod session_use;
+pub mod snapshots;
 pub mod ssh_config;
 pub mod tags;
 pub mod vault;
@@ -182,6 +187,18 @@ pub fn certified_keys(state: &AppState) -> Result<HashMap<String, Vec<String>>, 
             Some((key.id, principals))
         })
         .collect())
+}
+
+/// An automatic snapshot of the catalogue before a write that could lose much of it: an
+/// import, a batch delete, a sync merge (docs/reliability.md, "Snapshots"). Its failure (507
+/// `STORAGE_FULL` on a full disk) fails the write it guards, which then does not run.
+pub fn snapshot_before(
+    state: &AppState,
+    reason: store::snapshots::Reason,
+) -> Result<store::snapshots::Snapshot, ApiError> {
+    Ok(state
+        .db
+        .take_snapshot(&crate::vault::new_id(), reason, None)?)
 }
 
 #[cfg(test)]

@@ -98,6 +98,8 @@ mod tests {
         ("keys", include_str!("keys.rs")),
         ("known_hosts", include_str!("known_hosts.rs")),
         ("openapi", include_str!("openapi.rs")),
+        ("search", include_str!("search.rs")),
+        ("snapshots", include_str!("snapshots.rs")),
         ("ssh_config", include_str!("ssh_config.rs")),
         ("tags", include_str!("tags.rs")),
         ("vault", include_str!("vault.rs")),
@@ -154,7 +156,12 @@ mod tests {
             ApiError::ForwardNotFound,
             ApiError::UnknownFormat,
             ApiError::PortConflict(text()),
+            ApiError::SnapshotNotFound,
+            ApiError::SnapshotIncompatible(text()),
+            ApiError::SnapshotLimit(1),
             ApiError::StorageFull,
+            ApiError::InvalidQuery(text()),
+            ApiError::SearchNotFound,
             ApiError::internal("cause"),
         ]
     }
@@ -196,7 +203,12 @@ mod tests {
             ApiError::Busy => "Busy",
             ApiError::AgentRequestNotFound => "AgentRequestNotFound",
             ApiError::AgentUnavailable(_) => "AgentUnavailable",
+            ApiError::SnapshotNotFound => "SnapshotNotFound",
+            ApiError::SnapshotIncompatible(_) => "SnapshotIncompatible",
+            ApiError::SnapshotLimit(_) => "SnapshotLimit",
             ApiError::StorageFull => "StorageFull",
+            ApiError::InvalidQuery(_) => "InvalidQuery",
+            ApiError::SearchNotFound => "SearchNotFound",
             ApiError::Internal(_) => "Internal",
         }
     }

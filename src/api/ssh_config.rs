@@ -39,6 +39,9 @@ pub fn import(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let outcomes = ssh_config::interpret(&ssh_config::parse(&request.config));
     let keys = read_keys(state, &outcomes, supplied)?;
     let imported: Vec<ImportedKey<'_>> = keys.iter().map(SuppliedKey::imported).collect();
+    if !request.dry_run {
+        crate::api::snapshot_before(state, store::snapshots::Reason::Import)?;
+    }
     let ending = Ending::dry_run_if(request.dry_run);
     let report = state.db.write_ending(ending, |tx| {
         let stored = import_store::prepare(tx, request.group_id.as_deref(), &imported)?;

@@ -306,9 +306,20 @@ impl Host {
     #[cfg(test)]
     pub fn for_tests(id: &str) -> Host {
         Host {
-            id: id.into(),
             name: id.into(),
             hostname: format!("{id}.example.com"),
+            ..Host::inheriting_everything(id)
+        }
+    }
+
+    /// A host `id` with no name or hostname and every other field unset or empty: every
+    /// inheritable one inherited (what resolving a host's own values starts from, as the
+    /// list's memory does for the query language).
+    pub fn inheriting_everything(id: &str) -> Host {
+        Host {
+            id: id.into(),
+            name: String::new(),
+            hostname: String::new(),
             port: None,
             username: None,
             auth_type: None,

@@ -55,10 +55,21 @@ pub struct HostQuery {
     /// Hosts whose effective identity / username is this (docs/identities.md).
     pub identity: Option<String>,
     pub username: Option<String>,
+    /// `q`, the query language (docs/query.md): set by the handler, which answers its own
+    /// error (`HostQuery::parse` leaves it `None`).
+    pub find: Option<Find>,
     pub sort: Sort,
     pub direction: Direction,
     pub page: u64,
     pub per_page: u64,
+}
+
+/// A checked `q` and the time it is answered at (what `used:` and `created:` measure from).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Find {
+    pub query: crate::model::query::Query,
+    /// Unix seconds.
+    pub now: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,6 +147,7 @@ impl HostQuery {
             favorite,
             identity,
             username,
+            find: None,
             sort,
             direction,
             page,

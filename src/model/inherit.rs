@@ -476,21 +476,48 @@ impl Effective {
 }
 
 impl Effective {
+    /// Every key the effective auth uses, in order: the host's own key, or each key method
+    /// of the identity it resolves to (the query language's `key:` and `has:key`).
+    pub fn auth_keys(&self) -> Vec<String> {
+        let Some(auth) = &self.auth else {
+            return Vec::new();
+        };
+        let methods = match &auth.value {
+            AuthValue::Host(view) => std::slice::from_ref(view),
+            AuthValue::Identity(methods) => methods.as_slice(),
+        };
+        methods.iter().filter_map(method_key).collect()
+    }
+
+    /// Whether the effective auth holds a password: the host's own stored one, or a
+    /// `password` method of the identity it resolves to (the query language's
+    /// `has:password`).
+    pub fn holds_password(&self) -> bool {
+        let kind = |method: &Value| method.get("type").and_then(Value::as_str) == Some("password");
+        match self.auth.as_ref().map(|auth| &auth.value) {
+            Some(AuthValue::Host(view)) => {
+                kind(view) && view.get("has_password").and_then(Value::as_bool) == Some(true)
+            }
+            Some(AuthValue::Identity(methods)) => methods.iter().any(kind),
+            None => false,
+        }
+    }
+
     /// The key a connection offers first: the host's own key, or the first key method of the
     /// identity it resolves to.
     pub fn auth_key(&self) -> Option<String> {
-        let auth = self.auth.as_ref()?;
-        let key_of = |method: &Value| match method.get("type").and_then(Value::as_str) {
-            Some("key") => method
-                .get("key_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            _ => None,
-        };
-        match &auth.value {
-            AuthValue::Host(view) => key_of(view),
-            AuthValue::Identity(methods) => methods.iter().find_map(key_of),
-        }
+        self.auth_keys().into_iter().next()
+    }
+}
+
+/// The key id of a `key` method (`{type, key_id}`), else `None`.
+fn method_key(method: &Value) -> Option<String> {
+    match method.get("type").and_then(Value::as_str) {
+        Some("key") => method
+            .get("key_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
     }
 }
 

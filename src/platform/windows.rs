@@ -3,13 +3,16 @@
 //! close reach the service through the ctrlc crate, and the SSH agent listens on a named
 //! pipe through the interprocess crate.
 //!
-//! Invariants: no unsafe code, so no Win32 call of our own: an ACL is neither read nor
+//! Invariants: no unsafe code, so no Win32 call of our own: a file's ACL is neither read nor
 //! written (the service says so, with a warning, for a data dir outside the user's profile,
 //! whose ACL it cannot vouch for); modes are Unix notions and do nothing here. The agent's
-//! pipe is created as its first instance, so a name another program holds is never shared;
-//! a read on an agent connection never blocks in the system: it waits for data by peeking
-//! every `POLL_MAX` at most, so its timeout holds and closing it from another thread (the
-//! connection cap) ends it within one poll.
+//! pipe is created as its first instance, so a name another program holds is never shared,
+//! and only with the owner-only descriptor `AGENT_PIPE_SDDL` (through the crate), never
+//! with Windows' default, which lets every local user open it for reading; a read on an
+//! agent connection never blocks in the system (the pipe is `PIPE_NOWAIT`): it looks for
+//! data every `POLL_MAX` at most, so its timeout holds and closing it from another thread
+//! (the connection cap) ends it within one poll; a zero-length message is taken and
+//! ignored, as an empty write on a socket sends nothing.
 
 use std::fmt;
 use std::fs::{File, FileType, Metadata, OpenOptions};
@@ -23,6 +26,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use interprocess::os::windows::named_pipe::{
     pipe_mode, PipeListener, PipeListenerOptions, PipeMode, PipeStream,
 };
+use interprocess::os::windows::security_descriptor::SecurityDescriptor;
+use widestring::U16CString;
 
 /// The SSH agent is served on Windows, on a named pipe.
 pub const AGENT_UNAVAILABLE: Option<&str> = None;
@@ -31,9 +36,20 @@ pub const AGENT_UNAVAILABLE: Option<&str> = None;
 /// is read at most this late, and a closed or timed-out connection ends at most this late.
 const POLL_MAX: Duration = Duration::from_millis(50);
 
+/// `ERROR_NO_DATA`: a read of a pipe in `PIPE_NOWAIT` mode found nothing waiting.
+const ERROR_NO_DATA: i32 = 232;
+
 /// The pipe's buffer each way: a whole agent message (256 KiB at most) fits, so a reply is
 /// written without waiting for the client to read it.
 const PIPE_BUFFER_BYTES: u32 = 256 * 1024 + 4;
+
+/// The agent pipe's security descriptor (SDDL): a protected DACL (`P`: nothing inherited)
+/// granting full control to OWNER RIGHTS (`OW`, whoever owns the pipe: the service's user,
+/// the default owner of what its token creates) and to SYSTEM (`SY`), and nothing to anyone
+/// else, where Windows' default descriptor lets Everyone and anonymous read (and so open)
+/// the pipe. Not the user's SID, which needs a Win32 call to learn; not CREATOR OWNER
+/// (`CO`), which only means something in inheritable entries (docs/platforms.md, Platforms).
+const AGENT_PIPE_SDDL: &str = "D:P(A;;GA;;;OW)(A;;GA;;;SY)";
 
 /// No descriptor limit binds the service on Windows: sockets are handles, and a process
 /// may hold millions of them, so the connection cap alone bounds them.
@@ -166,10 +182,17 @@ pub fn agent_pipes(user: Option<&str>, suffix: &str) -> Vec<(String, super::Agen
 /// (Windows' own ssh-agent service, a password manager) holds is refused, never shared:
 /// first a client's open of the name says whether a server is there (Wine does not refuse
 /// a second first instance), then the creation itself refuses a name taken meanwhile (on
-/// Windows). The pipe refuses remote clients and gets the default security descriptor
-/// (docs/platforms.md, Platforms, says what it lets in). Its type is messages, so a peek says
-/// whether anything waits; its clients read and write it as bytes.
+/// Windows). The pipe refuses remote clients and gets the owner-only descriptor
+/// `AGENT_PIPE_SDDL`; when that cannot be built the pipe is not created (never served with
+/// Windows' permissive default), so the agent says why it is not served. Its type is
+/// messages, so a peek says whether anything waits; its clients read and write it as bytes.
 pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
+    let descriptor = agent_pipe_descriptor().map_err(|err| {
+        io::Error::new(
+            err.kind(),
+            format!("cannot build the pipe's owner-only security descriptor ({err})"),
+        )
+    })?;
     if let Some(why) = pipe_held(path) {
         return Err(io::Error::new(
             io::ErrorKind::AddrInUse,
@@ -183,6 +206,7 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
         .path(path.as_os_str())
         .mode(PipeMode::Messages)
         .accept_remote(false)
+        .security_descriptor(Some(descriptor))
         .input_buffer_size_hint(PIPE_BUFFER_BYTES)
         .output_buffer_size_hint(PIPE_BUFFER_BYTES);
     match options.create::<pipe_mode::Bytes, pipe_mode::Bytes>() {
@@ -196,6 +220,13 @@ pub fn bind_agent(path: &Path) -> io::Result<AgentListener> {
         )),
         Err(err) => Err(err),
     }
+}
+
+/// The owner-only descriptor of `AGENT_PIPE_SDDL`, parsed by Windows.
+fn agent_pipe_descriptor() -> io::Result<SecurityDescriptor> {
+    let sddl = U16CString::from_str(AGENT_PIPE_SDDL)
+        .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err.to_string()))?;
+    SecurityDescriptor::deserialize(&sddl)
 }
 
 /// Whether a server holds the pipe `path`: a client's open of it succeeds, finds every
@@ -219,6 +250,9 @@ impl AgentListener {
     /// Waits for the next client.
     pub fn accept(&self) -> io::Result<AgentStream> {
         let bytes = self.0.accept()?;
+        // Reads return at once (`ERROR_NO_DATA` when nothing waits); a reply always fits
+        // the pipe's buffer, so writes are not cut short by it.
+        bytes.set_nonblocking(true)?;
         let handle: OwnedHandle = bytes.as_handle().try_clone_to_owned()?;
         let peek = PipeStream::try_from(handle).map_err(|err| io::Error::other(err.to_string()))?;
         Ok(AgentStream(Arc::new(Connection {
@@ -261,7 +295,7 @@ impl AgentStream {
 }
 
 impl Read for AgentStream {
-    /// Waits, peeking, until data waits, the client leaves (end of file), the stream is shut
+    /// Waits, reading without blocking (`PIPE_NOWAIT`), until data waits, the client leaves (end of file), the stream is shut
     /// down (end of file) or the read timeout passes (`TimedOut`); then reads what waits.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let connection = &*self.0;
@@ -275,9 +309,17 @@ impl Read for AgentStream {
             if connection.closed.load(Ordering::SeqCst) {
                 return Ok(0);
             }
-            match connection.peek.peek_msg_len() {
-                Ok(0) => {}
-                Ok(_) => return (&connection.bytes).read(buf),
+            match (&connection.bytes).read(buf) {
+                Ok(0) if buf.is_empty() => return Ok(0),
+                // A zero-length message (a client's empty write; on a socket it sends
+                // nothing), now taken and ignored, or the client left: the peek says which.
+                Ok(0) => match connection.peek.peek_msg_len() {
+                    Ok(_) => {}
+                    Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
+                    Err(err) => return Err(err),
+                },
+                Ok(read) => return Ok(read),
+                Err(err) if err.raw_os_error() == Some(ERROR_NO_DATA) => {}
                 Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
                 Err(err) => return Err(err),
             }
@@ -325,5 +367,26 @@ fn since_epoch(time: io::Result<SystemTime>) -> String {
     match since {
         Some(since) => format!("{}.{:09}", since.as_secs(), since.subsec_nanos()),
         None => "-".into(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use interprocess::os::windows::security_descriptor::AsSecurityDescriptorExt;
+
+    use super::{agent_pipe_descriptor, AGENT_PIPE_SDDL};
+
+    /// `DACL_SECURITY_INFORMATION`: serialize the DACL only.
+    const DACL_ONLY: u32 = 4;
+
+    #[test]
+    fn the_agent_pipe_s_descriptor_is_a_protected_dacl_for_its_owner_and_system_only() {
+        let descriptor = agent_pipe_descriptor().unwrap();
+        let dacl = descriptor
+            .serialize(DACL_ONLY, |sddl| sddl.to_string_lossy())
+            .unwrap();
+        assert_eq!(dacl, AGENT_PIPE_SDDL);
+        assert_eq!(AGENT_PIPE_SDDL, "D:P(A;;GA;;;OW)(A;;GA;;;SY)");
     }
 }

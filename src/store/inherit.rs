@@ -31,9 +31,21 @@ pub struct Inheritance {
 impl Inheritance {
     /// Reads every group's defaults and every identity's traits (three queries).
     pub fn load(conn: &Connection) -> Result<Inheritance, StoreError> {
-        let groups = crate::store::groups::all(conn)?
-            .into_iter()
-            .map(|group| (group.id, (group.parent_id, group.defaults)))
+        let groups = crate::store::groups::all(conn)?;
+        Inheritance::with_groups(conn, groups.iter())
+    }
+
+    /// `load` with the groups given (the list's memory keeps them all, store::list), the
+    /// identities' traits read (two queries).
+    pub fn with_groups<'a>(
+        conn: &Connection,
+        groups: impl Iterator<Item = &'a crate::model::group::Group>,
+    ) -> Result<Inheritance, StoreError> {
+        let groups = groups
+            .map(|group| {
+                let parent = group.parent_id.clone();
+                (group.id.clone(), (parent, group.defaults.clone()))
+            })
             .collect();
         Ok(Inheritance {
             groups,

@@ -25,6 +25,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0013_forwards.sql"),
     include_str!("../../sql/0014_certificate_status.sql"),
     include_str!("../../sql/0015_import_records.sql"),
+    include_str!("../../sql/0016_saved_searches.sql"),
+    include_str!("../../sql/0017_snapshots.sql"),
 ];
 
 /// The version whose SQL is followed by a data step in Rust: directives move out of

@@ -30,6 +30,8 @@ pub mod list;
 pub mod migrate;
 mod migrate_session;
 pub mod scrub;
+pub mod searches;
+pub mod snapshots;
 pub mod ssh_config_import;
 pub mod vault_meta;
 
@@ -73,6 +75,7 @@ pub enum StoreError {
     KeyNotFound,
     KnownHostNotFound,
     IdentityNotFound,
+    SearchNotFound,
     /// Another identity has this name (compared caselessly).
     IdentityNameTaken,
     ForwardNotFound,
@@ -104,6 +107,12 @@ pub enum StoreError {
     CheckpointBlocked,
     /// The hosts' slots passed what the list's memory can number (`u32`).
     ListFull,
+    /// No snapshot has this id.
+    SnapshotNotFound,
+    /// A snapshot that cannot be restored here; the text says why (names no secret).
+    SnapshotIncompatible(String),
+    /// As many manual snapshots as may be kept (the number) are kept already.
+    SnapshotLimit(usize),
 }
 
 impl fmt::Display for StoreError {
@@ -114,6 +123,7 @@ impl fmt::Display for StoreError {
             StoreError::KeyNotFound => write!(f, "key not found"),
             StoreError::KnownHostNotFound => write!(f, "known host entry not found"),
             StoreError::IdentityNotFound => write!(f, "identity not found"),
+            StoreError::SearchNotFound => write!(f, "saved search not found"),
             StoreError::IdentityNameTaken => write!(f, "identity name taken"),
             StoreError::ForwardNotFound => write!(f, "forward rule not found"),
             StoreError::DuplicateName(what) => write!(f, "duplicate name: {what}"),
@@ -136,6 +146,9 @@ impl fmt::Display for StoreError {
             StoreError::ListFull => {
                 write!(f, "the hosts' slots pass what the list's memory can index")
             }
+            StoreError::SnapshotNotFound => write!(f, "snapshot not found"),
+            StoreError::SnapshotIncompatible(why) => write!(f, "snapshot not restorable: {why}"),
+            StoreError::SnapshotLimit(max) => write!(f, "{max} manual snapshots are kept already"),
         }
     }
 }

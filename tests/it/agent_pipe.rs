@@ -1,10 +1,13 @@
 //! The SSH agent of the Windows build on its named pipe (docs/platforms.md, Platforms), run
 //! under Wine by `scripts/test`: a Windows client (the pipe opened as a file, as Windows'
 //! OpenSSH does) lists identities, gets signatures that verify, sees nothing while the vault
-//! is locked, and meets the connection cap; the pipe's name falls back to the user's when
+//! is locked, meets the connection cap and the message timeout, and has a zero-length write
+//! ignored; the pipe's name falls back to the user's when
 //! OpenSSH's is held, and the export's `IdentityAgent` line names the pipe.
 
 use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::sync::mpsc;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -178,4 +181,30 @@ fn at_the_connection_cap_with_every_pipe_connection_answering_a_new_one_is_refus
     for answer in waiting {
         assert_eq!(answer.join().unwrap(), Some(vec![5]));
     }
+}
+
+/// A zero-length write makes a zero-length message on the pipe; on a Unix socket it sends
+/// nothing, so here too it is ignored: the next request is answered, and so are others'.
+#[test]
+fn a_zero_length_write_to_the_pipe_is_ignored_and_the_next_request_is_answered() {
+    let service = Service::start("pipe-zero-length");
+    let name = pipe(&service);
+    let mut bystander = connect(&name);
+    let mut client = connect(&name);
+    assert_eq!(client.write(&[]).unwrap(), 0);
+    // On its own thread, so a stalled connection fails the test instead of hanging it.
+    let (answered, answer) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = answered.send(exchange(&mut client, &REQUEST_IDENTITIES));
+    });
+    assert_eq!(
+        answer
+            .recv_timeout(DEADLINE)
+            .expect("the request after it is answered"),
+        Some(NO_IDENTITIES.to_vec())
+    );
+    assert_eq!(
+        exchange(&mut bystander, &REQUEST_IDENTITIES),
+        Some(NO_IDENTITIES.to_vec())
+    );
 }

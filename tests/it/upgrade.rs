@@ -19,6 +19,8 @@ const BACK_TO_12: &str = "
     DROP TABLE forwards;
     DROP TABLE env_secrets;
     DROP TABLE import_records;
+    DROP TABLE saved_searches;
+    DROP TABLE snapshots;
     ALTER TABLE hosts DROP COLUMN startup;
     ALTER TABLE groups DROP COLUMN default_set_env;
     ALTER TABLE groups DROP COLUMN default_send_env;

@@ -76,6 +76,91 @@ pub fn matches(query: &Query, host: &HostFacts) -> Option<Vec<Hit>> {
     Some(hits)
 }
 
+/// What `GET /api/search` matches besides hosts (docs/query.md, "Search").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Named {
+    Group,
+    Identity,
+    Key,
+}
+
+/// Whether a group, identity or key named `name` matches `query`: words look in the name
+/// (as in a host's), a kind's own key (`group:` for groups, `identity:`, `key:`) compares
+/// as for hosts, and any other key means the query asks for hosts only. `path` is a group's
+/// names from the top, its own last (empty for the other kinds).
+pub fn named_matches(query: &Query, kind: Named, name: &str, path: &[String]) -> bool {
+    let caseless = |wanted: &str| fold::key(name) == wanted;
+    query.terms.iter().all(|term| {
+        let mut holds = None;
+        for alternative in &term.alternatives {
+            let this = match (alternative, kind) {
+                (Predicate::Word(needle), _) => name.to_lowercase().contains(needle.as_str()),
+                (Predicate::Group(wanted), Named::Group) => {
+                    path.len() >= wanted.names.len()
+                        && wanted
+                            .names
+                            .iter()
+                            .zip(path)
+                            .all(|(wanted, name)| fold::key(name) == wanted.key)
+                }
+                (Predicate::Identity(wanted), Named::Identity)
+                | (Predicate::Key(wanted), Named::Key) => caseless(&wanted.key),
+                _ => return false,
+            };
+            holds = Some(holds.unwrap_or(false) || this);
+        }
+        holds.is_some_and(|holds| holds != term.negated)
+    })
+}
+
+/// The hits of a host the list already found to match `query`, from its name, hostname
+/// and notes alone (docs/query.md, "Highlighting"): the text hits of words, `notes:` and
+/// `host:` as `matches` gives them, and one empty mark for each other plain term (its
+/// alternatives share one key, so which of them held does not change the mark).
+pub fn hits(query: &Query, name: &str, hostname: &str, notes: &str) -> Vec<Hit> {
+    let facts = HostFacts {
+        name: name.to_owned(),
+        hostname: hostname.to_owned(),
+        notes: notes.to_owned(),
+        ..HostFacts::default()
+    };
+    let mut hits = Vec::new();
+    for term in query.terms.iter().filter(|term| !term.negated) {
+        for alternative in &term.alternatives {
+            match alternative {
+                Predicate::Word(_) | Predicate::Notes(_) | Predicate::Host(_) => {
+                    hits.extend(holds(alternative, &facts).unwrap_or_default());
+                }
+                other => {
+                    hits.extend(mark(mark_field(other)).unwrap_or_default());
+                    break;
+                }
+            }
+        }
+    }
+    hits
+}
+
+/// The field a predicate without a text span marks (`holds` names the same).
+fn mark_field(predicate: &Predicate) -> &'static str {
+    match predicate {
+        Predicate::Word(_) => "name",
+        Predicate::Notes(_) => "notes",
+        Predicate::Host(_) => "hostname",
+        Predicate::Tag(_) => "tag",
+        Predicate::Group(_) => "group",
+        Predicate::User(_) => "user",
+        Predicate::Port { .. } => "port",
+        Predicate::Identity(_) => "identity",
+        Predicate::Key(_) => "key",
+        Predicate::Via(_) => "via",
+        Predicate::Has(_) => "has",
+        Predicate::Is(_) => "is",
+        Predicate::Used(_) => "used",
+        Predicate::Created(_) => "created",
+    }
+}
+
 /// A hit with no text span.
 fn mark(field: &'static str) -> Option<Vec<Hit>> {
     Some(vec![Hit {
@@ -163,7 +248,7 @@ fn has_holds(has: Has, host: &HostFacts) -> bool {
 
 /// `<N`: less than N seconds before `now` (a time after `now` too); `>N`: more than N
 /// seconds before; `never`: no time.
-fn age_holds(age: Age, at: Option<i64>, now: i64) -> bool {
+pub fn age_holds(age: Age, at: Option<i64>, now: i64) -> bool {
     match (age, at) {
         (Age::Never, at) => at.is_none(),
         (Age::Within(seconds), Some(at)) => now.saturating_sub(at) < seconds,
@@ -173,8 +258,14 @@ fn age_holds(age: Age, at: Option<i64>, now: i64) -> bool {
 }
 
 /// Whether the hostname matches a glob (lowercased) or lies in a network.
-fn host_matches(pattern: &HostPattern, hostname: &str) -> bool {
+pub fn host_matches(pattern: &HostPattern, hostname: &str) -> bool {
     match pattern {
+        // ASCII (what hostnames are, validated) lowercases byte by byte: no copy of the text.
+        HostPattern::Glob(glob) if hostname.is_ascii() => {
+            walk(&glob.parts, hostname.as_bytes(), |c, b| {
+                u32::from(c) == u32::from(b.to_ascii_lowercase())
+            })
+        }
         HostPattern::Glob(glob) => glob_matches(glob, &hostname.to_lowercase()),
         // An address of the other family is never equal to the network (`IpAddr`'s variants
         // differ), so `10.0.0.0/8` never finds `::ffff:10.0.0.1`.
@@ -188,7 +279,11 @@ fn host_matches(pattern: &HostPattern, hostname: &str) -> bool {
 /// the last `*` swallow one more character (linear in the text per `*`).
 pub fn glob_matches(glob: &Glob, text: &str) -> bool {
     let text: Vec<char> = text.chars().collect();
-    let parts = &glob.parts;
+    walk(&glob.parts, &text, |c, other| c == other)
+}
+
+/// The walk of `glob_matches` over any text whose items `same` compares with a character.
+fn walk<T: Copy>(parts: &[GlobPart], text: &[T], same: impl Fn(char, T) -> bool) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
@@ -198,7 +293,7 @@ pub fn glob_matches(glob: &Glob, text: &str) -> bool {
                 p += 1;
             }
             Some(GlobPart::AnyOne) => (p, t) = (p + 1, t + 1),
-            Some(GlobPart::Char(c)) if *c == text[t] => (p, t) = (p + 1, t + 1),
+            Some(GlobPart::Char(c)) if same(*c, text[t]) => (p, t) = (p + 1, t + 1),
             _ => match star {
                 Some((star_p, star_t)) => {
                     star = Some((star_p, star_t + 1));

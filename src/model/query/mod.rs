@@ -26,7 +26,7 @@ use std::net::IpAddr;
 #[allow(unused_imports)]
 pub use describe::describe;
 #[allow(unused_imports)]
-pub use eval::{matches, Hit, HostFacts};
+pub use eval::{age_holds, hits, host_matches, matches, named_matches, Hit, HostFacts, Named};
 #[allow(unused_imports)]
 pub use parse::parse;
 

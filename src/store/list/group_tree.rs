@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use crate::model::group::{Group, GroupView};
+use crate::model::group::{Group, GroupView, MAX_DEPTH};
 use crate::model::tree;
 use crate::store::StoreError;
 
@@ -72,6 +72,34 @@ impl GroupTree {
             self.shape = Some(self.shaped().unwrap_or_else(|| self.built()));
         }
         Ok(())
+    }
+
+    /// Every group kept, in no order.
+    pub fn groups(&self) -> impl Iterator<Item = &Group> {
+        self.entries.iter().map(|entry| &entry.group)
+    }
+
+    /// The ids of the groups at the path `keys` from the top (caseless name keys, as
+    /// `model::fold::key` gives them) and of every group below them: what `group:` of the
+    /// query language selects (docs/query.md). A walk up stops after `MAX_DEPTH` levels.
+    pub fn at_path_and_below(&self, keys: &[String]) -> Vec<&str> {
+        let mut found = Vec::new();
+        for entry in &self.entries {
+            let mut path = vec![crate::model::fold::key(&entry.group.name)];
+            let mut parent = entry.group.parent_id.as_deref();
+            while let Some(id) = parent.filter(|_| path.len() <= MAX_DEPTH) {
+                let Some(above) = self.index.get(id).map(|at| &self.entries[*at].group) else {
+                    break;
+                };
+                path.push(crate::model::fold::key(&above.name));
+                parent = above.parent_id.as_deref();
+            }
+            path.reverse();
+            if parent.is_none() && path.len() >= keys.len() && path[..keys.len()] == *keys {
+                found.push(entry.group.id.as_str());
+            }
+        }
+        found
     }
 
     /// Keeps a group's row and serializes its head: its view's JSON up to the counts.

@@ -11,11 +11,15 @@
 //! put together and sorted holding neither.
 //! A failure leaves nothing behind, so the next use reads everything again. No secret.
 
+mod effective;
 pub mod group_tree;
 mod inherited;
+mod notes;
 mod order;
+mod own;
 mod paging;
 mod patch;
+mod query;
 pub mod reading;
 pub mod rows;
 pub mod search_text;
@@ -134,7 +138,12 @@ impl ListMemory {
     /// `query`'s page in order, and how many hosts match.
     pub fn page(&mut self, conn: &Connection, query: &HostQuery) -> Result<Page, StoreError> {
         let inherited = inherited::matching(conn, query)?;
-        let hosts = self.current(conn)?;
+        self.current(conn)?;
+        let (Some(hosts), Some(tree)) = (self.hosts.as_mut(), self.tree.as_ref()) else {
+            return Err(StoreError::BrokenInvariant(
+                "the list's memory is current without hosts or groups".into(),
+            ));
+        };
         let mut set = hosts.matching(query);
         if let Some(seqs) = inherited {
             let other = hosts.set_of_seqs(&seqs);
@@ -145,6 +154,14 @@ impl ListMemory {
                 }
                 None => other,
             });
+        }
+        if let Some(find) = query
+            .find
+            .as_ref()
+            .filter(|find| !find.query.terms.is_empty())
+        {
+            let found = query::select(conn, (hosts, tree), set, &find.query, find.now)?;
+            set = Some(found);
         }
         let total = set
             .as_ref()

@@ -5,7 +5,7 @@
 //! Invariants: reads only; no secret column is named; the change log lives in `temp`, per
 //! connection, never in the file; our own constants are the only text formatted into SQL.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use rusqlite::{Connection, Row};
@@ -15,18 +15,31 @@ use crate::store::StoreError;
 
 /// The columns `SlotRow::from_row` reads. The last is what keeping the host's row as JSON
 /// costs, roughly: its texts, about 430 bytes of JSON around them and 30 to keep it.
+/// Then the host's own values the query language's keys on inherited values read
+/// (docs/query.md): port, username, identity, auth, whether its chain is its own, and
+/// whether it has notes; never the password itself.
 const COLUMNS: &str = "seq, id, name_key, hostname, created_at, last_used_at, group_id, \
-     is_favorite, 460 + length(CAST(name || hostname || coalesce(username, '') || color || notes AS BLOB))";
+     is_favorite, 460 + length(CAST(name || hostname || coalesce(username, '') || color || notes AS BLOB)), \
+     port, username, identity_id, auth_type, key_id, password IS NOT NULL, jumps_set, notes <> ''";
 /// Tags by host (the primary key's order) of the hosts from `seq` ?1 to ?2.
 const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags \
      WHERE host_seq BETWEEN ?1 AND ?2 ORDER BY host_seq";
-/// The tables whose rows are in a host's row as the list shows it, and the column that
-/// names the host: a change to any of them is logged (`install`).
-const LOGGED: [(&str, &str); 4] = [
+/// The jump chains of the hosts from `seq` ?1 to ?2, by host, each in order.
+const SELECT_JUMPS: &str = "SELECT h.seq, j.jump_host_id FROM main.host_jumps AS j \
+     JOIN main.hosts AS h ON h.id = j.host_id WHERE h.seq BETWEEN ?1 AND ?2 \
+     ORDER BY h.seq, j.position";
+/// The hosts from `seq` ?1 to ?2 that have forward rules of their own.
+const SELECT_FORWARDS: &str = "SELECT DISTINCT h.seq FROM main.forwards AS f \
+     JOIN main.hosts AS h ON h.id = f.host_id WHERE h.seq BETWEEN ?1 AND ?2";
+/// The tables whose rows are in a host's row as the list shows it, or in what the memory
+/// keeps of it (`Own`), and the column that names the host: a change to any of them is
+/// logged (`install`).
+const LOGGED: [(&str, &str); 5] = [
     ("hosts", "seq"),
     ("host_tags", "host_seq"),
     ("host_jumps", "host_id"),
     ("host_ssh_options", "host_id"),
+    ("forwards", "host_id"),
 ];
 
 /// A host as the list's memory holds it: its sort keys, group and favorite bit; its texts
@@ -44,6 +57,22 @@ pub struct SlotRow {
     pub favorite: bool,
     /// About what the host's row as JSON costs to keep.
     pub row_bytes: i64,
+    pub own: OwnRow,
+}
+
+/// A host's own values that can be inherited (`None`: inherited), its texts numbers in its
+/// chunk's `names`, and two facts the query language's `has:` reads.
+#[derive(Clone, Copy, Default)]
+pub struct OwnRow {
+    pub port: Option<u16>,
+    pub username: Option<usize>,
+    pub identity: Option<usize>,
+    pub auth_type: Option<usize>,
+    pub key: Option<usize>,
+    pub has_password: bool,
+    /// The chain is the host's own (its hops are in the chunk's `jumps`), else inherited.
+    pub jumps_set: bool,
+    pub has_notes: bool,
 }
 
 /// A host's tag at a position, its name a number in the chunk's `names`.
@@ -61,6 +90,11 @@ pub struct Chunk {
     text: String,
     pub names: Vec<String>,
     numbers: HashMap<String, usize>,
+    /// Each host's own chain, hop ids as numbers in `names`, in order (hosts without one
+    /// are not here).
+    pub jumps: HashMap<i64, Vec<usize>>,
+    /// The hosts with forward rules of their own.
+    pub forwards: HashSet<i64>,
 }
 
 impl Chunk {
@@ -100,6 +134,7 @@ impl Chunk {
             group,
             favorite,
             row_bytes: 0,
+            own: OwnRow::default(),
         });
     }
 
@@ -190,6 +225,7 @@ pub fn chunk(conn: &Connection, after: i64, limit: usize) -> Result<Chunk, Store
         .zip(chunk.hosts.last().map(|last| last.seq));
     if let Some((first, last)) = range {
         read_tags(conn, first, last, &mut chunk)?;
+        read_jumps_and_forwards(conn, first, last, &mut chunk)?;
     }
     Ok(chunk)
 }
@@ -204,7 +240,31 @@ pub fn host(conn: &Connection, seq: i64) -> Result<Chunk, StoreError> {
         chunk.hosts.push(host);
     }
     read_tags(conn, seq, seq, &mut chunk)?;
+    read_jumps_and_forwards(conn, seq, seq, &mut chunk)?;
     Ok(chunk)
+}
+
+/// The own chains and the hosts with forward rules of the hosts from `first` to `last`,
+/// into `chunk`.
+fn read_jumps_and_forwards(
+    conn: &Connection,
+    first: i64,
+    last: i64,
+    chunk: &mut Chunk,
+) -> Result<(), StoreError> {
+    let mut statement = conn.prepare_cached(SELECT_JUMPS)?;
+    let mut rows = statement.query([first, last])?;
+    while let Some(row) = rows.next()? {
+        let hop = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
+        let hop = chunk.name(hop);
+        chunk.jumps.entry(row.get(0)?).or_default().push(hop);
+    }
+    let mut statement = conn.prepare_cached(SELECT_FORWARDS)?;
+    let seqs = statement.query_map([first, last], |row| row.get(0))?;
+    for seq in seqs {
+        chunk.forwards.insert(seq?);
+    }
+    Ok(())
 }
 
 /// The tags of the hosts from `first` to `last`, by host, into `chunk`.
@@ -235,6 +295,24 @@ impl SlotRow {
             let value = row.get_ref(column)?.as_str_or_null();
             Ok(value.map_err(rusqlite::Error::from)?.unwrap_or_default())
         };
+        let mut name = |column: usize| -> Result<Option<usize>, StoreError> {
+            let value = row.get_ref(column)?.as_str_or_null();
+            Ok(value
+                .map_err(rusqlite::Error::from)?
+                .map(|text| chunk.name(text)))
+        };
+        let own = OwnRow {
+            port: row
+                .get::<_, Option<i64>>(9)?
+                .and_then(|port| u16::try_from(port).ok()),
+            username: name(10)?,
+            identity: name(11)?,
+            auth_type: name(12)?,
+            key: name(13)?,
+            has_password: row.get(14)?,
+            jumps_set: row.get(15)?,
+            has_notes: row.get(16)?,
+        };
         Ok(SlotRow {
             seq: row.get(0)?,
             id: id_key(text(1)?),
@@ -245,6 +323,7 @@ impl SlotRow {
             group: chunk.name(text(6)?),
             favorite: row.get(7)?,
             row_bytes: row.get(8)?,
+            own,
         })
     }
 }

@@ -52,25 +52,34 @@ pub fn stamp(conn: &Connection) -> Result<(i64, u64), StoreError> {
 
 /// The hosts of `page` not kept yet, by `seq`, tags and extensions included.
 pub fn read_hosts(conn: &Connection, page: &[Listed]) -> Result<Vec<(i64, Host)>, StoreError> {
-    let mut unread: HashMap<i64, &[String]> = HashMap::new();
+    let mut unread: HashMap<i64, Vec<String>> = HashMap::new();
     for listed in page {
         if let Listed::Unread(seq, tags) = listed {
-            unread.insert(*seq, tags);
+            unread.insert(*seq, tags.clone());
         }
     }
-    if unread.is_empty() {
+    let seqs: Vec<i64> = unread.keys().copied().collect();
+    hosts_of(conn, &seqs, |seq| unread.remove(&seq).unwrap_or_default())
+}
+
+/// The hosts of `seqs` by `seq` (in no set order), each with the tags `tags_of` gives,
+/// extensions included.
+fn hosts_of(
+    conn: &Connection,
+    seqs: &[i64],
+    mut tags_of: impl FnMut(i64) -> Vec<String>,
+) -> Result<Vec<(i64, Host)>, StoreError> {
+    if seqs.is_empty() {
         return Ok(Vec::new());
     }
-    let seqs: Vec<i64> = unread.keys().copied().collect();
-    let seq_list = serde_json::to_string(&seqs).map_err(|err| StoreError::Json(err.to_string()))?;
+    let seq_list = serde_json::to_string(seqs).map_err(|err| StoreError::Json(err.to_string()))?;
     let mut statement = conn.prepare_cached(SELECT_ROWS)?;
     let mut cursor = statement.query([&seq_list])?;
     let (mut read, mut hosts) = (Vec::new(), Vec::new());
     while let Some(row) = cursor.next()? {
         let seq = row.get(0)?;
-        let tags = unread.get(&seq).map_or_else(Vec::new, |tags| tags.to_vec());
         hosts.push(Host {
-            tags,
+            tags: tags_of(seq),
             ..crate::store::hosts::host_from_row(row, 1)??
         });
         read.push(seq);

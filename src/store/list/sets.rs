@@ -73,6 +73,16 @@ impl SlotSet {
         }
     }
 
+    /// Adds the slots `other` holds.
+    pub fn or(&mut self, other: &SlotSet) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (word, other) in self.0.iter_mut().zip(&other.0) {
+            *word |= other;
+        }
+    }
+
     /// The slots, ascending.
     pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.iter().enumerate().flat_map(|(index, word)| {

@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::list::order::{Order, SortKeys, NEVER, SORTS};
+use crate::store::list::own::{Own, OwnFields};
 use crate::store::list::paging::{self, Shown, Window};
 use crate::store::list::reading::{Chunk, SlotRow};
 use crate::store::list::sets::{MemberSets, SlotSet};
@@ -48,6 +49,8 @@ pub struct HostTable {
     pub rows: Vec<Option<Box<RawValue>>>,
     pub row_bytes: usize,
     pub keeps_rows: bool,
+    /// Each slot's own inheritable values (the query language's keys on inherited values).
+    pub own: OwnFields,
 }
 
 /// A filter asked before, and its hosts.
@@ -119,6 +122,7 @@ impl HostTable {
         self.keys.last_used.push(NEVER);
         self.group_of.push(NO_SLOT_GROUP);
         self.tags_of.push(0);
+        self.own.push();
         if self.keeps_rows {
             self.rows.push(None);
         }
@@ -146,8 +150,10 @@ impl HostTable {
             self.live.remove(slot);
             self.favorite.remove(slot);
             keys.text.put(slot, "", "");
+            self.own.set(slot, None);
             return;
         };
+        self.own.set(slot, Some(Own::of_row(row, chunk)));
         self.live.insert(slot);
         match row.favorite {
             true => self.favorite.insert(slot),
@@ -243,6 +249,29 @@ impl HostTable {
         let mut set = sets.next()?;
         sets.for_each(|other| set.and(&other, false));
         Some(set)
+    }
+
+    /// The hosts tagged `tag` (kept as the `tag` filter's set is).
+    pub fn tag_set(&mut self, tag: &str) -> SlotSet {
+        self.kept(Filter::Tag(tag.to_owned()))
+    }
+
+    /// The hosts whose name or hostname holds `term` (kept as the `search` filter's set is).
+    pub fn search_set(&mut self, term: &str) -> SlotSet {
+        self.kept(Filter::Search(term.to_lowercase()))
+    }
+
+    /// The number of the slot's group in `groups` (`""`, no group, is a number too).
+    pub fn group_number(&self, slot: u32) -> u32 {
+        self.group_of
+            .get(slot as usize)
+            .copied()
+            .unwrap_or(NO_SLOT_GROUP)
+    }
+
+    /// The favorite hosts.
+    pub fn favorites(&self) -> &SlotSet {
+        &self.favorite
     }
 
     /// The set of a tag (from its members) or a search term (from a scan): kept from an
