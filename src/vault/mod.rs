@@ -15,6 +15,9 @@
 
 #[allow(dead_code)] // wired to the sync folder by the lead
 pub mod bundle;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod bundle_timing;
 #[allow(dead_code)]
 pub mod foreign;
 pub mod kdf;

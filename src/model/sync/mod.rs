@@ -14,6 +14,3 @@ pub mod wire;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests;
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod timing;

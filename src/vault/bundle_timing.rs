@@ -1,11 +1,12 @@
 //! The merge path's timing at 100,000 hosts a side (docs/sync.md, "Figures"): a measurement,
-//! ignored by default, run in release with --nocapture.
+//! ignored by default, run in release with --nocapture. Here, not in model::sync, because it
+//! times the bundle file too (model never depends on vault).
 
 use crate::model::sync::merge::merge_report;
 use crate::model::sync::tests::big_pair;
 use crate::model::sync::wire;
 
-/// `cargo test --release --locked --bin host-manager sync::timing -- --ignored --nocapture`
+/// `cargo test --release --locked --bin host-manager bundle_timing -- --ignored --nocapture`
 #[test]
 #[ignore = "a measurement: run in release with --nocapture"]
 fn merge_path_at_100000_hosts_each_side() {
