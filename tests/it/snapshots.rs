@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::support::{contains_bytes, id_of, leak_forms, read_all_files, Service};
+use crate::support::{contains_bytes, id_of, Service};
+#[cfg(unix)]
+use crate::support::{leak_forms, read_all_files};
 
 fn snapshots(service: &Service) -> Vec<Value> {
     service.get("/api/snapshots").expect(200)["items"]
