@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::list::reading::{Chunk, SlotRow};
+use crate::store::list::reading::{Chunk, OwnRow, SlotRow};
 
 /// The slot's host has non-empty notes.
 pub const NOTES: u8 = 1;
@@ -34,22 +34,27 @@ pub struct Own {
 }
 
 impl Own {
-    /// A row's own values and flags, its texts looked up in its chunk.
-    pub fn of_row(row: &SlotRow, chunk: &Chunk) -> (Own, u8) {
+    /// A row's flags.
+    fn flags_of(row: &SlotRow, chunk: &Chunk) -> u8 {
+        let mut flags = 0;
+        if row.own.has_notes {
+            flags |= NOTES;
+        }
+        if chunk.forwards.contains(&row.seq) {
+            flags |= FORWARDS;
+        }
+        flags
+    }
+
+    /// A row's own values, its texts looked up in its chunk.
+    fn of_row(row: &SlotRow, chunk: &Chunk) -> Own {
         let name = |number: Option<usize>| number.and_then(|at| chunk.names.get(at)).cloned();
         let hops = |hops: &Vec<usize>| hops.iter().filter_map(|at| name(Some(*at))).collect();
         let own = &row.own;
         let chain = own
             .jumps_set
             .then(|| chunk.jumps.get(&row.seq).map(hops).unwrap_or_default());
-        let mut flags = 0;
-        if own.has_notes {
-            flags |= NOTES;
-        }
-        if chunk.forwards.contains(&row.seq) {
-            flags |= FORWARDS;
-        }
-        let own = Own {
+        Own {
             port: own.port,
             username: name(own.username),
             identity_id: name(own.identity),
@@ -57,8 +62,7 @@ impl Own {
             key_id: name(own.key),
             has_password: own.has_password,
             chain,
-        };
-        (own, flags)
+        }
     }
 }
 
@@ -68,6 +72,9 @@ pub struct OwnFields {
     flags: Vec<u8>,
     combinations: Vec<Own>,
     numbers: HashMap<Own, u32>,
+    /// The combination of each `OwnRow` of one chunk (its `generation`) met so far: a
+    /// chunk's hosts share few, so most rows are numbered without building their `Own`.
+    chunk_numbers: (u64, HashMap<OwnRow, u32>),
 }
 
 impl Default for OwnFields {
@@ -77,6 +84,7 @@ impl Default for OwnFields {
             flags: Vec::new(),
             combinations: vec![Own::default()],
             numbers: HashMap::from([(Own::default(), 0)]),
+            chunk_numbers: (0, HashMap::new()),
         }
     }
 }
@@ -88,10 +96,38 @@ impl OwnFields {
         self.flags.push(0);
     }
 
+    /// Sets a slot's values from its row (`None`: no host, everything back to inherited).
+    /// A row without a chain of its own is numbered through the chunk's cache.
+    pub fn set_row(&mut self, slot: u32, row: Option<(&SlotRow, &Chunk)>) {
+        let Some((row, chunk)) = row else {
+            return self.put(slot, 0, 0);
+        };
+        let flags = Own::flags_of(row, chunk);
+        let cached = chunk.generation != 0 && !row.own.jumps_set;
+        if cached && self.chunk_numbers.0 != chunk.generation {
+            self.chunk_numbers = (chunk.generation, HashMap::new());
+        }
+        if let Some(number) = self.chunk_numbers.1.get(&row.own).filter(|_| cached) {
+            return self.put(slot, *number, flags);
+        }
+        let number = self.number(Own::of_row(row, chunk));
+        if cached {
+            self.chunk_numbers.1.insert(row.own, number);
+        }
+        self.put(slot, number, flags);
+    }
+
     /// Sets a slot's values (`None`: no host, everything back to inherited).
+    #[cfg(test)]
     pub fn set(&mut self, slot: u32, own: Option<(Own, u8)>) {
         let (own, flags) = own.unwrap_or_default();
-        let number = match self.numbers.get(&own) {
+        let number = self.number(own);
+        self.put(slot, number, flags);
+    }
+
+    /// The number of a combination, a new one when it was never met.
+    fn number(&mut self, own: Own) -> u32 {
+        match self.numbers.get(&own) {
             Some(number) => *number,
             None => {
                 let number = self.combinations.len() as u32;
@@ -99,7 +135,10 @@ impl OwnFields {
                 self.numbers.insert(own, number);
                 number
             }
-        };
+        }
+    }
+
+    fn put(&mut self, slot: u32, number: u32, flags: u8) {
         if let (Some(kept), Some(kept_flags)) = (
             self.combination_of.get_mut(slot as usize),
             self.flags.get_mut(slot as usize),

@@ -62,7 +62,7 @@ pub struct SlotRow {
 
 /// A host's own values that can be inherited (`None`: inherited), its texts numbers in its
 /// chunk's `names`, and two facts the query language's `has:` reads.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct OwnRow {
     pub port: Option<u16>,
     pub username: Option<usize>,
@@ -95,6 +95,14 @@ pub struct Chunk {
     pub jumps: HashMap<i64, Vec<usize>>,
     /// The hosts with forward rules of their own.
     pub forwards: HashSet<i64>,
+    /// Tells this chunk's `names` numbering from every other read's (0: a test's chunk).
+    pub generation: u64,
+}
+
+/// The next chunk's `generation` (never 0).
+fn next_generation() -> u64 {
+    static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Chunk {
@@ -213,7 +221,10 @@ pub fn chunk(conn: &Connection, after: i64, limit: usize) -> Result<Chunk, Store
     let mut statement = conn.prepare_cached(&sql)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut rows = statement.query(rusqlite::params![after, limit])?;
-    let mut chunk = Chunk::default();
+    let mut chunk = Chunk {
+        generation: next_generation(),
+        ..Chunk::default()
+    };
     while let Some(row) = rows.next()? {
         let host = SlotRow::from_row(row, &mut chunk)?;
         chunk.hosts.push(host);
@@ -234,7 +245,10 @@ pub fn chunk(conn: &Connection, after: i64, limit: usize) -> Result<Chunk, Store
 pub fn host(conn: &Connection, seq: i64) -> Result<Chunk, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM main.hosts WHERE seq = ?1");
     let mut statement = conn.prepare_cached(&sql)?;
-    let mut chunk = Chunk::default();
+    let mut chunk = Chunk {
+        generation: next_generation(),
+        ..Chunk::default()
+    };
     if let Some(row) = statement.query([seq])?.next()? {
         let host = SlotRow::from_row(row, &mut chunk)?;
         chunk.hosts.push(host);

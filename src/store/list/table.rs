@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::model::host_query::{Direction, GroupFilter, HostQuery, Sort};
 use crate::store::list::order::{Order, SortKeys, NEVER, SORTS};
-use crate::store::list::own::{Own, OwnFields};
+use crate::store::list::own::OwnFields;
 use crate::store::list::paging::{self, Shown, Window};
 use crate::store::list::reading::{Chunk, SlotRow};
 use crate::store::list::sets::{MemberSets, SlotSet};
@@ -150,10 +150,10 @@ impl HostTable {
             self.live.remove(slot);
             self.favorite.remove(slot);
             keys.text.put(slot, "", "");
-            self.own.set(slot, None);
+            self.own.set_row(slot, None);
             return;
         };
-        self.own.set(slot, Some(Own::of_row(row, chunk)));
+        self.own.set_row(slot, Some((row, chunk)));
         self.live.insert(slot);
         match row.favorite {
             true => self.favorite.insert(slot),
