@@ -28,6 +28,9 @@ const SELECT_TAGS: &str = "SELECT host_seq, position, tag FROM main.host_tags \
 const SELECT_JUMPS: &str = "SELECT h.seq, j.jump_host_id FROM main.host_jumps AS j \
      JOIN main.hosts AS h ON h.id = j.host_id WHERE h.seq BETWEEN ?1 AND ?2 \
      ORDER BY h.seq, j.position";
+/// Whether any host has a chain of its own, and any a forward rule of its own.
+const ANY_JUMPS_OR_FORWARDS: &str = "SELECT EXISTS (SELECT 1 FROM main.host_jumps), \
+     EXISTS (SELECT 1 FROM main.forwards WHERE host_id IS NOT NULL)";
 /// The hosts from `seq` ?1 to ?2 that have forward rules of their own.
 const SELECT_FORWARDS: &str = "SELECT DISTINCT h.seq FROM main.forwards AS f \
      JOIN main.hosts AS h ON h.id = f.host_id WHERE h.seq BETWEEN ?1 AND ?2";
@@ -266,17 +269,38 @@ fn read_jumps_and_forwards(
     last: i64,
     chunk: &mut Chunk,
 ) -> Result<(), StoreError> {
+    // Most catalogues have no chains and no host's own forward rules: then the per-host
+    // lookups of the two reads below (a million at a million hosts) are skipped whole.
+    let (any_jumps, any_forwards): (bool, bool) = conn
+        .prepare_cached(ANY_JUMPS_OR_FORWARDS)?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    if any_jumps {
+        read_jumps(conn, first, last, chunk)?;
+    }
+    if !any_forwards {
+        return Ok(());
+    }
+    let mut statement = conn.prepare_cached(SELECT_FORWARDS)?;
+    let seqs = statement.query_map([first, last], |row| row.get(0))?;
+    for seq in seqs {
+        chunk.forwards.insert(seq?);
+    }
+    Ok(())
+}
+
+/// The own chains of the hosts from `first` to `last`, into `chunk`.
+fn read_jumps(
+    conn: &Connection,
+    first: i64,
+    last: i64,
+    chunk: &mut Chunk,
+) -> Result<(), StoreError> {
     let mut statement = conn.prepare_cached(SELECT_JUMPS)?;
     let mut rows = statement.query([first, last])?;
     while let Some(row) = rows.next()? {
         let hop = row.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?;
         let hop = chunk.name(hop);
         chunk.jumps.entry(row.get(0)?).or_default().push(hop);
-    }
-    let mut statement = conn.prepare_cached(SELECT_FORWARDS)?;
-    let seqs = statement.query_map([first, last], |row| row.get(0))?;
-    for seq in seqs {
-        chunk.forwards.insert(seq?);
     }
     Ok(())
 }
