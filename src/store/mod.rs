@@ -521,6 +521,18 @@ pub(crate) fn key_or_rename(
     Ok(Some(renamed))
 }
 
+/// Whether another row than `id` has the caseless name key `fold_key`: `sql` is a table's
+/// `SELECT EXISTS (... WHERE fold_key = ?1 AND id <> ?2)` (identities, saved searches).
+pub fn fold_key_taken(
+    conn: &Connection,
+    sql: &str,
+    fold_key: &str,
+    id: &str,
+) -> Result<bool, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    Ok(statement.query_row(rusqlite::params![fold_key, id], |row| row.get(0))?)
+}
+
 /// The current time as stored and returned everywhere: RFC 3339 UTC with milliseconds and
 /// `Z` (docs/api.md, Common behaviour). The store chooses every stamp it writes: callers never
 /// pass one in.

@@ -151,10 +151,7 @@ pub fn delete(conn: &Connection, id: &str) -> Result<(), StoreError> {
 }
 
 fn ensure_name_free(conn: &Connection, name: &Name, id: &str) -> Result<(), StoreError> {
-    let taken: bool = conn
-        .prepare_cached(NAME_TAKEN)?
-        .query_row(params![name.fold_key(), id], |row| row.get(0))?;
-    match taken {
+    match crate::store::fold_key_taken(conn, NAME_TAKEN, name.fold_key(), id)? {
         true => Err(StoreError::IdentityNameTaken),
         false => Ok(()),
     }
