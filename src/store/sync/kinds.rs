@@ -8,6 +8,9 @@
 //! `updated_at`, `revision`, `seq`), or it is local to this device (a host's `last_used_at`,
 //! a host key's `last_seen`) and never travels.
 
+use crate::model::identity::literal_slot;
+use crate::store::environment::{SEAL_FIELD, SEAL_TABLE};
+
 /// How a kind's `name` column is keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Naming {
@@ -252,6 +255,26 @@ pub fn is_secret(kind: &Kind, field: &str) -> bool {
             && (field == METHOD_PASSWORD || field.starts_with(ANSWER_PREFIX)))
 }
 
+/// Where the vault seals `field` of the record `(kind, id)`: the seal context's table, row
+/// and field; `None` for a field that is not a secret.
+pub fn seal_slot(kind: &Kind, id: &str, field: &str) -> Option<(&'static str, String, &'static str)> {
+    if let Some(secret) = kind.secrets.iter().find(|secret| secret.column == field) {
+        return Some((kind.table, id.to_owned(), secret.slot));
+    }
+    match kind.kind {
+        "host" | "group" => field
+            .strip_prefix(ENV_PREFIX)
+            .map(|name| (SEAL_TABLE, format!("{id}/{name}"), SEAL_FIELD)),
+        "identity" if field == METHOD_PASSWORD => Some(("identities", id.to_owned(), "password")),
+        "identity" => field
+            .strip_prefix(ANSWER_PREFIX)
+            .and_then(|position| position.parse::<usize>().ok())
+            .and_then(literal_slot)
+            .map(|slot| ("identities", id.to_owned(), slot)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +304,21 @@ mod tests {
         assert!(is_secret(&IDENTITY, "totp_secret"));
         assert!(!is_secret(&IDENTITY, "methods"));
         assert!(!is_secret(&FORWARD, "env.X"));
+    }
+
+    #[test]
+    fn each_secret_field_has_the_seal_slot_the_api_seals_it_in() {
+        let slot = |kind, field| seal_slot(kind, "id1", field);
+        assert_eq!(slot(&HOST, "password"), Some(("hosts", "id1".into(), "password")));
+        assert_eq!(slot(&KEY, "passphrase"), Some(("keys", "id1".into(), "passphrase")));
+        assert_eq!(slot(&IDENTITY, "totp_secret"), Some(("identities", "id1".into(), "totp")));
+        assert_eq!(
+            slot(&IDENTITY, "method_password"),
+            Some(("identities", "id1".into(), "password"))
+        );
+        assert_eq!(slot(&IDENTITY, "answer.15"), Some(("identities", "id1".into(), "answer.15")));
+        assert_eq!(slot(&IDENTITY, "answer.16"), None);
+        assert_eq!(slot(&GROUP, "env.TOKEN"), Some(("env_secrets", "id1/TOKEN".into(), "value")));
+        assert_eq!(slot(&HOST, "notes"), None);
     }
 }

@@ -49,40 +49,42 @@ impl std::fmt::Debug for Settings {
     }
 }
 
+const SELECT_SETTINGS: &str = "SELECT device_id, device_name, dir, passphrase, clock, \
+     last_write_at, last_merge_at FROM sync_settings WHERE id = 1";
+
+/// The settings, if made.
+pub fn read_settings(conn: &Connection) -> Result<Option<Settings>, StoreError> {
+    let settings = conn
+        .query_row(SELECT_SETTINGS, [], |row| {
+            Ok(Settings {
+                device_id: row.get(0)?,
+                device_name: row.get(1)?,
+                dir: row.get(2)?,
+                passphrase: row.get(3)?,
+                clock: row.get::<_, i64>(4)? as u64,
+                last_write_at: row.get(5)?,
+                last_merge_at: row.get(6)?,
+            })
+        })
+        .optional()?;
+    Ok(settings)
+}
+
 /// The settings, made on first use with the device id `fresh_id` and the name
-/// `default_name`.
+/// `default_name`. Caller holds a write transaction.
 pub fn settings(
     conn: &Connection,
     fresh_id: &str,
     default_name: &str,
 ) -> Result<Settings, StoreError> {
-    let read = |conn: &Connection| {
-        conn.query_row(
-            "SELECT device_id, device_name, dir, passphrase, clock, last_write_at, last_merge_at \
-             FROM sync_settings WHERE id = 1",
-            [],
-            |row| {
-                Ok(Settings {
-                    device_id: row.get(0)?,
-                    device_name: row.get(1)?,
-                    dir: row.get(2)?,
-                    passphrase: row.get(3)?,
-                    clock: row.get::<_, i64>(4)? as u64,
-                    last_write_at: row.get(5)?,
-                    last_merge_at: row.get(6)?,
-                })
-            },
-        )
-        .optional()
-    };
-    if let Some(found) = read(conn)? {
+    if let Some(found) = read_settings(conn)? {
         return Ok(found);
     }
     conn.execute(
         "INSERT OR IGNORE INTO sync_settings (id, device_id, device_name) VALUES (1, ?1, ?2)",
         params![fresh_id, default_name],
     )?;
-    read(conn)?.ok_or_else(|| StoreError::BrokenInvariant("sync settings not written".into()))
+    read_settings(conn)?.ok_or_else(|| StoreError::BrokenInvariant("sync settings not written".into()))
 }
 
 /// Sets up sync: the folder, the sealed passphrase and the device name.
