@@ -58,7 +58,10 @@ fn held_text(held: &Held) -> String {
             held.device_id, held.deletions, held.live
         ),
     };
-    format!("{what} ({}); send {{\"confirm_mass_delete\": true}} to merge it", held.file)
+    format!(
+        "{what} ({}); send {{\"confirm_mass_delete\": true}} to merge it",
+        held.file
+    )
 }
 
 fn passphrase(value: Option<&RawValue>) -> Result<Secret, ApiError> {
@@ -103,7 +106,8 @@ fn device_name_field(value: Option<&Value>) -> Result<Option<String>, ApiError> 
         Some(Value::String(text)) => {
             let trimmed = text.trim();
             let chars = trimmed.chars().count();
-            if chars == 0 || chars > MAX_DEVICE_NAME_CHARS || trimmed.chars().any(char::is_control) {
+            if chars == 0 || chars > MAX_DEVICE_NAME_CHARS || trimmed.chars().any(char::is_control)
+            {
                 return Err(ApiError::validation("device_name", rule));
             }
             Ok(Some(trimmed.to_owned()))
@@ -156,7 +160,10 @@ pub fn now(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
         None | Some(Value::Null) => false,
         Some(Value::Bool(confirm)) => confirm,
         Some(_) => {
-            return Err(ApiError::validation("confirm_mass_delete", "must be true or false"))
+            return Err(ApiError::validation(
+                "confirm_mass_delete",
+                "must be true or false",
+            ))
         }
     };
     let outcome = engine::run_now(state, confirm)?;
@@ -197,13 +204,10 @@ pub fn conflicts(state: &AppState) -> Result<Reply, ApiError> {
 fn side_view(stored: &str, secret: bool, name_of: &dyn Fn(&str) -> Option<String>) -> Value {
     let side: Value = serde_json::from_str(stored).unwrap_or(Value::Null);
     let device = side.get("device_id").and_then(Value::as_str).unwrap_or("");
-    let at = side
-        .get("at_ms")
-        .and_then(Value::as_u64)
-        .map(|ms| {
-            let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
-            humantime::format_rfc3339_millis(time).to_string()
-        });
+    let at = side.get("at_ms").and_then(Value::as_u64).map(|ms| {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        humantime::format_rfc3339_millis(time).to_string()
+    });
     let value = match side.get("value") {
         Some(value) if secret || value.get("sealed").is_some() => json!({ "secret": true }),
         Some(value) => value.clone(),
@@ -332,13 +336,23 @@ pub fn import_bundle(state: &AppState, req: &Req) -> Result<Reply, ApiError> {
     let bytes = match &body.bundle_base64 {
         Some(Value::String(text)) => Base64::decode_vec(text.trim())
             .map_err(|_| ApiError::validation("bundle_base64", "must be standard base64"))?,
-        _ => return Err(ApiError::validation("bundle_base64", "is required: a bundle file in base64")),
+        _ => {
+            return Err(ApiError::validation(
+                "bundle_base64",
+                "is required: a bundle file in base64",
+            ))
+        }
     };
     let passphrase = passphrase(body.passphrase)?;
     let mode = match &body.mode {
         Some(Value::String(mode)) if mode == "merge" => Mode::Merge,
         Some(Value::String(mode)) if mode == "replace" => Mode::Replace,
-        _ => return Err(ApiError::validation("mode", "is required: \"merge\" or \"replace\"")),
+        _ => {
+            return Err(ApiError::validation(
+                "mode",
+                "is required: \"merge\" or \"replace\"",
+            ))
+        }
     };
     let dry_run = match &body.dry_run {
         None | Some(Value::Null) => false,

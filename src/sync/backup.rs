@@ -19,7 +19,7 @@ use crate::state::AppState;
 use crate::store::snapshots::Reason;
 use crate::store::sync::apply::{self, Incoming};
 use crate::store::sync::kinds;
-use crate::store::{audit, Ending, StoreError};
+use crate::store::{audit, Ending};
 use crate::sync::cycle::{now_ms, Outcome};
 use crate::sync::{local, settings, SyncError};
 use crate::vault::bundle::{self, BundleError, Header, KdfParams, SyncKey};
@@ -35,7 +35,8 @@ pub enum Mode {
 }
 
 fn derive(passphrase: &Secret, params: &KdfParams) -> Result<SyncKey, SyncError> {
-    SyncKey::derive(passphrase.expose(), params).map_err(|err| SyncError::BundleDamaged(err.to_string()))
+    SyncKey::derive(passphrase.expose(), params)
+        .map_err(|err| SyncError::BundleDamaged(err.to_string()))
 }
 
 /// The whole catalogue as a bundle sealed under `passphrase`.
@@ -46,7 +47,14 @@ pub fn export(state: &AppState, passphrase: &Secret) -> Result<Vec<u8>, SyncErro
     let mut exported = State::default();
     let mut clock = Clock::new(&settings.device_id, settings.clock);
     let now = now_ms();
-    local::stamp(&mut exported, &mut clock, &key, &catalogue, &BTreeMap::new(), now);
+    local::stamp(
+        &mut exported,
+        &mut clock,
+        &key,
+        &catalogue,
+        &BTreeMap::new(),
+        now,
+    );
     exported.devices.insert(
         settings.device_id.as_str().into(),
         DeviceInfo {
@@ -59,7 +67,9 @@ pub fn export(state: &AppState, passphrase: &Secret) -> Result<Vec<u8>, SyncErro
         "records": exported.records.len(),
         "secrets": catalogue.secrets.len(),
     });
-    state.db.write(|tx| audit::append(tx, audit::SECRETS_EXPORTED, "bundle", &detail))?;
+    state
+        .db
+        .write(|tx| audit::append(tx, audit::SECRETS_EXPORTED, "bundle", &detail))?;
     let header = Header {
         format_version: 0,
         min_reader: 0,
@@ -81,13 +91,19 @@ pub fn import(
     mode: Mode,
     dry_run: bool,
 ) -> Result<Outcome, SyncError> {
-    let header = bundle::read_header(bytes).map_err(|err| SyncError::BundleDamaged(err.to_string()))?;
+    let header =
+        bundle::read_header(bytes).map_err(|err| SyncError::BundleDamaged(err.to_string()))?;
     let key = derive(passphrase, &header.kdf)?;
     let (_, remote) = bundle::open(&key, bytes).map_err(|err| match err {
         BundleError::WrongPassphrase => SyncError::PassphraseMismatch,
         other => SyncError::BundleDamaged(other.to_string()),
     })?;
-    let here: BTreeSet<RecordKey> = state.db.read(crate::store::sync::project::project)?.records.into_keys().collect();
+    let here: BTreeSet<RecordKey> = state
+        .db
+        .read(crate::store::sync::project::project)?
+        .records
+        .into_keys()
+        .collect();
     let mut report = Report::default();
     let mut keys = BTreeSet::new();
     for (record_key, record) in &remote.records {
@@ -120,11 +136,9 @@ pub fn import(
             .db
             .take_snapshot(&crate::vault::new_id(), Reason::Import, None)?;
     }
-    let applied = state
-        .db
-        .write_ending(Ending::dry_run_if(dry_run), |tx| {
-            Ok::<_, StoreError>(apply::apply(tx, &incoming)?)
-        })?;
+    let applied = state.db.write_ending(Ending::dry_run_if(dry_run), |tx| {
+        apply::apply(tx, &incoming)
+    })?;
     unapplied.extend(applied.unapplied);
     Ok(Outcome {
         report,

@@ -166,15 +166,19 @@ fn merge_folder(
         };
         if let Some(hold) = guard::check(&report, counts) {
             if !options.confirm_mass_delete {
-                return Err(SyncError::MassDelete(held_for(&name, &look, &header, &report, local_live, hold)));
+                return Err(SyncError::MassDelete(held_for(
+                    &name, &look, &header, &report, local_live, hold,
+                )));
             }
         }
         append(&mut outcome.report, report);
         merged.state = Some(next);
         merged.files.push((name, look));
-        merged
-            .peers
-            .push((header.device_id, header.device_name, remote.live_count() as u64));
+        merged.peers.push((
+            header.device_id,
+            header.device_name,
+            remote.live_count() as u64,
+        ));
     }
     Ok(merged)
 }
@@ -202,7 +206,8 @@ fn held_for(
 
 /// Opens one bundle file of the folder, or says why not (in words for the user).
 fn open_file(live: &Live, name: &str) -> Result<(Header, State), String> {
-    let bytes = folder::read(&live.dir.join(name)).map_err(|err| format!("cannot be read: {err}"))?;
+    let bytes =
+        folder::read(&live.dir.join(name)).map_err(|err| format!("cannot be read: {err}"))?;
     bundle::open(&live.key, &bytes).map_err(|err| match err {
         BundleError::OtherKdf => "written under another setup of the sync passphrase (its KDF \
              salt or rounds): set sync up again on one of the two devices (DELETE then PUT \
@@ -308,7 +313,9 @@ fn apply_and_write(
             })?;
             outcome.written = Some(own);
         }
-        Err(err) => outcome.skipped.push((own, format!("cannot be written: {err}"))),
+        Err(err) => outcome
+            .skipped
+            .push((own, format!("cannot be written: {err}"))),
     }
     Ok(true)
 }

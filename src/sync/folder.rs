@@ -75,11 +75,10 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
 /// part of either; after a crash, at worst a stale temporary file is left beside it.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     let temp = dir.join(format!("{name}.tmp"));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)?;
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    // Sealed, but the user's: 0600 where modes exist, as every file of the data dir.
+    let mut file = crate::platform::open_private(&mut options).open(&temp)?;
     file.write_all(bytes)?;
     file.sync_all()?;
     drop(file);
@@ -100,7 +99,9 @@ mod tests {
     #[test]
     fn bundles_and_the_sync_tools_conflict_copies_are_read_and_nothing_else() {
         assert!(is_bundle("3f2a.bundle"));
-        assert!(is_bundle("3f2a.sync-conflict-20261128-101010-ABCDEFG.bundle"));
+        assert!(is_bundle(
+            "3f2a.sync-conflict-20261128-101010-ABCDEFG.bundle"
+        ));
         assert!(is_bundle("3f2a (conflicted copy 2026-11-28).bundle"));
         assert!(!is_bundle("3f2a.bundle.tmp"));
         assert!(!is_bundle(".3f2a.bundle"));

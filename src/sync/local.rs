@@ -95,7 +95,19 @@ pub fn stamp(
         let Some(kind) = kinds::kind(&record_key.0) else {
             continue;
         };
-        let edits = differences(kind, record_key, fields, catalogue, merged.records.get(record_key), key);
+        if held_back.contains_key(record_key) {
+            // The catalogue holds an older version on purpose (the merged one did not fit):
+            // its difference is not an edit of this device.
+            continue;
+        }
+        let edits = differences(
+            kind,
+            record_key,
+            fields,
+            catalogue,
+            merged.records.get(record_key),
+            key,
+        );
         if edits.is_empty() {
             continue;
         }
@@ -136,7 +148,11 @@ fn differences(
     key: &SyncKey,
 ) -> Vec<(String, Value)> {
     let merged = merged.filter(|record| record.is_alive());
-    let current = |name: &str| merged.and_then(|record| record.fields.get(name)).map(|f| &f.value);
+    let current = |name: &str| {
+        merged
+            .and_then(|record| record.fields.get(name))
+            .map(|f| &f.value)
+    };
     let mut edits = Vec::new();
     for (name, value) in fields {
         if current(name) != Some(value) {
@@ -146,7 +162,9 @@ fn differences(
     let (kind_name, id) = (record_key.0.as_str(), record_key.1.as_str());
     for (name, secret) in secrets_of(catalogue, record_key) {
         let mac = key.secret_mac(kind_name, id, name, secret.expose());
-        let same = current(name).and_then(|value| value.get("mac")).and_then(Value::as_str)
+        let same = current(name)
+            .and_then(|value| value.get("mac"))
+            .and_then(Value::as_str)
             == Some(mac.as_str());
         if !same {
             let value = key.secret_value(kind_name, id, name, secret.expose());
@@ -156,8 +174,12 @@ fn differences(
     if let Some(record) = merged {
         for (name, field) in &record.fields {
             let here = fields.contains_key(name)
-                || catalogue.secrets.contains_key(&(record_key.clone(), name.clone()))
-                || catalogue.unreadable.contains(&(record_key.clone(), name.clone()));
+                || catalogue
+                    .secrets
+                    .contains_key(&(record_key.clone(), name.clone()))
+                || catalogue
+                    .unreadable
+                    .contains(&(record_key.clone(), name.clone()));
             if !here && !field.value.is_null() && kinds::is_known_field(kind, name) {
                 edits.push((name.clone(), Value::Null));
             }
@@ -166,6 +188,9 @@ fn differences(
     edits
 }
 
+/// Records the catalogue cannot take, and why.
+pub type Problems = Vec<(RecordKey, String)>;
+
 /// The rows of the merged records `keys` (of kinds this build syncs), their secrets opened
 /// with `key` and sealed by the vault; with the records whose secret did not open.
 pub fn incoming(
@@ -173,12 +198,13 @@ pub fn incoming(
     key: &SyncKey,
     merged: &State,
     keys: &BTreeSet<RecordKey>,
-) -> Result<(Vec<Incoming>, Vec<(RecordKey, String)>), SyncError> {
+) -> Result<(Vec<Incoming>, Problems), SyncError> {
     let vault = state.session.vault();
     let mut rows = Vec::new();
     let mut problems = Vec::new();
     for record_key in keys {
-        let (Some(kind), Some(record)) = (kinds::kind(&record_key.0), merged.records.get(record_key))
+        let (Some(kind), Some(record)) =
+            (kinds::kind(&record_key.0), merged.records.get(record_key))
         else {
             continue;
         };

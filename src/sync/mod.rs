@@ -108,7 +108,11 @@ pub fn status(state: &AppState) -> Result<Status, SyncError> {
     let engine = state.sync.engine();
     let settings = settings(state)?;
     let (peers, conflicts, unapplied) = state.db.read(|conn| {
-        Ok::<_, StoreError>((rows::peers(conn)?, rows::conflict_count(conn)?, rows::unapplied(conn)?))
+        Ok::<_, StoreError>((
+            rows::peers(conn)?,
+            rows::conflict_count(conn)?,
+            rows::unapplied(conn)?,
+        ))
     })?;
     Ok(Status {
         enabled: settings.dir.is_some(),
@@ -160,7 +164,10 @@ pub fn enable(
     let mut engine = state.sync.engine();
     let settings = settings(state)?;
     let key = folder_key(dir, &settings.device_id, passphrase)?;
-    let sealed = state.session.vault().seal(passphrase_context(), passphrase.expose())?;
+    let sealed = state
+        .session
+        .vault()
+        .seal(passphrase_context(), passphrase.expose())?;
     let name = device_name.unwrap_or(settings.device_name.clone());
     let dir_text = dir.to_string_lossy().into_owned();
     state.db.write(|tx| {

@@ -225,6 +225,8 @@ fn next_stamp(conn: &Connection, kind: &Kind, id: &str) -> Result<String, StoreE
     })
 }
 
+/// An UPDATE of the row by id, else an INSERT. (Not an UPSERT: an outer `ON CONFLICT`
+/// overrides the `OR IGNORE` of the list's temp triggers, which then fail.)
 fn write_row(
     conn: &Connection,
     kind: &Kind,
@@ -232,32 +234,45 @@ fn write_row(
     names: &[&str],
     mut values: Vec<Sql>,
 ) -> Result<(), StoreError> {
+    let sets: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| format!("{name} = ?{}", index + 2))
+        .collect();
+    let update = format!(
+        "UPDATE {} SET {} WHERE id = ?1",
+        kind.table,
+        sets.join(", ")
+    );
+    let mut all = Vec::with_capacity(values.len() + 2);
+    all.push(Sql::Text(id.to_owned()));
+    all.extend(values.iter().cloned());
+    if conn
+        .prepare_cached(&update)?
+        .execute(params_from_iter(&all))?
+        > 0
+    {
+        return Ok(());
+    }
     let mut insert_names = names.to_vec();
     if kind.kind == "host_key" {
         // A host key's last_seen is this device's own; a new entry starts at its first_seen.
         insert_names.push("last_seen");
         let first_seen = names.iter().position(|n| *n == "first_seen");
         values.push(first_seen.map_or(Sql::Null, |at| values[at].clone()));
+        all.push(values[values.len() - 1].clone());
     }
     let placeholders: Vec<String> = (2..=insert_names.len() + 1)
         .map(|n| format!("?{n}"))
         .collect();
-    let updates: Vec<String> = names
-        .iter()
-        .map(|n| format!("{n} = excluded.{n}"))
-        .collect();
-    let sql = format!(
-        "INSERT INTO {table} (id, {columns}) VALUES (?1, {placeholders}) \
-         ON CONFLICT (id) DO UPDATE SET {updates}",
-        table = kind.table,
-        columns = insert_names.join(", "),
-        placeholders = placeholders.join(", "),
-        updates = updates.join(", "),
+    let insert = format!(
+        "INSERT INTO {} (id, {}) VALUES (?1, {})",
+        kind.table,
+        insert_names.join(", "),
+        placeholders.join(", "),
     );
-    let mut all = Vec::with_capacity(values.len() + 1);
-    all.push(Sql::Text(id.to_owned()));
-    all.extend(values);
-    conn.prepare_cached(&sql)?.execute(params_from_iter(all))?;
+    conn.prepare_cached(&insert)?
+        .execute(params_from_iter(all))?;
     Ok(())
 }
 

@@ -257,7 +257,11 @@ pub fn is_secret(kind: &Kind, field: &str) -> bool {
 
 /// Where the vault seals `field` of the record `(kind, id)`: the seal context's table, row
 /// and field; `None` for a field that is not a secret.
-pub fn seal_slot(kind: &Kind, id: &str, field: &str) -> Option<(&'static str, String, &'static str)> {
+pub fn seal_slot(
+    kind: &Kind,
+    id: &str,
+    field: &str,
+) -> Option<(&'static str, String, &'static str)> {
     if let Some(secret) = kind.secrets.iter().find(|secret| secret.column == field) {
         return Some((kind.table, id.to_owned(), secret.slot));
     }
@@ -309,16 +313,31 @@ mod tests {
     #[test]
     fn each_secret_field_has_the_seal_slot_the_api_seals_it_in() {
         let slot = |kind, field| seal_slot(kind, "id1", field);
-        assert_eq!(slot(&HOST, "password"), Some(("hosts", "id1".into(), "password")));
-        assert_eq!(slot(&KEY, "passphrase"), Some(("keys", "id1".into(), "passphrase")));
-        assert_eq!(slot(&IDENTITY, "totp_secret"), Some(("identities", "id1".into(), "totp")));
+        assert_eq!(
+            slot(&HOST, "password"),
+            Some(("hosts", "id1".into(), "password"))
+        );
+        assert_eq!(
+            slot(&KEY, "passphrase"),
+            Some(("keys", "id1".into(), "passphrase"))
+        );
+        assert_eq!(
+            slot(&IDENTITY, "totp_secret"),
+            Some(("identities", "id1".into(), "totp"))
+        );
         assert_eq!(
             slot(&IDENTITY, "method_password"),
             Some(("identities", "id1".into(), "password"))
         );
-        assert_eq!(slot(&IDENTITY, "answer.15"), Some(("identities", "id1".into(), "answer.15")));
+        assert_eq!(
+            slot(&IDENTITY, "answer.15"),
+            Some(("identities", "id1".into(), "answer.15"))
+        );
         assert_eq!(slot(&IDENTITY, "answer.16"), None);
-        assert_eq!(slot(&GROUP, "env.TOKEN"), Some(("env_secrets", "id1/TOKEN".into(), "value")));
+        assert_eq!(
+            slot(&GROUP, "env.TOKEN"),
+            Some(("env_secrets", "id1/TOKEN".into(), "value"))
+        );
         assert_eq!(slot(&HOST, "notes"), None);
     }
 }

@@ -84,7 +84,8 @@ pub fn settings(
         "INSERT OR IGNORE INTO sync_settings (id, device_id, device_name) VALUES (1, ?1, ?2)",
         params![fresh_id, default_name],
     )?;
-    read_settings(conn)?.ok_or_else(|| StoreError::BrokenInvariant("sync settings not written".into()))
+    read_settings(conn)?
+        .ok_or_else(|| StoreError::BrokenInvariant("sync settings not written".into()))
 }
 
 /// Sets up sync: the folder, the sealed passphrase and the device name.
