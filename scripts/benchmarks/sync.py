@@ -36,9 +36,21 @@ def host_ids(data_dir):
         db.close()
 
 
-def edit(client, ids, tag):
+def edit(port, ids, tag):
+    client = Client(port)
     for host in ids:
         client.timed("PUT", f"/api/hosts/{host}", {"notes": f"edited {tag}"})
+    client.close()
+
+
+def timed(port, method, path, body=None):
+    """One request on a connection of its own: a kept connection would sit idle (and be
+    closed by the service) while the other device works."""
+    client = Client(port, timeout=1200)
+    try:
+        return client.timed(method, path, body)
+    finally:
+        client.close()
 
 
 def run(args, profile, smoke=False):
@@ -53,31 +65,28 @@ def run(args, profile, smoke=False):
     changed = max(1, hosts // 100)
     rows = {}
     with benchlib.Service(binary, data_dir=data_a) as a, benchlib.Service(binary, data_dir=data_b) as b:
-        ca, cb = Client(a.port, timeout=1200), Client(b.port, timeout=1200)
         setup = {"dir": shared, "passphrase": PASSPHRASE}
-        rows["A: set up (its first bundle)"] = [ca.timed("PUT", "/api/sync", setup)[0]]
-        elapsed, body = cb.timed("PUT", "/api/sync", setup)
+        rows["A: set up (its first bundle)"] = [timed(a.port, "PUT", "/api/sync", setup)[0]]
+        elapsed, body = timed(b.port, "PUT", "/api/sync", setup)
         joined = len(json.loads(body)["report"]["added"])
         if joined < hosts:
             benchlib.fail(f"B joined with {joined} records, A holds {hosts} hosts")
         rows["B: set up, joins by merging everything"] = [elapsed]
-        ca.timed("POST", "/api/sync/now")
+        timed(a.port, "POST", "/api/sync/now")
         rng = random.Random(34)
         for round_ in range(runs):
             picked = rng.sample(ids, 2 * changed)
-            edit(ca, picked[:changed], f"a{round_}")
-            edit(cb, picked[changed:], f"b{round_}")
+            edit(a.port, picked[:changed], f"a{round_}")
+            edit(b.port, picked[changed:], f"b{round_}")
             rows.setdefault("A: cycle after 1% local edits (stamp, write)", []).append(
-                ca.timed("POST", "/api/sync/now")[0])
-            elapsed, body = cb.timed("POST", "/api/sync/now")
+                timed(a.port, "POST", "/api/sync/now")[0])
+            elapsed, body = timed(b.port, "POST", "/api/sync/now")
             report = json.loads(body)
             if len(report["updated"]) != changed or report["conflicts"] or report["skipped"]:
                 benchlib.fail(f"B's merge answered {len(report['updated'])} updated, expected {changed}: {body[:300]!r}")
             rows.setdefault("B: cycle merging A's 1% with its own 1% (the goal: under 2 s)", []).append(elapsed)
-            rows.setdefault("B: idle cycle (nothing new)", []).append(cb.timed("POST", "/api/sync/now")[0])
+            rows.setdefault("B: idle cycle (nothing new)", []).append(timed(b.port, "POST", "/api/sync/now")[0])
         bundle = max(os.path.getsize(os.path.join(shared, name)) for name in os.listdir(shared))
-        ca.close()
-        cb.close()
     benchlib.forget(folder)
     print(f"scripts/bench sync {hosts} --runs {runs}: {hosts:,} hosts on each side, {changed:,} edited "
           f"on each per round; load average {benchlib.loadavg()} at start (2 cores, shared); "
