@@ -36,6 +36,16 @@ def host_ids(data_dir):
         db.close()
 
 
+def last_cycle(service):
+    """The steps of the service's last cycle, from its log line `sync cycle: read N ms, ...`."""
+    with open(service.stderr_path, errors="replace") as log:
+        lines = [line for line in log if "sync cycle: " in line]
+    if not lines:
+        return {}
+    steps = lines[-1].split("sync cycle: ", 1)[1].strip().split(", ")
+    return {step.rsplit(" ", 2)[0]: float(step.rsplit(" ", 2)[1]) for step in steps}
+
+
 def edit(port, ids, tag):
     client = Client(port)
     for host in ids:
@@ -88,9 +98,12 @@ def run(args, profile, smoke=False):
             if len(report["updated"]) != changed or report["conflicts"] or report["skipped"]:
                 benchlib.fail(f"B's merge answered {len(report['updated'])} updated, expected {changed}: {body[:300]!r}")
             rows.setdefault("B: cycle merging A's 1% with its own 1% (the goal: under 2 s)", []).append(elapsed)
+            for step, ms in last_cycle(b).items():
+                rows.setdefault(f"  of which {step}", []).append(ms)
             rows.setdefault("B: idle cycle (nothing new)", []).append(timed(b.port, "POST", "/api/sync/now")[0])
             # A takes B's edits before the next round, so the next edits are not concurrent.
             timed(a.port, "POST", "/api/sync/now")
+        rows["  (steps: read = the catalogue with its secrets opened; stamp = compared with the merged state; merge = the folder read, opened, decoded and merged; snapshot; apply; write = encoded, sealed, written twice)"] = [0]
         bundle = max(os.path.getsize(os.path.join(shared, name)) for name in os.listdir(shared))
     benchlib.forget(folder)
     print(f"scripts/bench sync {hosts} --runs {runs}: {hosts:,} hosts on each side, {changed:,} edited "

@@ -36,6 +36,17 @@ pub struct Outcome {
     pub unapplied: Vec<(RecordKey, String)>,
     /// Fields and records of this device stamped as changed.
     pub local_changes: usize,
+    /// Milliseconds each step took, for the log (scripts/bench sync reads it).
+    pub timings: Vec<(&'static str, u128)>,
+}
+
+impl Outcome {
+    fn time<T>(&mut self, step: &'static str, work: impl FnOnce(&mut Outcome) -> T) -> T {
+        let started = std::time::Instant::now();
+        let done = work(self);
+        self.timings.push((step, started.elapsed().as_millis()));
+        done
+    }
 }
 
 /// How a cycle runs.
@@ -76,17 +87,21 @@ pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Ou
     let now = now_ms();
     if dirty {
         let held_back = state.db.read(rows::unapplied)?;
-        let catalogue = local::read(state)?;
-        outcome.local_changes = local::stamp(
-            &mut live.state,
-            &mut live.clock,
-            &live.key,
-            &catalogue,
-            &held_back,
-            now,
-        );
+        let catalogue = outcome.time("read", |_| local::read(state))?;
+        outcome.local_changes = outcome.time("stamp", |_| {
+            local::stamp(
+                &mut live.state,
+                &mut live.clock,
+                &live.key,
+                &catalogue,
+                &held_back,
+                now,
+            )
+        });
     }
-    let merged = merge_folder(state, live, held_file.as_ref(), options, now, &mut outcome);
+    let merged = outcome.time("merge", |outcome| {
+        merge_folder(state, live, held_file.as_ref(), options, now, outcome)
+    });
     let merged = match merged {
         Ok(merged) => merged,
         Err(SyncError::MassDelete(held)) => {
@@ -102,6 +117,14 @@ pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Ou
     // make the next look read the catalogue once more, which also stamps what applying
     // settled here (a name made free, a reference cleared) as this device's change.
     engine.changes_seen = Some(changes_before);
+    if !outcome.timings.is_empty() {
+        let steps: Vec<String> = outcome
+            .timings
+            .iter()
+            .map(|(step, ms)| format!("{step} {ms} ms"))
+            .collect();
+        log::info!("sync cycle: {}", steps.join(", "));
+    }
     Ok(outcome)
 }
 
@@ -258,10 +281,13 @@ fn apply_and_write(
     if let Some(next) = merged.state {
         let keys = changed_keys(&outcome.report);
         if !keys.is_empty() {
-            state
-                .db
-                .take_snapshot(&crate::vault::new_id(), Reason::SyncMerge, None)?;
+            outcome.time("snapshot", |_| {
+                state
+                    .db
+                    .take_snapshot(&crate::vault::new_id(), Reason::SyncMerge, None)
+            })?;
         }
+        let started = std::time::Instant::now();
         let (incoming, mut problems) = local::incoming(state, &live.key, &next, &keys)?;
         let conflicts = stored_conflicts(&outcome.report);
         let applied = state.db.write(|tx| {
@@ -280,6 +306,9 @@ fn apply_and_write(
         outcome.unapplied = problems;
         drop(applied);
         live.state = next;
+        outcome
+            .timings
+            .push(("apply", started.elapsed().as_millis()));
     }
     // Written only when this device holds something new: a merge that changed nothing here
     // (the other device's bundle held nothing this one lacks) rewrites nothing, so two idle
@@ -309,6 +338,7 @@ fn apply_and_write(
         device_name: live.device_name.clone(),
         extra: Default::default(),
     };
+    let started = std::time::Instant::now();
     let bytes = bundle::write(&live.key, &header, &live.state);
     let kept = folder::write_atomic(&state.config.data_dir, super::STATE_FILE, &bytes);
     if let Err(err) = kept {
@@ -328,6 +358,9 @@ fn apply_and_write(
             .skipped
             .push((own, format!("cannot be written: {err}"))),
     }
+    outcome
+        .timings
+        .push(("write", started.elapsed().as_millis()));
     Ok(())
 }
 
