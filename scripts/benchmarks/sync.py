@@ -103,7 +103,6 @@ def run(args, profile, smoke=False):
             rows.setdefault("B: idle cycle (nothing new)", []).append(timed(b.port, "POST", "/api/sync/now")[0])
             # A takes B's edits before the next round, so the next edits are not concurrent.
             timed(a.port, "POST", "/api/sync/now")
-        rows["  (steps: read = the catalogue with its secrets opened; stamp = compared with the merged state; merge = the folder read, opened, decoded and merged; snapshot; apply; write = encoded, sealed, written twice)"] = [0]
         bundle = max(os.path.getsize(os.path.join(shared, name)) for name in os.listdir(shared))
     benchlib.forget(folder)
     print(f"scripts/bench sync {hosts} --runs {runs}: {hosts:,} hosts on each side, {changed:,} edited "
@@ -115,4 +114,7 @@ def run(args, profile, smoke=False):
     print("|---|---|---|")
     for label, times in rows.items():
         print(f"| {label} | {median(times):.1f} | {max(times):.1f} |")
+    print("\nsteps (the service's log): read = the catalogue with its secrets opened; stamp = compared "
+          "with the merged state; merge = the folder read, opened, decoded and merged; snapshot; apply; "
+          "write = encoded, sealed and written (folder and data dir)")
     print(f"\ncommand: {benchlib.command_line()}")
