@@ -42,6 +42,7 @@ impl From<SyncError> for ApiError {
             SyncError::Invalid(field, rule) => ApiError::validation(field, rule),
             SyncError::BundleDamaged(why) => ApiError::BundleDamaged(why),
             SyncError::Folder(why) => ApiError::SyncFolderUnusable(why),
+            SyncError::Changed => ApiError::Busy,
             SyncError::Store(err) => err.into(),
         }
     }

@@ -452,6 +452,7 @@ pub fn open(data_dir: &Path) -> Result<Db, StoreError> {
     keys::fill_fold_keys(&mut conn)?;
     list::install(&conn)?;
     scrub::install(&conn)?;
+    sync::install_write_count(&conn)?;
     files::restrict_sidecars(&path);
     Ok(Db {
         conn: Mutex::new(conn),
@@ -472,6 +473,7 @@ pub fn open_in_memory() -> Result<Db, StoreError> {
     migrate::migrate(&mut conn)?;
     list::install(&conn)?;
     scrub::install(&conn)?;
+    sync::install_write_count(&conn)?;
     Ok(Db {
         conn: Mutex::new(conn),
         list: Mutex::default(),

@@ -50,6 +50,7 @@ pub fn export(state: &AppState, passphrase: &Secret) -> Result<Vec<u8>, SyncErro
     local::stamp(
         &mut exported,
         &mut clock,
+        &settings.device_id,
         &key,
         &catalogue,
         &BTreeMap::new(),

@@ -68,16 +68,30 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `SELECT total_changes()`: moves with every write on the connection.
-pub fn total_changes(state: &AppState) -> Result<i64, StoreError> {
-    state
-        .db
-        .read(|conn| Ok(conn.query_row("SELECT total_changes()", [], |row| row.get(0))?))
+/// The connection's count of writes to synced tables (`store::sync::write_count`).
+pub fn write_count(state: &AppState) -> Result<i64, StoreError> {
+    state.db.read(rows::write_count)
 }
 
-/// Runs one cycle on the live engine.
+/// Attempts of a cycle whose catalogue changed between its read and its apply.
+const ATTEMPTS: usize = 5;
+
+/// Runs one cycle on the live engine. A write to the catalogue between the cycle's read and
+/// its apply (a request that came meanwhile) makes it start again, so the merge never
+/// writes over an edit it did not stamp.
 pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Outcome, SyncError> {
-    let changes_before = total_changes(state)?;
+    let mut options = options;
+    for _ in 0..ATTEMPTS {
+        match run_once(state, engine, options) {
+            Err(SyncError::Changed) => options.full = true,
+            done => return done,
+        }
+    }
+    Err(SyncError::Changed)
+}
+
+fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<Outcome, SyncError> {
+    let changes_before = write_count(state)?;
     let dirty = options.full || engine.changes_seen != Some(changes_before);
     let held_file = engine.held.clone();
     let Some(live) = engine.live.as_mut() else {
@@ -85,13 +99,16 @@ pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Ou
     };
     let mut outcome = Outcome::default();
     let now = now_ms();
+    let mut read_at = changes_before;
     if dirty {
         let held_back = state.db.read(rows::unapplied)?;
         let catalogue = outcome.time("read", |_| local::read(state))?;
+        read_at = catalogue.writes;
         outcome.local_changes = outcome.time("stamp", |_| {
             local::stamp(
                 &mut live.state,
                 &mut live.clock,
+                &live.device_id,
                 &live.key,
                 &catalogue,
                 &held_back,
@@ -111,12 +128,12 @@ pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Ou
         Err(err) => return Err(err),
     };
     engine.held = None;
-    apply_and_write(state, live, merged, now, &mut outcome)?;
+    apply_and_write(state, live, merged, now, read_at, &mut outcome)?;
     update_warnings(engine, &outcome);
     // The count from before this cycle: its own writes (and any write that came meanwhile)
     // make the next look read the catalogue once more, which also stamps what applying
     // settled here (a name made free, a reference cleared) as this device's change.
-    engine.changes_seen = Some(changes_before);
+    engine.changes_seen = Some(read_at);
     if !outcome.timings.is_empty() {
         let steps: Vec<String> = outcome
             .timings
@@ -183,7 +200,8 @@ fn merge_folder(
         }
         let base = merged.state.as_ref().unwrap_or(&live.state);
         let local_live = base.live_count();
-        let (next, report) = merge::merge_report(base, &remote);
+        let (next, mut report) = merge::merge_report(base, &remote);
+        values_changed_only(&mut report, base, &next);
         let counts = Counts {
             local_live,
             remote_previous_live: previous.get(&header.device_id).map(|n| *n as usize),
@@ -206,6 +224,23 @@ fn merge_folder(
         ));
     }
     Ok(merged)
+}
+
+/// Keeps in `updated` only the fields whose value changed: a field whose stamp moved with
+/// the same value (two devices that hold the same record, one of them just set up) changes
+/// nothing here and is not written again.
+fn values_changed_only(report: &mut Report, before: &State, after: &State) {
+    report.updated.retain_mut(|(key, fields)| {
+        let value = |state: &State, field: &String| {
+            state
+                .records
+                .get(key)
+                .and_then(|record| record.fields.get(field))
+                .map(|field| field.value.clone())
+        };
+        fields.retain(|field| value(before, field) != value(after, field));
+        !fields.is_empty()
+    });
 }
 
 fn held_for(
@@ -238,6 +273,10 @@ fn open_file(live: &Live, name: &str) -> Result<(Header, State), String> {
              salt or rounds): set sync up again on one of the two devices (DELETE then PUT \
              /api/sync), which then takes the folder's"
             .to_owned(),
+        BundleError::NewerFormat { min_reader } => format!(
+            "written by a newer version of host-manager (bundle format {min_reader}): update \
+             host-manager on this device to merge it"
+        ),
         other => other.to_string(),
     })
 }
@@ -273,6 +312,7 @@ fn apply_and_write(
     live: &mut Live,
     merged: Merged,
     now: u64,
+    read_at: i64,
     outcome: &mut Outcome,
 ) -> Result<(), SyncError> {
     let own = folder::own_file(&live.device_id);
@@ -291,6 +331,12 @@ fn apply_and_write(
         let (incoming, mut problems) = local::incoming(state, &live.key, &next, &keys)?;
         let conflicts = stored_conflicts(&outcome.report);
         let applied = state.db.write(|tx| {
+            if rows::write_count(tx)? != read_at {
+                // A request wrote the catalogue after it was read: its edit is not stamped,
+                // and applying now could write over it. Nothing is written; the cycle
+                // starts again.
+                return Err(SyncError::Changed);
+            }
             let applied = crate::store::sync::apply::apply(tx, &incoming)?;
             problems.extend(applied.unapplied.iter().cloned());
             rows::save_unapplied(tx, &applied.applied, &problems)?;

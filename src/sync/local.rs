@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::model::sync::clock::Clock;
+use crate::model::sync::clock::{pack, Clock, DeviceId, Stamp};
 use crate::model::sync::record::{Record, RecordKey, State};
 use crate::state::AppState;
 use crate::store::sync::apply::Incoming;
@@ -30,6 +30,10 @@ pub struct Catalogue {
     pub secrets: BTreeMap<(RecordKey, String), Secret>,
     /// Secret fields the vault could not open (left alone).
     pub unreadable: BTreeSet<(RecordKey, String)>,
+    /// Each record's last change here, in milliseconds since the epoch.
+    pub updated_ms: BTreeMap<RecordKey, u64>,
+    /// The count of writes to synced tables when it was read (`store::sync::write_count`).
+    pub writes: i64,
 }
 
 /// Reads the catalogue; the vault must be unlocked.
@@ -60,10 +64,21 @@ pub fn read(state: &AppState) -> Result<Catalogue, SyncError> {
             }
         }
     }
+    let updated_ms = projected
+        .updated
+        .into_iter()
+        .filter_map(|(key, at)| {
+            let at = humantime::parse_rfc3339(&at).ok()?;
+            let ms = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+            Some((key, u64::try_from(ms).ok()?))
+        })
+        .collect();
     Ok(Catalogue {
         records: projected.records,
         secrets,
         unreadable,
+        updated_ms,
+        writes: projected.writes,
     })
 }
 
@@ -81,15 +96,19 @@ fn secrets_of<'c>(
 }
 
 /// Stamps every difference between the catalogue and `merged` as a local change of this
-/// device; answers how many fields and records changed.
+/// device (`device`); answers how many fields and records changed. A record the merged state
+/// has never held (made here, or here before sync was set up) is stamped at its own last
+/// change (`updated_at`), not now: a newer change elsewhere to the same record wins over it.
 pub fn stamp(
     merged: &mut State,
     clock: &mut Clock,
+    device: &str,
     key: &SyncKey,
     catalogue: &Catalogue,
     held_back: &BTreeMap<RecordKey, String>,
     now_ms: u64,
 ) -> usize {
+    let device: DeviceId = device.into();
     let mut changed = 0;
     for (record_key, fields) in &catalogue.records {
         let Some(kind) = kinds::kind(&record_key.0) else {
@@ -112,9 +131,18 @@ pub fn stamp(
             continue;
         }
         changed += edits.len();
+        let untracked = !merged.records.contains_key(record_key);
+        let since = catalogue.updated_ms.get(record_key).copied();
         let record = merged.records.entry(record_key.clone()).or_default();
         for (name, value) in edits {
-            record.set(&name, value, clock.tick(now_ms));
+            let stamp = match (untracked, since) {
+                (true, Some(ms)) if ms < now_ms => Stamp {
+                    hlc: pack(ms, 0),
+                    device: device.clone(),
+                },
+                _ => clock.tick(now_ms),
+            };
+            record.set(&name, value, stamp);
         }
     }
     let gone: Vec<RecordKey> = merged

@@ -12,6 +12,9 @@ pub mod backup;
 pub mod cycle;
 pub mod folder;
 mod local;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +47,9 @@ pub enum SyncError {
     BundleDamaged(String),
     /// The folder cannot be listed (why).
     Folder(String),
+    /// The catalogue kept changing between a cycle's read and its apply (requests writing
+    /// all the time): nothing was merged; a later cycle will.
+    Changed,
     Store(StoreError),
 }
 

@@ -76,7 +76,7 @@ fn look(state: &AppState, poll_due: bool, debounce: Duration) -> Result<bool, Sy
         return Ok(false);
     }
     ensure_live(state, &mut engine)?;
-    let changes = cycle::total_changes(state)?;
+    let changes = cycle::write_count(state)?;
     let local = engine.changes_seen != Some(changes);
     if local && engine.dirty_since.is_none() {
         engine.dirty_since = Some(Instant::now());

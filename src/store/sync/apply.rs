@@ -148,7 +148,13 @@ fn upsert(
     let id = &record.key.1;
     let mut names: Vec<&str> = Vec::new();
     let mut values: Vec<Sql> = Vec::new();
-    for field in kind.fields {
+    // A field the record does not hold (written by a build before the column existed) is
+    // left out: a new row takes the column's default, an existing one keeps its value.
+    for field in kind
+        .fields
+        .iter()
+        .filter(|field| fields.contains_key(**field))
+    {
         let value = fields.get(*field).unwrap_or(&Value::Null);
         match columns.value(kind.table, field, value) {
             Ok(value) => values.push(value),
@@ -189,8 +195,10 @@ fn upsert(
             Ok(name) => name,
             Err(why) => return Ok(Written::Refused(why)),
         };
-        let name_at = names.iter().position(|n| *n == "name").unwrap_or(0);
-        values[name_at] = Sql::Text(name.as_str().to_owned());
+        match names.iter().position(|n| *n == "name") {
+            Some(at) => values[at] = Sql::Text(name.as_str().to_owned()),
+            None => return Ok(Written::Refused("name: missing".into())),
+        }
         names.push("name_key");
         values.push(Sql::Text(name.key().to_owned()));
         if kind.naming != Naming::Sorted {
@@ -535,6 +543,7 @@ const TIDY: &str = "
         AND default_identity_id NOT IN (SELECT id FROM identities);
     UPDATE hosts SET group_id = NULL
         WHERE group_id IS NOT NULL AND group_id NOT IN (SELECT id FROM groups);
+    DELETE FROM group_host_counts WHERE group_id NOT IN (SELECT id FROM groups);
     UPDATE hosts SET key_id = NULL
         WHERE key_id IS NOT NULL AND key_id NOT IN (SELECT id FROM keys);
     UPDATE hosts SET identity_id = NULL

@@ -16,6 +16,66 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::model::sync::record::RecordKey;
 use crate::store::{now_timestamp, StoreError};
 
+/// The synced tables, each with the columns whose change is a change of a synced field
+/// (`None`: any column): a host's `last_used_at` and a host key's `last_seen` are this
+/// device's own and move without a sync.
+const COUNTED: &[(&str, Option<&str>)] = &[
+    ("groups", None),
+    ("keys", None),
+    ("key_certificates", None),
+    ("identities", None),
+    ("identity_methods", None),
+    ("identity_answers", None),
+    (
+        "hosts",
+        Some(
+            "name, hostname, port, username, auth_type, key_id, password, group_id, \
+             is_favorite, color, sort_order, notes, created_at, identity_id, jumps_set, startup",
+        ),
+    ),
+    ("host_tags", None),
+    ("host_jumps", None),
+    ("host_ssh_options", None),
+    ("env_secrets", None),
+    ("forwards", None),
+    (
+        "known_hosts",
+        Some("host, hashed, wildcard, key_type, public_key, fingerprint, marker, comment, source"),
+    ),
+    ("saved_searches", None),
+];
+
+/// Sets up the connection's count of writes to synced tables (temp triggers, per
+/// connection, never in the file): a sync cycle compares it to tell whether the catalogue
+/// changed since it read it. Call once per connection, after migrations.
+pub fn install_write_count(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS sync_writes (id INTEGER PRIMARY KEY CHECK (id = 1), \
+         count INTEGER NOT NULL); INSERT OR IGNORE INTO sync_writes (id, count) VALUES (1, 0);",
+    )?;
+    for (table, columns) in COUNTED {
+        for event in ["INSERT", "DELETE", "UPDATE"] {
+            let of = match (event, columns) {
+                ("UPDATE", Some(columns)) => format!("UPDATE OF {columns}"),
+                _ => event.to_owned(),
+            };
+            // Our own constants only: no outside text reaches this SQL.
+            conn.execute_batch(&format!(
+                "CREATE TEMP TRIGGER IF NOT EXISTS sync_count_{table}_{event} AFTER {of} ON \
+                 main.{table} BEGIN UPDATE sync_writes SET count = count + 1 WHERE id = 1; END;"
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// The count of writes to synced tables on this connection so far.
+pub fn write_count(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT count FROM temp.sync_writes WHERE id = 1")?
+        .query_row([], |row| row.get(0))?)
+}
+
 /// The vault slot of the sealed sync passphrase.
 pub const PASSPHRASE_TABLE: &str = "sync_settings";
 pub const PASSPHRASE_ROW: &str = "1";

@@ -43,11 +43,19 @@ impl std::fmt::Debug for SealedField {
 pub struct Projected {
     pub records: BTreeMap<RecordKey, Fields>,
     pub sealed: Vec<SealedField>,
+    /// Each record's last change here (`updated_at`; a host key's `first_seen`).
+    pub updated: BTreeMap<RecordKey, String>,
+    /// The connection's count of writes to synced tables when this was read
+    /// (`install_write_count`), in the same lock as the rows.
+    pub writes: i64,
 }
 
 /// Reads every synced record of the catalogue.
 pub fn project(conn: &Connection) -> Result<Projected, StoreError> {
-    let mut out = Projected::default();
+    let mut out = Projected {
+        writes: crate::store::sync::write_count(conn)?,
+        ..Projected::default()
+    };
     for kind in kinds::KINDS {
         read_rows(conn, kind, &mut out)?;
     }
@@ -75,7 +83,12 @@ fn key(kind: &str, id: String) -> RecordKey {
 
 fn read_rows(conn: &Connection, kind: &Kind, out: &mut Projected) -> Result<(), StoreError> {
     let secrets: Vec<&str> = kind.secrets.iter().map(|secret| secret.column).collect();
-    let columns = [kind.fields, &secrets[..]].concat().join(", ");
+    let changed = if kind.has_updated_at {
+        "updated_at"
+    } else {
+        "first_seen"
+    };
+    let columns = [kind.fields, &secrets[..], &[changed]].concat().join(", ");
     let sql = format!("SELECT id, {columns} FROM {}", kind.table);
     let mut statement = conn.prepare(&sql)?;
     let mut rows = statement.query([])?;
@@ -103,6 +116,10 @@ fn read_rows(conn: &Connection, kind: &Kind, out: &mut Projected) -> Result<(), 
         }
         for child in kinds::child_fields(kind) {
             fields.insert((*child).to_owned(), Value::Array(Vec::new()));
+        }
+        let at = kind.fields.len() + kind.secrets.len() + 1;
+        if let Some(changed) = row.get::<_, Option<String>>(at)? {
+            out.updated.insert(key(kind.kind, id.clone()), changed);
         }
         out.records.insert(key(kind.kind, id), fields);
     }
