@@ -105,6 +105,11 @@ pub struct Config {
     /// Test-only: how often the certificate watcher looks (`HOST_MANAGER_TEST_CERTIFICATE_
     /// TICK_MS`) instead of once a minute (src/expiry.rs).
     pub test_certificate_tick: Option<Duration>,
+    /// Test-only: how often sync looks at its folder (`HOST_MANAGER_TEST_SYNC_POLL_MS`) and
+    /// how long it waits after a local change before writing its bundle
+    /// (`HOST_MANAGER_TEST_SYNC_DEBOUNCE_MS`) instead of 5 s and 2 s (src/sync/watch.rs).
+    pub test_sync_poll: Option<Duration>,
+    pub test_sync_debounce: Option<Duration>,
     /// Test-only overrides of the HTTP layer's timeouts and connection cap (docs/development.md,
     /// Development): tests run a timeout short and assert the order of events.
     pub http_overrides: HttpOverrides,
@@ -269,6 +274,10 @@ impl Config {
             vault_password_stdin: raw.vault_password_stdin,
             auto_lock,
             test_auto_lock: test_number(env, "HOST_MANAGER_TEST_AUTO_LOCK_MS")?
+                .map(Duration::from_millis),
+            test_sync_poll: test_number(env, "HOST_MANAGER_TEST_SYNC_POLL_MS")?
+                .map(Duration::from_millis),
+            test_sync_debounce: test_number(env, "HOST_MANAGER_TEST_SYNC_DEBOUNCE_MS")?
                 .map(Duration::from_millis),
             test_certificate_tick: test_number(env, "HOST_MANAGER_TEST_CERTIFICATE_TICK_MS")?
                 .map(Duration::from_millis),

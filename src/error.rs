@@ -96,6 +96,16 @@ pub enum ApiError {
     SnapshotIncompatible(String),
     /// As many manual snapshots as may be kept (the number) are kept already.
     SnapshotLimit(usize),
+    /// Sync is not set up (docs/sync.md).
+    SyncDisabled,
+    /// The sync passphrase does not open the folder's bundles, or a backup's.
+    SyncPassphraseMismatch,
+    /// The sync folder cannot be listed; the text says why.
+    SyncFolderUnusable(String),
+    /// A merge would delete too much and is held until confirmed; the text says how much.
+    MassDelete(String),
+    /// A bundle given to import is not one or is damaged; the text says which.
+    BundleDamaged(String),
     /// The disk holding the data dir is full: nothing was written (the cause was logged).
     StorageFull,
     /// A query of the query language (docs/query.md) that does not parse: the text names
@@ -136,6 +146,7 @@ impl ApiError {
             | ApiError::InvalidKey(_)
             | ApiError::InvalidCertificate(_)
             | ApiError::InvalidQuery(_)
+            | ApiError::BundleDamaged(_)
             | ApiError::InvalidPassphrase => 400,
             ApiError::VaultLocked | ApiError::InvalidPassword => 401,
             ApiError::HostNotFound
@@ -164,7 +175,11 @@ impl ApiError {
             | ApiError::VaultNoPassword
             | ApiError::AgentUnavailable(_)
             | ApiError::SnapshotIncompatible(_)
-            | ApiError::SnapshotLimit(_) => 409,
+            | ApiError::SnapshotLimit(_)
+            | ApiError::SyncDisabled
+            | ApiError::SyncPassphraseMismatch
+            | ApiError::SyncFolderUnusable(_)
+            | ApiError::MassDelete(_) => 409,
             ApiError::PreconditionFailed { .. } => 412,
             ApiError::Busy => 503,
             // RFC 4918 §11.5 Insufficient Storage: the request was fine, the disk is not.
@@ -212,6 +227,11 @@ impl ApiError {
             ApiError::SnapshotNotFound => "SNAPSHOT_NOT_FOUND",
             ApiError::SnapshotIncompatible(_) => "SNAPSHOT_INCOMPATIBLE",
             ApiError::SnapshotLimit(_) => "SNAPSHOT_LIMIT",
+            ApiError::SyncDisabled => "SYNC_DISABLED",
+            ApiError::SyncPassphraseMismatch => "SYNC_PASSPHRASE_MISMATCH",
+            ApiError::SyncFolderUnusable(_) => "SYNC_FOLDER_UNUSABLE",
+            ApiError::MassDelete(_) => "MASS_DELETE",
+            ApiError::BundleDamaged(_) => "BUNDLE_DAMAGED",
             ApiError::StorageFull => "STORAGE_FULL",
             ApiError::InvalidQuery(_) => "INVALID_QUERY",
             ApiError::SearchNotFound => "SEARCH_NOT_FOUND",
@@ -260,6 +280,11 @@ impl ApiError {
             ApiError::SnapshotNotFound => "snapshot not found",
             ApiError::SnapshotIncompatible(_) => "the snapshot cannot be restored here",
             ApiError::SnapshotLimit(_) => "too many manual snapshots",
+            ApiError::SyncDisabled => "sync is not set up",
+            ApiError::SyncPassphraseMismatch => "the sync passphrase does not open these bundles",
+            ApiError::SyncFolderUnusable(_) => "the sync folder cannot be used",
+            ApiError::MassDelete(_) => "the merge would delete many records: confirm it first",
+            ApiError::BundleDamaged(_) => "not a bundle, or a damaged one",
             ApiError::StorageFull => "not enough disk space to save the change",
             ApiError::InvalidQuery(_) => "invalid query",
             ApiError::SearchNotFound => "saved search not found",
@@ -283,7 +308,10 @@ impl ApiError {
             | ApiError::AgentUnavailable(text)
             | ApiError::InvalidQuery(text)
             | ApiError::PortConflict(text)
-            | ApiError::SnapshotIncompatible(text) => Some(text.clone()),
+            | ApiError::SnapshotIncompatible(text)
+            | ApiError::SyncFolderUnusable(text)
+            | ApiError::MassDelete(text)
+            | ApiError::BundleDamaged(text) => Some(text.clone()),
             ApiError::SnapshotLimit(max) => Some(format!(
                 "{max} manual snapshots are kept already; delete one (DELETE /api/snapshots/:id) \
                  first"

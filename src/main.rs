@@ -32,6 +32,8 @@ mod session;
 mod sshkey;
 mod state;
 mod store;
+mod sync;
+mod sync_share;
 mod trust;
 mod vault;
 
@@ -101,6 +103,7 @@ fn serve(config: Config) -> Result<(), StartError> {
     let state = Arc::new(AppState::new(config, db, vault));
     lifecycle::watch_idle(&state)?;
     expiry::watch(&state);
+    sync::watch::start(&state);
     // Before SERVICE_PORT: the app's first `GET /api/agent` sees the socket.
     let agent_socket = agent::start(&state);
     lifecycle::announce(announcement)?;

@@ -161,7 +161,9 @@ pub static ROUTES: &[Route] = &[
 
     route!(Post "/api/import/ssh-config", Unlocked Work, Req ssh_config::import, "importSshConfig"),
     route!(Get "/api/import/formats", Unlocked Work, State import::formats, "listImportFormats"),
+    route!(Post "/api/import/bundle", Unlocked Work, Req sync::import_bundle, "importBundle"),
     route!(Post "/api/import/{id}", Unlocked Work, ReqId import::run, "importSessions"),
+    route!(Post "/api/export/bundle", Unlocked Work, Req sync::export_bundle, "exportBundle"),
     route!(Get "/api/export/csv", Unlocked Work, Req export::csv, "exportCsv"),
     route!(Get "/api/export/termius-csv", Unlocked Work, Req export::termius_csv, "exportTermiusCsv"),
     route!(Get "/api/export/json", Unlocked Work, Req export::json, "exportJson"),
@@ -189,6 +191,12 @@ pub static ROUTES: &[Route] = &[
     route!(Post "/api/snapshots", Unlocked Work, Req snapshots::create, "createSnapshot"),
     route!(Delete "/api/snapshots/{id}", Unlocked Work, Id snapshots::delete, "deleteSnapshot"),
     route!(Post "/api/snapshots/{id}/restore", Unlocked Work, ReqId snapshots::restore, "restoreSnapshot"),
+
+    route!(Get "/api/sync", Unlocked Work, State sync::get, "getSync"),
+    route!(Put "/api/sync", Unlocked Work, Req sync::put, "setUpSync"),
+    route!(Delete "/api/sync", Unlocked Work, State sync::delete, "stopSync"),
+    route!(Post "/api/sync/now", Unlocked Work, Req sync::now, "syncNow"),
+    route!(Get "/api/sync/conflicts", Unlocked Work, State sync::conflicts, "listSyncConflicts"),
 ];
 
 /// The segments of a template: its slashes.
@@ -385,14 +393,15 @@ impl http::Handler for Service {
         self.state.db.feed().stop();
     }
 
-    /// docs/import.md, "The request": the importers of other tools' files take bodies up to
-    /// `MAX_IMPORT_BODY_BYTES`; every other route keeps the HTTP layer's limit.
+    /// docs/import.md, "The request": the importers of other tools' files (and a bundle
+    /// backup, docs/sync.md) take bodies up to `MAX_IMPORT_BODY_BYTES`; every other route
+    /// keeps the HTTP layer's limit.
     fn body_limit(&self, method: &str, target: &str) -> usize {
         let path = target.split('?').next().unwrap_or_default();
         let imports = method == "POST"
-            && path
-                .strip_prefix("/api/import/")
-                .is_some_and(|format| crate::import::source::Format::from_name(format).is_some());
+            && path.strip_prefix("/api/import/").is_some_and(|format| {
+                format == "bundle" || crate::import::source::Format::from_name(format).is_some()
+            });
         match imports {
             true => MAX_IMPORT_BODY_BYTES,
             false => http::MAX_BODY_BYTES,

@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::session::slots::Slots;
 use crate::session::Session;
 use crate::store::Db;
+use crate::sync_share::SyncShare;
 use crate::vault::{Vault, VaultError};
 
 /// bcrypt-pbkdf checks of an imported key's passphrase running at once; one more answers
@@ -40,6 +41,8 @@ pub struct AppState {
     /// The SSH agent's socket and its sign requests waiting for approval (docs/agent.md "SSH
     /// agent").
     pub agent: AgentShare,
+    /// Sync between the user's machines (docs/sync.md): the live engine's data.
+    pub sync: SyncShare,
 }
 
 impl AppState {
@@ -65,6 +68,7 @@ impl AppState {
             bcrypt_checks: Slots::new(MAX_BCRYPT_CHECKS),
             rsa_generations: Slots::new(MAX_RSA_GENERATIONS),
             agent,
+            sync: SyncShare::default(),
         }
     }
 

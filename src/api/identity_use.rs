@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Serialize, Serializer};
 
 use crate::error::ApiError;
-use crate::model::identity::MAX_ANSWERS;
+use crate::model::identity::literal_slot;
 use crate::model::totp::{self, TotpSettings};
 use crate::state::AppState;
 use crate::store::identities::sealed::{SealedAnswerKind, SealedMethod};
@@ -31,32 +31,9 @@ pub fn seal_context<'a>(identity_id: &'a str, field: &'static str) -> SealContex
     }
 }
 
-/// The slot names of the literal answers, by position (a seal context names its field
-/// statically).
-const LITERAL_FIELDS: [&str; MAX_ANSWERS] = [
-    "answer.0",
-    "answer.1",
-    "answer.2",
-    "answer.3",
-    "answer.4",
-    "answer.5",
-    "answer.6",
-    "answer.7",
-    "answer.8",
-    "answer.9",
-    "answer.10",
-    "answer.11",
-    "answer.12",
-    "answer.13",
-    "answer.14",
-    "answer.15",
-];
-
 /// The slot name of the literal answer at `position`.
 pub fn literal_field(position: usize) -> Result<&'static str, ApiError> {
-    LITERAL_FIELDS
-        .get(position)
-        .copied()
+    literal_slot(position)
         .ok_or_else(|| ApiError::internal("a literal answer past the last position"))
 }
 

@@ -34,6 +34,7 @@ pub mod search;
 pub mod session_use;
 pub mod snapshots;
 pub mod ssh_config;
+pub mod sync;
 pub mod tags;
 pub mod vault;
 

@@ -190,6 +190,22 @@ impl Reply {
         }
     }
 
+    /// A file to download (a sync bundle): bytes, never cached.
+    pub fn download(body: Vec<u8>, file_name: &str) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "application/octet-stream",
+            headers: vec![
+                ("Cache-Control", "no-store".to_owned()),
+                (
+                    "Content-Disposition",
+                    format!("attachment; filename=\"{file_name}\""),
+                ),
+            ],
+            body: Zeroizing::new(body),
+        }
+    }
+
     pub fn no_content() -> Reply {
         Reply {
             status: 204,

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../sql/0015_import_records.sql"),
     include_str!("../../sql/0016_saved_searches.sql"),
     include_str!("../../sql/0017_snapshots.sql"),
+    include_str!("../../sql/0018_sync.sql"),
 ];
 
 /// The version whose SQL is followed by a data step in Rust: directives move out of

@@ -33,6 +33,7 @@ pub mod scrub;
 pub mod searches;
 pub mod snapshots;
 pub mod ssh_config_import;
+pub mod sync;
 pub mod vault_meta;
 
 use std::fmt;

@@ -1,6 +1,6 @@
 //! Removed secrets leave the data dir: a write that deleted or replaced sealed bytes (a host
 //! password, a key's private key or passphrase, an identity's password, literal answers or
-//! TOTP secret, a secret environment value, the vault's data key) is followed, before
+//! TOTP secret, a secret environment value, the sync passphrase, the vault's data key) is followed, before
 //! its answer, by a checkpoint that copies the WAL into the database file and truncates it
 //! to zero bytes. With `secure_delete` on, the pages written back carry zeros where the old
 //! bytes were, so no file of the data dir (database, `-wal`, `-shm`) holds the old
@@ -55,6 +55,11 @@ const CREATE_LOG: &str = "
     CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_identity_totp
         AFTER UPDATE OF totp_secret ON main.identities
         WHEN old.totp_secret IS NOT NULL AND old.totp_secret IS NOT new.totp_secret BEGIN
+        INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_sync_passphrase
+        AFTER UPDATE OF passphrase ON main.sync_settings
+        WHEN old.passphrase IS NOT NULL AND old.passphrase IS NOT new.passphrase BEGIN
         INSERT OR IGNORE INTO sealed_removed (id) VALUES (1);
     END;
     CREATE TEMP TRIGGER IF NOT EXISTS sealed_removed_vault_update

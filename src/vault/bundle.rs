@@ -8,9 +8,11 @@
 //! before it as associated data, so a changed header fails to open as well.
 //!
 //! The sync key comes from the sync passphrase through PBKDF2-HMAC-SHA256 with a stored
-//! iteration count, as the vault's own key (`kdf`); two keys are derived from it with
-//! HMAC-SHA256: one seals, one makes the key-check value. The check value tells a wrong
-//! passphrase from a damaged file before anything is decrypted.
+//! iteration count, as the vault's own key (`kdf`); three keys are derived from it with
+//! HMAC-SHA256: one seals, one makes the key-check value, one makes a secret field's `mac`
+//! (equal for the same secret, so a merge tells one secret sealed twice from two secrets).
+//! The check value tells a wrong passphrase from a damaged file before anything is
+//! decrypted.
 //!
 //! Invariants: the only sync code that touches a cipher; keys live in `Zeroizing` memory and
 //! their `Debug` is masked; an error names no byte of a key or plaintext; `open` either
@@ -104,10 +106,12 @@ impl KdfParams {
     }
 }
 
-/// The key of a sync passphrase: the sealing key and the key-check value, both derived.
+/// The key of a sync passphrase: the sealing key, the secret-mac key and the key-check
+/// value, all derived.
 pub struct SyncKey {
     params: KdfParams,
     seal: Zeroizing<[u8; 32]>,
+    mac: Zeroizing<[u8; 32]>,
     check: [u8; CHECK_BYTES],
 }
 
@@ -125,6 +129,7 @@ impl SyncKey {
         let mut master = Zeroizing::new([0u8; 32]);
         pbkdf2::pbkdf2_hmac::<Sha256>(passphrase, &params.salt, params.iterations, &mut master[..]);
         let seal = Zeroizing::new(subkey(&master, b"host-manager sync seal"));
+        let mac = Zeroizing::new(subkey(&master, b"host-manager sync secret mac"));
         let full_check = Zeroizing::new(subkey(&master, b"host-manager sync key check"));
         let mut check = [0u8; CHECK_BYTES];
         check.copy_from_slice(&full_check[..CHECK_BYTES]);
@@ -132,12 +137,41 @@ impl SyncKey {
         Ok(SyncKey {
             params: params.clone(),
             seal,
+            mac,
             check,
         })
     }
 
     pub fn params(&self) -> &KdfParams {
         &self.params
+    }
+
+    /// A secret field's value for record (`kind`, `id`): `{"sealed": base64, "mac": base64}`,
+    /// the plaintext sealed as `seal_secret` does and its `secret_mac`, so two devices that
+    /// sealed the same secret (with different nonces) are told it is the same value.
+    pub fn secret_value(&self, kind: &str, id: &str, field: &str, plaintext: &[u8]) -> Value {
+        let mut value = seal_secret(self, plaintext);
+        if let Value::Object(map) = &mut value {
+            let mac = self.secret_mac(kind, id, field, plaintext);
+            map.insert("mac".to_owned(), Value::String(mac));
+        }
+        value
+    }
+
+    /// Base64 of HMAC-SHA256 under the secret-mac key of `kind ‖ 0 ‖ id ‖ 0 ‖ field ‖ 0 ‖
+    /// plaintext`: equal for the same secret in the same field of the same record, and
+    /// telling nothing of the plaintext without the sync passphrase.
+    pub fn secret_mac(&self, kind: &str, id: &str, field: &str, plaintext: &[u8]) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.mac[..])
+            .expect("HMAC takes any key length");
+        for part in [kind.as_bytes(), id.as_bytes(), field.as_bytes()] {
+            mac.update(part);
+            mac.update(b"\0");
+        }
+        mac.update(plaintext);
+        let tag = mac.finalize().into_bytes();
+        wipe_stack();
+        Base64::encode_string(&tag)
     }
 }
 
@@ -472,6 +506,58 @@ mod tests {
         bytes[10..12].copy_from_slice(&READER_VERSION.to_be_bytes());
         assert!(read_header(&bytes).is_ok());
         assert_eq!(&bytes[..8], MAGIC);
+    }
+
+    #[test]
+    fn a_secret_value_seals_the_plaintext_with_a_mac_equal_for_the_same_secret_in_the_same_field() {
+        let key = SyncKey::derive(b"sync words", &params()).unwrap();
+        let value = key.secret_value("host", "h1", "password", b"hunter2");
+        let again = key.secret_value("host", "h1", "password", b"hunter2");
+        assert_ne!(value["sealed"], again["sealed"], "a fresh nonce each time");
+        assert_eq!(value["mac"], again["mac"]);
+        assert_eq!(
+            value["mac"],
+            json!(key.secret_mac("host", "h1", "password", b"hunter2"))
+        );
+        assert_eq!(open_secret(&key, &value).unwrap().expose(), b"hunter2");
+        let mac = |kind: &str, id: &str, field: &str, plain: &[u8]| {
+            key.secret_mac(kind, id, field, plain)
+        };
+        let same = mac("host", "h1", "password", b"hunter2");
+        assert_ne!(
+            mac("host", "h1", "passphrase", b"hunter2"),
+            same,
+            "other field"
+        );
+        assert_ne!(
+            mac("host", "h2", "password", b"hunter2"),
+            same,
+            "other record"
+        );
+        assert_ne!(mac("key", "h1", "password", b"hunter2"), same, "other kind");
+        assert_ne!(
+            mac("host", "h1", "password", b"hunter3"),
+            same,
+            "other secret"
+        );
+        assert_ne!(
+            mac("host", "h1\0password", "", b"hunter2"),
+            same,
+            "separated parts"
+        );
+        let other = SyncKey::derive(b"other words", &params()).unwrap();
+        assert_ne!(
+            other.secret_mac("host", "h1", "password", b"hunter2"),
+            same,
+            "other passphrase"
+        );
+        let text = value.to_string();
+        assert!(!text.contains("hunter2"), "no plaintext in the value");
+        assert!(
+            !format!("{value:?}{key:?}").contains("hunter2"),
+            "nor in Debug"
+        );
+        assert_eq!(value.as_object().unwrap().len(), 2, "sealed and mac only");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::model::sync::wire;
 #[ignore = "a measurement: run in release with --nocapture"]
 fn merge_path_at_100000_hosts_each_side() {
     use crate::vault::bundle::{self, Header, KdfParams, SyncKey};
-    let (base, a, b) = big_pair(100_000);
+    let (_, a, b) = big_pair(100_000);
     let params = KdfParams::generate();
     let key = SyncKey::derive(b"passphrase", &params).unwrap();
     let header = Header {
@@ -30,7 +30,7 @@ fn merge_path_at_100000_hosts_each_side() {
     let t_write = start.elapsed();
     let (_, opened) = bundle::open(&key, &bytes).unwrap();
     let t_open = start.elapsed();
-    let (_, report) = merge_report(&a, &opened, Some(&base));
+    let (_, report) = merge_report(&a, &opened);
     let t_merge = start.elapsed();
     eprintln!(
         "100,000 hosts x 15 fields: body {} MB, bundle {} MB; encode {:?}, encode+seal {:?}, \

@@ -21,6 +21,11 @@ const BACK_TO_12: &str = "
     DROP TABLE import_records;
     DROP TABLE saved_searches;
     DROP TABLE snapshots;
+    DROP TABLE sync_settings;
+    DROP TABLE sync_peers;
+    DROP TABLE sync_files;
+    DROP TABLE sync_unapplied;
+    DROP TABLE sync_conflicts;
     ALTER TABLE hosts DROP COLUMN startup;
     ALTER TABLE groups DROP COLUMN default_set_env;
     ALTER TABLE groups DROP COLUMN default_send_env;

@@ -26,6 +26,32 @@ pub const MAX_METHODS: usize = 8;
 /// docs/identities.md: a keyboard-interactive method has at most 16 answer rules.
 pub const MAX_ANSWERS: usize = 16;
 
+/// The slot names of the literal answers, by position (a seal context names its field
+/// statically).
+pub const LITERAL_FIELDS: [&str; MAX_ANSWERS] = [
+    "answer.0",
+    "answer.1",
+    "answer.2",
+    "answer.3",
+    "answer.4",
+    "answer.5",
+    "answer.6",
+    "answer.7",
+    "answer.8",
+    "answer.9",
+    "answer.10",
+    "answer.11",
+    "answer.12",
+    "answer.13",
+    "answer.14",
+    "answer.15",
+];
+
+/// The slot name of the literal answer at `position`; `None` past the last.
+pub fn literal_slot(position: usize) -> Option<&'static str> {
+    LITERAL_FIELDS.get(position).copied()
+}
+
 /// A secret's place: whether a value is there, and where a write takes it from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {

@@ -7,8 +7,13 @@
 //! later write. Each part is a join, so the whole is commutative, associative and
 //! idempotent: delivery order and duplicate deliveries do not matter.
 //!
+//! A conflict is judged per field from the two versions alone: each version remembers the
+//! one it replaced (`Field::prev`), so the merge knows whether the other side had seen it
+//! (the three-way merge against the last merged state, kept per field).
+//!
 //! Invariants: pure (no clock, no I/O); never reads a secret (sealed values are compared as
-//! JSON); the report is sorted by (kind, id, field), so it is the same for the same inputs.
+//! JSON, two with the same `mac` being the same value); the report is sorted by (kind, id,
+//! field), so it is the same for the same inputs.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -65,13 +70,22 @@ pub fn merge_record(a: &Record, b: &Record) -> Record {
     }
 }
 
-/// The field that wins between two versions: the higher stamp, then the larger value.
+/// The field that wins between two versions: the higher stamp, then the larger value, then
+/// the larger `prev` (the last two only for damaged input: a stamp is issued once).
 pub fn winner<'f>(a: &'f Field, b: &'f Field) -> &'f Field {
-    match a.stamp.cmp(&b.stamp) {
-        Ordering::Greater => a,
-        Ordering::Less => b,
-        Ordering::Equal if std::ptr::eq(larger_value(&a.value, &b.value), &a.value) => a,
-        Ordering::Equal => b,
+    let order = a.stamp.cmp(&b.stamp).then_with(|| {
+        if a.value == b.value {
+            a.prev.cmp(&b.prev)
+        } else if std::ptr::eq(larger_value(&a.value, &b.value), &a.value) {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        }
+    });
+    if order == Ordering::Less {
+        b
+    } else {
+        a
     }
 }
 
@@ -119,7 +133,7 @@ pub struct Side {
     pub stamp: Stamp,
 }
 
-/// A field both sides changed since the base, to different values.
+/// A field both sides changed to different values, neither having seen the other's version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict {
     pub kind: String,
@@ -155,15 +169,19 @@ impl Report {
     }
 }
 
-/// `merge(local, remote)` and what it changed for `local`. `base` is the state last merged
-/// from the remote device (its bundle as read then); `None` on first contact, when every
-/// field both sides hold with different values is a conflict.
-pub fn merge_report(local: &State, remote: &State, base: Option<&State>) -> (State, Report) {
+/// `merge(local, remote)` and what it changed for `local`, conflicts included (judged by
+/// each version's `prev`, see `conflicts`).
+pub fn merge_report(local: &State, remote: &State) -> (State, Report) {
     let merged = merge(local, remote);
     let mut report = Report::default();
     for (key, after) in &merged.records {
         let before = local.records.get(key);
         let theirs = remote.records.get(key);
+        if let (Some(mine), Some(theirs)) = (before, theirs) {
+            if mine != theirs {
+                conflicts(key, mine, theirs, &mut report.conflicts);
+            }
+        }
         if before == Some(after) {
             continue;
         }
@@ -183,10 +201,6 @@ pub fn merge_report(local: &State, remote: &State, base: Option<&State>) -> (Sta
                 }
             }
             (false, false) => {}
-        }
-        if let (Some(mine), Some(theirs)) = (before, theirs) {
-            let base = base.and_then(|base| base.records.get(key));
-            conflicts(key, mine, theirs, base, &mut report.conflicts);
         }
     }
     (merged, report)
@@ -220,25 +234,14 @@ fn changed_fields(before: Option<&Record>, after: &Record) -> Vec<String> {
         .collect()
 }
 
-/// Fields both sides changed since `base` (every differing field without one).
-fn conflicts(
-    key: &RecordKey,
-    mine: &Record,
-    theirs: &Record,
-    base: Option<&Record>,
-    out: &mut Vec<Conflict>,
-) {
+/// Fields both sides hold with different values where neither version descends from the
+/// other: both sides changed the field without having seen the other's change.
+fn conflicts(key: &RecordKey, mine: &Record, theirs: &Record, out: &mut Vec<Conflict>) {
     for (name, a) in &mine.fields {
         let Some(b) = theirs.fields.get(name) else {
             continue;
         };
-        if a.value == b.value {
-            continue;
-        }
-        let base_stamp = base
-            .and_then(|base| base.fields.get(name))
-            .map(|f| &f.stamp);
-        if base.is_some() && (Some(&a.stamp) == base_stamp || Some(&b.stamp) == base_stamp) {
+        if same_value(&a.value, &b.value) || descends(a, b) || descends(b, a) {
             continue;
         }
         let win = winner(a, b);
@@ -257,4 +260,21 @@ fn conflicts(
             },
         });
     }
+}
+
+/// True when `newer`'s author had seen `older`: it replaced exactly that version, or it is
+/// the device that wrote `older` (a device has seen its own changes; `Record::set` keeps a
+/// run of one device's edits pointing at the version the run started from).
+pub fn descends(newer: &Field, older: &Field) -> bool {
+    newer.prev.as_ref() == Some(&older.stamp) || newer.stamp.device == older.stamp.device
+}
+
+/// Equal for conflict reporting: equal JSON, or two sealed secrets with the same `mac` (the
+/// same plaintext sealed twice, with different nonces).
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    a == b || matches!((mac_of(a), mac_of(b)), (Some(x), Some(y)) if x == y)
+}
+
+fn mac_of(value: &Value) -> Option<&str> {
+    value.as_object()?.get("mac")?.as_str()
 }

@@ -35,11 +35,17 @@ pub const MIN_HORIZON_MS: u64 = 365 * 24 * 60 * 60 * 1000;
 /// A record's identity in a state: (kind, id).
 pub type RecordKey = (String, String);
 
-/// One field: its value (sealed when secret; `null` once cleared) and its last change.
+/// One field: its value (sealed when secret; `null` once cleared), its last change, and the
+/// version that change replaced (`prev`), which tells the merge whether the changer had seen
+/// the other side's version (docs/sync.md, "Merge rules", rule 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
     pub value: Value,
     pub stamp: Stamp,
+    /// The stamp of the version this change replaced: another device's version, reached
+    /// through this device's own earlier changes if any (a run of one device's edits keeps
+    /// the version it started from); `None` for a field's first value.
+    pub prev: Option<Stamp>,
 }
 
 /// A delete: when, and the stamp of each field the deleter had seen.
@@ -92,9 +98,18 @@ impl Record {
             .max()
     }
 
-    /// Sets `name` to `value` as a local change stamped `stamp`.
+    /// Sets `name` to `value` as a local change stamped `stamp`, remembering the version
+    /// it replaces: the field's current stamp, or, when that is this device's own earlier
+    /// change, the version that change replaced (so editing a field twice between two syncs
+    /// still names the version the other devices hold).
     pub fn set(&mut self, name: &str, value: Value, stamp: Stamp) {
-        self.fields.insert(name.to_owned(), Field { value, stamp });
+        let prev = match self.fields.get(name) {
+            Some(field) if field.stamp.device == stamp.device => field.prev.clone(),
+            Some(field) => Some(field.stamp.clone()),
+            None => None,
+        };
+        let field = Field { value, stamp, prev };
+        self.fields.insert(name.to_owned(), field);
     }
 
     /// Deletes the record as a local change stamped `stamp`: the tombstone remembers every
@@ -126,10 +141,14 @@ impl State {
             .count()
     }
 
-    /// Every stamp of the state (fields, tombstones and what the tombstones saw).
+    /// Every stamp of the state (fields, the versions they replaced, tombstones and what
+    /// the tombstones saw).
     pub fn stamps(&self) -> impl Iterator<Item = &Stamp> {
         self.records.values().flat_map(|record| {
-            let fields = record.fields.values().map(|field| &field.stamp);
+            let fields = record
+                .fields
+                .values()
+                .flat_map(|field| std::iter::once(&field.stamp).chain(field.prev.as_ref()));
             let tomb = record
                 .tombstone
                 .iter()

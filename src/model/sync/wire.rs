@@ -1,7 +1,8 @@
 //! The bundle body's encoding: a `State` as compact JSON (docs/sync.md, "The body").
 //!
 //! `{"devices": [[id, name, written_at_ms] | [id], ...], "records": [[kind, id, {field:
-//! [value, hlc, device]}, null | [hlc, device, {field: [hlc, device]}]], ...], "ext": {...}}`
+//! [value, hlc, device] | [value, hlc, device, prev_hlc, prev_device]}, null | [hlc,
+//! device, {field: [hlc, device]}]], ...], "ext": {...}}`
 //! where `device` is an index into `devices` (a one-element entry names a device that
 //! stamped something but is not in the device table). A newer writer puts body data this
 //! build does not know under `ext`, which is carried untouched.
@@ -12,6 +13,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use std::fmt;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -88,10 +92,13 @@ impl<F: Fn(&Stamp) -> usize> Serialize for FieldMap<'_, F> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (name, field) in self.0 {
-            map.serialize_entry(
-                name,
-                &(&field.value, field.stamp.hlc, (self.1)(&field.stamp)),
-            )?;
+            let (value, hlc, at) = (&field.value, field.stamp.hlc, (self.1)(&field.stamp));
+            match &field.prev {
+                None => map.serialize_entry(name, &(value, hlc, at))?,
+                Some(prev) => {
+                    map.serialize_entry(name, &(value, hlc, at, prev.hlc, (self.1)(prev)))?
+                }
+            }
         }
         map.end()
     }
@@ -101,9 +108,54 @@ type WireTomb = (u64, usize, BTreeMap<String, (u64, usize)>);
 type WireRecord = (
     String,
     String,
-    BTreeMap<String, (Value, u64, usize)>,
+    BTreeMap<String, WireField>,
     Option<WireTomb>,
 );
+
+/// A field entry: `[value, hlc, device]`, or `[value, hlc, device, prev_hlc, prev_device]`
+/// when the change replaced a version.
+struct WireField {
+    value: Value,
+    hlc: u64,
+    at: usize,
+    prev: Option<(u64, usize)>,
+}
+
+impl<'de> Deserialize<'de> for WireField {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(WireFieldVisitor)
+    }
+}
+
+struct WireFieldVisitor;
+
+impl<'de> Visitor<'de> for WireFieldVisitor {
+    type Value = WireField;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[value, hlc, device] or [value, hlc, device, prev_hlc, prev_device]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireField, A::Error> {
+        let missing = || de::Error::invalid_length(0, &self);
+        let value = seq.next_element()?.ok_or_else(missing)?;
+        let hlc = seq.next_element()?.ok_or_else(missing)?;
+        let at = seq.next_element()?.ok_or_else(missing)?;
+        let prev = match seq.next_element::<u64>()? {
+            None => None,
+            Some(prev_hlc) => Some((prev_hlc, seq.next_element()?.ok_or_else(missing)?)),
+        };
+        if seq.next_element::<de::IgnoredAny>()?.is_some() {
+            return Err(de::Error::invalid_length(6, &self));
+        }
+        Ok(WireField {
+            value,
+            hlc,
+            at,
+            prev,
+        })
+    }
+}
 
 #[derive(Deserialize)]
 struct WireBody {
@@ -142,9 +194,18 @@ pub fn decode(bytes: &[u8]) -> Result<State, String> {
     };
     for (kind, id, fields, tomb) in body.records {
         let mut record = Record::default();
-        for (name, (value, hlc, at)) in fields {
-            let stamp = stamp(hlc, at)?;
-            record.fields.insert(name, Field { value, stamp });
+        for (name, wire) in fields {
+            let stamp_of = stamp(wire.hlc, wire.at)?;
+            let prev = match wire.prev {
+                Some((hlc, at)) => Some(stamp(hlc, at)?),
+                None => None,
+            };
+            let field = Field {
+                value: wire.value,
+                stamp: stamp_of,
+                prev,
+            };
+            record.fields.insert(name, field);
         }
         if let Some((hlc, at, seen)) = tomb {
             let mut tombstone = Tombstone {
