@@ -277,6 +277,64 @@ fn sync_now_before_sync_is_set_up_is_409_sync_disabled() {
 }
 
 #[test]
+fn put_sync_refuses_a_missing_or_relative_dir_and_a_short_passphrase_and_needs_the_vault() {
+    let a = device("sync-put-rules", None);
+    let dir = fresh_dir("sync-put-rules-folder");
+    let missing = dir.join("missing");
+    let file = dir.join("a-file");
+    fs::write(&file, b"x").unwrap();
+    for (body, field) in [
+        (
+            json!({"dir": missing.to_str().unwrap(), "passphrase": PASSPHRASE}),
+            "dir",
+        ),
+        (
+            json!({"dir": file.to_str().unwrap(), "passphrase": PASSPHRASE}),
+            "dir",
+        ),
+        (
+            json!({"dir": "relative/dir", "passphrase": PASSPHRASE}),
+            "dir",
+        ),
+        (json!({"passphrase": PASSPHRASE}), "dir"),
+        (
+            json!({"dir": dir.to_str().unwrap(), "passphrase": "short"}),
+            "passphrase",
+        ),
+        (json!({"dir": dir.to_str().unwrap()}), "passphrase"),
+        (
+            json!({"dir": dir.to_str().unwrap(), "passphrase": PASSPHRASE, "device_name": ""}),
+            "device_name",
+        ),
+    ] {
+        let error = a
+            .put("/api/sync", &body)
+            .assert_error(400, "VALIDATION_ERROR");
+        let details = error["details"].as_str().unwrap_or_default();
+        assert!(details.starts_with(field), "{body} -> {error}");
+    }
+    assert_eq!(a.get("/api/sync").expect(200)["enabled"], false);
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "nothing written");
+    a.post("/api/vault/lock", &json!({})).expect(200);
+    let body = json!({"dir": dir.to_str().unwrap(), "passphrase": PASSPHRASE});
+    a.put("/api/sync", &body).assert_error(401, "VAULT_LOCKED");
+}
+
+#[test]
+fn delete_sync_stops_syncing_and_leaves_the_folders_files() {
+    let (a, _b, dir) = pair("sync-stop");
+    let files = folder_files(&dir);
+    assert_eq!(files.len(), 2, "two bundles");
+    a.delete("/api/sync").expect(204);
+    let status = a.get("/api/sync").expect(200);
+    assert_eq!(status["enabled"], false, "{status}");
+    a.post("/api/sync/now", &json!({}))
+        .assert_error(409, "SYNC_DISABLED");
+    a.new_host("after-stop");
+    assert_eq!(folder_files(&dir), files, "the files stay, untouched");
+}
+
+#[test]
 fn host_creates_edits_moves_and_deletes_reach_the_other_device() {
     let (a, b, _dir) = pair("sync-hosts");
     let group = a.new_group("prod");
@@ -794,13 +852,20 @@ fn deleting_30_of_40_hosts_is_held_as_mass_delete_until_confirmed() {
     assert_eq!(catalogue(&b), before, "nothing changes on B");
     let held = b.get("/api/sync").expect(200)["held"].clone();
     assert_eq!(
-        held,
-        json!({"deletions": 30, "live": 40, "device_id": a_id})
+        [&held["deletions"], &held["live"], &held["device_id"]],
+        [&json!(30), &json!(40), &json!(a_id)],
+        "{held}"
     );
-    // Asking again without the confirmation still changes nothing.
+    // Asking again without the confirmation (as the background poller does) still answers
+    // 409, changes nothing and keeps the merge held.
     b.post("/api/sync/now", &json!({}))
         .assert_error(409, "MASS_DELETE");
     assert_eq!(catalogue(&b), before, "nothing changes on B");
+    assert_eq!(
+        b.get("/api/sync").expect(200)["held"]["deletions"],
+        30,
+        "still held"
+    );
     let changes = b.get(&format!("/api/changes?since={feed}")).expect(200);
     assert_eq!(changes["items"], json!([]), "no change logged: {changes}");
 
@@ -812,6 +877,32 @@ fn deleting_30_of_40_hosts_is_held_as_mass_delete_until_confirmed() {
     assert_eq!(b.get("/api/sync").expect(200)["held"], Value::Null);
     sync_now(&a);
     assert_same_catalogue(&a, &b);
+}
+
+#[test]
+fn a_device_that_emptied_its_catalogue_is_held_even_below_the_count_limit() {
+    let (a, b, ids) = pair_with_hosts("sync-emptied", 10);
+    // B holds 50 live records: deleting 10 is within max(10, 25%), but A, whose last bundle
+    // held 10, now holds none.
+    for n in 0..40 {
+        b.new_host(&format!("b{n}"));
+    }
+    delete_hosts(&a, &ids);
+    sync_now(&a);
+    let before = catalogue(&b);
+    let error = b
+        .post("/api/sync/now", &json!({}))
+        .assert_error(409, "MASS_DELETE");
+    assert!(
+        error["details"].as_str().unwrap().contains(&device_id(&a)),
+        "{error}"
+    );
+    assert_eq!(catalogue(&b), before, "nothing changes on B");
+    let report = b
+        .post("/api/sync/now", &json!({"confirm_mass_delete": true}))
+        .expect(200);
+    assert_eq!(report["deleted"].as_array().unwrap().len(), 10, "{report}");
+    assert_eq!(b.get("/api/hosts").expect(200)["total"], 40);
 }
 
 #[test]
@@ -1007,10 +1098,16 @@ fn a_writer_killed_mid_write_leaves_the_other_device_unaffected() {
             .any(|entry| entry["file"] == format!("{a_id}.bundle.tmp").as_str()),
         "a temporary file is no bundle, so it is not even read: {report}"
     );
-    assert!(
-        report["written"].is_string(),
-        "B still writes its own: {report}"
+    let own = bundle_path(&dir, &device_id(&b));
+    let own_before = fs::read(&own).unwrap();
+    b.new_host("after-the-crash");
+    let report = sync_now(&b);
+    assert_eq!(
+        report["written"],
+        format!("{}.bundle", device_id(&b)).as_str(),
+        "B still writes its own bundle: {report}"
     );
+    assert_ne!(fs::read(&own).unwrap(), own_before, "with its new host");
 }
 
 // ---- secrets in the folder ---------------------------------------------------------------
