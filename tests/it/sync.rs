@@ -144,13 +144,20 @@ pub(crate) fn catalogue(service: &Service) -> Value {
             &format!("/api/groups/{}/forwards", id_of(group)),
         ));
     }
+    // The hosts an entry matches, in no documented order (each device's own row order).
+    let mut known_hosts = items(service, "/api/known-hosts");
+    for entry in &mut known_hosts {
+        if let Some(ids) = entry["host_ids"].as_array_mut() {
+            ids.sort_by(|x, y| x.as_str().cmp(&y.as_str()));
+        }
+    }
     json!({
         "hosts": hosts,
         "groups": groups,
         "keys": by_id(items(service, "/api/keys")),
         "identities": by_id(items(service, "/api/identities")),
         "searches": by_id(items(service, "/api/searches")),
-        "known_hosts": by_id(items(service, "/api/known-hosts")),
+        "known_hosts": by_id(known_hosts),
         "forwards": by_id(forwards),
     })
 }
@@ -338,8 +345,28 @@ fn delete_sync_stops_syncing_and_leaves_the_folders_files() {
 fn host_creates_edits_moves_and_deletes_reach_the_other_device() {
     let (a, b, _dir) = pair("sync-hosts");
     let group = a.new_group("prod");
-    let web = new_host_with(&a, "web", json!({"tags": ["x", "y"], "notes": "n1"}));
     let db = a.new_host("db");
+    let web = new_host_with(
+        &a,
+        "web",
+        json!({"tags": ["x", "y"], "notes": "n1", "jump_host_ids": [db],
+            "ssh_options": ["ServerAliveInterval 15"], "color": "#12ab34"}),
+    );
+    let search = id_of(
+        &a.post("/api/searches", &json!({"name": "tagged", "q": "tag:x"}))
+            .expect(201),
+    );
+    let public_key = a
+        .get(&format!("/api/keys/{}", a.new_key("for-known-hosts")))
+        .expect(200)["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    a.post(
+        "/api/known-hosts/accept",
+        &json!({"hostname": "h.example.com", "public_key": public_key}),
+    )
+    .expect(201);
     let gone = a.new_host("gone");
     let report = sync_now(&a);
     assert!(report["written"].as_str().is_some(), "{report}");
@@ -348,6 +375,8 @@ fn host_creates_edits_moves_and_deletes_reach_the_other_device() {
         assert!(lists(&report, "added", "host", id), "{report}");
     }
     assert!(lists(&report, "added", "group", &group), "{report}");
+    assert!(lists(&report, "added", "saved_search", &search), "{report}");
+    assert_eq!(items(&b, "/api/known-hosts").len(), 1);
     assert_same_catalogue(&a, &b);
 
     a.put(
@@ -783,6 +812,115 @@ fn an_edit_beats_a_concurrent_delete_and_the_host_is_reported_resurrected() {
         "{resurrected:?}"
     );
     assert_same_catalogue(&a, &b);
+}
+
+// ---- what two devices did at once --------------------------------------------------------
+
+#[test]
+fn a_group_name_taken_on_both_devices_keeps_both_groups_the_smaller_id_keeping_the_name() {
+    let (a, b, _dir) = pair("sync-names");
+    let on_a = a.new_group("prod");
+    let on_b = b.new_group("PROD");
+    let host_a = new_host_with(&a, "in-a", json!({ "group_id": on_a }));
+    let host_b = new_host_with(&b, "in-b", json!({ "group_id": on_b }));
+    round(&a, &b);
+    sync_now(&b);
+    assert_same_catalogue(&a, &b);
+    let (smaller, larger) = if on_a < on_b {
+        (&on_a, &on_b)
+    } else {
+        (&on_b, &on_a)
+    };
+    for side in [&a, &b] {
+        let keeper = side.get(&format!("/api/groups/{smaller}")).expect(200);
+        let other = side.get(&format!("/api/groups/{larger}")).expect(200);
+        assert!(
+            keeper["name"] == "prod" || keeper["name"] == "PROD",
+            "{keeper}"
+        );
+        assert!(
+            other["name"].as_str().unwrap().ends_with(" (2)"),
+            "the other is renamed: {other}"
+        );
+        assert_eq!(get_host(side, &host_a)["group_id"], on_a.as_str());
+        assert_eq!(get_host(side, &host_b)["group_id"], on_b.as_str());
+    }
+}
+
+#[test]
+fn one_key_imported_on_both_devices_leaves_one_key_and_every_host_still_connects_with_it() {
+    let (a, b, _dir) = pair("sync-same-key");
+    let work = fresh_dir("sync-same-key-work");
+    let passphrase = "same key passphrase";
+    let private_key = ssh_keygen(&work, "k", passphrase);
+    let body = json!({"name": "k", "private_key": private_key, "passphrase": passphrase});
+    let key_a = id_of(&a.post("/api/keys", &body).expect(201));
+    let key_b = id_of(&b.post("/api/keys", &body).expect(201));
+    let host_a = new_host_with(&a, "a", json!({"auth": {"type": "key", "key_id": key_a}}));
+    let host_b = new_host_with(&b, "b", json!({"auth": {"type": "key", "key_id": key_b}}));
+    round(&a, &b);
+    sync_now(&b);
+    assert_same_catalogue(&a, &b);
+    let kept = std::cmp::min(&key_a, &key_b);
+    for side in [&a, &b] {
+        let keys = items(side, "/api/keys");
+        assert_eq!(keys.len(), 1, "one key: {keys:?}");
+        assert_eq!(id_of(&keys[0]), *kept);
+        for host in [&host_a, &host_b] {
+            assert_eq!(get_host(side, host)["auth"]["key_id"], kept.as_str());
+            let credentials = connect(side, host)["credentials"].clone();
+            assert_eq!(credentials["private_key"], private_key.as_str());
+            assert_eq!(credentials["passphrase"], passphrase);
+        }
+    }
+}
+
+#[test]
+fn a_host_made_in_a_group_deleted_meanwhile_on_the_other_device_lands_at_the_top_level() {
+    let (a, b, _dir) = pair("sync-orphan");
+    let group = a.new_group("doomed");
+    round(&a, &b);
+    a.delete(&format!("/api/groups/{group}")).expect(204);
+    let host = new_host_with(&b, "orphan", json!({ "group_id": group }));
+    round(&a, &b);
+    sync_now(&b);
+    assert_same_catalogue(&a, &b);
+    for side in [&a, &b] {
+        side.get(&format!("/api/groups/{group}"))
+            .assert_error(404, "GROUP_NOT_FOUND");
+        let shown = get_host(side, &host);
+        assert!(shown.get("group_id").is_none_or(Value::is_null), "{shown}");
+    }
+}
+
+#[test]
+fn two_groups_moved_under_each_other_on_two_devices_end_without_a_cycle() {
+    let (a, b, _dir) = pair("sync-cycle");
+    let one = a.new_group("one");
+    let two = a.new_group("two");
+    round(&a, &b);
+    a.put(
+        &format!("/api/groups/{one}/move"),
+        &json!({ "parent_id": two }),
+    )
+    .expect(200);
+    b.put(
+        &format!("/api/groups/{two}/move"),
+        &json!({ "parent_id": one }),
+    )
+    .expect(200);
+    round(&a, &b);
+    sync_now(&b);
+    assert_same_catalogue(&a, &b);
+    let largest = std::cmp::max(&one, &two);
+    for side in [&a, &b] {
+        let top: Vec<String> = items(side, "/api/groups").iter().map(id_of).collect();
+        assert_eq!(
+            top,
+            [largest.clone()],
+            "the larger id moves to the top level"
+        );
+    }
 }
 
 // ---- a wiped device and the mass-delete guard --------------------------------------------
