@@ -114,6 +114,11 @@ const PATHS: &[&str] = &[
     "/api/snapshots",
     "/api/snapshots/{key}",
     "/api/snapshots/{key}/restore",
+    // Not PUT /api/sync: a generated body could name a real directory (`/`) as the folder.
+    "/api/sync/now",
+    "/api/sync/conflicts",
+    "/api/export/bundle",
+    "/api/import/bundle",
     "/api/export/csv",
     "/api/export/termius-csv",
     "/api/export/json",

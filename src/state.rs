@@ -79,6 +79,9 @@ impl AppState {
         // After the vault lock is released: a waiting sign request holds the approvals'
         // lock while it asks whether the vault is locked.
         self.agent.approvals.vault_locked();
+        // No lock held here (the sync engine's comes first in the lock order); a cycle
+        // under way keeps it, and the sync thread drops it at its next look.
+        self.sync.forget_key();
         Ok(())
     }
 

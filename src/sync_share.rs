@@ -36,6 +36,17 @@ impl SyncShare {
     }
 }
 
+impl SyncShare {
+    /// Drops the live engine (the sync key and the merged state) unless a cycle holds it:
+    /// after the vault locks, the key that opens every synced secret goes too (the next
+    /// cycle after an unlock loads it again from the sealed passphrase).
+    pub fn forget_key(&self) {
+        if let Ok(mut engine) = self.engine.try_lock() {
+            engine.live = None;
+        }
+    }
+}
+
 /// What the engine keeps between cycles.
 #[derive(Default)]
 pub struct Engine {

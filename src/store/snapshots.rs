@@ -720,6 +720,13 @@ mod tests {
             "group_host_counts",
             "snapshots",
             "sqlite_sequence",
+            // Sync's own rows (docs/sync.md): this device's, not the catalogue's; a restore
+            // reaches the other devices as this device's edits at its next sync cycle.
+            "sync_settings",
+            "sync_peers",
+            "sync_files",
+            "sync_unapplied",
+            "sync_conflicts",
         ];
         let db = crate::store::open_in_memory().unwrap();
         let tables: Vec<String> = db

@@ -45,6 +45,9 @@ pub struct Options {
     pub confirm_mass_delete: bool,
     /// Read the catalogue even when no write was seen since the last cycle.
     pub full: bool,
+    /// Pass over a file whose merge is held while it is unchanged (the background looks:
+    /// a request asks again and is answered 409 again).
+    pub skip_held: bool,
 }
 
 pub fn now_ms() -> u64 {
@@ -93,13 +96,12 @@ pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Ou
         Err(err) => return Err(err),
     };
     engine.held = None;
-    let wrote_something = apply_and_write(state, live, merged, now, &mut outcome)?;
+    apply_and_write(state, live, merged, now, &mut outcome)?;
     update_warnings(engine, &outcome);
-    engine.changes_seen = Some(if wrote_something {
-        total_changes(state)?
-    } else {
-        changes_before
-    });
+    // The count from before this cycle: its own writes (and any write that came meanwhile)
+    // make the next look read the catalogue once more, which also stamps what applying
+    // settled here (a name made free, a reference cleared) as this device's change.
+    engine.changes_seen = Some(changes_before);
     Ok(outcome)
 }
 
@@ -137,7 +139,7 @@ fn merge_folder(
             continue;
         }
         let still_held = held.is_some_and(|held| held.file == name && held.seen == look);
-        if still_held && !options.confirm_mass_delete {
+        if still_held && options.skip_held {
             continue;
         }
         let (header, remote) = match open_file(live, &name) {
@@ -242,14 +244,14 @@ fn changed_keys(report: &Report) -> BTreeSet<RecordKey> {
 }
 
 /// Applies the merged state to the catalogue, records peers, files and conflicts, and
-/// writes this device's bundle when anything changed; answers whether it wrote rows.
+/// writes this device's bundle when anything changed.
 fn apply_and_write(
     state: &AppState,
     live: &mut Live,
     merged: Merged,
     now: u64,
     outcome: &mut Outcome,
-) -> Result<bool, SyncError> {
+) -> Result<(), SyncError> {
     let own = folder::own_file(&live.device_id);
     let own_missing = !live.dir.join(&own).exists();
     let merged_any = !merged.files.is_empty();
@@ -280,7 +282,7 @@ fn apply_and_write(
         live.state = next;
     }
     if outcome.local_changes == 0 && !merged_any && !own_missing {
-        return Ok(merged_any);
+        return Ok(());
     }
     live.state.devices.insert(
         live.device_id.as_str().into(),
@@ -317,7 +319,7 @@ fn apply_and_write(
             .skipped
             .push((own, format!("cannot be written: {err}"))),
     }
-    Ok(true)
+    Ok(())
 }
 
 fn side(value: &serde_json::Value, stamp: &crate::model::sync::clock::Stamp) -> String {

@@ -276,7 +276,7 @@ pub fn run_now(state: &AppState, confirm_mass_delete: bool) -> Result<cycle::Out
     ensure_live(state, &mut engine)?;
     let options = cycle::Options {
         confirm_mass_delete,
-        full: false,
+        ..cycle::Options::default()
     };
     cycle::run(state, &mut engine, options)
 }

@@ -66,6 +66,8 @@ fn watch_loop(state: &Weak<AppState>, poll: Duration, debounce: Duration) {
 /// Answers whether a cycle ran.
 fn look(state: &AppState, poll_due: bool, debounce: Duration) -> Result<bool, SyncError> {
     if state.session.vault_locked() {
+        // The sync key opens every synced secret: it does not outlive the vault's unlock.
+        state.sync.forget_key();
         return Ok(false);
     }
     let mut engine = state.sync.engine();
@@ -85,7 +87,11 @@ fn look(state: &AppState, poll_due: bool, debounce: Duration) -> Result<bool, Sy
     if !(poll_due || (local && quiet)) {
         return Ok(false);
     }
-    let result = cycle::run(state, &mut engine, cycle::Options::default());
+    let options = cycle::Options {
+        skip_held: true,
+        ..cycle::Options::default()
+    };
+    let result = cycle::run(state, &mut engine, options);
     engine.dirty_since = None;
     result.map(|_| true)
 }

@@ -271,3 +271,7 @@ pub fn conflict_count(conn: &Connection) -> Result<u64, StoreError> {
         })? as u64,
     )
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
