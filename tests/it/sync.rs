@@ -923,6 +923,76 @@ fn two_groups_moved_under_each_other_on_two_devices_end_without_a_cycle() {
     }
 }
 
+#[test]
+fn a_host_using_a_key_deleted_meanwhile_on_the_other_device_loses_the_key_on_both() {
+    let (a, b, _dir) = pair("sync-gone-key");
+    let key = a.new_key("doomed");
+    round(&a, &b);
+    a.delete(&format!("/api/keys/{key}")).expect(204);
+    let host = new_host_with(
+        &b,
+        "uses-it",
+        json!({"auth": {"type": "key", "key_id": key}}),
+    );
+    round(&a, &b);
+    round(&a, &b);
+    assert_same_catalogue(&a, &b);
+    for side in [&a, &b] {
+        side.get(&format!("/api/keys/{key}"))
+            .assert_error(404, "KEY_NOT_FOUND");
+        let shown = get_host(side, &host);
+        assert_ne!(shown["auth"]["key_id"], key.as_str(), "{shown}");
+        let status = side
+            .post(&format!("/api/hosts/{host}/connect"), &json!({}))
+            .status;
+        assert_ne!(status, 500, "connect of the host");
+    }
+}
+
+#[test]
+fn a_host_using_an_identity_deleted_meanwhile_on_the_other_device_loses_it_on_both() {
+    let (a, b, _dir) = pair("sync-gone-identity");
+    let identity = id_of(
+        &a.post(
+            "/api/identities",
+            &json!({"name": "doomed", "username": "u", "auth": [{"type": "agent"}]}),
+        )
+        .expect(201),
+    );
+    round(&a, &b);
+    a.delete(&format!("/api/identities/{identity}")).expect(204);
+    let host = new_host_with(&b, "uses-it", json!({ "identity_id": identity }));
+    round(&a, &b);
+    round(&a, &b);
+    assert_same_catalogue(&a, &b);
+    for side in [&a, &b] {
+        assert_eq!(get_host(side, &host)["identity_id"], Value::Null);
+    }
+}
+
+#[test]
+fn a_jump_host_deleted_meanwhile_on_the_other_device_leaves_the_chain_on_both() {
+    let (a, b, _dir) = pair("sync-gone-jump");
+    let hop = a.new_host("hop");
+    let web = a.new_host("web");
+    round(&a, &b);
+    a.delete(&format!("/api/hosts/{hop}")).expect(204);
+    b.put(
+        &format!("/api/hosts/{web}"),
+        &json!({ "jump_host_ids": [hop] }),
+    )
+    .expect(200);
+    round(&a, &b);
+    round(&a, &b);
+    assert_same_catalogue(&a, &b);
+    for side in [&a, &b] {
+        side.get(&format!("/api/hosts/{hop}"))
+            .assert_error(404, "HOST_NOT_FOUND");
+        let chain = get_host(side, &web)["jump_host_ids"].clone();
+        assert!(chain.is_null() || chain == json!([]), "{chain}");
+    }
+}
+
 // ---- a wiped device and the mass-delete guard --------------------------------------------
 
 #[test]
@@ -1246,6 +1316,71 @@ fn a_writer_killed_mid_write_leaves_the_other_device_unaffected() {
         "B still writes its own bundle: {report}"
     );
     assert_ne!(fs::read(&own).unwrap(), own_before, "with its new host");
+}
+
+// ---- the vault and restarts --------------------------------------------------------------
+
+#[test]
+fn sync_needs_the_vault_unlocked_and_goes_on_after_an_unlock_and_after_a_restart() {
+    let dir = fresh_dir("sync-vault-folder");
+    let a = device("sync-vault-a", None);
+    let b_data = fresh_dir("sync-vault-b-data").join("data");
+    let b = device("sync-vault-b", Some(b_data.clone()));
+    enable(&a, &dir);
+    enable(&b, &dir);
+    let b_id = device_id(&b);
+
+    b.post("/api/vault/lock", &json!({})).expect(200);
+    b.post("/api/sync/now", &json!({}))
+        .assert_error(401, "VAULT_LOCKED");
+    b.post(
+        "/api/vault/unlock",
+        &json!({"password": "master of sync-vault-b 41d0"}),
+    )
+    .expect(200);
+    let first = a.new_host("after-unlock");
+    sync_now(&a);
+    let report = sync_now(&b);
+    assert!(lists(&report, "added", "host", &first), "{report}");
+
+    drop(b);
+    let b = device_with_existing("sync-vault-b-again", b_data);
+    b.post(
+        "/api/vault/unlock",
+        &json!({"password": "master of sync-vault-b 41d0"}),
+    )
+    .expect(200);
+    let status = b.get("/api/sync").expect(200);
+    assert_eq!(status["enabled"], true, "{status}");
+    assert_eq!(
+        status["device_id"],
+        b_id.as_str(),
+        "the same device after a restart"
+    );
+    let second = a.new_host("after-restart");
+    sync_now(&a);
+    let report = sync_now(&b);
+    assert!(lists(&report, "added", "host", &second), "{report}");
+    sync_now(&a);
+    assert_same_catalogue(&a, &b);
+}
+
+/// Starts a device again on its data dir (its master password already set).
+fn device_with_existing(name: &str, data_dir: PathBuf) -> Service {
+    Service::start_with(
+        name,
+        Options {
+            data_dir: Some(data_dir),
+            env: vec![
+                ("HOST_MANAGER_TEST_SYNC_POLL_MS".into(), "3600000".into()),
+                (
+                    "HOST_MANAGER_TEST_SYNC_DEBOUNCE_MS".into(),
+                    "3600000".into(),
+                ),
+            ],
+            ..Options::default()
+        },
+    )
 }
 
 // ---- secrets in the folder ---------------------------------------------------------------
