@@ -917,7 +917,7 @@ fn two_groups_moved_under_each_other_on_two_devices_end_without_a_cycle() {
         let top: Vec<String> = items(side, "/api/groups").iter().map(id_of).collect();
         assert_eq!(
             top,
-            [largest.clone()],
+            [largest.as_str()],
             "the larger id moves to the top level"
         );
     }
