@@ -1220,6 +1220,116 @@ fn a_truncated_bundle_is_skipped_named_and_changes_nothing() {
 }
 
 #[test]
+fn a_bundle_written_for_a_newer_reader_is_skipped_telling_the_user_to_update() {
+    let (_a, b, _dir, bundle, news) = pair_with_news("sync-newer");
+    let mut bytes = fs::read(&bundle).unwrap();
+    bytes[10..12].copy_from_slice(&2u16.to_be_bytes());
+    fs::write(&bundle, &bytes).unwrap();
+    let before = catalogue(&b);
+    let report = sync_now(&b);
+    assert_eq!(catalogue(&b), before, "B is unchanged");
+    b.get(&format!("/api/hosts/{news}"))
+        .assert_error(404, "HOST_NOT_FOUND");
+    let name = bundle.file_name().unwrap().to_str().unwrap();
+    let problem = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["file"] == name)
+        .unwrap_or_else(|| panic!("{name} is skipped: {report}"))["problem"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(
+        problem.contains("newer") || problem.contains("update"),
+        "the problem says a newer version wrote it (docs/sync.md, the bundle file): {problem}"
+    );
+}
+
+#[test]
+fn sync_set_up_again_after_delete_on_the_same_folder_changes_nothing_and_reports_nothing() {
+    let (a, b, dir) = pair("sync-again");
+    a.new_host("one");
+    b.new_host("two");
+    round(&a, &b);
+    sync_now(&b);
+    let before = catalogue(&b);
+    let b_id = device_id(&b);
+    b.delete("/api/sync").expect(204);
+    let answer = enable(&b, &dir);
+    let report = &answer["report"];
+    for list in [
+        "added",
+        "updated",
+        "deleted",
+        "resurrected",
+        "conflicts",
+        "skipped",
+    ] {
+        assert_eq!(report[list], json!([]), "{list}: {answer}");
+    }
+    assert_eq!(catalogue(&b), before, "the catalogue is unchanged");
+    assert_eq!(answer["device_id"], b_id.as_str(), "the same device");
+    let a_before = catalogue(&a);
+    let a_feed = feed_head(&a);
+    let report = sync_now(&a);
+    assert_eq!(catalogue(&a), a_before, "A's catalogue is unchanged");
+    let changes = a.get(&format!("/api/changes?since={a_feed}")).expect(200);
+    assert_eq!(changes["items"], json!([]), "A logs no change: {changes}");
+    for list in ["added", "updated", "deleted", "resurrected", "conflicts"] {
+        assert_eq!(report[list], json!([]), "{list} on A: {report}");
+    }
+}
+
+#[test]
+fn edits_and_deletes_made_elsewhere_while_sync_was_off_here_win_over_the_unchanged_copies_here() {
+    let (a, b, dir) = pair("sync-off-meanwhile");
+    let edited = new_host_with(&a, "edited", json!({"notes": "old"}));
+    let deleted = a.new_host("deleted");
+    round(&a, &b);
+    sync_now(&b);
+    b.delete("/api/sync").expect(204);
+    a.put(&format!("/api/hosts/{edited}"), &json!({"notes": "new"}))
+        .expect(200);
+    a.delete(&format!("/api/hosts/{deleted}")).expect(204);
+    sync_now(&a);
+
+    // B changed nothing while sync was off: A's edit and delete are the newer changes.
+    enable(&b, &dir);
+    sync_now(&a);
+    sync_now(&b);
+    for side in [&a, &b] {
+        assert_eq!(get_host(side, &edited)["notes"], "new");
+        side.get(&format!("/api/hosts/{deleted}"))
+            .assert_error(404, "HOST_NOT_FOUND");
+    }
+}
+
+#[test]
+fn a_put_while_enabled_with_a_wrong_passphrase_is_409_and_keeps_the_settings() {
+    let (a, b, dir) = pair("sync-replace-settings");
+    let status = b.get("/api/sync").expect(200);
+    let body = json!({"dir": dir.to_str().unwrap(), "passphrase": "a different passphrase"});
+    b.put("/api/sync", &body)
+        .assert_error(409, "SYNC_PASSPHRASE_MISMATCH");
+    let after = b.get("/api/sync").expect(200);
+    assert_eq!(
+        (&after["enabled"], &after["dir"]),
+        (&status["enabled"], &status["dir"])
+    );
+    let host = a.new_host("still-syncing");
+    sync_now(&a);
+    let report = sync_now(&b);
+    assert!(lists(&report, "added", "host", &host), "{report}");
+
+    // A PUT with another folder (empty) moves B there: its bundle is written there.
+    let elsewhere = fresh_dir("sync-replace-settings-elsewhere");
+    let answer = enable_with(&b, &elsewhere, "a different passphrase");
+    assert_eq!(answer["dir"], elsewhere.to_str().unwrap());
+    assert!(bundle_path(&elsewhere, &device_id(&b)).is_file());
+}
+
+#[test]
 fn conflict_copies_of_a_bundle_merged_twice_change_nothing() {
     let (a, b, dir) = pair("sync-copies");
     let kept = a.new_host("kept");
@@ -1557,6 +1667,33 @@ fn an_exported_bundle_imports_into_a_fresh_service_by_merge_and_by_replace_and_a
         connect(&fresh, &host)["credentials"]["password"],
         "exported-password"
     );
+    for form in leak_forms(b"exported-password") {
+        assert!(
+            !contains_bytes(&bundle, &form),
+            "the password in the exported file"
+        );
+    }
+    // Merge keeps the values here; replace takes the bundle's.
+    fresh
+        .put(
+            &format!("/api/hosts/{host}"),
+            &json!({"notes": "edited here"}),
+        )
+        .expect(200);
+    fresh
+        .post(
+            "/api/import/bundle",
+            &import_body(&bundle, passphrase, "merge", false),
+        )
+        .expect(200);
+    assert_eq!(get_host(&fresh, &host)["notes"], "edited here");
+    fresh
+        .post(
+            "/api/import/bundle",
+            &import_body(&bundle, passphrase, "replace", false),
+        )
+        .expect(200);
+    assert_eq!(get_host(&fresh, &host)["notes"], "");
 
     // Merge keeps what the target had; replace leaves exactly the bundle's catalogue.
     let other = device("bundle-import-replace", None);
