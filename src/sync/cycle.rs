@@ -281,7 +281,16 @@ fn apply_and_write(
         drop(applied);
         live.state = next;
     }
-    if outcome.local_changes == 0 && !merged_any && !own_missing {
+    // Written only when this device holds something new: a merge that changed nothing here
+    // (the other device's bundle held nothing this one lacks) rewrites nothing, so two idle
+    // devices do not answer each other's writes forever.
+    if outcome.local_changes == 0 && outcome.report.is_empty() && !own_missing {
+        if merged_any {
+            let clock = live.clock.last();
+            state
+                .db
+                .write(|tx| rows::save_progress(tx, clock, false, true))?;
+        }
         return Ok(());
     }
     live.state.devices.insert(
