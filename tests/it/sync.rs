@@ -1212,6 +1212,19 @@ fn a_tampered_bundle_is_skipped_named_and_changes_nothing() {
 }
 
 #[test]
+fn a_bundle_whose_header_was_edited_is_skipped_and_changes_nothing() {
+    let (_a, b, _dir, bundle, news) = pair_with_news("sync-header");
+    let mut bytes = fs::read(&bundle).unwrap();
+    let length = u32::from_be_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+    let header = String::from_utf8(bytes[16..16 + length].to_vec()).unwrap();
+    let at = header.find("\"device_name\":\"").expect("a device name") + 15;
+    // Same length, still JSON: only the sealed body's associated data can tell.
+    bytes[16 + at] = if bytes[16 + at] == b'x' { b'y' } else { b'x' };
+    fs::write(&bundle, &bytes).unwrap();
+    assert_skipped_and_unchanged(&b, &bundle, &news);
+}
+
+#[test]
 fn a_truncated_bundle_is_skipped_named_and_changes_nothing() {
     let (_a, b, _dir, bundle, news) = pair_with_news("sync-truncated");
     let bytes = fs::read(&bundle).unwrap();
@@ -1298,10 +1311,14 @@ fn edits_and_deletes_made_elsewhere_while_sync_was_off_here_win_over_the_unchang
     enable(&b, &dir);
     sync_now(&a);
     sync_now(&b);
-    for side in [&a, &b] {
-        assert_eq!(get_host(side, &edited)["notes"], "new");
-        side.get(&format!("/api/hosts/{deleted}"))
-            .assert_error(404, "HOST_NOT_FOUND");
+    for (name, side) in [("A", &a), ("B", &b)] {
+        let notes = get_host(side, &edited)["notes"].clone();
+        let gone = side.get(&format!("/api/hosts/{deleted}")).status;
+        assert_eq!(
+            (notes, gone),
+            (json!("new"), 404),
+            "{name}: A's edit kept and A's delete kept"
+        );
     }
 }
 
