@@ -38,6 +38,8 @@ mod secrets;
 mod security;
 mod snapshots;
 mod support;
+mod sync;
+mod sync_git;
 mod tags;
 mod upgrade;
 mod vault;
