@@ -66,6 +66,19 @@ def _clean_up():
 atexit.register(_clean_up)
 
 
+def adopt(child):
+    """Puts a process started outside `Service` (nginx, Syncthing) under the same clean-up:
+    killed at exit if still running. Returns `child`."""
+    _live_children.append(child)
+    return child
+
+
+def release(child):
+    """The process has been stopped by its owner: the exit hook leaves it alone."""
+    if child in _live_children:
+        _live_children.remove(child)
+
+
 def scratch(prefix="hm-bench-"):
     """A new temporary directory, removed at exit whatever happens; `forget` removes it sooner."""
     folder = tempfile.mkdtemp(prefix=prefix)
