@@ -36,6 +36,10 @@ pub struct Outcome {
     pub unapplied: Vec<(RecordKey, String)>,
     /// Fields and records of this device stamped as changed.
     pub local_changes: usize,
+    /// Whether applying settled a clash here (to be stamped by the next read).
+    pub settled: bool,
+    /// The count of writes to synced tables after the apply, when one ran.
+    pub written_to: Option<i64>,
     /// Milliseconds each step took, for the log (scripts/bench sync reads it).
     pub timings: Vec<(&'static str, u128)>,
 }
@@ -133,7 +137,13 @@ fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<O
     // The count from before this cycle: its own writes (and any write that came meanwhile)
     // make the next look read the catalogue once more, which also stamps what applying
     // settled here (a name made free, a reference cleared) as this device's change.
-    engine.changes_seen = Some(read_at);
+    // After an apply that settled nothing, the catalogue is the merged records: its own
+    // writes are seen. Else (or after a request's write meanwhile, which the apply refuses)
+    // the next look reads the catalogue again and stamps the difference.
+    engine.changes_seen = match outcome.written_to {
+        Some(after) if !outcome.settled => Some(after),
+        _ => Some(read_at),
+    };
     if !outcome.timings.is_empty() {
         let steps: Vec<String> = outcome
             .timings
@@ -330,6 +340,7 @@ fn apply_and_write(
         let started = std::time::Instant::now();
         let (incoming, mut problems) = local::incoming(state, &live.key, &next, &keys)?;
         let conflicts = stored_conflicts(&outcome.report);
+        let (mut settled, mut written_to) = (false, read_at);
         let applied = state.db.write(|tx| {
             if rows::write_count(tx)? != read_at {
                 // A request wrote the catalogue after it was read: its edit is not stamped,
@@ -338,6 +349,8 @@ fn apply_and_write(
                 return Err(SyncError::Changed);
             }
             let applied = crate::store::sync::apply::apply(tx, &incoming)?;
+            settled = applied.settled;
+            written_to = rows::write_count(tx)?;
             problems.extend(applied.unapplied.iter().cloned());
             rows::save_unapplied(tx, &applied.applied, &problems)?;
             rows::add_conflicts(tx, &conflicts)?;
@@ -350,6 +363,8 @@ fn apply_and_write(
             Ok::<_, SyncError>(applied)
         })?;
         outcome.unapplied = problems;
+        outcome.settled = settled;
+        outcome.written_to = Some(written_to);
         drop(applied);
         live.state = next;
         outcome

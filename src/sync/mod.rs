@@ -287,18 +287,14 @@ pub fn run_now(state: &AppState, confirm_mass_delete: bool) -> Result<cycle::Out
     cycle::run(state, &mut engine, options)
 }
 
-/// `DELETE /api/sync`: stops syncing and forgets the passphrase and the merged state; the
-/// folder's files stay.
+/// `DELETE /api/sync`: stops syncing and forgets the folder and the passphrase; the folder's
+/// files stay, and so does the merged state kept in the data dir (sealed under the sync key,
+/// which goes with the passphrase): set up again with the same passphrase, this device
+/// carries on where it stopped instead of meeting its own records as strangers.
 pub fn disable(state: &AppState) -> Result<(), SyncError> {
     let mut engine = state.sync.engine();
     settings(state)?;
     state.db.write(|tx| rows::disable(tx))?;
     *engine = Engine::default();
-    let kept = state.config.data_dir.join(STATE_FILE);
-    if let Err(err) = std::fs::remove_file(&kept) {
-        if err.kind() != std::io::ErrorKind::NotFound {
-            log::warn!("sync: cannot remove {}: {err}", kept.display());
-        }
-    }
     Ok(())
 }

@@ -38,6 +38,10 @@ pub struct Outcome {
     pub applied: Vec<RecordKey>,
     /// Records not written, with why (the catalogue keeps what it had).
     pub unapplied: Vec<(RecordKey, String)>,
+    /// Whether applying settled a clash here (renamed a row, cleared a reference, broke a
+    /// cycle): then the catalogue differs from the merged records, and the difference is
+    /// this device's change to stamp.
+    pub settled: bool,
 }
 
 /// Writes `incoming` (kinds in `kinds::KINDS` order) and tidies the references. Caller holds
@@ -52,7 +56,15 @@ pub fn apply(conn: &Connection, incoming: &[Incoming]) -> Result<Outcome, StoreE
             conn.execute_batch("SAVEPOINT sync_record")?;
             let written = match &record.fields {
                 None => delete(conn, kind, &record.key.1),
-                Some(fields) => upsert(conn, kind, record, fields, &columns, &mut remaps),
+                Some(fields) => upsert(
+                    conn,
+                    kind,
+                    record,
+                    fields,
+                    &columns,
+                    &mut remaps,
+                    &mut outcome.settled,
+                ),
             };
             match written {
                 Ok(Written::Done) => {
@@ -76,7 +88,10 @@ pub fn apply(conn: &Connection, incoming: &[Incoming]) -> Result<Outcome, StoreE
             }
         }
     }
+    let before: i64 = conn.query_row("SELECT total_changes()", [], |row| row.get(0))?;
     tidy(conn, &remaps)?;
+    let after: i64 = conn.query_row("SELECT total_changes()", [], |row| row.get(0))?;
+    outcome.settled |= after != before;
     Ok(outcome)
 }
 
@@ -144,6 +159,7 @@ fn upsert(
     fields: &Fields,
     columns: &ColumnTypes,
     remaps: &mut Vec<(String, String)>,
+    settled: &mut bool,
 ) -> Result<Written, StoreError> {
     let id = &record.key.1;
     let mut names: Vec<&str> = Vec::new();
@@ -191,13 +207,16 @@ fn upsert(
         let Some(text) = text_field(fields, "name") else {
             return Ok(Written::Refused("name: missing".into()));
         };
-        let name = match named(conn, kind, id, text, fields)? {
+        let name = match named(conn, kind, id, text, fields, settled)? {
             Ok(name) => name,
             Err(why) => return Ok(Written::Refused(why)),
         };
         match names.iter().position(|n| *n == "name") {
             Some(at) => values[at] = Sql::Text(name.as_str().to_owned()),
             None => return Ok(Written::Refused("name: missing".into())),
+        }
+        if name.as_str() != text {
+            *settled = true;
         }
         names.push("name_key");
         values.push(Sql::Text(name.key().to_owned()));
@@ -336,6 +355,7 @@ fn named(
     id: &str,
     text: &str,
     fields: &Fields,
+    settled: &mut bool,
 ) -> Result<Result<Name, String>, StoreError> {
     let name = match Name::from_text(text) {
         Ok(name) => name,
@@ -372,6 +392,7 @@ fn named(
     }
     taken.insert(name.fold_key().to_owned());
     let renamed = Name::free(holder_name, &taken);
+    *settled = true;
     let stamp = next_stamp(conn, kind, holder)?;
     conn.prepare_cached(&format!(
         "UPDATE {} SET name = ?2, name_key = ?3, fold_key = ?4, updated_at = ?5 WHERE id = ?1",
