@@ -508,7 +508,7 @@ fn a_hosts_restore_names_1_to_1000_hosts_of_the_snapshot_once_each_and_needs_the
 }
 
 /// A snapshot taken at an older schema is migrated on a private copy, then restored. The
-/// older schema is made from a snapshot by undoing sql/0017_snapshots.sql (drop its table,
+/// older schema is made from a snapshot by undoing sql/0018_sync.sql (drop its tables,
 /// one version back), so this holds while that file is the newest migration.
 #[test]
 fn a_snapshot_from_an_older_schema_is_migrated_on_a_copy_and_restored() {
@@ -522,7 +522,8 @@ fn a_snapshot_from_an_older_schema_is_migrated_on_a_copy_and_restored() {
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .unwrap();
         conn.execute_batch(&format!(
-            "DROP TABLE snapshots; PRAGMA user_version = {};",
+            "DROP TABLE sync_settings; DROP TABLE sync_peers; DROP TABLE sync_files; \
+             DROP TABLE sync_unapplied; DROP TABLE sync_conflicts; PRAGMA user_version = {};",
             version - 1
         ))
         .unwrap();
