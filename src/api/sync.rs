@@ -23,10 +23,10 @@ use crate::sync::{self as engine, Status, SyncError};
 use crate::sync_share::Held;
 use crate::vault::Secret;
 
-/// A sync passphrase is 8 to this many bytes of UTF-8.
+/// A sync passphrase is at most this many bytes of UTF-8...
 pub const MAX_PASSPHRASE_BYTES: usize = 1024;
-/// ...and at least this many.
-pub const MIN_PASSPHRASE_BYTES: usize = 8;
+/// ...and at least this many characters.
+pub const MIN_PASSPHRASE_CHARS: usize = 8;
 /// A device name is 1 to this many characters once trimmed.
 pub const MAX_DEVICE_NAME_CHARS: usize = 64;
 /// A folder path is at most this many bytes.
@@ -67,13 +67,14 @@ fn held_text(held: &Held) -> String {
 
 fn passphrase(value: Option<&RawValue>) -> Result<Secret, ApiError> {
     let rule = format!(
-        "is required: a string of {MIN_PASSPHRASE_BYTES} to {MAX_PASSPHRASE_BYTES} bytes of UTF-8"
+        "is required: a string of at least {MIN_PASSPHRASE_CHARS} characters and at most \
+         {MAX_PASSPHRASE_BYTES} bytes of UTF-8"
     );
     let secret = value
         .and_then(|raw| Secret::from_json_string(raw.get()))
         .ok_or_else(|| ApiError::validation("passphrase", rule.clone()))?;
-    let length = secret.expose().len();
-    if !(MIN_PASSPHRASE_BYTES..=MAX_PASSPHRASE_BYTES).contains(&length) {
+    let chars = secret.expose_str().map_or(0, |text| text.chars().count());
+    if chars < MIN_PASSPHRASE_CHARS || secret.expose().len() > MAX_PASSPHRASE_BYTES {
         return Err(ApiError::validation("passphrase", rule));
     }
     Ok(secret)
