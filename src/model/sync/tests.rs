@@ -9,9 +9,12 @@ use serde_json::{json, Value};
 use crate::fuzz::{settings, Rng};
 use crate::model::sync::clock::{pack, Clock, Stamp, MAX_AHEAD_MS};
 use crate::model::sync::guard::{self, Counts, Hold};
-use crate::model::sync::merge::{merge, merge_report, Report};
+use crate::model::sync::merge::{
+    descends, merge, merge_into, merge_report, same_value, winner, Conflict, Report, Resurrection,
+    Side,
+};
 use crate::model::sync::record::{
-    observe_state, purge, stage_stale, DeviceInfo, Record, RecordKey, State, MIN_HORIZON_MS,
+    observe_state, purge, stage_stale, DeviceInfo, Field, Record, RecordKey, State, MIN_HORIZON_MS,
 };
 use crate::model::sync::wire;
 
@@ -216,6 +219,91 @@ fn a_merge_never_misses_a_conflict_whose_writers_had_not_seen_each_other_over_ra
     // histories do hold such conflicts, so that check is not vacuous.
     let concurrent: usize = histories().map(|(_, _, _, concurrent)| concurrent).sum();
     assert!(concurrent > 0);
+}
+
+/// The report as the difference between `local` and the join (the definition `merge_into`'s
+/// in-place report is checked against).
+fn reference_report(local: &State, remote: &State) -> Report {
+    let merged = merge(local, remote);
+    let mut report = Report::default();
+    for (key, after) in &merged.records {
+        let (before, theirs) = (local.records.get(key), remote.records.get(key));
+        for (name, a) in before.iter().flat_map(|mine| &mine.fields) {
+            let Some(b) = theirs.and_then(|theirs| theirs.fields.get(name)) else {
+                continue;
+            };
+            if same_value(&a.value, &b.value) || descends(a, b) || descends(b, a) {
+                continue;
+            }
+            let win = winner(a, b);
+            let lose = if win == a { b } else { a };
+            let side = |f: &Field| Side {
+                value: f.value.clone(),
+                stamp: f.stamp.clone(),
+            };
+            report.conflicts.push(Conflict {
+                kind: key.0.clone(),
+                id: key.1.clone(),
+                field: name.clone(),
+                winner: side(win),
+                loser: side(lose),
+            });
+        }
+        if before == Some(after) {
+            continue;
+        }
+        let delete =
+            |r: Option<&Record>| r.and_then(|r| r.tombstone.as_ref().map(|t| t.stamp.clone()));
+        let resurrected = || Resurrection {
+            kind: key.0.clone(),
+            id: key.1.clone(),
+            deleted_by: delete(Some(after)).unwrap(),
+        };
+        match (before.is_some_and(Record::is_alive), after.is_alive()) {
+            (false, true) if before.is_none() => report.added.push(key.clone()),
+            (false, true) => report.resurrected.push(resurrected()),
+            (true, false) => report.deleted.push(key.clone()),
+            (true, true) => {
+                if delete(theirs).is_some() && delete(theirs) > delete(before) {
+                    report.resurrected.push(resurrected());
+                }
+                let changed: Vec<String> = after
+                    .fields
+                    .iter()
+                    .filter(|(name, field)| {
+                        before.and_then(|b| b.fields.get(*name)) != Some(*field)
+                    })
+                    .map(|(name, _)| name.clone())
+                    .collect();
+                if !changed.is_empty() {
+                    report.updated.push((key.clone(), changed));
+                }
+            }
+            (false, false) => {}
+        }
+    }
+    report
+}
+
+#[test]
+fn merge_into_updates_in_place_to_the_join_and_reports_the_difference_over_random_histories() {
+    let mut reported = 0;
+    for (mut rng, devices, mut snapshots, _) in histories() {
+        snapshots.extend(devices.into_iter().map(|d| d.state));
+        for _ in 0..10 {
+            let local = rng.pick(&snapshots);
+            let remote = rng.pick(&snapshots);
+            let mut merged = local.clone();
+            let report = merge_into(&mut merged, remote.clone());
+            assert_eq!(merged, merge(local, remote), "the join");
+            assert_eq!(report, reference_report(local, remote), "the difference");
+            reported += usize::from(!report.is_empty());
+        }
+    }
+    assert!(
+        reported > 0,
+        "the histories hold merges that change something"
+    );
 }
 
 #[test]
