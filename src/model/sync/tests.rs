@@ -726,6 +726,108 @@ fn a_field_entry_of_three_or_five_items_decodes_and_any_other_length_is_refused(
     assert_eq!(wire::decode(&wire::encode(&state)).unwrap(), state);
 }
 
+#[test]
+fn the_body_names_each_field_once_and_refuses_a_bad_name_index_a_field_twice_or_tables_late() {
+    let (_, mut state, _) = big_pair(20);
+    state
+        .records
+        .values_mut()
+        .next()
+        .unwrap()
+        .delete(Stamp::new(T0 + 9, 0, "a"));
+    let body = String::from_utf8(wire::encode(&state)).unwrap();
+    assert!(body.starts_with(r#"{"devices":"#) && body.contains(r#","names":["#));
+    assert_eq!(body.matches(r#""field3""#).count(), 1, "{body}");
+    assert_eq!(wire::decode(body.as_bytes()).unwrap(), state);
+    let with = |record: &str| {
+        format!(r#"{{"devices":[["d"]],"names":["n","m"],"records":[["host","h",{record}]]}}"#)
+    };
+    let ok = wire::decode(with(r#"[[1,"v",7,0],[0,"w",8,0,7,0]],null"#).as_bytes()).unwrap();
+    let fields = &ok.records[&key("host", "h")].fields;
+    assert_eq!(
+        (fields["m"].value.clone(), fields["n"].prev.clone()),
+        (
+            json!("v"),
+            Some(Stamp {
+                hlc: 7,
+                device: "d".into()
+            })
+        )
+    );
+    let tomb = wire::decode(with(r#"[],[9,0,[[1,7,0]]]"#).as_bytes()).unwrap();
+    assert!(tomb.records[&key("host", "h")]
+        .tombstone
+        .as_ref()
+        .unwrap()
+        .seen
+        .contains_key("m"));
+    let refused = [
+        (with(r#"[[2,"v",7,0]],null"#), "out of range"),
+        (with(r#"[],[9,0,[[2,7,0]]]"#), "out of range"),
+        (with(r#"[[0,"v",7,0],[0,"w",8,0]],null"#), "twice"),
+        (with(r#"[[0,"v",7,0]],null,5"#), "invalid length"),
+        (
+            r#"{"records":[],"devices":[]}"#.to_owned(),
+            "before the devices",
+        ),
+        (
+            r#"{"devices":[],"records":[],"names":[]}"#.to_owned(),
+            "before the names",
+        ),
+        (
+            r#"{"devices":[],"devices":[],"records":[]}"#.to_owned(),
+            "twice",
+        ),
+        (r#"{"devices":[]}"#.to_owned(), "missing field"),
+    ];
+    for (body, why) in refused {
+        let err = wire::decode(body.as_bytes()).unwrap_err();
+        assert!(err.contains(why), "{body}: {err}");
+    }
+}
+
+#[test]
+fn seeded_mutations_of_a_body_never_panic_and_what_decodes_encodes_back_the_same() {
+    let (_, devices, _, _) = histories().nth(7).unwrap();
+    let body = wire::encode(&devices[1].state);
+    let (iterations, seed) = settings("sync body", 0x5_B0D1);
+    let mut rng = Rng::new(seed);
+    let pieces: [&[u8]; 8] = [
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b",",
+        b"null",
+        b"99999999999999999999",
+        b"\"\"",
+    ];
+    let mut decoded = 0;
+    for _ in 0..iterations {
+        let mut mutated = body.clone();
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(mutated.len() + 1);
+            match rng.below(4) {
+                0 if at < mutated.len() => mutated[at] = rng.next() as u8,
+                1 => mutated.truncate(at),
+                2 => {
+                    let piece = rng.pick(&pieces);
+                    mutated.splice(at..at, piece.iter().copied());
+                }
+                _ if at < mutated.len() => {
+                    mutated.remove(at);
+                }
+                _ => {}
+            }
+        }
+        if let Ok(state) = wire::decode(&mutated) {
+            decoded += 1;
+            assert_eq!(wire::decode(&wire::encode(&state)).unwrap(), state);
+        }
+    }
+    eprintln!("sync body fuzz: {decoded} of {iterations} mutations decoded");
+}
+
 fn report_deleting(n: usize) -> Report {
     Report {
         deleted: (0..n).map(|i| key("host", &i.to_string())).collect(),
