@@ -11,7 +11,7 @@ use crate::model::sync::clock::{pack, Clock, Stamp, MAX_AHEAD_MS};
 use crate::model::sync::guard::{self, Counts, Hold};
 use crate::model::sync::merge::{
     descends, merge, merge_into, merge_report, same_value, winner, Conflict, Report, Resurrection,
-    Side,
+    Side, FREE_ASIDE_MIN,
 };
 use crate::model::sync::record::{
     observe_state, purge, stage_stale, DeviceInfo, Field, Record, RecordKey, State, MIN_HORIZON_MS,
@@ -964,6 +964,15 @@ pub(crate) fn big_pair(hosts: usize) -> (State, State, State) {
         );
     }
     (base, a, b)
+}
+
+#[test]
+fn merge_into_with_a_large_copy_freed_aside_still_equals_the_join() {
+    let (_, a, b) = big_pair(FREE_ASIDE_MIN + 100);
+    let mut merged = a.clone();
+    let report = merge_into(&mut merged, b.clone());
+    assert_eq!(merged, merge(&a, &b));
+    assert_eq!(report.updated.len(), (FREE_ASIDE_MIN + 100).div_ceil(100));
 }
 
 #[test]
