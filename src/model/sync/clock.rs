@@ -31,10 +31,26 @@ pub const MAX_MS: u64 = (1 << (64 - COUNTER_BITS)) - 1;
 pub type DeviceId = Arc<str>;
 
 /// One change's place in the total order: (ms, counter) packed in `hlc`, then `device`.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, Eq)]
 pub struct Stamp {
     pub hlc: u64,
     pub device: DeviceId,
+}
+
+impl PartialEq for Stamp {
+    /// As derived, but a shared device id is not compared byte by byte (a decoded state
+    /// shares one `Arc` a device).
+    fn eq(&self, other: &Stamp) -> bool {
+        self.hlc == other.hlc
+            && (Arc::ptr_eq(&self.device, &other.device) || self.device == other.device)
+    }
+}
+
+impl std::hash::Hash for Stamp {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.hlc.hash(state);
+        self.device.hash(state);
+    }
 }
 
 impl Stamp {

@@ -170,50 +170,148 @@ impl Report {
 }
 
 /// `merge(local, remote)` and what it changed for `local`, conflicts included (judged by
-/// each version's `prev`, see `conflicts`).
+/// each version's `prev`, see `conflicts`). Copies both states; the service merges with
+/// `merge_into`.
 pub fn merge_report(local: &State, remote: &State) -> (State, Report) {
-    let merged = merge(local, remote);
-    let mut report = Report::default();
-    for (key, after) in &merged.records {
-        let before = local.records.get(key);
-        let theirs = remote.records.get(key);
-        if let (Some(mine), Some(theirs)) = (before, theirs) {
-            if mine != theirs {
-                conflicts(key, mine, theirs, &mut report.conflicts);
-            }
-        }
-        if before == Some(after) {
-            continue;
-        }
-        let was_alive = before.is_some_and(Record::is_alive);
-        let alive = after.is_alive();
-        match (was_alive, alive) {
-            (false, true) if before.is_none() => report.added.push(key.clone()),
-            (false, true) => report.resurrected.push(resurrection(key, after)),
-            (true, false) => report.deleted.push(key.clone()),
-            (true, true) => {
-                if overruled_delete(before, theirs) {
-                    report.resurrected.push(resurrection(key, after));
-                }
-                let changed = changed_fields(before, after);
-                if !changed.is_empty() {
-                    report.updated.push((key.clone(), changed));
-                }
-            }
-            (false, false) => {}
-        }
-    }
+    let mut merged = local.clone();
+    let report = merge_into(&mut merged, remote.clone());
     (merged, report)
 }
 
-/// True when the remote side brought a delete newer than any this side knew, and the
-/// record stayed alive: a local edit beat it.
-fn overruled_delete(before: Option<&Record>, theirs: Option<&Record>) -> bool {
-    let stamp = |record: Option<&Record>| {
-        record.and_then(|record| record.tombstone.as_ref().map(|tomb| tomb.stamp.clone()))
+/// Merges `remote` into `local` in place (afterwards `local` is `merge(local, remote)`) and
+/// returns what changed for `local`. Remote records are moved, not copied; a record equal on
+/// both sides is only compared.
+pub fn merge_into(local: &mut State, remote: State) -> Report {
+    let mut report = Report::default();
+    let State {
+        records,
+        devices,
+        ext,
+    } = remote;
+    // Both maps are sorted: walk them side by side rather than look each key up.
+    let mut new = Vec::new();
+    let mut spent = Vec::new();
+    let mut mine = local.records.iter_mut().peekable();
+    for (key, theirs) in records {
+        while mine.next_if(|(k, _)| **k < key).is_some() {}
+        match mine.next_if(|(k, _)| **k == key) {
+            Some((_, mine)) if *mine == theirs => spent.push((key, theirs)),
+            Some((_, mine)) => merge_record_into(&key, mine, theirs, &mut report),
+            None => {
+                if theirs.is_alive() {
+                    report.added.push(key.clone());
+                }
+                new.push((key, theirs));
+            }
+        }
+    }
+    local.records.extend(new);
+    free_aside(spent);
+    for (id, info) in devices {
+        match local.devices.get_mut(&id) {
+            Some(mine) => *mine = later_device(mine, &info),
+            None => {
+                local.devices.insert(id, info);
+            }
+        }
+    }
+    for (name, value) in ext {
+        match local.ext.get_mut(&name) {
+            Some(mine) => *mine = larger_value(mine, &value).clone(),
+            None => {
+                local.ext.insert(name, value);
+            }
+        }
+    }
+    report
+}
+
+/// From this many spent records up, `merge_into` frees them on a thread of their own.
+pub const FREE_ASIDE_MIN: usize = 10_000;
+
+/// Frees the remote copies of records both sides held equal. Freeing a whole catalogue's
+/// copy (1.5 million fields) takes about as long as decoding it, and nothing waits for it,
+/// so a large batch goes to a short-lived thread (freed here if no thread can be started).
+fn free_aside(spent: Vec<(RecordKey, Record)>) {
+    if spent.len() < FREE_ASIDE_MIN {
+        return;
+    }
+    // A thread that cannot be started drops its closure, and so `spent`, right here.
+    let started = std::thread::Builder::new()
+        .name("sync-free".into())
+        .spawn(move || drop(spent));
+    drop(started);
+}
+
+/// Joins `theirs` into `mine` (two different versions of the record `key`) and reports it.
+fn merge_record_into(key: &RecordKey, mine: &mut Record, theirs: Record, report: &mut Report) {
+    conflicts(key, mine, &theirs, &mut report.conflicts);
+    let was_alive = mine.is_alive();
+    let mine_tomb = mine.tombstone.as_ref().map(|tomb| tomb.stamp.clone());
+    let overruled = theirs
+        .tombstone
+        .as_ref()
+        .is_some_and(|tomb| Some(&tomb.stamp) > mine_tomb.as_ref());
+    let mut changed = Vec::new();
+    for (name, field) in theirs.fields {
+        match mine.fields.get_mut(&name) {
+            Some(current) => {
+                if *current != field && std::ptr::eq(winner(current, &field), &field) {
+                    *current = field;
+                    changed.push(name);
+                }
+            }
+            None => {
+                mine.fields.insert(name.clone(), field);
+                changed.push(name);
+            }
+        }
+    }
+    let tomb_changed = match (&mut mine.tombstone, theirs.tombstone) {
+        (Some(current), Some(tomb)) => join_tombstone(current, tomb),
+        (slot @ None, Some(tomb)) => {
+            *slot = Some(tomb);
+            true
+        }
+        (_, None) => false,
     };
-    let theirs_tomb = stamp(theirs);
-    theirs_tomb.is_some() && theirs_tomb > stamp(before)
+    if changed.is_empty() && !tomb_changed {
+        return;
+    }
+    match (was_alive, mine.is_alive()) {
+        (false, true) => report.resurrected.push(resurrection(key, mine)),
+        (true, false) => report.deleted.push(key.clone()),
+        (true, true) => {
+            if overruled {
+                report.resurrected.push(resurrection(key, mine));
+            }
+            if !changed.is_empty() {
+                report.updated.push((key.clone(), changed));
+            }
+        }
+        (false, false) => {}
+    }
+}
+
+/// Joins `theirs` into `mine`: the later delete, the pointwise later seen stamps. True when
+/// `mine` changed.
+fn join_tombstone(mine: &mut Tombstone, theirs: Tombstone) -> bool {
+    let mut changed = false;
+    if theirs.stamp > mine.stamp {
+        mine.stamp = theirs.stamp;
+        changed = true;
+    }
+    for (name, stamp) in theirs.seen {
+        match mine.seen.get_mut(&name) {
+            Some(current) if stamp > *current => *current = stamp,
+            Some(_) => continue,
+            None => {
+                mine.seen.insert(name, stamp);
+            }
+        }
+        changed = true;
+    }
+    changed
 }
 
 fn resurrection(key: &RecordKey, after: &Record) -> Resurrection {
@@ -223,15 +321,6 @@ fn resurrection(key: &RecordKey, after: &Record) -> Resurrection {
         id: key.1.clone(),
         deleted_by: deleted_by.expect("a resurrected record has a tombstone"),
     }
-}
-
-fn changed_fields(before: Option<&Record>, after: &Record) -> Vec<String> {
-    after
-        .fields
-        .iter()
-        .filter(|(name, field)| before.and_then(|b| b.fields.get(*name)) != Some(*field))
-        .map(|(name, _)| name.clone())
-        .collect()
 }
 
 /// Fields both sides hold with different values where neither version descends from the

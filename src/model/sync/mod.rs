@@ -3,7 +3,8 @@
 //! body's encoding. The bundle file's sealing lives in `vault::bundle`.
 //!
 //! Invariants: no I/O, no clock read (time comes in as arguments), no plaintext secret (a
-//! secret field's value arrives sealed).
+//! secret field's value arrives sealed). One exception to "plain computation":
+//! `merge::merge_into` frees a large spent copy of records on a short-lived thread.
 
 pub mod clock;
 pub mod guard;

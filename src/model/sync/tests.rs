@@ -9,9 +9,12 @@ use serde_json::{json, Value};
 use crate::fuzz::{settings, Rng};
 use crate::model::sync::clock::{pack, Clock, Stamp, MAX_AHEAD_MS};
 use crate::model::sync::guard::{self, Counts, Hold};
-use crate::model::sync::merge::{merge, merge_report, Report};
+use crate::model::sync::merge::{
+    descends, merge, merge_into, merge_report, same_value, winner, Conflict, Report, Resurrection,
+    Side, FREE_ASIDE_MIN,
+};
 use crate::model::sync::record::{
-    observe_state, purge, stage_stale, DeviceInfo, Record, RecordKey, State, MIN_HORIZON_MS,
+    observe_state, purge, stage_stale, DeviceInfo, Field, Record, RecordKey, State, MIN_HORIZON_MS,
 };
 use crate::model::sync::wire;
 
@@ -216,6 +219,91 @@ fn a_merge_never_misses_a_conflict_whose_writers_had_not_seen_each_other_over_ra
     // histories do hold such conflicts, so that check is not vacuous.
     let concurrent: usize = histories().map(|(_, _, _, concurrent)| concurrent).sum();
     assert!(concurrent > 0);
+}
+
+/// The report as the difference between `local` and the join (the definition `merge_into`'s
+/// in-place report is checked against).
+fn reference_report(local: &State, remote: &State) -> Report {
+    let merged = merge(local, remote);
+    let mut report = Report::default();
+    for (key, after) in &merged.records {
+        let (before, theirs) = (local.records.get(key), remote.records.get(key));
+        for (name, a) in before.iter().flat_map(|mine| &mine.fields) {
+            let Some(b) = theirs.and_then(|theirs| theirs.fields.get(name)) else {
+                continue;
+            };
+            if same_value(&a.value, &b.value) || descends(a, b) || descends(b, a) {
+                continue;
+            }
+            let win = winner(a, b);
+            let lose = if win == a { b } else { a };
+            let side = |f: &Field| Side {
+                value: f.value.clone(),
+                stamp: f.stamp.clone(),
+            };
+            report.conflicts.push(Conflict {
+                kind: key.0.clone(),
+                id: key.1.clone(),
+                field: name.clone(),
+                winner: side(win),
+                loser: side(lose),
+            });
+        }
+        if before == Some(after) {
+            continue;
+        }
+        let delete =
+            |r: Option<&Record>| r.and_then(|r| r.tombstone.as_ref().map(|t| t.stamp.clone()));
+        let resurrected = || Resurrection {
+            kind: key.0.clone(),
+            id: key.1.clone(),
+            deleted_by: delete(Some(after)).unwrap(),
+        };
+        match (before.is_some_and(Record::is_alive), after.is_alive()) {
+            (false, true) if before.is_none() => report.added.push(key.clone()),
+            (false, true) => report.resurrected.push(resurrected()),
+            (true, false) => report.deleted.push(key.clone()),
+            (true, true) => {
+                if delete(theirs).is_some() && delete(theirs) > delete(before) {
+                    report.resurrected.push(resurrected());
+                }
+                let changed: Vec<String> = after
+                    .fields
+                    .iter()
+                    .filter(|(name, field)| {
+                        before.and_then(|b| b.fields.get(*name)) != Some(*field)
+                    })
+                    .map(|(name, _)| name.clone())
+                    .collect();
+                if !changed.is_empty() {
+                    report.updated.push((key.clone(), changed));
+                }
+            }
+            (false, false) => {}
+        }
+    }
+    report
+}
+
+#[test]
+fn merge_into_updates_in_place_to_the_join_and_reports_the_difference_over_random_histories() {
+    let mut reported = 0;
+    for (mut rng, devices, mut snapshots, _) in histories() {
+        snapshots.extend(devices.into_iter().map(|d| d.state));
+        for _ in 0..10 {
+            let local = rng.pick(&snapshots);
+            let remote = rng.pick(&snapshots);
+            let mut merged = local.clone();
+            let report = merge_into(&mut merged, remote.clone());
+            assert_eq!(merged, merge(local, remote), "the join");
+            assert_eq!(report, reference_report(local, remote), "the difference");
+            reported += usize::from(!report.is_empty());
+        }
+    }
+    assert!(
+        reported > 0,
+        "the histories hold merges that change something"
+    );
 }
 
 #[test]
@@ -638,6 +726,108 @@ fn a_field_entry_of_three_or_five_items_decodes_and_any_other_length_is_refused(
     assert_eq!(wire::decode(&wire::encode(&state)).unwrap(), state);
 }
 
+#[test]
+fn the_body_names_each_field_once_and_refuses_a_bad_name_index_a_field_twice_or_tables_late() {
+    let (_, mut state, _) = big_pair(20);
+    state
+        .records
+        .values_mut()
+        .next()
+        .unwrap()
+        .delete(Stamp::new(T0 + 9, 0, "a"));
+    let body = String::from_utf8(wire::encode(&state)).unwrap();
+    assert!(body.starts_with(r#"{"devices":"#) && body.contains(r#","names":["#));
+    assert_eq!(body.matches(r#""field3""#).count(), 1, "{body}");
+    assert_eq!(wire::decode(body.as_bytes()).unwrap(), state);
+    let with = |record: &str| {
+        format!(r#"{{"devices":[["d"]],"names":["n","m"],"records":[["host","h",{record}]]}}"#)
+    };
+    let ok = wire::decode(with(r#"[[1,"v",7,0],[0,"w",8,0,7,0]],null"#).as_bytes()).unwrap();
+    let fields = &ok.records[&key("host", "h")].fields;
+    assert_eq!(
+        (fields["m"].value.clone(), fields["n"].prev.clone()),
+        (
+            json!("v"),
+            Some(Stamp {
+                hlc: 7,
+                device: "d".into()
+            })
+        )
+    );
+    let tomb = wire::decode(with(r#"[],[9,0,[[1,7,0]]]"#).as_bytes()).unwrap();
+    assert!(tomb.records[&key("host", "h")]
+        .tombstone
+        .as_ref()
+        .unwrap()
+        .seen
+        .contains_key("m"));
+    let refused = [
+        (with(r#"[[2,"v",7,0]],null"#), "out of range"),
+        (with(r#"[],[9,0,[[2,7,0]]]"#), "out of range"),
+        (with(r#"[[0,"v",7,0],[0,"w",8,0]],null"#), "twice"),
+        (with(r#"[[0,"v",7,0]],null,5"#), "invalid length"),
+        (
+            r#"{"records":[],"devices":[]}"#.to_owned(),
+            "before the devices",
+        ),
+        (
+            r#"{"devices":[],"records":[],"names":[]}"#.to_owned(),
+            "before the names",
+        ),
+        (
+            r#"{"devices":[],"devices":[],"records":[]}"#.to_owned(),
+            "twice",
+        ),
+        (r#"{"devices":[]}"#.to_owned(), "missing field"),
+    ];
+    for (body, why) in refused {
+        let err = wire::decode(body.as_bytes()).unwrap_err();
+        assert!(err.contains(why), "{body}: {err}");
+    }
+}
+
+#[test]
+fn seeded_mutations_of_a_body_never_panic_and_what_decodes_encodes_back_the_same() {
+    let (_, devices, _, _) = histories().nth(7).unwrap();
+    let body = wire::encode(&devices[1].state);
+    let (iterations, seed) = settings("sync body", 0x5_B0D1);
+    let mut rng = Rng::new(seed);
+    let pieces: [&[u8]; 8] = [
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b",",
+        b"null",
+        b"99999999999999999999",
+        b"\"\"",
+    ];
+    let mut decoded = 0;
+    for _ in 0..iterations {
+        let mut mutated = body.clone();
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(mutated.len() + 1);
+            match rng.below(4) {
+                0 if at < mutated.len() => mutated[at] = rng.next() as u8,
+                1 => mutated.truncate(at),
+                2 => {
+                    let piece = rng.pick(&pieces);
+                    mutated.splice(at..at, piece.iter().copied());
+                }
+                _ if at < mutated.len() => {
+                    mutated.remove(at);
+                }
+                _ => {}
+            }
+        }
+        if let Ok(state) = wire::decode(&mutated) {
+            decoded += 1;
+            assert_eq!(wire::decode(&wire::encode(&state)).unwrap(), state);
+        }
+    }
+    eprintln!("sync body fuzz: {decoded} of {iterations} mutations decoded");
+}
+
 fn report_deleting(n: usize) -> Report {
     Report {
         deleted: (0..n).map(|i| key("host", &i.to_string())).collect(),
@@ -774,6 +964,15 @@ pub(crate) fn big_pair(hosts: usize) -> (State, State, State) {
         );
     }
     (base, a, b)
+}
+
+#[test]
+fn merge_into_with_a_large_copy_freed_aside_still_equals_the_join() {
+    let (_, a, b) = big_pair(FREE_ASIDE_MIN + 100);
+    let mut merged = a.clone();
+    let report = merge_into(&mut merged, b.clone());
+    assert_eq!(merged, merge(&a, &b));
+    assert_eq!(report.updated.len(), (FREE_ASIDE_MIN + 100).div_ceil(100));
 }
 
 #[test]
