@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::model::sync::guard::{self, Counts};
 use crate::model::sync::merge::{self, Report};
-use crate::model::sync::record::{observe_state, DeviceInfo, RecordKey, State};
+use crate::model::sync::record::{observe_state, DeviceInfo, Record, RecordKey, State};
 use crate::state::AppState;
 use crate::store::snapshots::Reason;
 use crate::store::sync::{self as rows, StoredConflict};
@@ -87,7 +87,10 @@ pub fn run(state: &AppState, engine: &mut Engine, options: Options) -> Result<Ou
     let mut options = options;
     for _ in 0..ATTEMPTS {
         match run_once(state, engine, options) {
-            Err(SyncError::Changed) => options.full = true,
+            Err(SyncError::Changed) => {
+                options.full = true;
+                super::ensure_live(state, engine)?;
+            }
             done => return done,
         }
     }
@@ -132,7 +135,16 @@ fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<O
         Err(err) => return Err(err),
     };
     engine.held = None;
-    apply_and_write(state, live, merged, now, read_at, &mut outcome)?;
+    let merged_any = merged.any;
+    if let Err(err) = apply_and_write(state, live, merged, now, read_at, &mut outcome) {
+        if merged_any {
+            // The live state holds merges the catalogue did not take: drop it, and the next
+            // cycle starts again from the copy kept in the data dir (else the catalogue's
+            // older values would be taken for this device's edits).
+            engine.live = None;
+        }
+        return Err(err);
+    }
     update_warnings(engine, &outcome);
     // The count from before this cycle: its own writes (and any write that came meanwhile)
     // make the next look read the catalogue once more, which also stamps what applying
@@ -155,14 +167,25 @@ fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<O
     Ok(outcome)
 }
 
-/// A merge's result waiting to be applied.
+/// What the folder's merges did to the live state, waiting to be applied.
 struct Merged {
-    state: Option<State>,
+    /// Whether any file was merged (the live state then changed in place).
+    any: bool,
     files: Vec<(String, String)>,
     peers: Vec<(String, String, u64)>,
 }
 
-/// Merges every bundle of the folder that changed since it was read.
+/// A bundle of the folder, opened.
+struct Opened {
+    name: String,
+    look: String,
+    header: Header,
+    state: State,
+}
+
+/// Merges every bundle of the folder that changed since it was read, into the live state
+/// in place. Every file is opened and weighed by the mass-delete guard before any is merged,
+/// so a held merge leaves the live state as it was.
 fn merge_folder(
     state: &AppState,
     live: &mut Live,
@@ -171,19 +194,74 @@ fn merge_folder(
     now: u64,
     outcome: &mut Outcome,
 ) -> Result<Merged, SyncError> {
-    let files = folder::scan(&live.dir).map_err(|err| SyncError::Folder(err.to_string()))?;
-    let seen = state.db.read(rows::files_seen)?;
+    let opened = open_changed(state, live, held, options, now, outcome)?;
     let previous: BTreeMap<String, u64> = state
         .db
         .read(rows::peers)?
         .into_iter()
         .map(|peer| (peer.device_id, peer.records))
         .collect();
+    let local_live = live.state.live_count();
+    for file in &opened {
+        let before = differing(&live.state, &file.state);
+        let deleted: Vec<RecordKey> = before
+            .iter()
+            .filter(|(key, mine)| {
+                let theirs = file.state.records.get(*key);
+                mine.is_alive() && theirs.is_some_and(|t| !merge::merge_record(mine, t).is_alive())
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        let counts = Counts {
+            local_live,
+            remote_previous_live: previous.get(&file.header.device_id).map(|n| *n as usize),
+            remote_live: file.state.live_count(),
+        };
+        let weighed = Report {
+            deleted,
+            ..Report::default()
+        };
+        if let Some(hold) = guard::check(&weighed, counts) {
+            if !options.confirm_mass_delete {
+                let held = held_for(file, weighed.deleted.len(), local_live, hold);
+                return Err(SyncError::MassDelete(held));
+            }
+        }
+    }
     let mut merged = Merged {
-        state: None,
+        any: false,
         files: Vec::new(),
         peers: Vec::new(),
     };
+    for file in opened {
+        let before = differing(&live.state, &file.state);
+        let records = file.state.live_count() as u64;
+        let mut report = merge::merge_into(&mut live.state, file.state);
+        values_changed_only(&mut report, &before, &live.state);
+        append(&mut outcome.report, report);
+        merged.any = true;
+        merged.files.push((file.name, file.look));
+        merged
+            .peers
+            .push((file.header.device_id, file.header.device_name, records));
+    }
+    Ok(merged)
+}
+
+/// Opens every bundle of the folder that changed since it was merged (a file whose merge is
+/// held and that did not change is passed over when `skip_held`); one that does not open,
+/// or holds a stamp far ahead of this clock, is skipped and named.
+fn open_changed(
+    state: &AppState,
+    live: &mut Live,
+    held: Option<&Held>,
+    options: Options,
+    now: u64,
+    outcome: &mut Outcome,
+) -> Result<Vec<Opened>, SyncError> {
+    let files = folder::scan(&live.dir).map_err(|err| SyncError::Folder(err.to_string()))?;
+    let seen = state.db.read(rows::files_seen)?;
+    let mut opened = Vec::new();
     for (name, look) in files {
         if seen.get(&name) == Some(&look) {
             continue;
@@ -208,64 +286,51 @@ fn merge_folder(
             outcome.skipped.push((name, problem));
             continue;
         }
-        let base = merged.state.as_ref().unwrap_or(&live.state);
-        let local_live = base.live_count();
-        let (next, mut report) = merge::merge_report(base, &remote);
-        values_changed_only(&mut report, base, &next);
-        let counts = Counts {
-            local_live,
-            remote_previous_live: previous.get(&header.device_id).map(|n| *n as usize),
-            remote_live: remote.live_count(),
-        };
-        if let Some(hold) = guard::check(&report, counts) {
-            if !options.confirm_mass_delete {
-                return Err(SyncError::MassDelete(held_for(
-                    &name, &look, &header, &report, local_live, hold,
-                )));
-            }
-        }
-        append(&mut outcome.report, report);
-        merged.state = Some(next);
-        merged.files.push((name, look));
-        merged.peers.push((
-            header.device_id,
-            header.device_name,
-            remote.live_count() as u64,
-        ));
+        opened.push(Opened {
+            name,
+            look,
+            header,
+            state: remote,
+        });
     }
-    Ok(merged)
+    Ok(opened)
+}
+
+/// This side's version of each record the remote state holds otherwise (the only records a
+/// merge can change; a few when devices are in step).
+fn differing(local: &State, remote: &State) -> BTreeMap<RecordKey, Record> {
+    remote
+        .records
+        .iter()
+        .filter_map(|(key, theirs)| {
+            let mine = local.records.get(key)?;
+            (mine != theirs).then(|| (key.clone(), mine.clone()))
+        })
+        .collect()
 }
 
 /// Keeps in `updated` only the fields whose value changed: a field whose stamp moved with
 /// the same value (two devices that hold the same record, one of them just set up) changes
 /// nothing here and is not written again.
-fn values_changed_only(report: &mut Report, before: &State, after: &State) {
+fn values_changed_only(report: &mut Report, before: &BTreeMap<RecordKey, Record>, after: &State) {
     report.updated.retain_mut(|(key, fields)| {
-        let value = |state: &State, field: &String| {
-            state
-                .records
-                .get(key)
-                .and_then(|record| record.fields.get(field))
-                .map(|field| field.value.clone())
-        };
-        fields.retain(|field| value(before, field) != value(after, field));
+        let old = before.get(key);
+        let new = after.records.get(key);
+        fields.retain(|field| {
+            let old = old.and_then(|r| r.fields.get(field)).map(|f| &f.value);
+            let new = new.and_then(|r| r.fields.get(field)).map(|f| &f.value);
+            old != new
+        });
         !fields.is_empty()
     });
 }
 
-fn held_for(
-    name: &str,
-    look: &str,
-    header: &Header,
-    report: &Report,
-    live: usize,
-    hold: guard::Hold,
-) -> Held {
+fn held_for(file: &Opened, deletions: usize, live: usize, hold: guard::Hold) -> Held {
     Held {
-        file: name.to_owned(),
-        seen: look.to_owned(),
-        device_id: header.device_id.clone(),
-        deletions: report.deleted.len(),
+        file: file.name.clone(),
+        seen: file.look.clone(),
+        device_id: file.header.device_id.clone(),
+        deletions,
         live,
         emptied_from: match hold {
             guard::Hold::DeviceEmptied { previously } => Some(previously),
@@ -327,8 +392,8 @@ fn apply_and_write(
 ) -> Result<(), SyncError> {
     let own = folder::own_file(&live.device_id);
     let own_missing = !live.dir.join(&own).exists();
-    let merged_any = !merged.files.is_empty();
-    if let Some(next) = merged.state {
+    let merged_any = merged.any;
+    if merged.any {
         let keys = changed_keys(&outcome.report);
         if !keys.is_empty() {
             outcome.time("snapshot", |_| {
@@ -338,7 +403,7 @@ fn apply_and_write(
             })?;
         }
         let started = std::time::Instant::now();
-        let (incoming, mut problems) = local::incoming(state, &live.key, &next, &keys)?;
+        let (incoming, mut problems) = local::incoming(state, &live.key, &live.state, &keys)?;
         let conflicts = stored_conflicts(&outcome.report);
         let (mut settled, mut written_to) = (false, read_at);
         let applied = state.db.write(|tx| {
@@ -366,7 +431,6 @@ fn apply_and_write(
         outcome.settled = settled;
         outcome.written_to = Some(written_to);
         drop(applied);
-        live.state = next;
         outcome
             .timings
             .push(("apply", started.elapsed().as_millis()));
