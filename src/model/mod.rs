@@ -22,7 +22,6 @@ pub mod key;
 pub mod known_hosts;
 pub mod name;
 pub mod prompt_pattern;
-#[allow(dead_code)] // wired to the list by the lead
 pub mod query;
 pub mod ssh_config;
 pub mod ssh_config_export;
@@ -31,7 +30,6 @@ pub mod ssh_config_report;
 pub mod ssh_config_session;
 pub mod ssh_words;
 pub mod startup;
-#[allow(dead_code)] // the service side (sync folder, routes) is not built yet: docs/sync.md
 pub mod sync;
 pub mod totp;
 pub mod tree;

@@ -13,7 +13,6 @@
 //! the slow halves (`WrappedKey::open`, `NewPassword::derive`) take no `&Vault`, so the
 //! caller runs them without holding the vault lock.
 
-#[allow(dead_code)] // wired to the sync folder by the lead
 pub mod bundle;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

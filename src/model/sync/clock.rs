@@ -54,6 +54,7 @@ impl std::hash::Hash for Stamp {
 }
 
 impl Stamp {
+    #[cfg(test)] // the service's stamps come from `Clock::tick` or its own packed times
     pub fn new(ms: u64, counter: u16, device: &str) -> Stamp {
         Stamp {
             hlc: pack(ms, counter),

@@ -24,6 +24,7 @@ use crate::model::sync::clock::Stamp;
 use crate::model::sync::record::{DeviceInfo, Field, Record, RecordKey, State, Tombstone};
 
 /// The join of `a` and `b`.
+#[cfg(test)] // the reference join the property tests compare `merge_into` with
 pub fn merge(a: &State, b: &State) -> State {
     let mut records = BTreeMap::new();
     let mut left = a.records.iter().peekable();
@@ -172,6 +173,7 @@ impl Report {
 /// `merge(local, remote)` and what it changed for `local`, conflicts included (judged by
 /// each version's `prev`, see `conflicts`). Copies both states; the service merges with
 /// `merge_into`.
+#[cfg(test)] // the service merges in place (`merge_into`)
 pub fn merge_report(local: &State, remote: &State) -> (State, Report) {
     let mut merged = local.clone();
     let report = merge_into(&mut merged, remote.clone());
