@@ -1853,3 +1853,42 @@ fn edits_made_while_cycles_run_all_reach_the_other_device() {
         missing()
     );
 }
+
+/// The passphrase is at least 8 characters (not bytes: 7 two-byte characters are refused)
+/// and at most 1,024 bytes; a device name 1 to 64 characters. Each edge on both sides, on
+/// `PUT /api/sync` and on the bundle export.
+#[test]
+fn the_passphrase_and_device_name_rules_hold_at_their_edges() {
+    let a = device("sync-edges", None);
+    let put = |passphrase: &str, name: Option<String>| {
+        let dir = fresh_dir("sync-edges-folder");
+        let mut body = json!({"dir": dir.to_str().unwrap(), "passphrase": passphrase});
+        if let Some(name) = name {
+            body["device_name"] = json!(name);
+        }
+        a.put("/api/sync", &body)
+    };
+    let refused = |answer: crate::support::Response, field: &str| {
+        let error = answer.assert_error(400, "VALIDATION_ERROR");
+        assert!(
+            error["details"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(field),
+            "{error}"
+        );
+    };
+    refused(put("1234567", None), "passphrase");
+    refused(put(&"é".repeat(7), None), "passphrase");
+    put(&"é".repeat(8), None).expect(200);
+    put("12345678", None).expect(200);
+    put(&"x".repeat(1024), None).expect(200);
+    refused(put(&"x".repeat(1025), None), "passphrase");
+    put(PASSPHRASE, Some("n".repeat(64))).expect(200);
+    refused(put(PASSPHRASE, Some("n".repeat(65))), "device_name");
+    refused(put(PASSPHRASE, Some("   ".into())), "device_name");
+    let export =
+        |passphrase: &str| a.post("/api/export/bundle", &json!({ "passphrase": passphrase }));
+    refused(export("1234567"), "passphrase");
+    assert_eq!(export("12345678").status, 200);
+}
