@@ -126,7 +126,7 @@ fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<O
     let merged = outcome.time("merge", |outcome| {
         merge_folder(state, live, held_file.as_ref(), options, now, outcome)
     });
-    let merged = match merged {
+    let mut merged = match merged {
         Ok(merged) => merged,
         Err(SyncError::MassDelete(held)) => {
             engine.held = Some(held.clone());
@@ -136,6 +136,7 @@ fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<O
     };
     engine.held = None;
     let merged_any = merged.any;
+    let present = std::mem::take(&mut merged.present);
     if let Err(err) = apply_and_write(state, live, merged, now, read_at, &mut outcome) {
         if merged_any {
             // The live state holds merges the catalogue did not take: drop it, and the next
@@ -145,7 +146,7 @@ fn run_once(state: &AppState, engine: &mut Engine, options: Options) -> Result<O
         }
         return Err(err);
     }
-    update_warnings(engine, &outcome);
+    update_warnings(engine, &outcome, &present);
     // The count from before this cycle: its own writes (and any write that came meanwhile)
     // make the next look read the catalogue once more, which also stamps what applying
     // settled here (a name made free, a reference cleared) as this device's change.
@@ -173,6 +174,8 @@ struct Merged {
     any: bool,
     files: Vec<(String, String)>,
     peers: Vec<(String, String, u64)>,
+    /// Every bundle file the folder held (for the warnings of files gone).
+    present: BTreeSet<String>,
 }
 
 /// A bundle of the folder, opened.
@@ -194,7 +197,7 @@ fn merge_folder(
     now: u64,
     outcome: &mut Outcome,
 ) -> Result<Merged, SyncError> {
-    let opened = open_changed(state, live, held, options, now, outcome)?;
+    let (opened, present) = open_changed(state, live, held, options, now, outcome)?;
     let previous: BTreeMap<String, u64> = state
         .db
         .read(rows::peers)?
@@ -202,6 +205,7 @@ fn merge_folder(
         .map(|peer| (peer.device_id, peer.records))
         .collect();
     let local_live = live.state.live_count();
+    let mut befores = Vec::with_capacity(opened.len());
     for file in &opened {
         let before = differing(&live.state, &file.state);
         let deleted: Vec<RecordKey> = before
@@ -227,14 +231,20 @@ fn merge_folder(
                 return Err(SyncError::MassDelete(held));
             }
         }
+        befores.push(before);
     }
     let mut merged = Merged {
         any: false,
         files: Vec::new(),
         peers: Vec::new(),
+        present,
     };
-    for file in opened {
-        let before = differing(&live.state, &file.state);
+    for (file, before) in opened.into_iter().zip(befores) {
+        // Weighed against the state before any merge: after one, taken again.
+        let before = match merged.any {
+            false => before,
+            true => differing(&live.state, &file.state),
+        };
         let records = file.state.live_count() as u64;
         let mut report = merge::merge_into(&mut live.state, file.state);
         values_changed_only(&mut report, &before, &live.state);
@@ -258,8 +268,9 @@ fn open_changed(
     options: Options,
     now: u64,
     outcome: &mut Outcome,
-) -> Result<Vec<Opened>, SyncError> {
+) -> Result<(Vec<Opened>, BTreeSet<String>), SyncError> {
     let files = folder::scan(&live.dir).map_err(|err| SyncError::Folder(err.to_string()))?;
+    let present = files.iter().map(|(name, _)| name.clone()).collect();
     let seen = state.db.read(rows::files_seen)?;
     let mut opened = Vec::new();
     for (name, look) in files {
@@ -293,7 +304,7 @@ fn open_changed(
             state: remote,
         });
     }
-    Ok(opened)
+    Ok((opened, present))
 }
 
 /// This side's version of each record the remote state holds otherwise (the only records a
@@ -516,13 +527,7 @@ fn stored_conflicts(report: &Report) -> Vec<StoredConflict> {
 
 /// Keeps the warnings of files not read this cycle (still skipped) and of files that are
 /// still there; replaces those of the files read.
-fn update_warnings(engine: &mut Engine, outcome: &Outcome) {
-    let Some(live) = engine.live.as_ref() else {
-        return;
-    };
-    let present: BTreeSet<String> = folder::scan(&live.dir)
-        .map(|files| files.into_iter().map(|(name, _)| name).collect())
-        .unwrap_or_default();
+fn update_warnings(engine: &mut Engine, outcome: &Outcome, present: &BTreeSet<String>) {
     engine.warnings.retain(|name, _| present.contains(name));
     for (name, problem) in &outcome.skipped {
         engine.warnings.insert(name.clone(), problem.clone());

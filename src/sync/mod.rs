@@ -183,7 +183,14 @@ pub fn enable(
         }
         rows::enable(tx, &dir_text, &sealed, &name)
     })?;
-    engine.live = Some(load_live(state, dir.to_path_buf(), key, &settings, name));
+    let kept = kept_state(state);
+    engine.live = Some(load_live(
+        kept.as_deref(),
+        dir.to_path_buf(),
+        key,
+        &settings,
+        name,
+    ));
     engine.warnings.clear();
     engine.held = None;
     engine.changes_seen = None;
@@ -219,18 +226,22 @@ fn folder_key(dir: &Path, device_id: &str, passphrase: &Secret) -> Result<SyncKe
         .map_err(|err| SyncError::Store(StoreError::BrokenInvariant(err.to_string())))
 }
 
-/// The live engine for `dir`: the merged state kept in the data dir when it opens under
-/// `key`, else an empty one (this device then joins by merging).
+/// The bytes of the merged state kept in the data dir, if any.
+fn kept_state(state: &AppState) -> Option<Vec<u8>> {
+    folder::read(&state.config.data_dir.join(STATE_FILE)).ok()
+}
+
+/// The live engine for `dir`: the merged state kept in the data dir (`kept`) when it opens
+/// under `key`, else an empty one (this device then joins by merging).
 fn load_live(
-    state: &AppState,
+    kept: Option<&[u8]>,
     dir: PathBuf,
     key: SyncKey,
     settings: &rows::Settings,
     device_name: String,
 ) -> Live {
-    let kept = folder::read(&state.config.data_dir.join(STATE_FILE))
-        .ok()
-        .and_then(|bytes| bundle::open(&key, &bytes).ok())
+    let kept = kept
+        .and_then(|bytes| bundle::open(&key, bytes).ok())
         .map(|(_, kept)| kept)
         .unwrap_or_default();
     let mut clock = Clock::new(&settings.device_id, settings.clock);
@@ -259,16 +270,17 @@ fn ensure_live(state: &AppState, engine: &mut Engine) -> Result<(), SyncError> {
     };
     let passphrase = state.session.vault().open(passphrase_context(), &sealed)?;
     let dir = PathBuf::from(dir);
-    let kept = folder::read(&state.config.data_dir.join(STATE_FILE))
-        .ok()
-        .and_then(|bytes| bundle::read_header(&bytes).ok());
-    let key = match kept {
+    let kept = kept_state(state);
+    let header = kept
+        .as_deref()
+        .and_then(|bytes| bundle::read_header(bytes).ok());
+    let key = match header {
         Some(header) => SyncKey::derive(passphrase.expose(), &header.kdf)
             .map_err(|err| SyncError::Store(StoreError::BrokenInvariant(err.to_string())))?,
         None => folder_key(&dir, &settings.device_id, &passphrase)?,
     };
     let name = settings.device_name.clone();
-    engine.live = Some(load_live(state, dir, key, &settings, name));
+    engine.live = Some(load_live(kept.as_deref(), dir, key, &settings, name));
     engine.changes_seen = None;
     Ok(())
 }

@@ -729,6 +729,23 @@ pub fn read_all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
+/// Fails naming the file and the form when any of `files` holds any of `secrets` in any
+/// of its `leak_forms`.
+pub fn assert_no_leak(files: &[(PathBuf, Vec<u8>)], secrets: &[&[u8]]) {
+    for secret in secrets {
+        for form in leak_forms(secret) {
+            for (path, bytes) in files {
+                assert!(
+                    !contains_bytes(bytes, &form),
+                    "{} in {}",
+                    String::from_utf8_lossy(&form),
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
 /// True when `needle` occurs in `haystack`.
 pub fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
